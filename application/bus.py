@@ -1,0 +1,136 @@
+"""The command bus: typed ``dispatch`` and the JSON envelope ``dispatch_json``."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from context_compaction.domain.errors import (
+    ContextCompactionError,
+    InvalidCommand,
+    InvalidMessage,
+)
+
+from .commands import COMMAND_ADAPTER, Command, command_types
+from .services import Services
+
+log = logging.getLogger("context_compaction.bus")
+
+Handler = Callable[[Any, Services], BaseModel]
+
+
+class MessageBus:
+    """Routes each command to its handler (a plain dict, STYLE habit 5)."""
+
+    def __init__(
+        self,
+        services: Services,
+        handlers: Mapping[type[Command], Handler],
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.services = services
+        self.handlers = dict(handlers)
+        self._on_close = on_close
+        self._closed = False
+
+    # ---------------------------------------------------------------- typed
+    def dispatch(self, command: Command) -> Any:
+        """Run one command; raises ``ContextCompactionError`` (with ``.code``) on failure."""
+        if self._closed:
+            raise InvalidCommand("the bus is closed")
+        handler = self.handlers.get(type(command))
+        if handler is None:
+            raise InvalidCommand(f"no handler for {type(command).__name__}")
+        return handler(command, self.services)
+
+    # ----------------------------------------------------------------- JSON
+    def dispatch_json(self, data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+        """Run one JSON command; never raises for bad input, returns an envelope.
+
+        ``{"ok": true, "result": {...}}`` or
+        ``{"ok": false, "error": {"code", "message", "details"}}``.
+        """
+        try:
+            command = self.parse(data)
+            result = self.dispatch(command)
+            return {"ok": True, "result": _jsonable(result)}
+        except ContextCompactionError as exc:
+            return {"ok": False, "error": exc.to_dict()}
+        except Exception as exc:  # noqa: BLE001 - the envelope promise
+            log.exception(
+                "command failed unexpectedly", extra={"error_class": type(exc).__name__}
+            )
+            return {
+                "ok": False,
+                "error": {
+                    "code": "internal_error",
+                    "message": f"unexpected {type(exc).__name__}; see the service log",
+                    "details": {},
+                },
+            }
+
+    def parse(self, data: Mapping[str, Any] | str | bytes) -> Command:
+        """Validate a JSON command (dict or text) into its typed model."""
+        limit = self.services.settings.limits.max_request_bytes
+        if isinstance(data, (str, bytes, bytearray)):
+            if len(data) > limit:
+                raise InvalidCommand(f"request larger than {limit:,} bytes")
+            try:
+                data = json.loads(data)
+            except (ValueError, RecursionError) as exc:
+                raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
+        if not isinstance(data, Mapping):
+            raise InvalidCommand("a command must be a JSON object")
+        kind = data.get("type")
+        if not isinstance(kind, str) or kind not in command_types():
+            raise InvalidCommand(
+                f"unknown command type {kind!r}" if isinstance(kind, str) else "missing type",
+                details={"known_types": sorted(command_types())},
+            )
+        try:
+            return COMMAND_ADAPTER.validate_python(dict(data))  # type: ignore[no-any-return]
+        except ValidationError as exc:
+            raise validation_error(exc) from None
+        except RecursionError:
+            raise InvalidCommand("command nested too deeply") from None
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._on_close is not None:
+                self._on_close()
+
+    def __enter__(self) -> MessageBus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def validation_error(exc: ValidationError) -> ContextCompactionError:
+    """Map a pydantic error: problems inside ``messages[i]`` are ``invalid_message``."""
+    errors = exc.errors(include_input=False, include_url=False, include_context=False)
+    problems = [
+        {"loc": [p if isinstance(p, (int, str)) else str(p) for p in e["loc"]], "msg": e["msg"]}
+        for e in errors[:20]
+    ]
+    in_messages = all(
+        len(e["loc"]) >= 3 and e["loc"][-1] != "messages" and e["loc"][1] == "messages"
+        for e in errors
+    )
+    first = problems[0] if problems else {"loc": [], "msg": "invalid"}
+    where = ".".join(str(p) for p in first["loc"][1:]) or "command"
+    text = f"{where}: {first['msg']}"
+    if in_messages:
+        return InvalidMessage(text, details={"errors": problems})
+    return InvalidCommand(text, details={"errors": problems})
+
+
+def _jsonable(result: Any) -> Any:
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json")
+    return result

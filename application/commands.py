@@ -1,0 +1,134 @@
+"""Commands and queries: pydantic models, discriminated on ``type`` (CONTRACT.md).
+
+Names and fields here are a promise to other services: add, never rename.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union, get_args
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    TypeAdapter,
+)
+
+from context_compaction.domain.messages import Message
+
+SessionId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+CommandId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+PositiveInt = Annotated[StrictInt, Field(gt=0)]
+NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
+Seq = Annotated[StrictInt, Field(ge=1, le=2**62)]
+
+
+class Command(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- commands
+class StartSession(Command):
+    type: Literal["start_session"] = "start_session"
+    session_id: SessionId
+    model: ModelName
+    agent_token_limit: PositiveInt | None = None
+    command_id: CommandId | None = None
+
+
+class ConfigureSession(Command):
+    """Change the model or the agent's token limit; an omitted field stays as it is,
+    ``agent_token_limit: null`` removes the limit."""
+
+    type: Literal["configure_session"] = "configure_session"
+    session_id: SessionId
+    model: ModelName | None = None
+    agent_token_limit: PositiveInt | None = None
+
+
+class AppendMessages(Command):
+    type: Literal["append_messages"] = "append_messages"
+    session_id: SessionId
+    messages: list[Message] = Field(min_length=1)
+    command_id: CommandId | None = None
+
+
+class InvalidateHistory(Command):
+    """clear: everything so far; rewind: keep seq <= to_seq; delete: the given seqs.
+
+    A delete that would split a tool group is refused unless ``expand_tool_groups``
+    lets it take the whole group.
+    """
+
+    type: Literal["invalidate_history"] = "invalidate_history"
+    session_id: SessionId
+    kind: Literal["clear", "rewind", "delete"]
+    to_seq: NonNegativeInt | None = None
+    seqs: list[Seq] | None = Field(default=None, max_length=100_000)
+    expand_tool_groups: StrictBool = False
+    reason: Annotated[str, StringConstraints(max_length=2000)] = ""
+
+
+class DeleteSession(Command):
+    type: Literal["delete_session"] = "delete_session"
+    session_id: SessionId
+
+
+# ----------------------------------------------------------------- queries
+class GetHistory(Command):
+    type: Literal["get_history"] = "get_history"
+    session_id: SessionId
+    include_invalidated: StrictBool = False
+
+
+class GetProjection(Command):
+    type: Literal["get_projection"] = "get_projection"
+    session_id: SessionId
+    model: ModelName | None = None
+
+
+class ReplaySession(Command):
+    type: Literal["replay_session"] = "replay_session"
+    session_id: SessionId
+    at_version: PositiveInt | None = None
+    model: ModelName | None = None
+
+
+class ListCheckpoints(Command):
+    type: Literal["list_checkpoints"] = "list_checkpoints"
+    session_id: SessionId
+
+
+class ListSessions(Command):
+    type: Literal["list_sessions"] = "list_sessions"
+    limit: Annotated[StrictInt, Field(ge=1, le=10_000)] = 100
+    offset: NonNegativeInt = 0
+
+
+AnyCommand = Annotated[
+    Union[  # noqa: UP007 - a discriminated union reads better spelled out
+        StartSession,
+        ConfigureSession,
+        AppendMessages,
+        InvalidateHistory,
+        DeleteSession,
+        GetHistory,
+        GetProjection,
+        ReplaySession,
+        ListCheckpoints,
+        ListSessions,
+    ],
+    Field(discriminator="type"),
+]
+
+COMMAND_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyCommand)
+
+
+def command_types() -> dict[str, type[Command]]:
+    """``type`` value → command class, for everything ``AnyCommand`` accepts."""
+    union = get_args(AnyCommand)[0]
+    return {cls.model_fields["type"].default: cls for cls in get_args(union)}

@@ -1,0 +1,166 @@
+"""Ports: what the application needs from the outside world (DESIGN §2).
+
+Infrastructure implements them; tests may substitute fakes that record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.session import Session
+
+
+class ConcurrencyConflict(Exception):
+    """The event store refused a save because the session moved on; reload and retry."""
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session_id: str
+    model: str
+    agent_token_limit: int | None
+    version: int
+    next_seq: int
+    context_generation: int
+    active_checkpoint_id: str | None
+    message_count: int
+    invalidated_count: int
+    checkpoint_count: int
+    deleted: bool
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """All fields of spec §6.2, plus what the summary was made from."""
+
+    checkpoint_id: str
+    session_id: str
+    generation: int
+    parent_checkpoint_id: str | None
+    summary: str
+    first_retained_seq: int
+    source_max_seq: int
+    trigger_reason: str
+    provider_kind: str
+    model: str
+    tokens_before: int
+    tokens_after: int
+    degraded: bool
+    summary_source: dict[str, Any]
+    created_at: str
+    version: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checkpoint_id": self.checkpoint_id,
+            "id": self.checkpoint_id,
+            "session_id": self.session_id,
+            "generation": self.generation,
+            "parent_checkpoint_id": self.parent_checkpoint_id,
+            "summary": self.summary,
+            "first_retained_seq": self.first_retained_seq,
+            "source_max_seq": self.source_max_seq,
+            "trigger_reason": self.trigger_reason,
+            "provider_kind": self.provider_kind,
+            "model": self.model,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "degraded": self.degraded,
+            "summary_source": dict(self.summary_source),
+            "created_at": self.created_at,
+            "version": self.version,
+        }
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    key: str
+    session_id: str
+    checkpoint_id: str
+    content: str
+    created_at: str
+
+
+@dataclass
+class SessionSnapshotView:
+    """The read model's view of one session at one moment (one read transaction)."""
+
+    session: SessionRow
+    checkpoint: CheckpointRow | None
+    messages: list[MessageRecord] = field(default_factory=list)
+
+
+class EventStore(Protocol):
+    """The write side: Session aggregates stored as events."""
+
+    def load(self, session_id: str, version: int | None = None) -> Session:
+        """The session (as of ``version``); raises ``SessionNotFound``."""
+        ...
+
+    def save(self, session: Session) -> None:
+        """Append the session's pending events atomically (with the read model).
+
+        Raises ``ConcurrencyConflict`` when another writer got there first (or the
+        database was busy): the caller reloads and decides again.
+        """
+        ...
+
+
+class ReadModel(Protocol):
+    """The query side: tables projected from the events, caught up before answering."""
+
+    def session(self, session_id: str) -> SessionRow | None: ...
+
+    def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]: ...
+
+    def messages(
+        self,
+        session_id: str,
+        *,
+        from_seq: int = 1,
+        upto_seq: int | None = None,
+        include_invalidated: bool = False,
+    ) -> list[MessageRecord]: ...
+
+    def session_view(
+        self, session_id: str, *, tail_only: bool = True
+    ) -> SessionSnapshotView | None:
+        """Session row, active checkpoint and its visible tail in ONE snapshot.
+
+        With ``tail_only=False`` (or no/broken checkpoint) all visible messages.
+        """
+        ...
+
+    def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None: ...
+
+    def checkpoints(self, session_id: str) -> list[CheckpointRow]: ...
+
+    def command_seqs(self, session_id: str, command_id: str) -> list[int] | None: ...
+
+
+class TimelineStore(Protocol):
+    def entries(
+        self, session_id: str, query: str | None = None, limit: int = 20
+    ) -> list[TimelineEntry]: ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+
+class IdFactory(Protocol):
+    def new_id(self, prefix: str) -> str: ...
+
+
+class ModelCatalog(Protocol):
+    """What is known about a model without asking it (litellm's local catalog)."""
+
+    def max_input_tokens(self, model: str) -> int | None: ...
+
+    def provider_of(self, model: str) -> str: ...
+

@@ -1,0 +1,75 @@
+"""What handlers get: the ports, wired once by ``bootstrap`` (the composition root)."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any, TypeVar
+
+from context_compaction.domain.errors import StorageError
+from context_compaction.domain.projection import ProviderIdentity
+from context_compaction.domain.session import Session
+
+from .ports import Clock, ConcurrencyConflict, EventStore, IdFactory, ModelCatalog, ReadModel
+from .settings import Settings
+
+log = logging.getLogger("context_compaction")
+
+T = TypeVar("T")
+
+#: Attempts for one command against concurrent writers (optimistic concurrency).
+COMMAND_ATTEMPTS = 12
+
+
+@dataclass
+class Services:
+    settings: Settings
+    events: EventStore
+    read_model: ReadModel
+    clock: Clock
+    ids: IdFactory
+    catalog: ModelCatalog
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def now(self) -> str:
+        return self.clock.now().astimezone(UTC).isoformat(timespec="microseconds")
+
+    def identity(self, model: str) -> ProviderIdentity:
+        return ProviderIdentity(provider=self.catalog.provider_of(model), model=model)
+
+
+def mutate(
+    services: Services,
+    session_id: str,
+    decide: Callable[[Session], T],
+    *,
+    attempts: int = COMMAND_ATTEMPTS,
+) -> tuple[T, Session, bool]:
+    """Load → decide → save, again from a fresh load when another writer won the race.
+
+    ``decide`` runs the aggregate's command method; if it raises, nothing is saved.
+    Returns the decision, the session and whether any event was saved.
+    """
+    for attempt in range(attempts):
+        session = services.events.load(session_id)
+        result = decide(session)
+        if not session.pending_events:
+            return result, session, False
+        try:
+            services.events.save(session)
+        except ConcurrencyConflict:
+            log.debug(
+                "version conflict, retrying",
+                extra={"session_id": session_id, "attempt": attempt + 1},
+            )
+            time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
+            continue
+        return result, session, True
+    raise StorageError(
+        f"gave up after {attempts} attempts: the session kept changing under this command",
+        details={"session_id": session_id, "attempts": attempts},
+    )

@@ -1,0 +1,362 @@
+"""Handlers for the raw-log commands and the history queries."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from context_compaction.domain.errors import (
+    InvalidCommand,
+    InvalidMessage,
+    SessionDeleted,
+    SessionExists,
+    SessionNotFound,
+)
+from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.projection import (
+    CheckpointRef,
+    ContextProjection,
+    ProviderIdentity,
+    build_projection,
+    checkpoint_problem,
+)
+from context_compaction.domain.session import Session
+
+from . import commands as c
+from . import results as r
+from .ports import CheckpointRow, ConcurrencyConflict, SessionRow
+from .services import Services, mutate
+
+log = logging.getLogger("context_compaction.sessions")
+
+
+# ------------------------------------------------------------------ commands
+def start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
+    for _ in range(2):
+        try:
+            existing: Session | None = svc.events.load(cmd.session_id)
+        except SessionNotFound:
+            existing = None
+        if existing is not None:
+            if cmd.command_id is not None and existing.start_command_id == cmd.command_id:
+                return r.StartSessionResult(session_id=cmd.session_id, version=existing.version)
+            raise SessionExists(f"session {cmd.session_id!r} already exists")
+        session = Session.start(
+            cmd.session_id,
+            cmd.model,
+            cmd.agent_token_limit,
+            created_at=svc.now(),
+            command_id=cmd.command_id,
+        )
+        try:
+            svc.events.save(session)
+        except ConcurrencyConflict:
+            continue  # started concurrently: the reload decides between exists and retry
+        log.info("session started", extra={"session_id": cmd.session_id})
+        return r.StartSessionResult(session_id=cmd.session_id, version=session.version)
+    raise SessionExists(f"session {cmd.session_id!r} already exists")
+
+
+def configure_session(cmd: c.ConfigureSession, svc: Services) -> r.ConfigureSessionResult:
+    set_limit = "agent_token_limit" in cmd.model_fields_set
+    _, session, _ = mutate(
+        svc,
+        cmd.session_id,
+        lambda s: s.configure(
+            model=cmd.model,
+            agent_token_limit=cmd.agent_token_limit,
+            set_limit=set_limit,
+            created_at=svc.now(),
+        ),
+    )
+    return r.ConfigureSessionResult(
+        session_id=cmd.session_id,
+        version=session.version,
+        model=session.model,
+        agent_token_limit=session.agent_token_limit,
+    )
+
+
+def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesResult:
+    limits = svc.settings.limits
+    if len(cmd.messages) > limits.max_batch_messages:
+        raise InvalidCommand(
+            f"{len(cmd.messages)} messages in one command; the limit is "
+            f"{limits.max_batch_messages}"
+        )
+    for index, message in enumerate(cmd.messages):
+        size = _message_chars(message.to_record())
+        if size > limits.max_message_chars:
+            raise InvalidMessage(
+                f"message {index} has {size:,} characters; the limit is "
+                f"{limits.max_message_chars:,}"
+            )
+    if cmd.command_id is not None:
+        earlier = svc.read_model.command_seqs(cmd.session_id, cmd.command_id)
+        if earlier is not None:
+            row = _live_row(svc, cmd.session_id)
+            return r.AppendMessagesResult(seqs=earlier, version=row.version, duplicate=True)
+    # Our own retries must be idempotent too (a commit whose acknowledgement was lost
+    # is retried): every append carries a command id, the host's or a fresh one.
+    command_id = cmd.command_id or svc.ids.new_id("cmd")
+    seqs, session, saved = mutate(
+        svc,
+        cmd.session_id,
+        lambda s: s.append_messages(cmd.messages, command_id=command_id, created_at=svc.now()),
+    )
+    if saved:
+        log.info(
+            "messages appended",
+            extra={"session_id": cmd.session_id, "count": len(seqs), "last_seq": seqs[-1]},
+        )
+    return r.AppendMessagesResult(seqs=seqs, version=session.version, duplicate=not saved)
+
+
+def _message_chars(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_message_chars(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_message_chars(v) for v in value)
+    return 0
+
+
+def invalidate_history(cmd: c.InvalidateHistory, svc: Services) -> r.InvalidateHistoryResult:
+    if cmd.kind == "rewind" and cmd.to_seq is None:
+        raise InvalidCommand("rewind needs to_seq (keep seq <= to_seq)")
+    if cmd.kind == "delete" and not cmd.seqs:
+        raise InvalidCommand("delete needs a non-empty list of seqs")
+    if cmd.kind != "rewind" and cmd.to_seq is not None:
+        raise InvalidCommand("to_seq belongs to kind=rewind")
+    if cmd.kind != "delete" and cmd.seqs is not None:
+        raise InvalidCommand("seqs belongs to kind=delete")
+    outcome, session, saved = mutate(
+        svc,
+        cmd.session_id,
+        lambda s: s.invalidate(
+            kind=cmd.kind,
+            to_seq=cmd.to_seq,
+            seqs=cmd.seqs,
+            expand_tool_groups=cmd.expand_tool_groups,
+            reason=cmd.reason,
+            created_at=svc.now(),
+        ),
+    )
+    if saved:
+        log.info(
+            "history invalidated",
+            extra={
+                "session_id": cmd.session_id,
+                "kind": cmd.kind,
+                "generation": outcome.generation,
+            },
+        )
+    return r.InvalidateHistoryResult(
+        context_generation=outcome.generation,
+        version=session.version,
+        excluded_seqs=outcome.ranges,
+    )
+
+
+def delete_session(cmd: c.DeleteSession, svc: Services) -> r.DeleteSessionResult:
+    _, session, _ = mutate(svc, cmd.session_id, lambda s: s.delete(created_at=svc.now()))
+    log.info("session deleted", extra={"session_id": cmd.session_id})
+    return r.DeleteSessionResult(session_id=cmd.session_id, version=session.version)
+
+
+# ------------------------------------------------------------------- queries
+def _row(svc: Services, session_id: str) -> SessionRow:
+    row = svc.read_model.session(session_id)
+    if row is None:
+        raise SessionNotFound(f"session {session_id!r} does not exist")
+    return row
+
+
+def _live_row(svc: Services, session_id: str) -> SessionRow:
+    row = _row(svc, session_id)
+    if row.deleted:
+        raise SessionDeleted(f"session {session_id!r} is deleted")
+    return row
+
+
+def message_result(m: MessageRecord) -> dict[str, Any]:
+    out = dict(m)
+    out["invalidated"] = not out.pop("visible", True)
+    return out
+
+
+def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
+    _row(svc, cmd.session_id)
+    messages = svc.read_model.messages(
+        cmd.session_id, include_invalidated=cmd.include_invalidated
+    )
+    return r.HistoryResult(
+        session_id=cmd.session_id, messages=[message_result(m) for m in messages]
+    )
+
+
+def checkpoint_ref(row: CheckpointRow | None) -> CheckpointRef | None:
+    if row is None:
+        return None
+    return CheckpointRef(
+        checkpoint_id=row.checkpoint_id,
+        summary=row.summary,
+        first_retained_seq=row.first_retained_seq,
+        generation=row.generation,
+        degraded=row.degraded,
+    )
+
+
+def current_projection(
+    svc: Services, session_id: str, identity: ProviderIdentity | None = None
+) -> tuple[ContextProjection, SessionRow]:
+    """The live projection from the read model (spec §7.1, restore §14)."""
+    for _ in range(5):
+        view = svc.read_model.session_view(session_id)
+        if view is None:
+            raise SessionNotFound(f"session {session_id!r} does not exist")
+        session = view.session
+        if session.deleted:
+            raise SessionDeleted(f"session {session_id!r} is deleted")
+        who = identity or svc.identity(session.model)
+        ref = checkpoint_ref(view.checkpoint)
+        notes: list[str] = []
+        if session.active_checkpoint_id and view.checkpoint is None:
+            notes.append(f"active checkpoint {session.active_checkpoint_id} is missing")
+        problem = checkpoint_problem(ref, view.messages) if ref else None
+        if notes or problem:
+            # Spec §14: a broken checkpoint falls back to all visible raw history,
+            # with a diagnostic and without asking any provider.
+            full = svc.read_model.session_view(session_id, tail_only=False)
+            if full is None or full.session.version != session.version:
+                continue
+            notes += [problem] if problem else []
+            log.warning(
+                "checkpoint unusable, projecting raw history",
+                extra={"session_id": session_id, "checkpoint_id": session.active_checkpoint_id},
+            )
+            projection = build_projection(
+                checkpoint=None,
+                messages=full.messages,
+                context_generation=session.context_generation,
+                identity=who,
+                diagnostics=notes,
+            )
+            return projection, session
+        projection = build_projection(
+            checkpoint=ref,
+            messages=view.messages,
+            context_generation=session.context_generation,
+            identity=who,
+        )
+        return projection, session
+    raise SessionNotFound(f"session {session_id!r} kept changing; try again")
+
+
+def projection_result(p: ContextProjection, version: int) -> r.ProjectionResult:
+    return r.ProjectionResult(**p.to_result(), version=version)
+
+
+def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
+    identity = svc.identity(cmd.model) if cmd.model else None
+    projection, session = current_projection(svc, cmd.session_id, identity)
+    return projection_result(projection, session.version)
+
+
+def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
+    """State and projection as of a past version, rebuilt from the events (audits)."""
+    row = _row(svc, cmd.session_id)
+    if cmd.at_version is not None and cmd.at_version > row.version:
+        raise InvalidCommand(
+            f"at_version {cmd.at_version} is beyond the session's version {row.version}"
+        )
+    session = svc.events.load(cmd.session_id, version=cmd.at_version)
+    identity = svc.identity(cmd.model or session.model)
+    active = session.active_checkpoint
+    checkpoint = svc.read_model.checkpoint(active["checkpoint_id"]) if active else None
+    from_seq = active["first_retained_seq"] if active else 1
+    notes: list[str] = []
+    raw = svc.read_model.messages(
+        cmd.session_id, from_seq=from_seq, upto_seq=session.max_seq, include_invalidated=True
+    )
+    tail = [m for m in raw if session.is_visible(m["seq"])]
+    ref = checkpoint_ref(checkpoint)
+    if active and checkpoint is None:
+        notes.append(f"active checkpoint {active['checkpoint_id']} is missing")
+    problem = checkpoint_problem(ref, tail) if ref else None
+    if notes or problem:
+        notes += [problem] if problem else []
+        raw = svc.read_model.messages(
+            cmd.session_id, upto_seq=session.max_seq, include_invalidated=True
+        )
+        tail = [m for m in raw if session.is_visible(m["seq"])]
+        ref = None
+    projection = build_projection(
+        checkpoint=ref,
+        messages=tail,
+        context_generation=session.context_generation,
+        identity=identity,
+        diagnostics=notes,
+    )
+    return r.ReplayResult(
+        session_id=cmd.session_id,
+        version=session.version,
+        context_generation=session.context_generation,
+        active_checkpoint_id=active["checkpoint_id"] if active else None,
+        next_seq=session.next_seq,
+        deleted=session.deleted,
+        model=session.model,
+        projection=projection_result(projection, session.version),
+    )
+
+
+def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResult:
+    row = _row(svc, cmd.session_id)
+    checkpoints = []
+    for cp in svc.read_model.checkpoints(cmd.session_id):
+        item = cp.to_dict()
+        item["active"] = cp.checkpoint_id == row.active_checkpoint_id
+        checkpoints.append(item)
+    return r.CheckpointsResult(
+        session_id=cmd.session_id,
+        active_checkpoint_id=row.active_checkpoint_id,
+        checkpoints=checkpoints,
+    )
+
+
+def session_info(row: SessionRow) -> r.SessionInfo:
+    return r.SessionInfo(
+        session_id=row.session_id,
+        model=row.model,
+        agent_token_limit=row.agent_token_limit,
+        version=row.version,
+        next_seq=row.next_seq,
+        message_count=row.message_count,
+        invalidated_count=row.invalidated_count,
+        checkpoint_count=row.checkpoint_count,
+        context_generation=row.context_generation,
+        active_checkpoint_id=row.active_checkpoint_id,
+        deleted=row.deleted,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def list_sessions(cmd: c.ListSessions, svc: Services) -> r.SessionsResult:
+    rows = svc.read_model.sessions(limit=cmd.limit, offset=cmd.offset)
+    return r.SessionsResult(sessions=[session_info(x) for x in rows])
+
+
+HANDLERS: dict[type[c.Command], Any] = {
+    c.StartSession: start_session,
+    c.ConfigureSession: configure_session,
+    c.AppendMessages: append_messages,
+    c.InvalidateHistory: invalidate_history,
+    c.DeleteSession: delete_session,
+    c.GetHistory: get_history,
+    c.GetProjection: get_projection,
+    c.ReplaySession: replay_session,
+    c.ListCheckpoints: list_checkpoints,
+    c.ListSessions: list_sessions,
+}

@@ -1,0 +1,87 @@
+"""Settings: one pydantic model, from code, ``CTXC_*`` environment variables or a JSON file.
+
+Nested fields use ``__`` in environment variables, e.g.
+``CTXC_CONTEXT_COMPACTION__RESERVE_TOKENS=8192``; maps and lists take JSON, e.g.
+``CTXC_MODELS='{"gpt-4o": {"token_limit": 64000}}'``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CompactionConfig(_Section):
+    """The three user-facing knobs of spec §8.1."""
+
+    enabled: bool = True
+    """Only controls automatic compaction before a turn; never /compact or overflow recovery."""
+    reserve_tokens: int = Field(default=16384, ge=0)
+    """Room kept for the model's output, the next tool call and estimation error."""
+    keep_recent_tokens: int = Field(default=20000, ge=0)
+    """How much recent history a checkpoint tries to keep verbatim."""
+
+
+class ModelConfig(_Section):
+    token_limit: int | None = Field(default=None, gt=0)
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+
+
+class PostgresConfig(_Section):
+    pool_size: int = Field(default=5, ge=1)
+    max_overflow: int = Field(default=10, ge=0)
+    connect_timeout: float = Field(default=10.0, gt=0)
+    lock_timeout: int = Field(default=10, ge=0)
+    """Seconds to wait for the event table's write lock (0 waits forever)."""
+    idle_in_transaction_session_timeout: float = Field(default=10.0, ge=0)
+    schema_name: str | None = Field(default=None, alias="schema")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Limits(_Section):
+    """Bounds on input, refused with ``invalid_command``/``invalid_message``."""
+
+    max_message_chars: int = Field(default=4_000_000, gt=0)
+    max_batch_messages: int = Field(default=1000, gt=0)
+    max_request_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CTXC_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    database_url: str = "sqlite:///ctxc.db"
+    context_compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    summarizer: Literal["llm", "extractive"] = "llm"
+    snapshot_interval: int = Field(default=100, ge=0)
+    """Take a snapshot of a session every N events (0 disables snapshots)."""
+    sqlite_lock_timeout: int = Field(default=5, ge=1)
+    postgres: PostgresConfig = Field(default_factory=PostgresConfig)
+    limits: Limits = Field(default_factory=Limits)
+    log_json: bool = False
+
+    @classmethod
+    def from_file(cls, path: str | Path, **overrides: Any) -> Settings:
+        """Settings from a JSON file; keyword arguments override the file."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: settings file must hold a JSON object")
+        data.update(overrides)
+        return cls(**data)
+
+    def model_config_for(self, model: str) -> ModelConfig:
+        return self.models.get(model) or ModelConfig()

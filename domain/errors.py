@@ -1,0 +1,94 @@
+"""Named errors. Each carries the public error code of CONTRACT.md.
+
+Domain rules raise these from public aggregate methods *before* any event is
+triggered, so a failed command never emits an event.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class ContextCompactionError(Exception):
+    """Base of every error the library reports; ``code`` is the contract's error code."""
+
+    code: ClassVar[str] = "storage_error"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class InvalidCommand(ContextCompactionError):
+    code = "invalid_command"
+
+
+class InvalidMessage(ContextCompactionError):
+    code = "invalid_message"
+
+
+class SessionNotFound(ContextCompactionError):
+    code = "session_not_found"
+
+
+class SessionExists(ContextCompactionError):
+    code = "session_exists"
+
+
+class SessionDeleted(ContextCompactionError):
+    code = "session_deleted"
+
+
+class SummaryFailed(ContextCompactionError):
+    code = "summary_failed"
+
+
+class StaleCandidate(ContextCompactionError):
+    code = "stale_candidate"
+
+
+class FixedContextExceedsBudget(ContextCompactionError):
+    code = "fixed_context_exceeds_budget"
+
+
+class OverflowRetryExhausted(ContextCompactionError):
+    code = "overflow_retry_exhausted"
+
+
+class OverflowNotRecoverable(ContextCompactionError):
+    code = "overflow_not_recoverable"
+
+
+class UnknownRequest(ContextCompactionError):
+    code = "unknown_request"
+
+
+class StorageError(ContextCompactionError):
+    code = "storage_error"
+
+
+class TurnInProgress(ContextCompactionError):
+    """A manual compaction was asked for while a turn is running (spec §11.1)."""
+
+    code = "turn_in_progress"
+
+
+ALL_ERRORS: tuple[type[ContextCompactionError], ...] = (
+    InvalidCommand,
+    InvalidMessage,
+    SessionNotFound,
+    SessionExists,
+    SessionDeleted,
+    SummaryFailed,
+    StaleCandidate,
+    FixedContextExceedsBudget,
+    OverflowRetryExhausted,
+    OverflowNotRecoverable,
+    UnknownRequest,
+    StorageError,
+    TurnInProgress,
+)

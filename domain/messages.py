@@ -1,0 +1,214 @@
+"""Message value objects (frozen pydantic models) and their stored form.
+
+Input accepts the contract's flat tool-call shape and OpenAI's nested one. A message
+is validated here, at the boundary; the aggregate then checks the rules that need
+session state (a tool result must answer an open call of the same session).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .errors import InvalidMessage
+
+Role = Literal["user", "assistant", "tool", "system"]
+ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+
+class ToolCall(_Frozen):
+    """One tool call of an assistant message. ``arguments`` is the provider's JSON text."""
+
+    id: str = Field(min_length=1, max_length=512)
+    name: str = Field(min_length=1, max_length=512)
+    arguments: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_openai_shape(cls, data: Any) -> Any:
+        # OpenAI: {"id", "type": "function", "function": {"name", "arguments"}}
+        if isinstance(data, dict) and "function" in data:
+            fn = data.get("function")
+            if not isinstance(fn, dict):
+                return data
+            out = {k: v for k, v in data.items() if k not in ("function", "type")}
+            out.setdefault("name", fn.get("name"))
+            out.setdefault("arguments", fn.get("arguments", ""))
+            if data.get("type", "function") != "function":
+                out["type"] = data["type"]  # rejected by extra="forbid": only functions exist
+            return out
+        if isinstance(data, dict) and data.get("type") == "function":
+            return {k: v for k, v in data.items() if k != "type"}
+        return data
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _arguments_as_text(cls, value: Any) -> Any:
+        if value is None:
+            return ""
+        return value
+
+
+class ImageUrl(_Frozen):
+    url: str = Field(min_length=1)
+    detail: str | None = None
+
+
+class ContentPart(_Frozen):
+    """A part of multi-part content (text, image, audio, file), OpenAI shaped."""
+
+    type: Literal["text", "image_url", "input_audio", "file"]
+    text: str | None = None
+    image_url: ImageUrl | None = None
+    input_audio: dict[str, Any] | None = None
+    file: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _payload_matches_type(self) -> ContentPart:
+        payload = getattr(self, self.type)
+        if payload is None:
+            raise ValueError(f"content part of type {self.type!r} needs a {self.type!r} field")
+        others = [f for f in ("text", "image_url", "input_audio", "file") if f != self.type]
+        if any(getattr(self, f) is not None for f in others):
+            raise ValueError(f"content part of type {self.type!r} carries a foreign field")
+        return self
+
+
+class ProviderState(_Frozen):
+    """Provider-private message fields (thinking blocks, signatures, ...).
+
+    ``data`` is merged verbatim into the provider message, but only when the request
+    goes to the same provider and model that produced it (spec §5.11).
+    """
+
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+Content = str | tuple[ContentPart, ...] | None
+
+
+class Message(_Frozen):
+    """A chat message as a host appends it (CONTRACT.md "Message (input)")."""
+
+    role: Role
+    content: str | tuple[ContentPart, ...] | None = None
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = Field(default=None, min_length=1, max_length=512)
+    name: str | None = Field(default=None, max_length=512)
+    turn_id: str | None = Field(default=None, min_length=1, max_length=512)
+    steering: bool = False
+    provider_state: ProviderState | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "reasoning_content" in data:
+            data = dict(data)
+            value = data.pop("reasoning_content")
+            if data.get("reasoning") is None:
+                data["reasoning"] = value
+        if isinstance(data, dict) and data.get("tool_calls") is None and "tool_calls" in data:
+            data = dict(data)
+            data["tool_calls"] = ()
+        return data
+
+    @model_validator(mode="after")
+    def _role_rules(self) -> Message:
+        if self.role != "assistant" and self.tool_calls:
+            raise ValueError("only assistant messages carry tool_calls")
+        if self.role == "tool":
+            if self.tool_call_id is None:
+                raise ValueError("a tool message needs tool_call_id")
+            if self.content is None:
+                raise ValueError("a tool message needs content (use '' for empty output)")
+        elif self.tool_call_id is not None:
+            raise ValueError("only tool messages carry tool_call_id")
+        if self.steering and self.role != "user":
+            raise ValueError("only user messages can be steering messages")
+        if self.role in ("user", "system") and not _has_content(self.content):
+            raise ValueError(f"a {self.role} message needs non-empty content")
+        if self.role == "assistant" and not (
+            _has_content(self.content) or self.tool_calls or self.reasoning
+        ):
+            raise ValueError("an assistant message needs content, reasoning or tool_calls")
+        ids = [c.id for c in self.tool_calls]
+        if len(ids) != len(set(ids)):
+            raise ValueError("tool call ids repeat within one message")
+        return self
+
+    def to_record(self) -> dict[str, Any]:
+        """The message as plain JSON values: the payload of ``MessageAppended``."""
+        return {
+            "role": self.role,
+            "content": _content_to_json(self.content),
+            "reasoning": self.reasoning,
+            "tool_calls": [c.model_dump() for c in self.tool_calls],
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "turn_id": self.turn_id,
+            "steering": self.steering,
+            "provider_state": (
+                self.provider_state.model_dump() if self.provider_state is not None else None
+            ),
+        }
+
+
+def _has_content(content: Content) -> bool:
+    if content is None:
+        return False
+    if isinstance(content, str):
+        return content != ""
+    return len(content) > 0
+
+
+def _content_to_json(content: Content) -> str | list[dict[str, Any]] | None:
+    if content is None or isinstance(content, str):
+        return content
+    return [p.model_dump(exclude_none=True) for p in content]
+
+
+def parse_message(data: Any, index: int | None = None) -> Message:
+    """Validate one input message; a failure is an ``InvalidMessage``."""
+    try:
+        return Message.model_validate(data)
+    except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        where = f"message {index}" if index is not None else "message"
+        raise InvalidMessage(f"{where} is invalid: {_first_error(exc)}") from None
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        msg = str(first.get("msg", "invalid"))
+        return f"{loc}: {msg}" if loc else msg
+    return str(exc)
+
+
+class MessageRecord(TypedDict):
+    """A raw-log message as stored: ``Message.to_record()`` plus seq, created_at, visible.
+
+    A plain dict (not a model) because projections of long sessions handle thousands.
+    """
+
+    seq: int
+    role: str
+    content: str | list[dict[str, Any]] | None
+    reasoning: str | None
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str | None
+    name: str | None
+    turn_id: str | None
+    steering: bool
+    provider_state: dict[str, Any] | None
+    created_at: str
+    visible: bool

@@ -1,0 +1,232 @@
+"""ContextProjection (spec §7.1, DESIGN §6): a pure function of
+(active checkpoint, visible raw messages, provider identity).
+
+Same inputs give byte-identical provider messages; nothing here calls a provider or
+writes anything, so restore (spec §14) is this function over stored data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .messages import MessageRecord
+
+SUMMARY_HEADER = "[Historical conversation summary — reference only, not a new user request]"
+SUMMARY_FOOTER = "[End historical conversation summary]"
+
+
+@dataclass(frozen=True)
+class ProviderIdentity:
+    """Who a request goes to; provider-private state replays only to the same one."""
+
+    provider: str
+    model: str
+
+    def matches(self, state: dict[str, Any] | None) -> bool:
+        if not state:
+            return False
+        if state.get("provider") != self.provider:
+            return False
+        model = str(state.get("model", ""))
+        bare = self.model.split("/", 1)[1] if "/" in self.model else self.model
+        return model in (self.model, bare, f"{self.provider}/{bare}")
+
+
+@dataclass(frozen=True)
+class CheckpointRef:
+    """The parts of an active checkpoint a projection needs."""
+
+    checkpoint_id: str
+    summary: str
+    first_retained_seq: int
+    generation: int
+    degraded: bool = False
+
+
+@dataclass
+class ContextProjection:
+    """The history part of a provider request, and where it came from."""
+
+    messages: list[dict[str, Any]]
+    checkpoint_id: str | None
+    context_generation: int
+    first_raw_seq: int | None
+    max_raw_seq: int
+    included_seqs: list[int] = field(default_factory=list)
+    diagnostics: list[str] = field(default_factory=list)
+    summary_included: bool = False
+
+    def to_result(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "checkpoint_id": self.checkpoint_id,
+            "context_generation": self.context_generation,
+            "first_raw_seq": self.first_raw_seq,
+            "max_raw_seq": self.max_raw_seq,
+            "diagnostics": list(self.diagnostics),
+        }
+
+
+def summary_message(summary: str) -> dict[str, Any]:
+    """The summary block: a user message framed as reference material (spec §7.1)."""
+    return {"role": "user", "content": f"{SUMMARY_HEADER}\n{summary.strip()}\n{SUMMARY_FOOTER}"}
+
+
+def checkpoint_problem(
+    checkpoint: CheckpointRef | None, tail: Sequence[MessageRecord]
+) -> str | None:
+    """Why an active checkpoint cannot be used (spec §14), or None when it can."""
+    if checkpoint is None:
+        return None
+    if not checkpoint.summary.strip():
+        return f"checkpoint {checkpoint.checkpoint_id} has an empty summary"
+    if checkpoint.first_retained_seq < 1:
+        return f"checkpoint {checkpoint.checkpoint_id} has an illegal boundary"
+    if not tail or tail[0]["seq"] != checkpoint.first_retained_seq:
+        return (
+            f"checkpoint {checkpoint.checkpoint_id} boundary seq "
+            f"{checkpoint.first_retained_seq} is not a visible message"
+        )
+    return None
+
+
+def build_projection(
+    *,
+    checkpoint: CheckpointRef | None,
+    messages: Sequence[MessageRecord],
+    context_generation: int,
+    identity: ProviderIdentity | None,
+    diagnostics: Sequence[str] = (),
+) -> ContextProjection:
+    """Summary block (if any) + the given visible raw messages, tool chains repaired.
+
+    ``messages`` must be the visible raw messages from ``first_retained_seq`` on (all
+    visible ones when ``checkpoint`` is None), in seq order.
+    """
+    repaired, notes = repair_tool_chains(messages)
+    out: list[dict[str, Any]] = []
+    if checkpoint is not None:
+        out.append(summary_message(checkpoint.summary))
+    out.extend(to_provider_message(m, identity) for m in repaired)
+    seqs = [m["seq"] for m in repaired]
+    return ContextProjection(
+        messages=out,
+        checkpoint_id=checkpoint.checkpoint_id if checkpoint else None,
+        context_generation=context_generation,
+        first_raw_seq=seqs[0] if seqs else None,
+        max_raw_seq=max(seqs) if seqs else 0,
+        included_seqs=seqs,
+        diagnostics=[*diagnostics, *notes],
+        summary_included=checkpoint is not None,
+    )
+
+
+def repair_tool_chains(
+    messages: Sequence[MessageRecord],
+) -> tuple[list[MessageRecord], list[str]]:
+    """Make the tool chains legal for a provider request (request-local copies only).
+
+    * a tool result must directly follow the assistant call group it answers: a
+      message that arrived between the results of one group (steering) moves after
+      the group's last result;
+    * a tool result that answers no preceding call is dropped;
+    * a call that never got a result is removed from the assistant copy (the
+      assistant is dropped if nothing is left of it).
+    """
+    out: list[MessageRecord] = []
+    notes: list[str] = []
+    deferred: list[MessageRecord] = []
+    open_ids: dict[str, None] = {}
+    assistant_index = -1
+    answered: set[str] = set()
+
+    def close_group() -> None:
+        nonlocal open_ids, deferred, answered
+        if open_ids:
+            _strip_unanswered(out, assistant_index, answered, notes)
+        out.extend(deferred)
+        deferred, open_ids, answered = [], {}, set()
+
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            call_id = message["tool_call_id"]
+            if call_id in open_ids:
+                out.append(message)
+                del open_ids[call_id]
+                answered.add(call_id)
+                if not open_ids:
+                    close_group()
+            else:
+                notes.append(f"dropped tool result seq {message['seq']}: it answers no open call")
+            continue
+        if open_ids:
+            if role == "user":
+                notes.append(
+                    f"moved seq {message['seq']} after the tool results of seq "
+                    f"{out[assistant_index]['seq']}"
+                )
+                deferred.append(message)
+                continue
+            close_group()
+        out.append(message)
+        if role == "assistant" and message["tool_calls"]:
+            assistant_index = len(out) - 1
+            open_ids = {c["id"]: None for c in message["tool_calls"]}
+            answered = set()
+    close_group()
+    return out, notes
+
+
+def _strip_unanswered(
+    out: list[MessageRecord], index: int, answered: set[str], notes: list[str]
+) -> None:
+    assistant = out[index]
+    kept = [c for c in assistant["tool_calls"] if c["id"] in answered]
+    for call in assistant["tool_calls"]:
+        if call["id"] not in answered:
+            notes.append(f"dropped unanswered tool call {call['id']!r} of seq {assistant['seq']}")
+    if kept or assistant["content"]:
+        copy = dict(assistant)
+        copy["tool_calls"] = kept
+        out[index] = copy  # type: ignore[assignment]
+    else:
+        del out[index]
+
+
+def to_provider_message(
+    message: MessageRecord, identity: ProviderIdentity | None
+) -> dict[str, Any]:
+    """One raw message in the OpenAI/litellm chat format (tool calls nested)."""
+    role = message["role"]
+    content = message["content"]
+    out: dict[str, Any] = {"role": role}
+    if role == "assistant":
+        out["content"] = content if content not in (None, "") or not message["tool_calls"] else None
+        if out["content"] is None and not message["tool_calls"]:
+            out["content"] = ""
+        if message["tool_calls"]:
+            out["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c.get("arguments", "")},
+                }
+                for c in message["tool_calls"]
+            ]
+    else:
+        out["content"] = content if content is not None else ""
+    if role == "tool":
+        out["tool_call_id"] = message["tool_call_id"]
+    if message.get("name"):
+        out["name"] = message["name"]
+    state = message.get("provider_state")
+    if identity is not None and identity.matches(state):
+        assert state is not None
+        if message.get("reasoning"):
+            out["reasoning_content"] = message["reasoning"]
+        for key, value in (state.get("data") or {}).items():
+            out[key] = value
+    return out

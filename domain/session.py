@@ -1,0 +1,492 @@
+"""The Session aggregate: the immutable raw history of one agent session.
+
+Every public method validates first and triggers events last, so a refused command
+emits nothing. The ``@event`` methods are the mutators; they run again on replay and
+therefore never validate and never depend on settings (STYLE habit 2).
+
+The state holds counters, open tool calls, tool-group extents, invalidated ranges,
+the active checkpoint pointer and a window of recent command ids. Message bodies
+live only in the events and the read model, so snapshots stay small (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID, uuid5
+
+from eventsourcing.domain import Aggregate, event
+
+from .errors import (
+    InvalidCommand,
+    InvalidMessage,
+    SessionDeleted,
+    StaleCandidate,
+    SummaryFailed,
+)
+from .messages import Message
+
+SESSION_NAMESPACE = UUID("7d1c2f0e-4b7a-5c55-9a53-3f0c9b6e2a11")
+
+#: How many recent command ids the aggregate remembers; older ones are answered from
+#: the read model (ADR 0004), so a snapshot does not grow with every command.
+COMMAND_WINDOW = 512
+
+TRIGGER_REASONS = ("manual", "auto", "overflow")
+INVALIDATION_KINDS = ("clear", "rewind", "delete")
+
+
+def session_aggregate_id(session_id: str) -> UUID:
+    """Deterministic aggregate id from the natural key (uuid5)."""
+    return uuid5(SESSION_NAMESPACE, session_id)
+
+
+def merge_ranges(ranges: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Sort and merge inclusive ``[lo, hi]`` ranges, joining adjacent ones."""
+    out: list[list[int]] = []
+    for lo, hi in sorted((int(r[0]), int(r[1])) for r in ranges if r[0] <= r[1]):
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return out
+
+
+def seqs_to_ranges(seqs: Sequence[int]) -> list[list[int]]:
+    return merge_ranges([[s, s] for s in seqs])
+
+
+def in_ranges(ranges: Sequence[Sequence[int]], seq: int) -> bool:
+    i = bisect_right(ranges, seq, key=lambda r: r[0]) - 1
+    return i >= 0 and ranges[i][0] <= seq <= ranges[i][1]
+
+
+class Session(Aggregate):
+    TOPIC = "context_compaction:Session"
+
+    class Created(Aggregate.Created):
+        # Unused (``Started`` is the creation event) but every nested event class of
+        # an aggregate with an explicit topic needs one.
+        TOPIC = "context_compaction:Session.Created"
+
+    @staticmethod
+    def create_id(session_id: str) -> UUID:
+        return session_aggregate_id(session_id)
+
+    # ------------------------------------------------------------------ start
+    @classmethod
+    def start(
+        cls,
+        session_id: str,
+        model: str,
+        agent_token_limit: int | None,
+        created_at: str,
+        command_id: str | None = None,
+    ) -> Session:
+        if not session_id or len(session_id) > 256:
+            raise InvalidCommand("session_id must be 1..256 characters")
+        if not model:
+            raise InvalidCommand("model must not be empty")
+        _check_limit(agent_token_limit)
+        return cls(
+            session_id=session_id,
+            model=model,
+            agent_token_limit=agent_token_limit,
+            created_at=created_at,
+            command_id=command_id,
+        )
+
+    @event("Started", topic="context_compaction:Session.Started")
+    def __init__(
+        self,
+        session_id: str,
+        model: str,
+        agent_token_limit: int | None,
+        created_at: str,
+        command_id: str | None,
+    ) -> None:
+        self.session_id = session_id
+        self.start_command_id = command_id
+        self.model = model
+        self.agent_token_limit = agent_token_limit
+        self.created_at = created_at
+        self.next_seq = 1
+        self.message_count = 0
+        self.context_generation = 0
+        self.active_checkpoint: dict[str, Any] | None = None
+        self.checkpoint_count = 0
+        self.invalidated: list[list[int]] = []
+        self.open_calls: dict[str, int] = {}
+        self.tool_groups: list[dict[str, Any]] = []
+        self.recent_commands: dict[str, list[int]] = {}
+        self.deleted = False
+
+    # -------------------------------------------------------------- queries
+    @property
+    def max_seq(self) -> int:
+        return self.next_seq - 1
+
+    def is_visible(self, seq: int) -> bool:
+        return 1 <= seq < self.next_seq and not in_ranges(self.invalidated, seq)
+
+    def seqs_for_command(self, command_id: str) -> list[int] | None:
+        span = self.recent_commands.get(command_id)
+        return list(range(span[0], span[1] + 1)) if span else None
+
+    def tool_group_containing(self, seq: int) -> dict[str, Any] | None:
+        """The tool group (assistant call + its results) that ``seq`` belongs to."""
+        for group in self.tool_groups:
+            if group["seq"] == seq or any(r[0] == seq for r in group["results"]):
+                return group
+        return None
+
+    def cut_splits_tool_group(self, first_retained_seq: int) -> dict[str, Any] | None:
+        """The group a cut before ``first_retained_seq`` would split (spec §9.3)."""
+        for group in self.tool_groups:
+            last = max((r[0] for r in group["results"]), default=group["seq"])
+            if group["seq"] < first_retained_seq <= last:
+                return group
+        return None
+
+    def _ensure_live(self) -> None:
+        if self.deleted:
+            raise SessionDeleted(f"session {self.session_id!r} is deleted")
+
+    # ------------------------------------------------------------ configure
+    def configure(
+        self,
+        *,
+        model: str | None,
+        agent_token_limit: int | None,
+        set_limit: bool,
+        created_at: str,
+    ) -> None:
+        self._ensure_live()
+        if model is not None and not model:
+            raise InvalidCommand("model must not be empty")
+        _check_limit(agent_token_limit)
+        new_model = model if model is not None else self.model
+        new_limit = agent_token_limit if set_limit else self.agent_token_limit
+        if new_model == self.model and new_limit == self.agent_token_limit:
+            return
+        self._configured(model=new_model, agent_token_limit=new_limit, created_at=created_at)
+
+    @event("ModelConfigured", topic="context_compaction:Session.ModelConfigured")
+    def _configured(self, model: str, agent_token_limit: int | None, created_at: str) -> None:
+        self.model = model
+        self.agent_token_limit = agent_token_limit
+
+    # --------------------------------------------------------------- append
+    def append_messages(
+        self,
+        messages: Sequence[Message],
+        *,
+        command_id: str | None,
+        created_at: str,
+    ) -> list[int]:
+        """Assign seqs and record the messages; returns their seqs.
+
+        A command id seen before returns the seqs it got then and records nothing.
+        """
+        self._ensure_live()
+        if command_id is not None:
+            earlier = self.seqs_for_command(command_id)
+            if earlier is not None:
+                return earlier
+        if not messages:
+            raise InvalidCommand("messages must not be empty")
+        open_calls = dict(self.open_calls)
+        seq = self.next_seq
+        for index, message in enumerate(messages):
+            if message.role == "assistant":
+                for call in message.tool_calls:
+                    if call.id in open_calls:
+                        raise InvalidMessage(
+                            f"message {index}: tool call id {call.id!r} is already open "
+                            f"(issued at seq {open_calls[call.id]} and not yet answered)"
+                        )
+                    open_calls[call.id] = seq
+            elif message.role == "tool":
+                if message.tool_call_id not in open_calls:
+                    raise InvalidMessage(
+                        f"message {index}: tool result answers no open tool call "
+                        f"{message.tool_call_id!r} of this session"
+                    )
+                del open_calls[message.tool_call_id]
+            seq += 1
+        seqs = []
+        for message in messages:
+            seqs.append(self.next_seq)
+            self._message_appended(
+                seq=self.next_seq,
+                **message.to_record(),
+                command_id=command_id,
+                created_at=created_at,
+            )
+        return seqs
+
+    @event("MessageAppended", topic="context_compaction:Session.MessageAppended")
+    def _message_appended(
+        self,
+        seq: int,
+        role: str,
+        content: Any,
+        reasoning: str | None,
+        tool_calls: list[dict[str, Any]],
+        tool_call_id: str | None,
+        name: str | None,
+        turn_id: str | None,
+        steering: bool,
+        provider_state: dict[str, Any] | None,
+        command_id: str | None,
+        created_at: str,
+    ) -> None:
+        self.next_seq = seq + 1
+        self.message_count += 1
+        if role == "assistant" and tool_calls:
+            ids = [c["id"] for c in tool_calls]
+            for call_id in ids:
+                self.open_calls[call_id] = seq
+            self.tool_groups.append({"seq": seq, "calls": ids, "results": []})
+        elif role == "tool" and tool_call_id is not None:
+            assistant_seq = self.open_calls.pop(tool_call_id, None)
+            if assistant_seq is not None:
+                group = self._group_at(assistant_seq)
+                if group is not None:
+                    group["results"].append([seq, tool_call_id])
+        if command_id is not None:
+            span = self.recent_commands.get(command_id)
+            if span is None:
+                self.recent_commands[command_id] = [seq, seq]
+                if len(self.recent_commands) > COMMAND_WINDOW:
+                    del self.recent_commands[next(iter(self.recent_commands))]
+            else:
+                span[1] = seq
+
+    def _group_at(self, assistant_seq: int) -> dict[str, Any] | None:
+        groups = self.tool_groups
+        i = bisect_right(groups, assistant_seq, key=lambda g: g["seq"]) - 1
+        if i >= 0 and groups[i]["seq"] == assistant_seq:
+            return groups[i]
+        return None
+
+    # ----------------------------------------------------------- invalidate
+    def invalidate(
+        self,
+        *,
+        kind: str,
+        to_seq: int | None = None,
+        seqs: Sequence[int] | None = None,
+        expand_tool_groups: bool = False,
+        reason: str = "",
+        created_at: str,
+    ) -> Invalidation:
+        """Exclude seqs from the projection (clear / rewind / delete), spec §6.3, §12.3.
+
+        A rewind that excludes nothing is not a change of history and records nothing.
+        """
+        self._ensure_live()
+        if kind == "clear":
+            ranges = [[1, self.max_seq]] if self.max_seq >= 1 else []
+        elif kind == "rewind":
+            if to_seq is None:
+                raise InvalidCommand("rewind needs to_seq (keep seq <= to_seq)")
+            if to_seq < 0:
+                raise InvalidCommand("to_seq must be >= 0")
+            if to_seq >= self.max_seq:
+                return Invalidation(self.context_generation, [])
+            ranges = [[to_seq + 1, self.max_seq]]
+        elif kind == "delete":
+            ranges = self._delete_ranges(seqs, expand_tool_groups)
+        else:
+            raise InvalidCommand(f"unknown invalidation kind {kind!r}")
+        self._history_invalidated(
+            kind=kind,
+            ranges=ranges,
+            reason=reason,
+            generation=self.context_generation + 1,
+            created_at=created_at,
+        )
+        return Invalidation(self.context_generation, ranges)
+
+    def _delete_ranges(
+        self, seqs: Sequence[int] | None, expand_tool_groups: bool
+    ) -> list[list[int]]:
+        if not seqs:
+            raise InvalidCommand("delete needs a non-empty list of seqs")
+        wanted = set(seqs)
+        for seq in sorted(wanted):
+            if not self.is_visible(seq):
+                raise InvalidCommand(f"seq {seq} is not a visible message of this session")
+        for seq in sorted(wanted):
+            group = self.tool_group_containing(seq)
+            if group is None:
+                continue
+            members = {group["seq"], *(r[0] for r in group["results"])}
+            members = {m for m in members if self.is_visible(m)}
+            missing = members - wanted
+            if missing and not expand_tool_groups:
+                raise InvalidMessage(
+                    f"deleting seq {seq} would orphan its tool group; delete seqs "
+                    f"{sorted(members)} together or pass expand_tool_groups=true",
+                    details={"tool_group_seqs": sorted(members)},
+                )
+            wanted |= members
+        return seqs_to_ranges(sorted(wanted))
+
+    @event("HistoryInvalidated", topic="context_compaction:Session.HistoryInvalidated")
+    def _history_invalidated(
+        self,
+        kind: str,
+        ranges: list[list[int]],
+        reason: str,
+        generation: int,
+        created_at: str,
+    ) -> None:
+        self.invalidated = merge_ranges([*self.invalidated, *ranges])
+        self.context_generation = generation
+        self.active_checkpoint = None
+        open_calls = {c: s for c, s in self.open_calls.items() if self.is_visible(s)}
+        groups = []
+        for group in self.tool_groups:
+            if not self.is_visible(group["seq"]):
+                continue
+            kept, reopened = [], []
+            for result in group["results"]:
+                (kept if self.is_visible(result[0]) else reopened).append(result)
+            group["results"] = kept
+            for _, call_id in reopened:
+                open_calls.setdefault(call_id, group["seq"])
+            groups.append(group)
+        self.tool_groups = groups
+        self.open_calls = open_calls
+
+    # ----------------------------------------------------------- checkpoint
+    def commit_checkpoint(
+        self,
+        *,
+        expected_generation: int,
+        checkpoint_id: str,
+        summary: str,
+        first_retained_seq: int,
+        source_max_seq: int,
+        trigger_reason: str,
+        provider_kind: str,
+        model: str,
+        tokens_before: int,
+        tokens_after: int,
+        degraded: bool,
+        summary_source: dict[str, Any],
+        created_at: str,
+    ) -> int:
+        """Make a checkpoint active: the generation CAS of spec §12.1 (DESIGN §4).
+
+        Returns the new generation.
+        """
+        self._ensure_live()
+        if expected_generation != self.context_generation:
+            raise StaleCandidate(
+                f"context generation moved from {expected_generation} to "
+                f"{self.context_generation} while the summary was produced",
+                details={
+                    "expected_generation": expected_generation,
+                    "context_generation": self.context_generation,
+                },
+            )
+        if not summary.strip():
+            raise SummaryFailed("the summary is empty")
+        if trigger_reason not in TRIGGER_REASONS:
+            raise InvalidCommand(f"unknown trigger reason {trigger_reason!r}")
+        if not self.is_visible(first_retained_seq):
+            raise InvalidCommand(
+                f"first_retained_seq {first_retained_seq} is not a visible message"
+            )
+        previous = self.active_checkpoint
+        if previous is not None and first_retained_seq <= previous["first_retained_seq"]:
+            raise InvalidCommand(
+                f"first_retained_seq {first_retained_seq} does not advance past "
+                f"{previous['first_retained_seq']}"
+            )
+        split = self.cut_splits_tool_group(first_retained_seq)
+        if split is not None:
+            raise InvalidCommand(
+                f"first_retained_seq {first_retained_seq} falls inside the tool group "
+                f"that starts at seq {split['seq']}"
+            )
+        if min(tokens_before, tokens_after) < 0:
+            raise InvalidCommand("token figures must be >= 0")
+        self._checkpoint_committed(
+            checkpoint_id=checkpoint_id,
+            generation=self.context_generation + 1,
+            parent_checkpoint_id=previous["checkpoint_id"] if previous else None,
+            summary=summary,
+            first_retained_seq=first_retained_seq,
+            source_max_seq=source_max_seq,
+            trigger_reason=trigger_reason,
+            provider_kind=provider_kind,
+            model=model,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            degraded=degraded,
+            summary_source=summary_source,
+            created_at=created_at,
+        )
+        return self.context_generation
+
+    @event("CheckpointCommitted", topic="context_compaction:Session.CheckpointCommitted")
+    def _checkpoint_committed(
+        self,
+        checkpoint_id: str,
+        generation: int,
+        parent_checkpoint_id: str | None,
+        summary: str,
+        first_retained_seq: int,
+        source_max_seq: int,
+        trigger_reason: str,
+        provider_kind: str,
+        model: str,
+        tokens_before: int,
+        tokens_after: int,
+        degraded: bool,
+        summary_source: dict[str, Any],
+        created_at: str,
+    ) -> None:
+        self.active_checkpoint = {
+            "checkpoint_id": checkpoint_id,
+            "generation": generation,
+            "first_retained_seq": first_retained_seq,
+        }
+        self.context_generation = generation
+        self.checkpoint_count += 1
+
+    # --------------------------------------------------------------- delete
+    def delete(self, *, created_at: str) -> None:
+        self._ensure_live()
+        self._deleted(created_at=created_at)
+
+    @event("Deleted", topic="context_compaction:Session.Deleted")
+    def _deleted(self, created_at: str) -> None:
+        self.deleted = True
+
+
+@dataclass(frozen=True)
+class Invalidation:
+    generation: int
+    ranges: list[list[int]]
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or limit <= 0):
+        raise InvalidCommand("agent_token_limit must be a positive integer or null")
+
+
+EVENT_NAMES = (
+    "Started",
+    "ModelConfigured",
+    "MessageAppended",
+    "CheckpointCommitted",
+    "HistoryInvalidated",
+    "Deleted",
+)

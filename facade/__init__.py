@@ -1,0 +1,22 @@
+"""context-compaction: event-sourced LLM session history and deterministic context compaction.
+
+    from context_compaction import Settings, bootstrap, commands
+
+    bus = bootstrap(Settings(database_url="sqlite:///ctx.db"))
+    bus.dispatch(commands.StartSession(session_id="s1", model="gpt-4o"))
+"""
+
+from __future__ import annotations
+
+import logging
+
+from context_compaction.application import commands
+from context_compaction.application.bus import MessageBus
+from context_compaction.application.settings import Settings
+from context_compaction.domain.errors import ContextCompactionError
+from context_compaction.infrastructure.bootstrap import bootstrap
+
+logging.getLogger("context_compaction").addHandler(logging.NullHandler())
+
+__all__ = ["ContextCompactionError", "MessageBus", "Settings", "bootstrap", "commands"]
+__version__ = "0.1.0"

@@ -1,0 +1,131 @@
+"""The composition root: ``bootstrap(settings)`` builds everything, nothing is built at import."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+from context_compaction.application.bus import MessageBus
+from context_compaction.application.ports import Clock, IdFactory
+from context_compaction.application.services import Services
+from context_compaction.application.sessions import HANDLERS as SESSION_HANDLERS
+from context_compaction.application.settings import Settings
+from context_compaction.domain.errors import InvalidCommand
+
+from .catalog import LiteLLMCatalog
+from .database import Dialect
+from .eventstore import build_store
+from .system import RandomIds, SystemClock
+
+
+@dataclass(frozen=True)
+class DatabaseTarget:
+    dialect: Dialect
+    env: dict[str, str]
+    schema: str | None
+    description: str
+
+
+def parse_database_url(settings: Settings) -> DatabaseTarget:
+    """``sqlite:///FILE``, ``sqlite:///:memory:`` or ``postgresql://USER@HOST:PORT/DB``."""
+    url = settings.database_url
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :]
+        if not path:
+            raise InvalidCommand("database_url sqlite:/// needs a file name")
+        if path == ":memory:":
+            # A plain :memory: gives every pooled connection its own empty database.
+            path = f"file:ctxc-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        return DatabaseTarget(
+            dialect=Dialect("sqlite"),
+            env={
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "SQLITE_DBNAME": path,
+                "SQLITE_LOCK_TIMEOUT": str(settings.sqlite_lock_timeout),
+                "CREATE_TABLE": "y",
+            },
+            schema=None,
+            description=f"sqlite:///{path}",
+        )
+    if url.startswith(("postgresql://", "postgres://")):
+        parsed = urlparse(url)
+        query = parse_qs(parsed.query)
+        pg = settings.postgres
+        schema = (query.get("schema") or [None])[0] or pg.schema_name or "public"
+        env = {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": (parsed.path or "/").lstrip("/") or "postgres",
+            "POSTGRES_HOST": parsed.hostname or "127.0.0.1",
+            "POSTGRES_PORT": str(parsed.port or 5432),
+            "POSTGRES_USER": unquote(parsed.username or "postgres"),
+            "POSTGRES_PASSWORD": unquote(parsed.password or ""),
+            "POSTGRES_POOL_SIZE": str(pg.pool_size),
+            "POSTGRES_MAX_OVERFLOW": str(pg.max_overflow),
+            "POSTGRES_CONNECT_TIMEOUT": str(pg.connect_timeout),
+            "POSTGRES_LOCK_TIMEOUT": str(pg.lock_timeout),
+            "POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT": str(
+                pg.idle_in_transaction_session_timeout
+            ),
+            "POSTGRES_SCHEMA": schema,
+            "CREATE_TABLE": "y",
+        }
+        safe = f"postgresql://{parsed.hostname}:{parsed.port or 5432}/{env['POSTGRES_DBNAME']}"
+        return DatabaseTarget(Dialect("postgres", schema), env, schema, safe)
+    raise InvalidCommand(
+        "database_url must be sqlite:///FILE, sqlite:///:memory: or postgresql://..."
+    )
+
+
+def bootstrap(
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    ids: IdFactory | None = None,
+    **overrides: Any,
+) -> MessageBus:
+    """Build the event store, read model, adapters and the command bus."""
+    settings = settings or Settings()
+    target = parse_database_url(settings)
+    env = dict(target.env)
+    if settings.snapshot_interval:
+        env["IS_SNAPSHOTTING_ENABLED"] = "y"
+    if target.schema and target.dialect.is_postgres:
+        _ensure_schema(target)
+    app, events, read_model, db = build_store(
+        env,
+        snapshot_interval=settings.snapshot_interval,
+        dialect=target.dialect,
+        postgres_schema=target.schema,
+    )
+    services = Services(
+        settings=settings,
+        events=events,
+        read_model=read_model,
+        clock=clock or SystemClock(),
+        ids=ids or RandomIds(),
+        catalog=overrides.pop("catalog", None) or LiteLLMCatalog(),
+    )
+    services.extra.update(app=app, db=db, database=target.description)
+    services.extra.update(overrides)
+    handlers = dict(SESSION_HANDLERS)
+    return MessageBus(services, handlers, on_close=app.close)
+
+
+def _ensure_schema(target: DatabaseTarget) -> None:
+    if target.schema in (None, "public"):
+        return
+    import psycopg
+
+    env = target.env
+    with psycopg.connect(
+        dbname=env["POSTGRES_DBNAME"],
+        host=env["POSTGRES_HOST"],
+        port=int(env["POSTGRES_PORT"]),
+        user=env["POSTGRES_USER"],
+        password=env["POSTGRES_PASSWORD"] or None,
+        connect_timeout=int(float(env["POSTGRES_CONNECT_TIMEOUT"])),
+        autocommit=True,
+    ) as conn:
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{target.schema}"')

@@ -1,0 +1,174 @@
+"""One small seam over eventsourcing's SQLite and PostgreSQL datastores.
+
+The read model lives in the same database as the events (DESIGN §5) and is written
+in the same transaction as the events it projects, so both engines are reached
+through eventsourcing's own datastore (and connection pool). SQL is written once
+with ``?`` placeholders and ``{t}`` before table names; the dialect adapts it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from eventsourcing.persistence import OperationalError, PersistenceError
+
+from context_compaction.domain.errors import StorageError
+
+
+class StorageBusy(Exception):
+    """A transient database condition (locked, busy, connection dropped): retry."""
+
+
+class Dialect:
+    def __init__(self, name: str, schema: str | None = None) -> None:
+        self.name = name
+        self.schema = schema
+        self._cache: dict[str, str] = {}
+        prefix = f'"{schema}".' if (name == "postgres" and schema) else ""
+        self._format = {"t": prefix, "INT": "BIGINT" if name == "postgres" else "INTEGER"}
+
+    def sql(self, text: str) -> str:
+        out = self._cache.get(text)
+        if out is None:
+            out = text.format(**self._format)
+            if self.name == "postgres":
+                out = out.replace("?", "%s")
+            self._cache[text] = out
+        return out
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.name == "postgres"
+
+
+class Cur:
+    """A DB-API cursor speaking the dialect; rows come back as tuples."""
+
+    __slots__ = ("_dialect", "raw")
+
+    def __init__(self, raw: Any, dialect: Dialect) -> None:
+        self.raw = raw
+        self._dialect = dialect
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cur:
+        self.raw.execute(self._dialect.sql(sql), tuple(params))
+        return self
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.raw.executemany(self._dialect.sql(sql), rows)
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        row = self.raw.fetchone()
+        return tuple(row) if row is not None else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.raw.fetchall()]
+
+    @property
+    def rowcount(self) -> int:
+        return int(self.raw.rowcount)
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._dialect
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Locked/busy SQLite, dropped or refused PostgreSQL connections."""
+    if isinstance(exc, (StorageBusy, OperationalError)):
+        return True
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc).lower()
+        return "locked" in text or "busy" in text
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - postgres extra not installed
+        return False
+    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+@contextmanager
+def storage_errors() -> Iterator[None]:
+    """Translate driver errors: transient ones to ``StorageBusy``, others to ``StorageError``."""
+    try:
+        yield
+    except (StorageError, StorageBusy):
+        raise
+    except (PersistenceError, sqlite3.Error) as exc:
+        if is_transient(exc):
+            raise StorageBusy(f"{type(exc).__name__}: {exc}") from exc
+        raise StorageError(f"storage failed: {type(exc).__name__}") from exc
+    except Exception as exc:
+        if type(exc).__module__.startswith("psycopg"):
+            if is_transient(exc):
+                raise StorageBusy(f"{type(exc).__name__}: {exc}") from exc
+            raise StorageError(f"storage failed: {type(exc).__name__}") from exc
+        raise
+
+
+class Database:
+    """Transactions on the datastore eventsourcing built (shared pool and file)."""
+
+    def __init__(self, datastore: Any, dialect: Dialect) -> None:
+        self.datastore = datastore
+        self.dialect = dialect
+
+    @contextmanager
+    def read(self) -> Iterator[Cur]:
+        """A read-only transaction on one consistent snapshot."""
+        with storage_errors():
+            if self.dialect.is_postgres:
+                from psycopg.rows import tuple_row
+
+                with self.datastore.get_connection() as conn, conn.transaction(
+                    force_rollback=True
+                ):
+                    cur = conn.cursor(row_factory=tuple_row)
+                    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    yield Cur(cur, self.dialect)
+            else:
+                with self.datastore.transaction(commit=False) as c:
+                    yield Cur(c.sqlite_cursor, self.dialect)
+
+    @contextmanager
+    def write(self, lock_sql: str | None = None) -> Iterator[Cur]:
+        """A write transaction that holds the writer lock from its first statement.
+
+        ``lock_sql`` (PostgreSQL) serializes it with event inserts.
+        """
+        with storage_errors():
+            if self.dialect.is_postgres:
+                from psycopg.rows import tuple_row
+
+                with self.datastore.get_connection() as conn, conn.transaction():
+                    cur = conn.cursor(row_factory=tuple_row)
+                    if lock_sql:
+                        cur.execute(lock_sql)
+                    yield Cur(cur, self.dialect)
+            else:
+                with self.datastore.get_connection(commit=True) as conn:
+                    raw_conn = conn._sqlite_conn
+                    cur = raw_conn.cursor()
+                    cur.execute("BEGIN IMMEDIATE")
+                    try:
+                        yield Cur(cur, self.dialect)
+                    except BaseException:
+                        raw_conn.rollback()
+                        raise
+                    raw_conn.commit()
+
+    @contextmanager
+    def connection_cursor(self) -> Iterator[Cur]:
+        """A cursor outside any explicit transaction (schema statements)."""
+        with storage_errors():
+            if self.dialect.is_postgres:
+                from psycopg.rows import tuple_row
+
+                with self.datastore.get_connection() as conn, conn.transaction():
+                    yield Cur(conn.cursor(row_factory=tuple_row), self.dialect)
+            else:
+                with self.datastore.transaction(commit=True) as c:
+                    yield Cur(c.sqlite_cursor, self.dialect)

@@ -1,0 +1,533 @@
+"""The read model: query tables projected from the Session events (DESIGN §5).
+
+The projector runs *inside* the transaction that inserts the events (ADR 0003), so
+the tables and their position (``rm_position``) commit or roll back together with
+the events: exactly once, and never behind a write this process made. The same
+projector replays the notification log to catch up (events written by other code,
+a dropped read model) and to rebuild from nothing; every query first checks the
+position against the newest notification and catches up synchronously if needed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import Mapper, Notification
+
+from context_compaction.application.ports import (
+    CheckpointRow,
+    SessionRow,
+    SessionSnapshotView,
+)
+from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.session import Session
+
+from .database import Cur, Database
+
+log = logging.getLogger("context_compaction.readmodel")
+
+POSITION = "read_model"
+
+SCHEMA: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS {t}rm_position ("
+    " name TEXT PRIMARY KEY, notification_id {INT} NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {t}rm_sessions ("
+    " session_id TEXT PRIMARY KEY, aggregate_id TEXT NOT NULL UNIQUE, model TEXT NOT NULL,"
+    " agent_token_limit {INT}, version {INT} NOT NULL, next_seq {INT} NOT NULL,"
+    " context_generation {INT} NOT NULL, active_checkpoint_id TEXT,"
+    " message_count {INT} NOT NULL, invalidated_count {INT} NOT NULL,"
+    " checkpoint_count {INT} NOT NULL, deleted {INT} NOT NULL,"
+    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS {t}rm_messages ("
+    " session_id TEXT NOT NULL, seq {INT} NOT NULL, role TEXT NOT NULL, turn_id TEXT,"
+    " tool_call_id TEXT, steering {INT} NOT NULL, visible {INT} NOT NULL, command_id TEXT,"
+    " body TEXT NOT NULL, created_at TEXT NOT NULL, version {INT} NOT NULL,"
+    " PRIMARY KEY (session_id, seq))",
+    "CREATE TABLE IF NOT EXISTS {t}rm_commands ("
+    " session_id TEXT NOT NULL, command_id TEXT NOT NULL, first_seq {INT} NOT NULL,"
+    " last_seq {INT} NOT NULL, PRIMARY KEY (session_id, command_id))",
+    "CREATE TABLE IF NOT EXISTS {t}rm_checkpoints ("
+    " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation {INT} NOT NULL,"
+    " parent_checkpoint_id TEXT, summary TEXT NOT NULL, first_retained_seq {INT} NOT NULL,"
+    " source_max_seq {INT} NOT NULL, trigger_reason TEXT NOT NULL,"
+    " provider_kind TEXT NOT NULL, model TEXT NOT NULL, tokens_before {INT} NOT NULL,"
+    " tokens_after {INT} NOT NULL, degraded {INT} NOT NULL, summary_source TEXT NOT NULL,"
+    " created_at TEXT NOT NULL, version {INT} NOT NULL, UNIQUE (session_id, generation))",
+    "CREATE TABLE IF NOT EXISTS {t}rm_invalidations ("
+    " session_id TEXT NOT NULL, version {INT} NOT NULL, kind TEXT NOT NULL,"
+    " ranges TEXT NOT NULL, excluded {INT} NOT NULL, reason TEXT NOT NULL,"
+    " generation {INT} NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version))",
+)
+
+#: Tables that are a pure function of the events (compared by ``verify``).
+PROJECTED_TABLES: dict[str, str] = {
+    "rm_sessions": "session_id",
+    "rm_messages": "session_id, seq",
+    "rm_commands": "session_id, command_id",
+    "rm_checkpoints": "checkpoint_id",
+    "rm_invalidations": "session_id, version",
+}
+
+_SESSION_COLS = (
+    "session_id, model, agent_token_limit, version, next_seq, context_generation,"
+    " active_checkpoint_id, message_count, invalidated_count, checkpoint_count, deleted,"
+    " created_at, updated_at"
+)
+_CHECKPOINT_COLS = (
+    "checkpoint_id, session_id, generation, parent_checkpoint_id, summary,"
+    " first_retained_seq, source_max_seq, trigger_reason, provider_kind, model,"
+    " tokens_before, tokens_after, degraded, summary_source, created_at, version"
+)
+_BODY_FIELDS = (
+    "role",
+    "content",
+    "reasoning",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "turn_id",
+    "steering",
+    "provider_state",
+)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _session_row(row: Sequence[Any]) -> SessionRow:
+    return SessionRow(
+        session_id=row[0],
+        model=row[1],
+        agent_token_limit=row[2],
+        version=int(row[3]),
+        next_seq=int(row[4]),
+        context_generation=int(row[5]),
+        active_checkpoint_id=row[6],
+        message_count=int(row[7]),
+        invalidated_count=int(row[8]),
+        checkpoint_count=int(row[9]),
+        deleted=bool(row[10]),
+        created_at=row[11],
+        updated_at=row[12],
+    )
+
+
+def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
+    return CheckpointRow(
+        checkpoint_id=row[0],
+        session_id=row[1],
+        generation=int(row[2]),
+        parent_checkpoint_id=row[3],
+        summary=row[4],
+        first_retained_seq=int(row[5]),
+        source_max_seq=int(row[6]),
+        trigger_reason=row[7],
+        provider_kind=row[8],
+        model=row[9],
+        tokens_before=int(row[10]),
+        tokens_after=int(row[11]),
+        degraded=bool(row[12]),
+        summary_source=json.loads(row[13]),
+        created_at=row[14],
+        version=int(row[15]),
+    )
+
+
+def _message(row: Sequence[Any]) -> MessageRecord:
+    record = json.loads(row[1])
+    record["seq"] = int(row[0])
+    record["created_at"] = row[2]
+    record["visible"] = bool(row[3])
+    return record  # type: ignore[no-any-return]
+
+
+class EventsTable:
+    """Where the notification log lives, per engine."""
+
+    def __init__(self, dialect_name: str, table: str, schema: str | None = None) -> None:
+        if dialect_name == "postgres":
+            qualified = f'"{schema or "public"}"."{table}"'
+            self.id_column = "notification_id"
+            self.lock_sql = f"LOCK TABLE {qualified} IN EXCLUSIVE MODE"
+        else:
+            qualified = table
+            self.id_column = "rowid"
+            self.lock_sql = None
+        self.max_id_sql = f"SELECT MAX({self.id_column}) FROM {qualified}"
+        self.select_sql = (
+            f"SELECT {self.id_column}, originator_id, originator_version, topic, state"
+            f" FROM {qualified} WHERE {self.id_column} > ? AND {self.id_column} < ?"
+            f" ORDER BY {self.id_column} LIMIT ?"
+        )
+
+
+class ReadModelProjector:
+    """Applies Session events to the query tables through a given cursor."""
+
+    def __init__(self, events_table: EventsTable) -> None:
+        self.events_table = events_table
+        self.mapper: Mapper[UUID] | None = None
+        self._session_ids: dict[str, str] = {}
+        self._handlers: dict[type, Callable[[Cur, Any], None]] = {
+            Session.Started: self._started,
+            Session.ModelConfigured: self._configured,
+            Session.MessageAppended: self._message_appended,
+            Session.CheckpointCommitted: self._checkpoint_committed,
+            Session.HistoryInvalidated: self._history_invalidated,
+            Session.Deleted: self._deleted,
+        }
+
+    # ----------------------------------------------------------- positions
+    @staticmethod
+    def position(cur: Cur) -> int:
+        row = cur.execute(
+            "SELECT notification_id FROM {t}rm_position WHERE name = ?", (POSITION,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _advance(cur: Cur, notification_id: int) -> None:
+        cur.execute(
+            "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id"
+            " WHERE {t}rm_position.notification_id < excluded.notification_id",
+            (POSITION, notification_id),
+        )
+        if cur.rowcount != 1:
+            raise ProjectionOutOfOrder(
+                f"read model position did not advance to {notification_id}"
+            )
+
+    # -------------------------------------------------------------- entry
+    def project_inline(self, cur: Cur, ids: Sequence[int], events: Sequence[Any]) -> None:
+        """Project freshly inserted events (same transaction), catching up any gap first."""
+        if not ids:
+            return
+        position = self.position(cur)
+        if position < ids[0] - 1:
+            self.replay(cur, after=position, before=ids[0])
+        for notification_id, domain_event in zip(ids, events, strict=True):
+            self.apply(cur, domain_event)
+        self._advance(cur, ids[-1])
+
+    def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
+        """Apply stored notifications with ``after < id < before``; returns the last id."""
+        assert self.mapper is not None, "projector used before the application wired it"
+        last = after
+        upper = before if before is not None else 2**62
+        while True:
+            rows = cur.execute(self.events_table.select_sql, (last, upper, batch)).fetchall()
+            if not rows:
+                return last
+            for row in rows:
+                originator_id = row[1] if isinstance(row[1], UUID) else UUID(str(row[1]))
+                notification = Notification(
+                    id=int(row[0]),
+                    originator_id=originator_id,
+                    originator_version=int(row[2]),
+                    topic=row[3],
+                    state=bytes(row[4]),
+                )
+                self.apply(cur, self.mapper.to_domain_event(notification))
+                last = notification.id
+            self._advance(cur, last)
+
+    def apply(self, cur: Cur, domain_event: Any) -> None:
+        handler = self._handlers.get(type(domain_event))
+        if handler is not None:
+            handler(cur, domain_event)
+
+    # ------------------------------------------------------------ handlers
+    def _sid(self, cur: Cur, event: Any) -> str:
+        key = event.originator_id.hex
+        sid = self._session_ids.get(key)
+        if sid is None:
+            row = cur.execute(
+                "SELECT session_id FROM {t}rm_sessions WHERE aggregate_id = ?", (key,)
+            ).fetchone()
+            if row is None:
+                raise ProjectionOutOfOrder(f"event for unknown aggregate {key}")
+            sid = self._session_ids[key] = row[0]
+        return sid
+
+    def _touch(self, cur: Cur, sid: str, event: Any, sets: str = "", params: Iterable[Any] = ()) -> None:
+        cur.execute(
+            "UPDATE {t}rm_sessions SET version = ?, updated_at = ?"
+            + (", " + sets if sets else "")
+            + " WHERE session_id = ?",
+            (event.originator_version, event.created_at, *params, sid),
+        )
+
+    def _started(self, cur: Cur, e: Any) -> None:
+        self._session_ids[e.originator_id.hex] = e.session_id
+        cur.execute(
+            "INSERT INTO {t}rm_sessions (session_id, aggregate_id, model, agent_token_limit,"
+            " version, next_seq, context_generation, active_checkpoint_id, message_count,"
+            " invalidated_count, checkpoint_count, deleted, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, 1, 0, NULL, 0, 0, 0, 0, ?, ?)",
+            (
+                e.session_id,
+                e.originator_id.hex,
+                e.model,
+                e.agent_token_limit,
+                e.originator_version,
+                e.created_at,
+                e.created_at,
+            ),
+        )
+
+    def _configured(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        self._touch(cur, sid, e, "model = ?, agent_token_limit = ?", (e.model, e.agent_token_limit))
+
+    def _message_appended(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        body = _dumps({name: getattr(e, name) for name in _BODY_FIELDS})
+        cur.execute(
+            "INSERT INTO {t}rm_messages (session_id, seq, role, turn_id, tool_call_id,"
+            " steering, visible, command_id, body, created_at, version)"
+            " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+            (
+                sid,
+                e.seq,
+                e.role,
+                e.turn_id,
+                e.tool_call_id,
+                int(bool(e.steering)),
+                e.command_id,
+                body,
+                e.created_at,
+                e.originator_version,
+            ),
+        )
+        self._touch(cur, sid, e, "next_seq = ?, message_count = message_count + 1", (e.seq + 1,))
+        if e.command_id is not None:
+            cur.execute(
+                "INSERT INTO {t}rm_commands (session_id, command_id, first_seq, last_seq)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, command_id)"
+                " DO UPDATE SET last_seq = excluded.last_seq",
+                (sid, e.command_id, e.seq, e.seq),
+            )
+
+    def _checkpoint_committed(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        cur.execute(
+            "INSERT INTO {t}rm_checkpoints (" + _CHECKPOINT_COLS + ")"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                e.checkpoint_id,
+                sid,
+                e.generation,
+                e.parent_checkpoint_id,
+                e.summary,
+                e.first_retained_seq,
+                e.source_max_seq,
+                e.trigger_reason,
+                e.provider_kind,
+                e.model,
+                e.tokens_before,
+                e.tokens_after,
+                int(bool(e.degraded)),
+                _dumps(e.summary_source),
+                e.created_at,
+                e.originator_version,
+            ),
+        )
+        self._touch(
+            cur,
+            sid,
+            e,
+            "active_checkpoint_id = ?, context_generation = ?,"
+            " checkpoint_count = checkpoint_count + 1",
+            (e.checkpoint_id, e.generation),
+        )
+
+    def _history_invalidated(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        excluded = 0
+        for lo, hi in e.ranges:
+            cur.execute(
+                "UPDATE {t}rm_messages SET visible = 0"
+                " WHERE session_id = ? AND seq >= ? AND seq <= ? AND visible = 1",
+                (sid, lo, hi),
+            )
+            excluded += max(cur.rowcount, 0)
+        cur.execute(
+            "INSERT INTO {t}rm_invalidations (session_id, version, kind, ranges, excluded,"
+            " reason, generation, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (sid, e.originator_version, e.kind, _dumps(e.ranges), excluded, e.reason,
+             e.generation, e.created_at),
+        )
+        self._touch(
+            cur,
+            sid,
+            e,
+            "active_checkpoint_id = NULL, context_generation = ?,"
+            " invalidated_count = invalidated_count + ?",
+            (e.generation, excluded),
+        )
+
+    def _deleted(self, cur: Cur, e: Any) -> None:
+        self._touch(cur, self._sid(cur, e), e, "deleted = 1")
+
+
+class ProjectionOutOfOrder(Exception):
+    """The read model saw an event it cannot place: a bug or a corrupted database."""
+
+
+class SqlReadModel:
+    """Queries over the projected tables (implements the application's ReadModel port)."""
+
+    def __init__(self, db: Database, projector: ReadModelProjector) -> None:
+        self.db = db
+        self.projector = projector
+
+    # ------------------------------------------------------------- schema
+    def create_tables(self) -> None:
+        with self.db.connection_cursor() as cur:
+            for statement in SCHEMA:
+                cur.execute(statement)
+
+    # ----------------------------------------------------------- catch-up
+    def lag(self, cur: Cur) -> tuple[int, int]:
+        row = cur.execute(self.projector.events_table.max_id_sql).fetchone()
+        newest = int(row[0]) if row and row[0] is not None else 0
+        return self.projector.position(cur), newest
+
+    def catch_up(self) -> int:
+        """Project every notification past the position; returns how many."""
+        with self.db.write(self.projector.events_table.lock_sql) as cur:
+            position, newest = self.lag(cur)
+            if position >= newest:
+                return 0
+            last = self.projector.replay(cur, after=position)
+            log.info("read model caught up", extra={"from_id": position, "to_id": last})
+            return last - position
+
+    @contextmanager
+    def fresh(self) -> Iterator[Cur]:
+        """A read snapshot in which the read model has caught up with the events."""
+        for _ in range(3):
+            with self.db.read() as cur:
+                position, newest = self.lag(cur)
+                if position >= newest:
+                    yield cur
+                    return
+            self.catch_up()
+        with self.db.read() as cur:  # writers keep arriving; their rows are inline anyway
+            yield cur
+
+    def rebuild(self) -> int:
+        """Drop every projected row and replay the whole notification log."""
+        with self.db.write(self.projector.events_table.lock_sql) as cur:
+            for table in PROJECTED_TABLES:
+                cur.execute(f"DELETE FROM {{t}}{table}")
+            cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+            return self.projector.replay(cur, after=0)
+
+    # ------------------------------------------------------------ queries
+    def session(self, session_id: str) -> SessionRow | None:
+        with self.fresh() as cur:
+            return self._session(cur, session_id)
+
+    @staticmethod
+    def _session(cur: Cur, session_id: str) -> SessionRow | None:
+        row = cur.execute(
+            "SELECT " + _SESSION_COLS + " FROM {t}rm_sessions WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        return _session_row(row) if row else None
+
+    def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]:
+        with self.fresh() as cur:
+            rows = cur.execute(
+                "SELECT " + _SESSION_COLS + " FROM {t}rm_sessions"
+                " ORDER BY created_at, session_id LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+        return [_session_row(r) for r in rows]
+
+    def messages(
+        self,
+        session_id: str,
+        *,
+        from_seq: int = 1,
+        upto_seq: int | None = None,
+        include_invalidated: bool = False,
+    ) -> list[MessageRecord]:
+        with self.fresh() as cur:
+            return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated)
+
+    @staticmethod
+    def _messages(
+        cur: Cur,
+        session_id: str,
+        from_seq: int,
+        upto_seq: int | None,
+        include_invalidated: bool,
+    ) -> list[MessageRecord]:
+        sql = "SELECT seq, body, created_at, visible FROM {t}rm_messages WHERE session_id = ? AND seq >= ?"
+        params: list[Any] = [session_id, from_seq]
+        if upto_seq is not None:
+            sql += " AND seq <= ?"
+            params.append(upto_seq)
+        if not include_invalidated:
+            sql += " AND visible = 1"
+        sql += " ORDER BY seq"
+        return [_message(r) for r in cur.execute(sql, params).fetchall()]
+
+    def session_view(self, session_id: str, *, tail_only: bool = True) -> SessionSnapshotView | None:
+        with self.fresh() as cur:
+            session = self._session(cur, session_id)
+            if session is None:
+                return None
+            checkpoint = (
+                self._checkpoint(cur, session.active_checkpoint_id)
+                if session.active_checkpoint_id
+                else None
+            )
+            from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
+            messages = self._messages(cur, session_id, from_seq, None, False)
+        return SessionSnapshotView(session=session, checkpoint=checkpoint, messages=messages)
+
+    def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
+        with self.fresh() as cur:
+            return self._checkpoint(cur, checkpoint_id)
+
+    @staticmethod
+    def _checkpoint(cur: Cur, checkpoint_id: str) -> CheckpointRow | None:
+        row = cur.execute(
+            "SELECT " + _CHECKPOINT_COLS + " FROM {t}rm_checkpoints WHERE checkpoint_id = ?",
+            (checkpoint_id,),
+        ).fetchone()
+        return _checkpoint_row(row) if row else None
+
+    def checkpoints(self, session_id: str) -> list[CheckpointRow]:
+        with self.fresh() as cur:
+            rows = cur.execute(
+                "SELECT " + _CHECKPOINT_COLS + " FROM {t}rm_checkpoints"
+                " WHERE session_id = ? ORDER BY generation",
+                (session_id,),
+            ).fetchall()
+        return [_checkpoint_row(r) for r in rows]
+
+    def command_seqs(self, session_id: str, command_id: str) -> list[int] | None:
+        with self.fresh() as cur:
+            row = cur.execute(
+                "SELECT first_seq, last_seq FROM {t}rm_commands"
+                " WHERE session_id = ? AND command_id = ?",
+                (session_id, command_id),
+            ).fetchone()
+        return list(range(int(row[0]), int(row[1]) + 1)) if row else None
+
+    def table_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Every row of one projected table in key order (for verify and tests)."""
+        order = PROJECTED_TABLES[table]
+        with self.fresh() as cur:
+            return cur.execute(f"SELECT * FROM {{t}}{table} ORDER BY {order}").fetchall()
