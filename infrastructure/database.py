@@ -78,8 +78,13 @@ class Cur:
 
 def is_transient(exc: BaseException) -> bool:
     """Locked/busy SQLite, dropped or refused PostgreSQL connections."""
-    if isinstance(exc, (StorageBusy, OperationalError)):
+    if isinstance(exc, StorageBusy):
         return True
+    if isinstance(exc, OperationalError) and exc.__cause__ is not None:
+        return is_transient(exc.__cause__)  # eventsourcing wraps the driver's error
+    if isinstance(exc, OperationalError):
+        text = str(exc).lower()
+        return any(w in text for w in ("locked", "busy", "connection", "timeout", "closed"))
     if isinstance(exc, sqlite3.OperationalError):
         text = str(exc).lower()
         return "locked" in text or "busy" in text
