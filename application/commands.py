@@ -78,7 +78,40 @@ class DeleteSession(Command):
     session_id: SessionId
 
 
+class Compact(Command):
+    """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1)."""
+
+    type: Literal["compact"] = "compact"
+    session_id: SessionId
+    model: ModelName | None = None
+
+
+ToolSchema = dict[str, Any]
+
+
+class TurnInputsMixin(Command):
+    system_prompt: Annotated[str, StringConstraints(max_length=2_000_000)] | None = None
+    tools: list[ToolSchema] | None = Field(default=None, max_length=1024)
+    knowledge: Annotated[str, StringConstraints(max_length=8_000_000)] | None = None
+    active_plan: Annotated[str, StringConstraints(max_length=2_000_000)] | None = None
+    model: ModelName | None = None
+
+
 # ----------------------------------------------------------------- queries
+class GetContextUsage(TurnInputsMixin):
+    """/info: the §16 figures for the request this session would send now."""
+
+    type: Literal["get_context_usage"] = "get_context_usage"
+    session_id: SessionId
+
+
+class RecallTimeline(Command):
+    type: Literal["recall_timeline"] = "recall_timeline"
+    session_id: SessionId
+    query: Annotated[str, StringConstraints(max_length=1000)] | None = None
+    limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 20
+
+
 class GetHistory(Command):
     type: Literal["get_history"] = "get_history"
     session_id: SessionId
@@ -121,6 +154,9 @@ AnyCommand = Annotated[
         ReplaySession,
         ListCheckpoints,
         ListSessions,
+        Compact,
+        GetContextUsage,
+        RecallTimeline,
     ],
     Field(discriminator="type"),
 ]

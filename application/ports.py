@@ -5,12 +5,14 @@ Infrastructure implements them; tests may substitute fakes that record.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
+from context_compaction.domain.summary import SummarySource
 
 
 class ConcurrencyConflict(Exception):
@@ -144,6 +146,10 @@ class ReadModel(Protocol):
 
 
 class TimelineStore(Protocol):
+    """Where checkpoint summaries become recallable memories (spec §13). Best effort."""
+
+    def put(self, entry: TimelineEntry) -> None: ...
+
     def entries(
         self, session_id: str, query: str | None = None, limit: int = 20
     ) -> list[TimelineEntry]: ...
@@ -164,3 +170,60 @@ class ModelCatalog(Protocol):
 
     def provider_of(self, model: str) -> str: ...
 
+
+
+class TokenCounter(Protocol):
+    """Counts tokens the way the provider will (or biased high where it cannot know)."""
+
+    def encoding_for(self, model: str) -> str:
+        """An encoding key for ``model``; counts are cached per key."""
+        ...
+
+    def cache_key(self, encoding: str) -> str: ...
+
+    def count_text(self, text: str, encoding: str) -> int: ...
+
+    def count_record(self, record: MessageRecord, encoding: str) -> int:
+        """One raw message with its per-message overhead."""
+        ...
+
+    def count_message(self, message: dict[str, Any], encoding: str) -> int:
+        """One provider-format message (system prompt, summary block)."""
+        ...
+
+    def count_tools(self, tools: Sequence[dict[str, Any]], encoding: str) -> int: ...
+
+    @property
+    def request_overhead(self) -> int: ...
+
+
+class TokenCountCache(Protocol):
+    """Per-message token counts, computed once per encoding and kept in the read model."""
+
+    def token_counts(self, session_id: str, key: str, from_seq: int) -> dict[int, int]: ...
+
+    def store_token_counts(self, session_id: str, key: str, counts: dict[int, int]) -> None: ...
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """One summary call: the prompt for a model, the structured material for others."""
+
+    session_id: str
+    model: str
+    prompt: list[dict[str, str]]
+    source: SummarySource
+    max_output_tokens: int
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    text: str
+    provider_kind: str
+    model: str
+
+
+class Summarizer(Protocol):
+    """Spec §10: exactly one summary per compaction; failure raises ``SummaryFailed``."""
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult: ...

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,3 +94,52 @@ class SessionInfo(Result):
 
 class SessionsResult(Result):
     sessions: list[SessionInfo]
+
+
+class CompactOutcome(Result):
+    """What a compaction did (CONTRACT.md); ``report`` is the human text of spec §11.1."""
+
+    status: Literal["compacted", "nothing_to_compact"]
+    checkpoint_id: str | None = None
+    generation: int
+    tokens_before: int
+    tokens_after: int
+    first_retained_seq: int | None = None
+    kept_turns: int = 0
+    degraded: bool = False
+    trigger_reason: str
+    report: str
+    summary_source: dict[str, Any] | None = None
+    provider_kind: str | None = None
+
+
+class ContextUsage(Result):
+    """Every field of spec §16, the per-part breakdown and the text form."""
+
+    session_id: str
+    model: str
+    configured_window_tokens: int
+    effective_window_tokens: int
+    window_source: str
+    configured_reserve_tokens: int
+    reserve_tokens: int
+    configured_keep_recent_tokens: int
+    effective_keep_recent_tokens: int
+    compression_threshold_tokens: int
+    used_tokens: int
+    remaining_tokens: int
+    usage_source: Literal["estimated", "measured+estimated"]
+    auto_compaction_enabled: bool
+    would_compact: bool
+    active_checkpoint_id: str | None
+    checkpoint_generation: int
+    checkpoint_tokens_before: int | None
+    checkpoint_tokens_after: int | None
+    checkpoint_degraded: bool
+    breakdown: dict[str, int]
+    text: str
+
+
+class TimelineResult(Result):
+    session_id: str
+    entries: list[dict[str, Any]]

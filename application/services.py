@@ -14,7 +14,18 @@ from context_compaction.domain.errors import StorageError
 from context_compaction.domain.projection import ProviderIdentity
 from context_compaction.domain.session import Session
 
-from .ports import Clock, ConcurrencyConflict, EventStore, IdFactory, ModelCatalog, ReadModel
+from .ports import (
+    Clock,
+    ConcurrencyConflict,
+    EventStore,
+    IdFactory,
+    ModelCatalog,
+    ReadModel,
+    Summarizer,
+    TimelineStore,
+    TokenCountCache,
+    TokenCounter,
+)
 from .settings import Settings
 
 log = logging.getLogger("context_compaction")
@@ -33,6 +44,14 @@ class Services:
     clock: Clock
     ids: IdFactory
     catalog: ModelCatalog
+    tokens: TokenCounter
+    token_cache: TokenCountCache
+    summarizer: Summarizer
+    timeline: TimelineStore
+    after_checkpoint: list[Callable[[], None]] = field(default_factory=list)
+    """Run after a checkpoint commits (the Timeline follower); failures are logged only."""
+    calibrated_windows: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(session, model) → window learned from a provider overflow error (in memory)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def now(self) -> str:
@@ -40,6 +59,18 @@ class Services:
 
     def identity(self, model: str) -> ProviderIdentity:
         return ProviderIdentity(provider=self.catalog.provider_of(model), model=model)
+
+    def calibrated_window(self, session_id: str, model: str) -> int | None:
+        return self.calibrated_windows.get((session_id, model))
+
+    def checkpoint_committed(self) -> None:
+        for hook in self.after_checkpoint:
+            try:
+                hook()
+            except Exception as exc:  # noqa: BLE001 - derived work never undoes a commit
+                log.warning(
+                    "after-checkpoint hook failed", extra={"error_class": type(exc).__name__}
+                )
 
 
 def mutate(

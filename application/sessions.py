@@ -14,9 +14,7 @@ from context_compaction.domain.errors import (
 )
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.projection import (
-    CheckpointRef,
     ContextProjection,
-    ProviderIdentity,
     build_projection,
     checkpoint_problem,
 )
@@ -24,7 +22,8 @@ from context_compaction.domain.session import Session
 
 from . import commands as c
 from . import results as r
-from .ports import CheckpointRow, ConcurrencyConflict, SessionRow
+from .context import checkpoint_ref, load_context, project
+from .ports import ConcurrencyConflict, SessionRow
 from .services import Services, mutate
 
 log = logging.getLogger("context_compaction.sessions")
@@ -196,72 +195,14 @@ def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
     )
 
 
-def checkpoint_ref(row: CheckpointRow | None) -> CheckpointRef | None:
-    if row is None:
-        return None
-    return CheckpointRef(
-        checkpoint_id=row.checkpoint_id,
-        summary=row.summary,
-        first_retained_seq=row.first_retained_seq,
-        generation=row.generation,
-        degraded=row.degraded,
-    )
-
-
-def current_projection(
-    svc: Services, session_id: str, identity: ProviderIdentity | None = None
-) -> tuple[ContextProjection, SessionRow]:
-    """The live projection from the read model (spec §7.1, restore §14)."""
-    for _ in range(5):
-        view = svc.read_model.session_view(session_id)
-        if view is None:
-            raise SessionNotFound(f"session {session_id!r} does not exist")
-        session = view.session
-        if session.deleted:
-            raise SessionDeleted(f"session {session_id!r} is deleted")
-        who = identity or svc.identity(session.model)
-        ref = checkpoint_ref(view.checkpoint)
-        notes: list[str] = []
-        if session.active_checkpoint_id and view.checkpoint is None:
-            notes.append(f"active checkpoint {session.active_checkpoint_id} is missing")
-        problem = checkpoint_problem(ref, view.messages) if ref else None
-        if notes or problem:
-            # Spec §14: a broken checkpoint falls back to all visible raw history,
-            # with a diagnostic and without asking any provider.
-            full = svc.read_model.session_view(session_id, tail_only=False)
-            if full is None or full.session.version != session.version:
-                continue
-            notes += [problem] if problem else []
-            log.warning(
-                "checkpoint unusable, projecting raw history",
-                extra={"session_id": session_id, "checkpoint_id": session.active_checkpoint_id},
-            )
-            projection = build_projection(
-                checkpoint=None,
-                messages=full.messages,
-                context_generation=session.context_generation,
-                identity=who,
-                diagnostics=notes,
-            )
-            return projection, session
-        projection = build_projection(
-            checkpoint=ref,
-            messages=view.messages,
-            context_generation=session.context_generation,
-            identity=who,
-        )
-        return projection, session
-    raise SessionNotFound(f"session {session_id!r} kept changing; try again")
-
-
 def projection_result(p: ContextProjection, version: int) -> r.ProjectionResult:
     return r.ProjectionResult(**p.to_result(), version=version)
 
 
 def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
-    identity = svc.identity(cmd.model) if cmd.model else None
-    projection, session = current_projection(svc, cmd.session_id, identity)
-    return projection_result(projection, session.version)
+    ctx = load_context(svc, cmd.session_id)
+    projection = project(ctx, svc.identity(cmd.model or ctx.session.model))
+    return projection_result(projection, ctx.session.version)
 
 
 def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:

@@ -67,6 +67,7 @@ class Settings(BaseSettings):
     context_compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     summarizer: Literal["llm", "extractive"] = "llm"
+    summary_timeout_seconds: float = Field(default=120.0, gt=0)
     snapshot_interval: int = Field(default=100, ge=0)
     """Take a snapshot of a session every N events (0 disables snapshots)."""
     sqlite_lock_timeout: int = Field(default=5, ge=1)

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
+from context_compaction.application import compaction, usage
 from context_compaction.application.bus import MessageBus
+from context_compaction.application import commands as c
 from context_compaction.application.ports import Clock, IdFactory
 from context_compaction.application.services import Services
 from context_compaction.application.sessions import HANDLERS as SESSION_HANDLERS
@@ -17,7 +19,10 @@ from context_compaction.domain.errors import InvalidCommand
 from .catalog import LiteLLMCatalog
 from .database import Dialect
 from .eventstore import build_store
+from .summarizers import ExtractiveSummarizer, LiteLLMSummarizer
 from .system import RandomIds, SystemClock
+from .timeline import SqlTimelineStore, TimelineFollower
+from .tokens import TiktokenCounter
 
 
 @dataclass(frozen=True)
@@ -99,17 +104,36 @@ def bootstrap(
         dialect=target.dialect,
         postgres_schema=target.schema,
     )
+    catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
+    summarizer = overrides.pop("summarizer", None) or (
+        ExtractiveSummarizer()
+        if settings.summarizer == "extractive"
+        else LiteLLMSummarizer(settings, timeout=settings.summary_timeout_seconds)
+    )
+    timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
     services = Services(
         settings=settings,
         events=events,
         read_model=read_model,
         clock=clock or SystemClock(),
         ids=ids or RandomIds(),
-        catalog=overrides.pop("catalog", None) or LiteLLMCatalog(),
+        catalog=catalog,
+        tokens=overrides.pop("tokens", None) or TiktokenCounter(catalog.provider_of),
+        token_cache=read_model,
+        summarizer=summarizer,
+        timeline=timeline,
     )
-    services.extra.update(app=app, db=db, database=target.description)
+    assert app.projector is not None
+    follower = TimelineFollower(db, app.projector, timeline)
+    services.after_checkpoint.append(follower.catch_up)
+    services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
     services.extra.update(overrides)
-    handlers = dict(SESSION_HANDLERS)
+    handlers = {
+        **SESSION_HANDLERS,
+        c.Compact: compaction.compact,
+        c.GetContextUsage: usage.get_context_usage,
+        c.RecallTimeline: compaction.recall_timeline,
+    }
     return MessageBus(services, handlers, on_close=app.close)
 
 

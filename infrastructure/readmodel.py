@@ -62,6 +62,15 @@ SCHEMA: tuple[str, ...] = (
     " session_id TEXT NOT NULL, version {INT} NOT NULL, kind TEXT NOT NULL,"
     " ranges TEXT NOT NULL, excluded {INT} NOT NULL, reason TEXT NOT NULL,"
     " generation {INT} NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version))",
+    # A cache, not a projection: counts are a pure function of (message, encoding).
+    "CREATE TABLE IF NOT EXISTS {t}rm_token_counts ("
+    " session_id TEXT NOT NULL, encoding TEXT NOT NULL, seq {INT} NOT NULL,"
+    " tokens {INT} NOT NULL, PRIMARY KEY (session_id, encoding, seq))",
+    # Written by the Timeline follower after commits (best effort), spec §13.
+    "CREATE TABLE IF NOT EXISTS {t}rm_timeline ("
+    " key TEXT PRIMARY KEY, session_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
+    " content TEXT NOT NULL, created_at TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
 )
 
 #: Tables that are a pure function of the events (compared by ``verify``).
@@ -159,6 +168,7 @@ class EventsTable:
             qualified = table
             self.id_column = "rowid"
             self.lock_sql = None
+        self.qualified = qualified
         self.max_id_sql = f"SELECT MAX({self.id_column}) FROM {qualified}"
         self.select_sql = (
             f"SELECT {self.id_column}, originator_id, originator_version, topic, state"
@@ -525,6 +535,24 @@ class SqlReadModel:
                 (session_id, command_id),
             ).fetchone()
         return list(range(int(row[0]), int(row[1]) + 1)) if row else None
+
+    # -------------------------------------------------------- token cache
+    def token_counts(self, session_id: str, key: str, from_seq: int) -> dict[int, int]:
+        with self.db.read() as cur:
+            rows = cur.execute(
+                "SELECT seq, tokens FROM {t}rm_token_counts"
+                " WHERE session_id = ? AND encoding = ? AND seq >= ?",
+                (session_id, key, from_seq),
+            ).fetchall()
+        return {int(seq): int(n) for seq, n in rows}
+
+    def store_token_counts(self, session_id: str, key: str, counts: dict[int, int]) -> None:
+        with self.db.write() as cur:
+            cur.executemany(
+                "INSERT INTO {t}rm_token_counts (session_id, encoding, seq, tokens)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, encoding, seq) DO NOTHING",
+                [(session_id, key, seq, n) for seq, n in counts.items()],
+            )
 
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of one projected table in key order (for verify and tests)."""

@@ -1,0 +1,303 @@
+"""The compaction service (spec §7.3-7.4, §10-§12; DESIGN §4, §9-§10).
+
+``compact_context`` is the only path that creates checkpoints: snapshot (version,
+generation) → plan the cut → one summary call, outside any lock or transaction →
+validate the candidate → commit under optimistic concurrency with the generation
+check → re-read the projection from the stored state.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, Budget, SummaryBudget
+from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
+from context_compaction.domain.errors import StaleCandidate, SummaryFailed
+from context_compaction.domain.projection import CheckpointRef, build_projection
+from context_compaction.domain.summary import (
+    SummarySource,
+    build_summary_source,
+    prompt_overhead,
+    summary_prompt,
+)
+
+from . import commands as c
+from . import results as r
+from .context import (
+    Draft,
+    SessionContext,
+    TurnInputs,
+    budget_for,
+    build_draft,
+    load_context,
+    project,
+    record_tokens,
+)
+from .ports import SummaryRequest
+from .services import Services, mutate
+
+log = logging.getLogger("context_compaction.compaction")
+
+
+@dataclass
+class Candidate:
+    """A checkpoint that is not stored yet (spec §7.3 CompactionCandidate)."""
+
+    session_id: str
+    base_generation: int
+    parent_checkpoint_id: str | None
+    summary: str
+    first_retained_seq: int
+    source_max_seq: int
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    kept_turns: int
+    degraded: bool
+    provider_kind: str
+    model: str
+    summary_source: dict[str, object]
+
+
+def compaction_report(before: int, after: int, kept_turns: int, first_retained: int) -> str:
+    turns = "turn" if kept_turns == 1 else "turns"
+    return (
+        f"Context compacted: {before:,} -> {after:,} tokens\n"
+        f"Kept {kept_turns} recent {turns} from message seq {first_retained}\n"
+        "Raw history unchanged"
+    )
+
+
+def nothing_to_compact(
+    ctx: SessionContext, reason: str, tokens: int, why: NothingToCompact
+) -> r.CompactOutcome:
+    log.info(
+        "nothing to compact",
+        extra={"session_id": ctx.session.session_id, "reason": reason, "why": why.name},
+    )
+    return r.CompactOutcome(
+        status="nothing_to_compact",
+        checkpoint_id=None,
+        generation=ctx.session.context_generation,
+        tokens_before=tokens,
+        tokens_after=tokens,
+        first_retained_seq=None,
+        kept_turns=0,
+        degraded=False,
+        trigger_reason=reason,
+        report="Nothing to compact",
+    )
+
+
+def compact_context(
+    svc: Services,
+    session_id: str,
+    *,
+    reason: str,
+    model: str | None = None,
+    inputs: TurnInputs = TurnInputs(),
+    allow_turn_split: bool = False,
+) -> r.CompactOutcome:
+    """Summarize the old part of the session into a new checkpoint, or change nothing."""
+    ctx = load_context(svc, session_id)
+    model = model or ctx.session.model
+    encoding = svc.tokens.encoding_for(model)
+    budget = budget_for(svc, ctx.session, model)
+    tokens = record_tokens(svc, ctx, encoding)
+    identity = svc.identity(model)
+    before = build_draft(svc, project(ctx, identity), inputs, encoding=encoding, tokens=tokens)
+    plan = plan_cut(
+        ctx.records,
+        [tokens[m["seq"]] for m in ctx.records],
+        keep_tokens=budget.keep,
+        previous_first_retained=ctx.checkpoint.first_retained_seq if ctx.checkpoint else None,
+        allow_turn_split=allow_turn_split,
+    )
+    if isinstance(plan, NothingToCompact):
+        return nothing_to_compact(ctx, reason, before.total, plan)
+    candidate = summarize_candidate(svc, ctx, plan, budget, before, tokens, inputs, model, reason)
+    return commit_candidate(svc, candidate)
+
+
+def summarize_candidate(
+    svc: Services,
+    ctx: SessionContext,
+    plan: CutPlan,
+    budget: Budget,
+    before: Draft,
+    tokens: dict[int, int],
+    inputs: TurnInputs,
+    model: str,
+    reason: str,
+) -> Candidate:
+    """One summary call and the §10.4 validation; raises ``SummaryFailed``."""
+    encoding = before.encoding
+
+    def count(text: str) -> int:
+        return svc.tokens.count_text(text, encoding)
+
+    output_cap = min(SUMMARY_OUTPUT_CAP, budget.window // 4)
+    summary_budget = SummaryBudget.compute(budget.window, prompt_overhead(count, output_cap))
+    if not summary_budget.feasible:
+        raise SummaryFailed(
+            f"the {budget.window:,}-token window leaves no room for a summary request",
+            details={"window": budget.window},
+        )
+    previous = ctx.checkpoint.summary if ctx.checkpoint else None
+    source: SummarySource = build_summary_source(
+        previous, plan.summarize, budget_tokens=summary_budget.source_budget, count=count
+    )
+    request = SummaryRequest(
+        session_id=ctx.session.session_id,
+        model=model,
+        prompt=summary_prompt(source, summary_budget.output_reserve),
+        source=source,
+        max_output_tokens=summary_budget.output_reserve,
+    )
+    result = svc.summarizer.summarize(request)
+    summary = result.text.strip()
+    if not summary:
+        raise SummaryFailed("the summarizer returned an empty summary")
+    summary_tokens = count(summary)
+    if summary_tokens > summary_budget.output_reserve:
+        raise SummaryFailed(
+            f"the summary has {summary_tokens:,} tokens, over its {summary_budget.output_reserve:,} limit",
+            details={"summary_tokens": summary_tokens, "limit": summary_budget.output_reserve},
+        )
+    kept = [m for m in ctx.records if m["seq"] >= plan.first_retained_seq]
+    after_projection = build_projection(
+        checkpoint=CheckpointRef("candidate", summary, plan.first_retained_seq, 0),
+        messages=kept,
+        context_generation=ctx.session.context_generation + 1,
+        identity=svc.identity(model),
+    )
+    orphans = [n for n in after_projection.diagnostics if n.startswith("dropped tool result")]
+    if orphans:
+        raise SummaryFailed(f"the candidate boundary leaves orphan tool results: {orphans[0]}")
+    after = build_draft(svc, after_projection, inputs, encoding=encoding, tokens=tokens, summary=summary)
+    if after.total >= before.total:
+        raise SummaryFailed(
+            f"compaction would not shrink the context ({before.total:,} -> {after.total:,} tokens)",
+            details={"tokens_before": before.total, "tokens_after": after.total},
+        )
+    if after.total > budget.threshold:
+        raise SummaryFailed(
+            f"after compaction the context would still need {after.total:,} tokens, over the "
+            f"{budget.threshold:,}-token threshold",
+            details={"tokens_after": after.total, "threshold": budget.threshold},
+        )
+    return Candidate(
+        session_id=ctx.session.session_id,
+        base_generation=ctx.session.context_generation,
+        parent_checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
+        summary=summary,
+        first_retained_seq=plan.first_retained_seq,
+        source_max_seq=ctx.session.next_seq - 1,
+        reason=reason,
+        tokens_before=before.total,
+        tokens_after=after.total,
+        kept_turns=plan.kept_turns,
+        degraded=False,
+        provider_kind=result.provider_kind,
+        model=result.model,
+        summary_source=source.metadata(),
+    )
+
+
+def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:
+    """Spec §12.1 / DESIGN §4: generation check + append, retried on version conflicts."""
+    checkpoint_id = svc.ids.new_id("cp")
+    try:
+        generation, _, _ = mutate(
+            svc,
+            candidate.session_id,
+            lambda s: s.commit_checkpoint(
+                expected_generation=candidate.base_generation,
+                checkpoint_id=checkpoint_id,
+                summary=candidate.summary,
+                first_retained_seq=candidate.first_retained_seq,
+                source_max_seq=candidate.source_max_seq,
+                trigger_reason=candidate.reason,
+                provider_kind=candidate.provider_kind,
+                model=candidate.model,
+                tokens_before=candidate.tokens_before,
+                tokens_after=candidate.tokens_after,
+                degraded=candidate.degraded,
+                summary_source=candidate.summary_source,
+                created_at=svc.now(),
+            ),
+        )
+    except StaleCandidate:
+        log.warning(
+            "stale compaction candidate discarded",
+            extra={
+                "session_id": candidate.session_id,
+                "reason": candidate.reason,
+                "generation": candidate.base_generation,
+            },
+        )
+        raise
+    log.info(
+        "checkpoint committed",
+        extra={
+            "session_id": candidate.session_id,
+            "checkpoint_id": checkpoint_id,
+            "generation": generation,
+            "reason": candidate.reason,
+            "tokens_before": candidate.tokens_before,
+            "tokens_after": candidate.tokens_after,
+            "first_retained_seq": candidate.first_retained_seq,
+            "degraded": candidate.degraded,
+        },
+    )
+    svc.checkpoint_committed()
+    report = compaction_report(
+        candidate.tokens_before,
+        candidate.tokens_after,
+        candidate.kept_turns,
+        candidate.first_retained_seq,
+    )
+    return r.CompactOutcome(
+        status="compacted",
+        checkpoint_id=checkpoint_id,
+        generation=generation,
+        tokens_before=candidate.tokens_before,
+        tokens_after=candidate.tokens_after,
+        first_retained_seq=candidate.first_retained_seq,
+        kept_turns=candidate.kept_turns,
+        degraded=candidate.degraded,
+        trigger_reason=candidate.reason,
+        report=report,
+        summary_source=dict(candidate.summary_source),
+        provider_kind=candidate.provider_kind,
+    )
+
+
+# ------------------------------------------------------------------ handlers
+def compact(cmd: c.Compact, svc: Services) -> r.CompactOutcome:
+    return compact_context(svc, cmd.session_id, reason="manual", model=cmd.model)
+
+
+def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:
+    svc.read_model.session(cmd.session_id) or _missing(cmd.session_id)
+    svc.checkpoint_committed()  # bring the Timeline up to date first (best effort)
+    entries = svc.timeline.entries(cmd.session_id, cmd.query, cmd.limit)
+    return r.TimelineResult(
+        session_id=cmd.session_id,
+        entries=[
+            {
+                "key": e.key,
+                "checkpoint_id": e.checkpoint_id,
+                "content": e.content,
+                "created_at": e.created_at,
+            }
+            for e in entries
+        ],
+    )
+
+
+def _missing(session_id: str) -> None:
+    from context_compaction.domain.errors import SessionNotFound
+
+    raise SessionNotFound(f"session {session_id!r} does not exist")

@@ -1,0 +1,243 @@
+"""Summarizer adapters (spec §10, DESIGN §9).
+
+* ``LiteLLMSummarizer``: exactly one ``litellm.completion`` per compaction, on the
+  session's model, no tools, low temperature, ``max_tokens`` = the output reserve.
+* ``ExtractiveSummarizer``: deterministic and offline; fills the same nine headings by
+  extraction. For air-gapped hosts, demos and tests — never a silent fallback for a
+  failed LLM call (a failed call is ``summary_failed``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from context_compaction.application.ports import SummaryRequest, SummaryResult
+from context_compaction.application.settings import Settings
+from context_compaction.domain.errors import SummaryFailed
+from context_compaction.domain.summary import HEADINGS, TOOL_STATUS_UNKNOWN, SourceEntry, parse_sections
+
+log = logging.getLogger("context_compaction.summarizer")
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm")
+
+
+def import_litellm() -> Any:
+    """Import litellm offline (bundled model map), quietly (it must not log payloads)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    for name in _LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+    return litellm
+
+
+class LiteLLMSummarizer:
+    def __init__(self, settings: Settings, *, timeout: float = 120.0) -> None:
+        self.settings = settings
+        self.timeout = timeout
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        litellm = import_litellm()
+        config = self.settings.model_config_for(request.model)
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.prompt,
+            "temperature": 0.1,
+            "max_tokens": request.max_output_tokens,
+            "timeout": self.timeout,
+            "num_retries": 0,
+        }
+        if config.api_base:
+            kwargs["api_base"] = config.api_base
+        if config.api_key is not None:
+            kwargs["api_key"] = config.api_key.get_secret_value()
+        try:
+            response = litellm.completion(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - every provider failure is a summary failure
+            log.warning(
+                "summary call failed",
+                extra={"session_id": request.session_id, "error_class": type(exc).__name__},
+            )
+            raise SummaryFailed(
+                f"the summary call failed: {type(exc).__name__}",
+                details={"error_class": type(exc).__name__},
+            ) from None
+        try:
+            choice = response.choices[0]
+            message = choice.message
+            text = message.content or ""
+            finish = getattr(choice, "finish_reason", None)
+            tool_calls = getattr(message, "tool_calls", None)
+        except (AttributeError, IndexError, TypeError):
+            raise SummaryFailed("the summary response was malformed") from None
+        if tool_calls:
+            raise SummaryFailed("the summary response called a tool instead of answering")
+        if finish == "length":
+            raise SummaryFailed("the summary was cut off at its output limit")
+        if not isinstance(text, str) or not text.strip():
+            raise SummaryFailed("the summarizer returned an empty summary")
+        provider = request.model.split("/", 1)[0] if "/" in request.model else "litellm"
+        return SummaryResult(text=text.strip(), provider_kind=f"llm:{provider}", model=request.model)
+
+
+# ------------------------------------------------------------------ extractive
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_CONSTRAINT = re.compile(
+    r"\b(must|must not|do not|don't|never|only|always|keep|no new|without|should not|avoid|"
+    r"make sure|required?)\b",
+    re.I,
+)
+_CORRECTION = re.compile(
+    r"^\s*(actually|correction|no[,.!]|wait|stop|instead)\b|\b(not \S+,? but|instead of|rather than|"
+    r"is \S+, not|not \d+)\b",
+    re.I,
+)
+_DECISION = re.compile(
+    r"\b(i will|i'll|decided|going to|plan to|chose|switch(ed)? to|the fix is|root cause)\b", re.I
+)
+_OPEN = re.compile(r"\b(todo|still failing|remaining|next step|not yet|pending|follow[- ]up)\b", re.I)
+_FAILURE = re.compile(
+    r"\b(error|errors|failed|failure|traceback|exception|exit (status|code) [1-9]|not found|"
+    r"denied|timed out|fatal)\b",
+    re.I,
+)
+_PATH = re.compile(r"(?<![\w/.-])(?:/?[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}\b")
+_FACTS = (
+    ("port", re.compile(r"\bport\s+(\d{2,5})\b|(?<=:)(\d{4,5})\b", re.I)),
+    ("version", re.compile(r"\bv?\d+\.\d+\.\d+(?:[-.][\w]+)?\b")),
+    ("id", re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b")),
+    ("setting", re.compile(r"\b[A-Z][A-Z0-9_]{3,}=[^\s,;]+")),
+    ("url", re.compile(r"https?://[^\s)\"'<>]+")),
+)
+_SECTION_CAP = 12
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip(" -*\t") for s in _SENTENCE.split(text) if len(s.strip()) > 3]
+
+
+def _clip(text: str, n: int = 220) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.lower()
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+class ExtractiveSummarizer:
+    provider_kind = "extractive"
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        previous = parse_sections(request.source.previous_summary or "")
+        fresh = self.extract(request.source.entries)
+        if request.source.omitted_messages:
+            fresh["Outstanding Work"].append(
+                f"- {request.source.omitted_messages} older messages were not read for this summary "
+                "(over the summary input budget)."
+            )
+        merged: dict[str, list[str]] = {}
+        for heading in HEADINGS:
+            old = [x if x.startswith("- ") else f"- {x}" for x in previous.get(heading, []) if x != "None."]
+            if heading == "Objective":
+                items = _dedupe(old[:3] + fresh[heading])
+            else:
+                items = _dedupe(old + fresh[heading])[-_SECTION_CAP:]
+            merged[heading] = items
+        text = self.render(merged, max_chars=int(request.max_output_tokens * 2.5))
+        return SummaryResult(text=text, provider_kind=self.provider_kind, model="extractive")
+
+    @staticmethod
+    def render(sections: dict[str, list[str]], max_chars: int) -> str:
+        def build(limit: int) -> str:
+            parts = []
+            for heading in HEADINGS:
+                items = sections.get(heading) or []
+                items = items[-limit:] if heading != "Objective" else items[:limit]
+                body = "\n".join(items) if items else "None."
+                parts.append(f"## {heading}\n{body}")
+            return "\n\n".join(parts)
+
+        limit = _SECTION_CAP
+        text = build(limit)
+        while len(text) > max_chars and limit > 1:
+            limit -= 1
+            text = build(limit)
+        return text[:max_chars]
+
+    def extract(self, entries: list[SourceEntry]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {h: [] for h in HEADINGS}
+        requests = [e for e in entries if e.role == "user" and not e.steering and e.text]
+        if requests:
+            out["Objective"].append(f"- {_clip(requests[0].text)} (seq {requests[0].seq})")
+            if requests[-1] is not requests[0]:
+                out["Objective"].append(f"- Latest request: {_clip(requests[-1].text)} (seq {requests[-1].seq})")
+        answered_after: int | None = None
+        facts: list[str] = []
+        files: dict[str, list[str]] = {}
+        for e in entries:
+            if e.role == "user":
+                for s in _sentences(e.text):
+                    if _CONSTRAINT.search(s):
+                        out["Constraints"].append(f"- {_clip(s)}")
+                if _CORRECTION.search(e.text):
+                    out["Recent User Corrections"].append(f"- seq {e.seq}: {_clip(e.text)}")
+                if e.steering:
+                    out["Constraints"].append(f"- (steering, seq {e.seq}) {_clip(e.text)}")
+            elif e.role == "assistant":
+                if e.text and not e.tool_calls:
+                    out["Progress"].append(f"- seq {e.seq}: {_clip(_sentences(e.text)[0] if _sentences(e.text) else e.text)}")
+                    answered_after = e.seq
+                for s in _sentences(e.text):
+                    if _DECISION.search(s):
+                        out["Decisions"].append(f"- {_clip(s)}")
+                    if _OPEN.search(s):
+                        out["Outstanding Work"].append(f"- {_clip(s)}")
+                for _, name, arguments in e.tool_calls:
+                    for path in _PATH.findall(arguments) or ["(no path)"]:
+                        files.setdefault(path, []).append(name)
+            elif e.role == "tool":
+                first = next((ln for ln in e.text.splitlines() if ln.strip()), "")
+                failure = next((ln for ln in e.text.splitlines() if _FAILURE.search(ln)), None)
+                if failure:
+                    out["Tool Results and Failures"].append(
+                        f"- {e.tool_name or 'tool'} (seq {e.seq}, call {e.tool_call_id}): "
+                        f"{_clip(failure, 160)}"
+                    )
+                elif first:
+                    out["Tool Results and Failures"].append(
+                        f"- {e.tool_name or 'tool'} (seq {e.seq}): {_clip(first, 120)} "
+                        f"[status {TOOL_STATUS_UNKNOWN}]"
+                    )
+            if e.role in ("user", "assistant"):
+                for path in _PATH.findall(e.text):
+                    files.setdefault(path, [])
+                for kind, pattern in _FACTS:
+                    for m in pattern.finditer(e.text):
+                        value = next((g for g in m.groups() if g), m.group(0)) if m.groups() else m.group(0)
+                        facts.append(f"- {kind}: {value}")
+        for path, tools in files.items():
+            if path == "(no path)" and not tools:
+                continue
+            ops = ", ".join(f"{n} x{tools.count(n)}" for n in dict.fromkeys(tools)) if tools else "mentioned"
+            out["Files and Operations"].append(f"- {path}: {ops}")
+        out["Exact Facts"] = _dedupe(facts)
+        if requests and (answered_after is None or answered_after < requests[-1].seq):
+            out["Outstanding Work"].append(f"- Not yet answered: {_clip(requests[-1].text)} (seq {requests[-1].seq})")
+        for heading in HEADINGS:
+            out[heading] = _dedupe(out[heading])
+        return out

@@ -1,0 +1,138 @@
+"""Timeline (spec §13): one recallable memory per non-degraded checkpoint.
+
+A follower of the notification log, separate from the read-model projector on
+purpose: it runs after the checkpoint's transaction has committed, its store may
+fail, and a failure only leaves its position behind (retried at the next catch-up);
+it can never roll a checkpoint back. Restore never reads it.
+"""
+
+from __future__ import annotations
+
+import logging
+from uuid import UUID
+
+from eventsourcing.persistence import Notification
+
+from context_compaction.application.ports import TimelineEntry, TimelineStore
+from context_compaction.domain.session import Session
+
+from .database import Database
+from .readmodel import ReadModelProjector
+
+log = logging.getLogger("context_compaction.timeline")
+
+POSITION = "timeline"
+CHECKPOINT_TOPIC = "context_compaction:Session.CheckpointCommitted"
+
+
+def timeline_key(checkpoint_id: str) -> str:
+    return f"context_checkpoint:{checkpoint_id}"
+
+
+class SqlTimelineStore:
+    """Implements the TimelineStore port on the ``rm_timeline`` table."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def put(self, entry: TimelineEntry) -> None:
+        with self.db.write() as cur:
+            cur.execute(
+                "INSERT INTO {t}rm_timeline (key, session_id, checkpoint_id, content, created_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+                (entry.key, entry.session_id, entry.checkpoint_id, entry.content, entry.created_at),
+            )
+
+    def entries(self, session_id: str, query: str | None = None, limit: int = 20) -> list[TimelineEntry]:
+        sql = (
+            "SELECT key, session_id, checkpoint_id, content, created_at FROM {t}rm_timeline"
+            " WHERE session_id = ?"
+        )
+        params: list[object] = [session_id]
+        if query:
+            escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            sql += " AND LOWER(content) LIKE ? ESCAPE '\\'"
+            params.append(f"%{escaped}%")
+        sql += " ORDER BY created_at DESC, key LIMIT ?"
+        params.append(limit)
+        with self.db.read() as cur:
+            rows = cur.execute(sql, params).fetchall()
+        return [TimelineEntry(*row) for row in rows]
+
+
+class TimelineFollower:
+    """Writes Timeline entries for committed checkpoints it has not seen yet."""
+
+    def __init__(self, db: Database, projector: ReadModelProjector, store: TimelineStore) -> None:
+        self.db = db
+        self.projector = projector
+        self.store = store
+        table = projector.events_table
+        self._select = (
+            f"SELECT {table.id_column}, originator_id, originator_version, topic, state"
+            f" FROM {table.qualified} WHERE {table.id_column} > ? AND topic = ?"
+            f" ORDER BY {table.id_column} LIMIT 100"
+        )
+
+    def _position(self) -> int:
+        with self.db.read() as cur:
+            row = cur.execute(
+                "SELECT notification_id FROM {t}rm_position WHERE name = ?", (POSITION,)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _advance(self, notification_id: int) -> None:
+        with self.db.write() as cur:
+            cur.execute(
+                "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id"
+                " WHERE {t}rm_position.notification_id < excluded.notification_id",
+                (POSITION, notification_id),
+            )
+
+    def catch_up(self) -> int:
+        """Returns how many entries were written. Raises if the store fails."""
+        assert self.projector.mapper is not None
+        written = 0
+        position = self._position()
+        while True:
+            with self.db.read() as cur:
+                rows = cur.execute(self._select, (position, CHECKPOINT_TOPIC)).fetchall()
+            if not rows:
+                return written
+            for row in rows:
+                originator_id = row[1] if isinstance(row[1], UUID) else UUID(str(row[1]))
+                event = self.projector.mapper.to_domain_event(
+                    Notification(
+                        id=int(row[0]),
+                        originator_id=originator_id,
+                        originator_version=int(row[2]),
+                        topic=row[3],
+                        state=bytes(row[4]),
+                    )
+                )
+                if isinstance(event, Session.CheckpointCommitted) and not event.degraded:
+                    session_id = self._session_id(originator_id)
+                    self.store.put(
+                        TimelineEntry(
+                            key=timeline_key(event.checkpoint_id),
+                            session_id=session_id,
+                            checkpoint_id=event.checkpoint_id,
+                            content=event.summary,
+                            created_at=event.created_at,
+                        )
+                    )
+                    written += 1
+                    log.info(
+                        "timeline entry written",
+                        extra={"session_id": session_id, "checkpoint_id": event.checkpoint_id},
+                    )
+                position = int(row[0])
+                self._advance(position)
+
+    def _session_id(self, aggregate_id: UUID) -> str:
+        with self.db.read() as cur:
+            row = cur.execute(
+                "SELECT session_id FROM {t}rm_sessions WHERE aggregate_id = ?", (aggregate_id.hex,)
+            ).fetchone()
+        return str(row[0]) if row else aggregate_id.hex
