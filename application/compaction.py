@@ -30,9 +30,8 @@ from .context import (
     TurnInputs,
     budget_for,
     build_draft,
-    load_context,
-    project,
-    record_tokens,
+    current_context,
+    draft_for,
 )
 from .ports import SummaryRequest
 from .services import Services, mutate
@@ -100,13 +99,11 @@ def compact_context(
     allow_turn_split: bool = False,
 ) -> r.CompactOutcome:
     """Summarize the old part of the session into a new checkpoint, or change nothing."""
-    ctx = load_context(svc, session_id)
+    ctx = current_context(svc, session_id)
     model = model or ctx.session.model
-    encoding = svc.tokens.encoding_for(model)
     budget = budget_for(svc, ctx.session, model)
-    tokens = record_tokens(svc, ctx, encoding)
-    identity = svc.identity(model)
-    before = build_draft(svc, project(ctx, identity), inputs, encoding=encoding, tokens=tokens)
+    before = draft_for(svc, ctx, inputs, model)
+    tokens = ctx.tokens[before.encoding]
     plan = plan_cut(
         ctx.records,
         [tokens[m["seq"]] for m in ctx.records],
@@ -172,10 +169,13 @@ def summarize_candidate(
         context_generation=ctx.session.context_generation + 1,
         identity=svc.identity(model),
     )
+    history = sum(tokens.get(seq, 0) for seq in after_projection.included_seqs)
     orphans = [n for n in after_projection.diagnostics if n.startswith("dropped tool result")]
     if orphans:
         raise SummaryFailed(f"the candidate boundary leaves orphan tool results: {orphans[0]}")
-    after = build_draft(svc, after_projection, inputs, encoding=encoding, tokens=tokens, summary=summary)
+    after = build_draft(
+        svc, after_projection, inputs, encoding=encoding, history_tokens=history, summary=summary
+    )
     if after.total >= before.total:
         raise SummaryFailed(
             f"compaction would not shrink the context ({before.total:,} -> {after.total:,} tokens)",

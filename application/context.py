@@ -1,27 +1,33 @@
 """The context a request sees: session state, its projection, its budget (spec §7).
 
-``load_context`` reads one consistent snapshot of a session from the read model;
-``record_tokens`` counts its messages once per encoding (cached in the read model);
-``build_draft`` assembles the full request (system, tools, knowledge, plan, projection)
-and its per-part token breakdown; ``budget_for`` resolves the window and thresholds.
-Every caller — /info, prepare_turn, compaction — goes through these, so they all use
-the same numbers (acceptance 10).
+``contexts.get`` returns one consistent snapshot of a session from the read model,
+kept in memory and extended by newly appended messages, so a turn costs O(new
+messages), not O(history) (seed 003 rule 6). The cached copy is never trusted blindly:
+every use re-reads the session row and the messages after the last one it holds, and
+any change of generation (checkpoint, clear, rewind, delete) reloads it.
+
+``record_tokens`` counts each message once per encoding (kept in memory and in the read
+model); ``build_draft`` assembles the full request (system, tools, knowledge, plan,
+projection) and its per-part breakdown; ``budget_for`` resolves window and thresholds.
+/info, prepare_turn and compaction all go through these (acceptance 10).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_compaction.domain.budget import Budget, WindowResolution, resolve_window
+from context_compaction.domain.budget import Budget, resolve_window
 from context_compaction.domain.errors import SessionDeleted, SessionNotFound
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.projection import (
     CheckpointRef,
     ContextProjection,
+    ProjectionBuilder,
     ProviderIdentity,
-    build_projection,
     checkpoint_problem,
     summary_message,
 )
@@ -30,22 +36,6 @@ from .ports import CheckpointRow, SessionRow
 from .services import Services
 
 log = logging.getLogger("context_compaction.context")
-
-
-@dataclass
-class SessionContext:
-    """One consistent snapshot of a session, ready to project."""
-
-    session: SessionRow
-    checkpoint: CheckpointRow | None
-    records: list[MessageRecord]
-    """Visible raw messages from the checkpoint boundary on (all visible ones when
-    there is no usable checkpoint)."""
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def checkpoint_ref(self) -> CheckpointRef | None:
-        return checkpoint_ref(self.checkpoint)
 
 
 def checkpoint_ref(row: CheckpointRow | None) -> CheckpointRef | None:
@@ -60,8 +50,118 @@ def checkpoint_ref(row: CheckpointRow | None) -> CheckpointRef | None:
     )
 
 
+@dataclass
+class SessionContext:
+    """One consistent snapshot of a session, ready to project and count."""
+
+    session: SessionRow
+    checkpoint: CheckpointRow | None
+    records: list[MessageRecord]
+    """Visible raw messages from the checkpoint boundary on (all visible ones when
+    there is no usable checkpoint), in seq order."""
+    notes: list[str] = field(default_factory=list)
+    tokens: dict[str, dict[int, int]] = field(default_factory=dict)
+    counted: dict[str, int] = field(default_factory=dict)
+    builders: dict[ProviderIdentity | None, ProjectionBuilder] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @property
+    def checkpoint_ref(self) -> CheckpointRef | None:
+        return checkpoint_ref(self.checkpoint)
+
+    @property
+    def last_seq(self) -> int:
+        return self.records[-1]["seq"] if self.records else 0
+
+    def extend(self, session: SessionRow, records: list[MessageRecord]) -> None:
+        self.session = session
+        if records:
+            self.records.extend(records)
+            for builder in self.builders.values():
+                builder.extend(records)
+
+    def builder(self, identity: ProviderIdentity | None) -> ProjectionBuilder:
+        found = self.builders.get(identity)
+        if found is None:
+            found = self.builders[identity] = ProjectionBuilder(identity)
+            found.extend(self.records)
+        return found
+
+    def projection(self, identity: ProviderIdentity | None) -> ContextProjection:
+        with self.lock:
+            return self.builder(identity).build(
+                checkpoint=self.checkpoint_ref,
+                context_generation=self.session.context_generation,
+                diagnostics=self.notes,
+            )
+
+    def history_tokens(
+        self, projection: ContextProjection, identity: ProviderIdentity | None, encoding: str
+    ) -> int:
+        with self.lock:
+            return self.builder(identity).history_tokens(projection, self.tokens[encoding], encoding)
+
+
+def _usable(session: SessionRow, cached: SessionContext) -> bool:
+    """May ``cached`` be extended to ``session`` by appends alone?"""
+    return (
+        not cached.notes
+        and session.context_generation == cached.session.context_generation
+        and session.active_checkpoint_id
+        == (cached.checkpoint.checkpoint_id if cached.checkpoint else None)
+        and session.version >= cached.session.version
+    )
+
+
+class ContextCache:
+    """Session contexts of this process, least recently used evicted by message count."""
+
+    def __init__(self, max_messages: int = 200_000) -> None:
+        self.max_messages = max_messages
+        self._items: OrderedDict[str, SessionContext] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, svc: Services, session_id: str, *, allow_deleted: bool = False) -> SessionContext:
+        with self._lock:
+            cached = self._items.get(session_id)
+            if cached is not None:
+                self._items.move_to_end(session_id)
+        if cached is not None:
+            with cached.lock:
+                view = svc.read_model.session_view(session_id, after_seq=cached.last_seq)
+                if view is None:
+                    self.drop(session_id)
+                    raise SessionNotFound(f"session {session_id!r} does not exist")
+                if _usable(view.session, cached):
+                    cached.extend(view.session, view.messages)
+                    _check_live(cached.session, allow_deleted)
+                    return cached
+        ctx = load_context(svc, session_id, allow_deleted=allow_deleted)
+        if not ctx.notes:
+            self._store(session_id, ctx)
+        return ctx
+
+    def _store(self, session_id: str, ctx: SessionContext) -> None:
+        with self._lock:
+            self._items[session_id] = ctx
+            self._items.move_to_end(session_id)
+            total = sum(len(c.records) for c in self._items.values())
+            while total > self.max_messages and len(self._items) > 1:
+                _, evicted = self._items.popitem(last=False)
+                total -= len(evicted.records)
+
+    def drop(self, session_id: str) -> None:
+        with self._lock:
+            self._items.pop(session_id, None)
+
+
+def _check_live(session: SessionRow, allow_deleted: bool) -> None:
+    if session.deleted and not allow_deleted:
+        raise SessionDeleted(f"session {session.session_id!r} is deleted")
+
+
 def load_context(svc: Services, session_id: str, *, allow_deleted: bool = False) -> SessionContext:
-    """Read the session, its active checkpoint and tail in one snapshot.
+    """Read the session, its active checkpoint and tail in one snapshot (no cache).
 
     A broken checkpoint (missing row, empty summary, illegal boundary) falls back to
     all visible raw history with a diagnostic, and never asks a provider (spec §14).
@@ -71,15 +171,17 @@ def load_context(svc: Services, session_id: str, *, allow_deleted: bool = False)
         if view is None:
             raise SessionNotFound(f"session {session_id!r} does not exist")
         session = view.session
-        if session.deleted and not allow_deleted:
-            raise SessionDeleted(f"session {session_id!r} is deleted")
+        _check_live(session, allow_deleted)
         notes: list[str] = []
         if session.active_checkpoint_id and view.checkpoint is None:
             notes.append(f"active checkpoint {session.active_checkpoint_id} is missing")
-        ctx = SessionContext(session, view.checkpoint, view.messages)
-        problem = checkpoint_problem(ctx.checkpoint_ref, view.messages) if view.checkpoint else None
+        problem = (
+            checkpoint_problem(checkpoint_ref(view.checkpoint), view.messages)
+            if view.checkpoint
+            else None
+        )
         if not notes and not problem:
-            return ctx
+            return SessionContext(session, view.checkpoint, list(view.messages))
         full = svc.read_model.session_view(session_id, tail_only=False)
         if full is None or full.session.version != session.version:
             continue  # the session moved between the two reads; read again
@@ -88,30 +190,42 @@ def load_context(svc: Services, session_id: str, *, allow_deleted: bool = False)
             "checkpoint unusable, projecting raw history",
             extra={"session_id": session_id, "checkpoint_id": session.active_checkpoint_id},
         )
-        return SessionContext(session, None, full.messages, notes)
+        return SessionContext(session, None, list(full.messages), notes)
     raise SessionNotFound(f"session {session_id!r} kept changing; try again")
 
 
+def current_context(svc: Services, session_id: str, *, allow_deleted: bool = False) -> SessionContext:
+    return svc.contexts.get(svc, session_id, allow_deleted=allow_deleted)
+
+
 def project(ctx: SessionContext, identity: ProviderIdentity | None) -> ContextProjection:
-    return build_projection(
-        checkpoint=ctx.checkpoint_ref,
-        messages=ctx.records,
-        context_generation=ctx.session.context_generation,
-        identity=identity,
-        diagnostics=ctx.notes,
-    )
+    return ctx.projection(identity)
 
 
 # -------------------------------------------------------------------- tokens
 def record_tokens(svc: Services, ctx: SessionContext, encoding: str) -> dict[int, int]:
-    """Token count per seq of ``ctx.records``; each message is tokenized once per encoding."""
+    """Token count per seq of ``ctx.records``; a message is tokenized once per encoding."""
     counter = svc.tokens
     key = counter.cache_key(encoding)
-    if not ctx.records:
-        return {}
-    first = ctx.records[0]["seq"]
-    known = svc.token_cache.token_counts(ctx.session.session_id, key, first)
-    missing = {r["seq"]: counter.count_record(r, encoding) for r in ctx.records if r["seq"] not in known}
+    with ctx.lock:
+        known = ctx.tokens.get(encoding)
+        if known is None:
+            first = ctx.records[0]["seq"] if ctx.records else 1
+            known = ctx.tokens[encoding] = (
+                svc.token_cache.token_counts(ctx.session.session_id, key, first)
+                if ctx.records
+                else {}
+            )
+            ctx.counted[encoding] = 0
+        start = ctx.counted.get(encoding, 0)
+        missing = {
+            r["seq"]: counter.count_record(r, encoding)
+            for r in ctx.records[start:]
+            if r["seq"] not in known
+        }
+        ctx.counted[encoding] = len(ctx.records)
+        if missing:
+            known.update(missing)
     if missing:
         try:
             svc.token_cache.store_token_counts(ctx.session.session_id, key, missing)
@@ -120,7 +234,6 @@ def record_tokens(svc: Services, ctx: SessionContext, encoding: str) -> dict[int
                 "token count cache not written",
                 extra={"session_id": ctx.session.session_id, "error_class": type(exc).__name__},
             )
-        known = {**known, **missing}
     return known
 
 
@@ -174,13 +287,13 @@ def build_draft(
     inputs: TurnInputs,
     *,
     encoding: str,
-    tokens: dict[int, int],
+    history_tokens: int,
     summary: str | None = None,
 ) -> Draft:
     """Assemble the request and count it part by part (spec §7.2: the NEXT full request)."""
     counter = svc.tokens
     system = system_message(inputs)
-    messages = ([system] if system else []) + list(projection.messages)
+    messages = ([system] if system else []) + projection.messages
     knowledge = counter.count_text(inputs.knowledge, encoding) + 4 if inputs.knowledge else 0
     plan = counter.count_text(inputs.active_plan, encoding) + 4 if inputs.active_plan else 0
     system_tokens = counter.request_overhead
@@ -192,26 +305,39 @@ def build_draft(
         system_tokens += 4  # the system message's own overhead
     summary_tokens = 0
     if projection.summary_included:
-        text = summary if summary is not None else projection.messages[0]["content"]
-        block = summary_message(text) if summary is not None else projection.messages[0]
+        block = summary_message(summary) if summary is not None else projection.messages[0]
         summary_tokens = counter.count_message(block, encoding)
-    history = sum(tokens.get(seq, 0) for seq in projection.included_seqs)
     breakdown = {
         "system": system_tokens,
         "tools": counter.count_tools(inputs.tools, encoding),
         "knowledge": knowledge,
         "plan": plan,
         "summary": summary_tokens,
-        "history": history,
+        "history": history_tokens,
     }
     return Draft(messages, list(inputs.tools), breakdown, projection, encoding)
+
+
+def draft_for(
+    svc: Services,
+    ctx: SessionContext,
+    inputs: TurnInputs,
+    model: str,
+) -> Draft:
+    """The full request this session would send now for ``model``."""
+    identity = svc.identity(model)
+    encoding = svc.tokens.encoding_for(model)
+    record_tokens(svc, ctx, encoding)
+    projection = ctx.projection(identity)
+    history = ctx.history_tokens(projection, identity, encoding)
+    return build_draft(svc, projection, inputs, encoding=encoding, history_tokens=history)
 
 
 # -------------------------------------------------------------------- budget
 def budget_for(svc: Services, session: SessionRow, model: str | None = None) -> Budget:
     model = model or session.model
     config = svc.settings.model_config_for(model)
-    window: WindowResolution = resolve_window(
+    window = resolve_window(
         configured_limit=config.token_limit,
         catalog_limit=svc.catalog.max_input_tokens(model),
         agent_limit=session.agent_token_limit,

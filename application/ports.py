@@ -130,11 +130,12 @@ class ReadModel(Protocol):
     ) -> list[MessageRecord]: ...
 
     def session_view(
-        self, session_id: str, *, tail_only: bool = True
+        self, session_id: str, *, tail_only: bool = True, after_seq: int = 0
     ) -> SessionSnapshotView | None:
         """Session row, active checkpoint and its visible tail in ONE snapshot.
 
-        With ``tail_only=False`` (or no/broken checkpoint) all visible messages.
+        With ``tail_only=False`` (or no checkpoint) all visible messages; only those
+        with seq > ``after_seq``.
         """
         ...
 

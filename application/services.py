@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from context_compaction.domain.errors import StorageError
 from context_compaction.domain.projection import ProviderIdentity
@@ -27,6 +27,9 @@ from .ports import (
     TokenCounter,
 )
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .context import ContextCache
 
 log = logging.getLogger("context_compaction")
 
@@ -50,6 +53,7 @@ class Services:
     timeline: TimelineStore
     after_checkpoint: list[Callable[[], None]] = field(default_factory=list)
     """Run after a checkpoint commits (the Timeline follower); failures are logged only."""
+    contexts: ContextCache = field(default_factory=lambda: _context_cache())
     calibrated_windows: dict[tuple[str, str], int] = field(default_factory=dict)
     """(session, model) → window learned from a provider overflow error (in memory)."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -71,6 +75,12 @@ class Services:
                 log.warning(
                     "after-checkpoint hook failed", extra={"error_class": type(exc).__name__}
                 )
+
+
+def _context_cache() -> ContextCache:
+    from .context import ContextCache
+
+    return ContextCache()
 
 
 def mutate(

@@ -22,7 +22,7 @@ from context_compaction.domain.session import Session
 
 from . import commands as c
 from . import results as r
-from .context import checkpoint_ref, load_context, project
+from .context import checkpoint_ref, current_context
 from .ports import ConcurrencyConflict, SessionRow
 from .services import Services, mutate
 
@@ -200,8 +200,8 @@ def projection_result(p: ContextProjection, version: int) -> r.ProjectionResult:
 
 
 def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
-    ctx = load_context(svc, cmd.session_id)
-    projection = project(ctx, svc.identity(cmd.model or ctx.session.model))
+    ctx = current_context(svc, cmd.session_id)
+    projection = ctx.projection(svc.identity(cmd.model or ctx.session.model))
     return projection_result(projection, ctx.session.version)
 
 

@@ -6,16 +6,7 @@ from context_compaction.domain.budget import Budget
 
 from . import commands as c
 from . import results as r
-from .context import (
-    Draft,
-    SessionContext,
-    TurnInputs,
-    budget_for,
-    build_draft,
-    load_context,
-    project,
-    record_tokens,
-)
+from .context import Draft, SessionContext, TurnInputs, budget_for, current_context, draft_for
 from .services import Services
 
 USAGE_LABELS = {
@@ -111,13 +102,9 @@ def usage_text(u: r.ContextUsage) -> str:
 
 
 def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
-    ctx = load_context(svc, cmd.session_id)
+    ctx = current_context(svc, cmd.session_id)
     model = cmd.model or ctx.session.model
-    encoding = svc.tokens.encoding_for(model)
-    tokens = record_tokens(svc, ctx, encoding)
-    draft = build_draft(
-        svc, project(ctx, svc.identity(model)), inputs_of(cmd), encoding=encoding, tokens=tokens
-    )
+    draft = draft_for(svc, ctx, inputs_of(cmd), model)
     return context_usage(
         ctx,
         draft,

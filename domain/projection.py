@@ -230,3 +230,98 @@ def to_provider_message(
         for key, value in (state.get("data") or {}).items():
             out[key] = value
     return out
+
+
+def closed_prefix_length(messages: Sequence[MessageRecord]) -> int:
+    """The longest prefix after which no tool-call group is open and nothing is deferred.
+
+    Repairing such a prefix gives the same output whatever follows it, so it can be
+    projected once and kept (see :class:`ProjectionBuilder`).
+    """
+    open_ids: set[str] = set()
+    deferred = False
+    closed = 0
+    for index, message in enumerate(messages):
+        role = message["role"]
+        if role == "tool":
+            open_ids.discard(message["tool_call_id"] or "")
+            if not open_ids:
+                deferred = False
+        elif open_ids and role == "user":
+            deferred = True
+        else:
+            if open_ids:
+                open_ids, deferred = set(), False
+            if role == "assistant" and message["tool_calls"]:
+                open_ids = {c["id"] for c in message["tool_calls"]}
+        if not open_ids and not deferred:
+            closed = index + 1
+    return closed
+
+
+class ProjectionBuilder:
+    """The projection of a growing list of visible messages, built incrementally.
+
+    Messages up to the last point where every tool group is closed are repaired and
+    converted once ("stable"); only the open remainder is redone per request. The
+    result equals :func:`build_projection` over all messages (a property test pins it).
+    """
+
+    def __init__(self, identity: ProviderIdentity | None) -> None:
+        self.identity = identity
+        self._stable_records: list[MessageRecord] = []
+        self._stable_messages: list[dict[str, Any]] = []
+        self._stable_seqs: list[int] = []
+        self._stable_notes: list[str] = []
+        self._stable_max = 0
+        self._pending: list[MessageRecord] = []
+        self._sums: dict[str, tuple[int, int]] = {}
+
+    def extend(self, messages: Sequence[MessageRecord]) -> None:
+        if not messages:
+            return
+        self._pending.extend(messages)
+        split = closed_prefix_length(self._pending)
+        if split:
+            repaired, notes = repair_tool_chains(self._pending[:split])
+            self._stable_records.extend(repaired)
+            self._stable_messages.extend(to_provider_message(m, self.identity) for m in repaired)
+            self._stable_seqs.extend(m["seq"] for m in repaired)
+            self._stable_max = max(self._stable_max, *(m["seq"] for m in repaired), 0)
+            self._stable_notes.extend(notes)
+            del self._pending[:split]
+
+    def build(
+        self,
+        *,
+        checkpoint: CheckpointRef | None,
+        context_generation: int,
+        diagnostics: Sequence[str] = (),
+    ) -> ContextProjection:
+        repaired, notes = repair_tool_chains(self._pending)
+        messages: list[dict[str, Any]] = [summary_message(checkpoint.summary)] if checkpoint else []
+        messages.extend(self._stable_messages)
+        messages.extend(to_provider_message(m, self.identity) for m in repaired)
+        seqs = self._stable_seqs + [m["seq"] for m in repaired]
+        return ContextProjection(
+            messages=messages,
+            checkpoint_id=checkpoint.checkpoint_id if checkpoint else None,
+            context_generation=context_generation,
+            first_raw_seq=seqs[0] if seqs else None,
+            max_raw_seq=max(self._stable_max, max((m["seq"] for m in repaired), default=0)),
+            included_seqs=seqs,
+            diagnostics=[*diagnostics, *self._stable_notes, *notes],
+            summary_included=checkpoint is not None,
+        )
+
+    def history_tokens(self, projection: ContextProjection, tokens: dict[int, int], key: str) -> int:
+        """Sum of per-message tokens over ``projection`` (built by this builder), adding
+        up the stable part only once per encoding ``key``."""
+        done, total = self._sums.get(key, (0, 0))
+        stable = self._stable_seqs
+        if done < len(stable):
+            total += sum(tokens.get(seq, 0) for seq in stable[done:])
+            done = len(stable)
+            self._sums[key] = (done, total)
+        rest = projection.included_seqs[len(stable) :]
+        return total + sum(tokens.get(seq, 0) for seq in rest)

@@ -26,6 +26,13 @@ def _ok(envelope: dict[str, Any]) -> dict[str, Any]:
     return envelope["result"]
 
 
+SYSTEM_PROMPT = "You are a careful coding agent working in /srv/payments-api."
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
 def _chars(messages: list[dict[str, Any]]) -> int:
     return len(json.dumps(messages, ensure_ascii=False))
 
@@ -36,7 +43,11 @@ def run_demo(workdir: Path, *, turns: int = 6, out: Print = print) -> dict[str, 
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     db = workdir / "demo.db"
-    settings = Settings(database_url=f"sqlite:///{db}", summarizer="extractive")
+    settings = Settings(
+        database_url=f"sqlite:///{db}",
+        summarizer="extractive",
+        context_compaction={"keep_recent_tokens": 6000},
+    )
     facts: dict[str, Any] = {"db": str(db)}
 
     out("context-compaction demo")
@@ -121,6 +132,29 @@ def run_demo(workdir: Path, *, turns: int = 6, out: Print = print) -> dict[str, 
     after = _ok(bus.dispatch_json({"type": "append_messages", "session_id": sid,
                                    "messages": [{"role": "user", "content": "Let's try that differently."}]}))
     out(f"Next append gets seq {after['seqs'][0]}: seqs are never reused")
+
+    out("")
+    out("/info before compaction:")
+    info = _ok(bus.dispatch_json({"type": "get_context_usage", "session_id": sid,
+                                  "system_prompt": SYSTEM_PROMPT}))
+    out(_indent(info["text"]))
+    outcome = _ok(bus.dispatch_json({"type": "compact", "session_id": sid}))
+    facts["compaction"] = outcome
+    out("")
+    out("/compact (extractive summarizer, offline):")
+    out(_indent(outcome["report"]))
+    src = outcome["summary_source"]
+    out(f"  summarized seqs {src['first_seq']}..{src['last_seq']}: {src['source_messages']} messages, "
+        f"{src['truncated_messages']} tool outputs cut to head/tail, {src['omitted_messages']} omitted")
+    info = _ok(bus.dispatch_json({"type": "get_context_usage", "session_id": sid,
+                                  "system_prompt": SYSTEM_PROMPT}))
+    out("")
+    out("/info after compaction:")
+    out(_indent(info["text"]))
+    summary = _ok(bus.dispatch_json({"type": "get_projection", "session_id": sid}))["messages"][0]["content"]
+    out("")
+    out("The summary block the model now sees first (excerpt):")
+    out(_indent("\n".join(summary.splitlines()[:14]) + "\n  ..."))
 
     replay = _ok(bus.dispatch_json({"type": "replay_session", "session_id": sid, "at_version": versions[-1]}))
     replay_same = json.dumps(replay["projection"], sort_keys=True) == json.dumps(live, sort_keys=True)

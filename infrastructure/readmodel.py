@@ -492,7 +492,9 @@ class SqlReadModel:
         sql += " ORDER BY seq"
         return [_message(r) for r in cur.execute(sql, params).fetchall()]
 
-    def session_view(self, session_id: str, *, tail_only: bool = True) -> SessionSnapshotView | None:
+    def session_view(
+        self, session_id: str, *, tail_only: bool = True, after_seq: int = 0
+    ) -> SessionSnapshotView | None:
         with self.fresh() as cur:
             session = self._session(cur, session_id)
             if session is None:
@@ -503,6 +505,7 @@ class SqlReadModel:
                 else None
             )
             from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
+            from_seq = max(from_seq, after_seq + 1)
             messages = self._messages(cur, session_id, from_seq, None, False)
         return SessionSnapshotView(session=session, checkpoint=checkpoint, messages=messages)
 

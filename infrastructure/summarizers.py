@@ -154,6 +154,8 @@ class ExtractiveSummarizer:
         for heading in HEADINGS:
             old = [x if x.startswith("- ") else f"- {x}" for x in previous.get(heading, []) if x != "None."]
             if heading == "Objective":
+                if any("Latest request:" in x for x in fresh[heading]):
+                    old = [x for x in old if "Latest request:" not in x]
                 items = _dedupe(old[:3] + fresh[heading])
             else:
                 items = _dedupe(old + fresh[heading])[-_SECTION_CAP:]
@@ -191,13 +193,14 @@ class ExtractiveSummarizer:
         files: dict[str, list[str]] = {}
         for e in entries:
             if e.role == "user":
-                for s in _sentences(e.text):
-                    if _CONSTRAINT.search(s):
-                        out["Constraints"].append(f"- {_clip(s)}")
-                if _CORRECTION.search(e.text):
-                    out["Recent User Corrections"].append(f"- seq {e.seq}: {_clip(e.text)}")
                 if e.steering:
                     out["Constraints"].append(f"- (steering, seq {e.seq}) {_clip(e.text)}")
+                else:
+                    for s in _sentences(e.text):
+                        if _CONSTRAINT.search(s):
+                            out["Constraints"].append(f"- {_clip(s)}")
+                if _CORRECTION.search(e.text):
+                    out["Recent User Corrections"].append(f"- seq {e.seq}: {_clip(e.text)}")
             elif e.role == "assistant":
                 if e.text and not e.tool_calls:
                     out["Progress"].append(f"- seq {e.seq}: {_clip(_sentences(e.text)[0] if _sentences(e.text) else e.text)}")
@@ -208,7 +211,7 @@ class ExtractiveSummarizer:
                     if _OPEN.search(s):
                         out["Outstanding Work"].append(f"- {_clip(s)}")
                 for _, name, arguments in e.tool_calls:
-                    for path in _PATH.findall(arguments) or ["(no path)"]:
+                    for path in _PATH.findall(arguments) or [""]:
                         files.setdefault(path, []).append(name)
             elif e.role == "tool":
                 first = next((ln for ln in e.text.splitlines() if ln.strip()), "")
@@ -231,10 +234,9 @@ class ExtractiveSummarizer:
                         value = next((g for g in m.groups() if g), m.group(0)) if m.groups() else m.group(0)
                         facts.append(f"- {kind}: {value}")
         for path, tools in files.items():
-            if path == "(no path)" and not tools:
-                continue
             ops = ", ".join(f"{n} x{tools.count(n)}" for n in dict.fromkeys(tools)) if tools else "mentioned"
-            out["Files and Operations"].append(f"- {path}: {ops}")
+            label = path or "other tool calls"
+            out["Files and Operations"].append(f"- {label}: {ops}")
         out["Exact Facts"] = _dedupe(facts)
         if requests and (answered_after is None or answered_after < requests[-1].seq):
             out["Outstanding Work"].append(f"- Not yet answered: {_clip(requests[-1].text)} (seq {requests[-1].seq})")

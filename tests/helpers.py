@@ -44,15 +44,17 @@ def err(envelope: dict[str, Any], code: str) -> dict[str, Any]:
 class Harness:
     """A bus on a fresh SQLite file plus helpers; ``reopen()`` simulates a restart."""
 
-    def __init__(self, path: Path, **settings: Any) -> None:
+    def __init__(self, path: Path, *, adapters: dict[str, Any] | None = None, **settings: Any) -> None:
         self.path = path
         self.settings = settings
+        self.adapters = dict(adapters or {})
         self.buses: list[MessageBus] = []
         self.bus = self.new_bus()
 
-    def new_bus(self, **overrides: Any) -> MessageBus:
+    def new_bus(self, *, adapters: dict[str, Any] | None = None, **overrides: Any) -> MessageBus:
+        """A bus on the same file; ``adapters`` replace ports (summarizer, timeline, ...)."""
         settings = Settings(database_url=f"sqlite:///{self.path}", **{**self.settings, **overrides})
-        bus = bootstrap(settings)
+        bus = bootstrap(settings, **{**self.adapters, **(adapters or {})})
         self.buses.append(bus)
         return bus
 
@@ -85,3 +87,46 @@ def fingerprint(bus: MessageBus) -> tuple[Any, ...]:
     newest = app.recorder.max_notification_id()
     tables = tuple(tuple(read_model.table_rows(t)) for t in PROJECTED_TABLES)
     return (newest, tables)
+
+
+FAKE_MODEL = "openai/fake-model"
+
+
+def llm_settings(base_url: str, *, token_limit: int = 32_000, timeout: float = 10.0, **extra: Any) -> dict[str, Any]:
+    """Settings for sessions on the fake provider, summarized through litellm over HTTP."""
+    return {
+        "summarizer": "llm",
+        "summary_timeout_seconds": timeout,
+        "models": {FAKE_MODEL: {"api_base": base_url, "api_key": "test-key", "token_limit": token_limit}},
+        **extra,
+    }
+
+
+class RecordingSummarizer:
+    """A fake summarizer port that records its requests; it can block or fail."""
+
+    def __init__(self, *, fail: bool = False, text: str | None = None) -> None:
+        import threading
+
+        from context_compaction.infrastructure.summarizers import ExtractiveSummarizer
+
+        self.inner = ExtractiveSummarizer()
+        self.requests: list[Any] = []
+        self.fail = fail
+        self.text = text
+        self.entered = threading.Event()
+        self.release: Any = None  # a threading.Event to wait for, when set
+
+    def summarize(self, request: Any) -> Any:
+        from context_compaction.application.ports import SummaryResult
+        from context_compaction.domain.errors import SummaryFailed
+
+        self.requests.append(request)
+        self.entered.set()
+        if self.release is not None:
+            self.release.wait(timeout=30)
+        if self.fail:
+            raise SummaryFailed("the fake summarizer failed")
+        if self.text is not None:
+            return SummaryResult(text=self.text, provider_kind="fake", model="fake")
+        return self.inner.summarize(request)

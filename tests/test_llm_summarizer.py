@@ -1,0 +1,95 @@
+"""The LLM summary path through litellm over real HTTP to a local fake provider (spec §10)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from context_compaction.domain.summary import HEADINGS
+from context_compaction.infrastructure.scenario import coding_session
+from fakeprovider import FakeProvider, Reply
+from helpers import FAKE_MODEL, Harness, err, event_count, llm_settings, ok
+
+SID = "s"
+SUMMARY = "\n\n".join(f"## {h}\nNone." for h in HEADINGS).replace(
+    "## Objective\nNone.", "## Objective\nFix the flaky refund test in /srv/payments-api."
+)
+
+
+def make(tmp_path: Path, provider: FakeProvider, **extra) -> Harness:
+    h = Harness(tmp_path / "llm.db", **llm_settings(provider.base_url, **extra),
+                context_compaction={"keep_recent_tokens": 2000})
+    ok(h.do({"type": "start_session", "session_id": SID, "model": FAKE_MODEL}))
+    for t in coding_session(8, big_output_chars=2_000):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": t.messages()}))
+    return h
+
+
+def test_one_completion_call_per_compaction_with_the_contracted_request(tmp_path: Path, provider) -> None:
+    provider.queue(Reply(text=SUMMARY))
+    h = make(tmp_path, provider)
+    outcome = ok(h.do({"type": "compact", "session_id": SID}))
+    assert outcome["status"] == "compacted" and outcome["provider_kind"] == "llm:openai"
+    assert provider.calls == 1
+    body = provider.requests[0].body
+    assert provider.requests[0].path.endswith("/chat/completions")
+    assert body["model"] == "fake-model"
+    assert "tools" not in body and "tool_choice" not in body
+    assert body["temperature"] <= 0.2
+    assert body["max_tokens"] == 2048
+    system, material = body["messages"]
+    assert system["role"] == "system" and material["role"] == "user"
+    for heading in HEADINGS:
+        assert f"## {heading}" in system["content"]
+    for rule in ("corrections override", "verbatim", "Do not output tool calls", "not instructions"):
+        assert rule.lower() in (system["content"] + material["content"]).lower()
+    assert "unknown_not_persisted_separately" in material["content"]
+    assert "base64 omitted" in material["content"]  # screenshots arrive as type and size
+    stored = ok(h.do({"type": "list_checkpoints", "session_id": SID}))["checkpoints"][0]
+    assert stored["summary"] == SUMMARY
+    h.close()
+
+
+def test_the_second_compaction_sends_the_previous_summary_and_only_new_messages(tmp_path: Path, provider) -> None:
+    provider.queue(Reply(text=SUMMARY), Reply(text=SUMMARY.replace("Fix", "Fixed")))
+    h = make(tmp_path, provider)
+    first = ok(h.do({"type": "compact", "session_id": SID}))
+    for t in coding_session(14, big_output_chars=2_000)[8:]:
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": t.messages()}))
+    second = ok(h.do({"type": "compact", "session_id": SID}))
+    assert provider.calls == 2
+    material = provider.requests[1].body["messages"][1]["content"]
+    assert "<previous_summary>" in material and "Fix the flaky refund test" in material
+    seqs = [int(line.split()[1].rstrip("]")) for line in material.splitlines() if line.startswith("[seq ")]
+    assert min(seqs) == first["first_retained_seq"]
+    assert max(seqs) == second["first_retained_seq"] - 1
+    h.close()
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(status=500),
+        Reply(text=""),
+        Reply(text=None),
+        Reply(raw="<html>not json</html>"),
+        Reply(text="## Objective\ncut", finish_reason="length"),
+        Reply(text="   \n  "),
+        Reply(delay=2.5),
+    ],
+    ids=["http-500", "empty", "null-content", "garbage", "truncated", "blank", "timeout"],
+)
+def test_a_failing_summary_call_is_summary_failed_and_changes_nothing(tmp_path: Path, provider, reply) -> None:
+    h = make(tmp_path, provider, timeout=1.0)
+    live = ok(h.do({"type": "get_projection", "session_id": SID}))
+    events = event_count(h.path)
+    provider.queue(reply)
+    e = err(h.do({"type": "compact", "session_id": SID}), "summary_failed")
+    assert e["message"]
+    assert provider.calls == 1  # no hidden retries, no second model call
+    assert event_count(h.path) == events
+    assert ok(h.do({"type": "get_projection", "session_id": SID})) == live
+    provider.queue(Reply(text=SUMMARY))
+    assert ok(h.do({"type": "compact", "session_id": SID}))["status"] == "compacted"  # retry succeeds
+    h.close()

@@ -1,0 +1,92 @@
+"""Incremental accounting (seed 003 rule 6): one more turn costs O(new messages), not O(N).
+
+The one deliberately timed test of the suite: it compares ratios, not absolute times.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+from context_compaction import commands
+from context_compaction.infrastructure.tokens import TiktokenCounter
+from helpers import Harness
+
+
+class CountingTokens(TiktokenCounter):
+    """The real counter, recording which messages it tokenized."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[int] = []
+
+    def count_record(self, record, encoding):  # type: ignore[override]
+        self.records.append(record["seq"])
+        return super().count_record(record, encoding)
+
+
+def turn(n: int) -> list[dict]:
+    body = f"def handler_{n}(event):\n    return process(event, retries={n % 7})\n" * 12
+    return [
+        {"role": "user", "content": f"Turn {n}: please refactor handler_{n} in src/h{n}.py", "turn_id": f"t{n}"},
+        {"role": "assistant", "content": None, "turn_id": f"t{n}",
+         "tool_calls": [{"id": f"c{n}", "name": "read_file", "arguments": f'{{"path": "src/h{n}.py"}}'}]},
+        {"role": "tool", "tool_call_id": f"c{n}", "content": body, "turn_id": f"t{n}"},
+        {"role": "assistant", "content": f"Refactored handler_{n}.", "turn_id": f"t{n}"},
+    ]
+
+
+def session_of(tmp_path: Path, messages: int) -> tuple[Harness, CountingTokens]:
+    tokens = CountingTokens()
+    h = Harness(tmp_path / f"s{messages}.db", adapters={"tokens": tokens}, summarizer="extractive",
+                context_compaction={"enabled": False})
+    bus = h.bus
+    bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=None))
+    batch: list[dict] = []
+    for n in range(messages // 4):
+        batch += turn(n)
+        if len(batch) >= 200:
+            bus.dispatch(commands.AppendMessages(session_id="s", messages=batch))
+            batch = []
+    if batch:
+        bus.dispatch(commands.AppendMessages(session_id="s", messages=batch))
+    bus.dispatch(commands.GetContextUsage(session_id="s"))  # the first budget counts everything once
+    return h, tokens
+
+
+def per_turn_budget_seconds(h: Harness, start: int, rounds: int = 9) -> list[float]:
+    times = []
+    for k in range(rounds):
+        h.bus.dispatch(commands.AppendMessages(session_id="s", messages=turn(start + k)))
+        t0 = time.perf_counter()
+        h.bus.dispatch(commands.GetContextUsage(session_id="s", system_prompt="You are a careful agent."))
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def test_budgeting_one_more_turn_tokenizes_only_that_turn(tmp_path: Path) -> None:
+    h, tokens = session_of(tmp_path, 400)
+    assert sorted(tokens.records) == list(range(1, 401))  # each message once
+    tokens.records.clear()
+    h.bus.dispatch(commands.AppendMessages(session_id="s", messages=turn(1000)))
+    h.bus.dispatch(commands.GetContextUsage(session_id="s"))
+    h.bus.dispatch(commands.GetContextUsage(session_id="s"))
+    assert tokens.records == [401, 402, 403, 404]
+    h.reopen()  # a restart reads the cached counts instead of tokenizing again
+    h.bus.dispatch(commands.GetContextUsage(session_id="s"))
+    h.close()
+
+
+def test_per_turn_budget_cost_is_flat_from_400_to_4000_messages(tmp_path: Path) -> None:
+    small, _ = session_of(tmp_path, 400)
+    large, _ = session_of(tmp_path, 4000)
+    # Interleave the measurements so machine noise hits both sizes alike.
+    small_times, large_times = [], []
+    for r in range(3):
+        small_times += per_turn_budget_seconds(small, 10_000 + r * 100, rounds=5)
+        large_times += per_turn_budget_seconds(large, 10_000 + r * 100, rounds=5)
+    ratio = statistics.median(large_times) / statistics.median(small_times)
+    assert ratio < 1.8, f"per-turn budget at 4,000 messages is {ratio:.2f}x the 400-message cost"
+    small.close()
+    large.close()
