@@ -384,3 +384,30 @@ def test_a_large_window_is_not_capped_at_32k(tmp_path: Path) -> None:
     assert source.tokens > 32_000
     assert source.omitted_messages == 0
     h.close()
+
+
+def test_a_storage_failure_at_commit_keeps_the_old_projection(tmp_path: Path, turns) -> None:
+    h = make(tmp_path)
+    add_turns(h, turns)
+    live = projection(h)
+    events = event_count(h.path)
+    with sqlite3.connect(h.path) as conn:  # the checkpoint row cannot be written
+        conn.execute("ALTER TABLE rm_checkpoints RENAME TO rm_checkpoints_away")
+    err(h.do({"type": "compact", "session_id": SID}), "storage_error")
+    assert event_count(h.path) == events  # checkpoint event and pointer rolled back together
+    with sqlite3.connect(h.path) as conn:
+        conn.execute("ALTER TABLE rm_checkpoints_away RENAME TO rm_checkpoints")
+    assert projection(h) == live
+    assert compact(h)["status"] == "compacted"  # and the command can be retried
+    h.close()
+
+
+def test_a_new_database_has_the_event_and_checkpoint_schema(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "fresh.db", summarizer="extractive")
+    with sqlite3.connect(h.path) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    assert {"stored_events", "stored_snapshots", "rm_sessions", "rm_messages", "rm_checkpoints",
+            "rm_invalidations", "rm_position", "rm_timeline", "rm_token_counts"} <= tables
+    assert mode == "wal"
+    h.close()
