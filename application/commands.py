@@ -97,6 +97,33 @@ class TurnInputsMixin(Command):
     model: ModelName | None = None
 
 
+class PrepareTurn(TurnInputsMixin):
+    """Build the complete provider request for the next step (spec §11.2), compacting
+    automatically at most once per turn when the request is over the threshold."""
+
+    type: Literal["prepare_turn"] = "prepare_turn"
+    session_id: SessionId
+
+
+class RecordUsage(Command):
+    """The provider's measured ``prompt_tokens`` for a prepared request (spec §7.2)."""
+
+    type: Literal["record_usage"] = "record_usage"
+    session_id: SessionId
+    request_id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    prompt_tokens: NonNegativeInt
+
+
+class RecoverOverflow(Command):
+    """The provider refused a prepared request as too long (spec §11.3)."""
+
+    type: Literal["recover_overflow"] = "recover_overflow"
+    session_id: SessionId
+    request_id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    error_message: Annotated[str, StringConstraints(max_length=100_000)] = ""
+    tool_progress: StrictBool = False
+
+
 # ----------------------------------------------------------------- queries
 class GetContextUsage(TurnInputsMixin):
     """/info: the §16 figures for the request this session would send now."""
@@ -157,6 +184,9 @@ AnyCommand = Annotated[
         Compact,
         GetContextUsage,
         RecallTimeline,
+        PrepareTurn,
+        RecordUsage,
+        RecoverOverflow,
     ],
     Field(discriminator="type"),
 ]

@@ -276,6 +276,9 @@ def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:
 
 # ------------------------------------------------------------------ handlers
 def compact(cmd: c.Compact, svc: Services) -> r.CompactOutcome:
+    from .turnstate import active_turn_guard
+
+    active_turn_guard(svc, cmd.session_id)
     return compact_context(svc, cmd.session_id, reason="manual", model=cmd.model)
 
 

@@ -228,3 +228,29 @@ class Summarizer(Protocol):
     """Spec §10: exactly one summary per compaction; failure raises ``SummaryFailed``."""
 
     def summarize(self, request: SummaryRequest) -> SummaryResult: ...
+
+
+class ContextOverflow(Exception):
+    """The provider refused a request as too long for its context window."""
+
+
+@dataclass(frozen=True)
+class ProviderReply:
+    """One assistant message from the provider, in the contract's message shape."""
+
+    message: dict[str, Any]
+    prompt_tokens: int | None = None
+
+
+class ChatProvider(Protocol):
+    """The model a ``TurnRunner`` talks to; raises ``ContextOverflow`` on a too-long request."""
+
+    async def complete(
+        self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> ProviderReply: ...
+
+
+class ToolExecutor(Protocol):
+    """Runs one tool call (``{"id", "name", "arguments"}``) and returns its output text."""
+
+    async def __call__(self, call: dict[str, Any]) -> str: ...

@@ -143,3 +143,31 @@ class ContextUsage(Result):
 class TimelineResult(Result):
     session_id: str
     entries: list[dict[str, Any]]
+
+
+class TurnRequest(Result):
+    """A complete provider request (OpenAI/litellm chat format) and how it was made."""
+
+    request_id: str
+    session_id: str
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    usage: ContextUsage
+    compaction: CompactOutcome | None = None
+    warnings: list[str] = Field(default_factory=list)
+    checkpoint_id: str | None = None
+    context_generation: int
+    phase: Literal["start", "continuation"]
+    turn_start_index: int = 0
+    """Index in ``messages`` of the current turn's first message: what a request-local
+    trim must keep (spec §11.4)."""
+    retry_of: str | None = None
+    """Set on the one request rebuilt after an overflow (``recover_overflow``)."""
+
+
+class RecordUsageResult(Result):
+    request_id: str
+    prompt_tokens: int
+    estimated_tokens: int
+    """Our local estimate for the same request, for comparing the two."""

@@ -7,6 +7,8 @@ writes anything, so restore (spec §14) is this function over stored data.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -276,6 +278,7 @@ class ProjectionBuilder:
         self._stable_max = 0
         self._pending: list[MessageRecord] = []
         self._sums: dict[str, tuple[int, int]] = {}
+        self._chain: list[bytes] = []
 
     def extend(self, messages: Sequence[MessageRecord]) -> None:
         if not messages:
@@ -325,3 +328,31 @@ class ProjectionBuilder:
             self._sums[key] = (done, total)
         rest = projection.included_seqs[len(stable) :]
         return total + sum(tokens.get(seq, 0) for seq in rest)
+
+    def history_digest(self, projection: ContextProjection, count: int) -> str:
+        """A digest of the first ``count`` raw (non-summary) messages of ``projection``
+        (built by this builder); chained, so the stable part is hashed once."""
+        raw = projection.messages[1:] if projection.summary_included else projection.messages
+        if count > len(raw):
+            raise ValueError("count exceeds the projection's raw messages")
+        stable = min(count, len(self._stable_messages))
+        while len(self._chain) < stable:
+            previous = self._chain[-1] if self._chain else b""
+            self._chain.append(_chain(previous, self._stable_messages[len(self._chain)]))
+        digest = self._chain[stable - 1] if stable else b""
+        for message in raw[stable:count]:
+            digest = _chain(digest, message)
+        return digest.hex()
+
+
+def _chain(previous: bytes, message: dict[str, Any]) -> bytes:
+    text = json.dumps(message, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(previous + text, digest_size=16).digest()
+
+
+def digest_messages(messages: Sequence[dict[str, Any]]) -> str:
+    """The same chained digest over plain messages (a request as it was sent)."""
+    digest = b""
+    for message in messages:
+        digest = _chain(digest, message)
+    return digest.hex()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from context_compaction.application import compaction, usage
+from context_compaction.application import compaction, turns, usage
 from context_compaction.application.bus import MessageBus
 from context_compaction.application import commands as c
 from context_compaction.application.ports import Clock, IdFactory
@@ -133,6 +133,9 @@ def bootstrap(
         c.Compact: compaction.compact,
         c.GetContextUsage: usage.get_context_usage,
         c.RecallTimeline: compaction.recall_timeline,
+        c.PrepareTurn: turns.prepare_turn,
+        c.RecordUsage: turns.record_usage,
+        c.RecoverOverflow: turns.recover_overflow,
     }
     return MessageBus(services, handlers, on_close=app.close)
 

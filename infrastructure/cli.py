@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", parents=[common], help="run the offline demo session")
     p.add_argument("--workdir", default="ctxc-demo", help="folder for the demo database (recreated)")
-    p.add_argument("--turns", type=int, default=6, help="turns in the scripted session")
+    p.add_argument("--turns", type=int, default=12, help="turns in the scripted session")
     p.set_defaults(func=cmd_demo)
     return parser
 

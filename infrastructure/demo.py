@@ -1,23 +1,47 @@
 """``ctxc demo``: a realistic coding-agent session on an embedded SQLite file.
 
-No network and no API key: the provider is scripted (``scenario.py``) and the
-summarizer is the extractive one.
+No network and no API key: the TurnRunner talks to a scripted provider that counts
+every request and refuses, like a real one, those larger than its window; tools are
+scripted too; the summarizer is the extractive one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from context_compaction.application.runner import TurnResult, TurnRunner
 from context_compaction.application.settings import Settings
 
 from .bootstrap import bootstrap
-from .scenario import coding_session
+from .providers import ScriptedProvider, ScriptedTools
+from .scenario import Turn, coding_session
 
 Print = Callable[[str], None]
+
+SYSTEM_PROMPT = (
+    "You are a careful coding agent working in /srv/payments-api. Use the tools to read, "
+    "test and patch code; report what you changed."
+)
+TOOLS = [
+    {"type": "function", "function": {"name": name, "description": text,
+                                      "parameters": {"type": "object", "properties": {}}}}
+    for name, text in (
+        ("read_file", "Read a file of the repository"),
+        ("run_tests", "Run pytest"),
+        ("grep", "Search the repository"),
+        ("apply_patch", "Apply a unified diff"),
+        ("screenshot", "Screenshot a dashboard URL"),
+    )
+]
+MODEL = "gpt-4o"
+CONFIGURED_WINDOW = 60_000
+PROVIDER_WINDOW = 30_000
+SID = "payments-refund-fix"
 
 
 def _ok(envelope: dict[str, Any]) -> dict[str, Any]:
@@ -26,18 +50,26 @@ def _ok(envelope: dict[str, Any]) -> dict[str, Any]:
     return envelope["result"]
 
 
-SYSTEM_PROMPT = "You are a careful coding agent working in /srv/payments-api."
+def _indent(text: str, pad: str = "  ") -> str:
+    return "\n".join(pad + line for line in text.splitlines())
 
 
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _chars(messages: list[dict[str, Any]]) -> int:
-    return len(json.dumps(messages, ensure_ascii=False))
+def _steering(turn: Turn) -> Callable[[], list[str]]:
+    step = {"i": 0}
+
+    def poll() -> list[str]:
+        text = turn.steering.get(step["i"])
+        step["i"] += 1
+        return [text] if text else []
+
+    return poll
 
 
-def run_demo(workdir: Path, *, turns: int = 6, out: Print = print) -> dict[str, Any]:
+def run_demo(workdir: Path, *, turns: int = 10, out: Print = print) -> dict[str, Any]:
     """Run the demo in ``workdir`` (recreated); returns facts for tests."""
     if workdir.exists():
         shutil.rmtree(workdir)
@@ -46,125 +78,128 @@ def run_demo(workdir: Path, *, turns: int = 6, out: Print = print) -> dict[str, 
     settings = Settings(
         database_url=f"sqlite:///{db}",
         summarizer="extractive",
-        context_compaction={"keep_recent_tokens": 6000},
+        models={MODEL: {"token_limit": CONFIGURED_WINDOW}},
+        context_compaction={"reserve_tokens": 8_192, "keep_recent_tokens": 6_000},
     )
     facts: dict[str, Any] = {"db": str(db)}
-
-    out("context-compaction demo")
-    out(f"  embedded SQLite event store: {db}  (no network, no API key)")
-    out("")
-    bus = bootstrap(settings)
-    sid = "payments-refund-fix"
-    _ok(bus.dispatch_json({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
-    out(f"Session {sid!r} started on model gpt-4o")
-    out("")
-    out(f"  {'turn':<8}{'seqs':<12}{'msgs':>5}{'tool calls':>12}{'steering':>10}{'chars':>10}")
     script = coding_session(turns)
+    provider = ScriptedProvider(script, window=PROVIDER_WINDOW)
+    tools = ScriptedTools(script)
+
+    out("context-compaction demo: an offline coding-agent session")
+    out(f"  event store   {db} (SQLite, WAL)")
+    out("  provider      scripted, no network; its real context window is "
+        f"{PROVIDER_WINDOW:,} tokens")
+    out(f"  our settings  {MODEL} token_limit {CONFIGURED_WINDOW:,} (too optimistic on purpose), "
+        "reserve 8,192, keep recent 6,000")
+    out("  summarizer    extractive (deterministic, offline)")
+    out("")
+
+    bus = bootstrap(settings)
+    _ok(bus.dispatch_json({"type": "start_session", "session_id": SID, "model": MODEL}))
+    runner = TurnRunner(bus, provider, tools)
+    header = f"  {'turn':<8}{'seqs':>9}{'steps':>7}{'tools':>7}{'calls':>7}{'sent':>9}  what happened"
+    out(header)
+    out("  " + "-" * (len(header) + 20))
+    results: list[TurnResult] = []
     versions: list[int] = []
     for turn in script:
-        messages = turn.messages()
-        result = _ok(
-            bus.dispatch_json(
-                {
-                    "type": "append_messages",
-                    "session_id": sid,
-                    "messages": messages,
-                    "command_id": f"{sid}:{turn.turn_id}",
-                }
+        calls_before = len(provider.requests)
+        result = asyncio.run(
+            runner.run(
+                SID,
+                turn.request["content"],
+                system_prompt=SYSTEM_PROMPT,
+                tools=TOOLS,
+                turn_id=turn.turn_id,
+                steering=_steering(turn),
             )
         )
-        versions.append(result["version"])
-        seqs = result["seqs"]
-        calls = sum(len(s.tool_calls) for s in turn.steps)
-        out(
-            f"  {turn.turn_id:<8}{f'{seqs[0]}-{seqs[-1]}':<12}{len(seqs):>5}{calls:>12}"
-            f"{len(turn.steering):>10}{_chars(messages):>10,}"
-        )
-    retry = _ok(
-        bus.dispatch_json(
-            {
-                "type": "append_messages",
-                "session_id": sid,
-                "messages": script[-1].messages(),
-                "command_id": f"{sid}:{script[-1].turn_id}",
-            }
-        )
-    )
+        results.append(result)
+        versions.append(_ok(bus.dispatch_json({"type": "get_projection", "session_id": SID}))["version"])
+        sent = max(provider.requests[calls_before:], default=0)
+        events = []
+        for c in result.compactions:
+            change = f"{c.tokens_before:,} -> {c.tokens_after:,} tokens, kept {c.kept_turns} turns from seq {c.first_retained_seq}"
+            if c.degraded:
+                events.append(f"over the window and no summary possible: degraded trim, {change}")
+            elif c.trigger_reason == "overflow":
+                events.append(f"provider refused the request as too long; recovered with a summary, {change}")
+            else:
+                events.append(f"auto-compaction, {change}")
+        if result.in_turn_trims:
+            events.append("overflow after tools ran: step retried once with a locally trimmed request, "
+                          "no tool re-run")
+        trims = sum(1 for w in result.warnings if w.startswith("request trimmed"))
+        if trims:
+            events.append(f"{trims} request(s) trimmed locally within the turn")
+        out(f"  {turn.turn_id:<8}{f'{result.first_seq}-{result.last_seq}':>9}{result.steps:>7}"
+            f"{result.tool_calls:>7}{result.provider_calls:>7}{sent:>9,}  "
+            + ("; ".join(events) or "-"))
     out("")
-    out(f"A retried append (same command_id) returns seqs {retry['seqs'][0]}-{retry['seqs'][-1]} "
-        f"again and appends nothing (duplicate={retry['duplicate']}).")
+    compactions = [c for r in results for c in r.compactions]
+    facts["auto_compactions"] = sum(1 for c in compactions if c.trigger_reason == "auto")
+    facts["overflow_recoveries"] = sum(r.overflow_recoveries for r in results)
+    facts["provider_overflows"] = provider.overflows
+    facts["tool_runs"] = len(tools.executed)
+    facts["tool_runs_unique"] = len(set(tools.executed))
+    out(f"{len(results)} turns, {provider.calls} provider calls ({provider.overflows} refused as too long), "
+        f"{len(tools.executed)} tool runs (each exactly once), "
+        f"{facts['auto_compactions']} auto-compaction(s), {facts['overflow_recoveries']} overflow recovery(ies)")
+    shown: set[str] = set()
+    for c in compactions:
+        kind = "degraded" if c.degraded else c.trigger_reason
+        if kind in shown:
+            continue
+        shown.add(kind)
+        label = {"auto": "First auto-compaction", "overflow": "First overflow recovery",
+                 "degraded": "First degraded trim"}.get(kind, kind)
+        out("")
+        out(f"{label} (checkpoint {c.checkpoint_id}):")
+        out(_indent(c.report))
 
-    live = _ok(bus.dispatch_json({"type": "get_projection", "session_id": sid}))
-    facts["projection_messages"] = len(live["messages"])
-    out(
-        f"Projection: {len(live['messages'])} provider messages, {_chars(live['messages']):,} chars, "
-        f"generation {live['context_generation']}, raw seqs {live['first_raw_seq']}..{live['max_raw_seq']}"
-    )
-    for note in live["diagnostics"]:
-        out(f"  repair: {note}")
-
+    live = _ok(bus.dispatch_json({"type": "get_projection", "session_id": SID}))
+    raw = _ok(bus.dispatch_json({"type": "get_history", "session_id": SID, "include_invalidated": True}))
+    facts["raw_messages"] = len(raw["messages"])
     bus.close()
+
+    calls_before = provider.calls
     bus = bootstrap(settings)
-    restored = _ok(bus.dispatch_json({"type": "get_projection", "session_id": sid}))
-    same = json.dumps(restored, sort_keys=True) == json.dumps(live, sort_keys=True)
+    restored = _ok(bus.dispatch_json({"type": "get_projection", "session_id": SID}))
+    same = _canonical(restored) == _canonical(live)
     facts["restore_identical"] = same
-    out(f"Restart: a new bus on the same file restores the identical projection: {'yes' if same else 'NO'}")
-
-    rewind_to = _ok(bus.dispatch_json({"type": "get_history", "session_id": sid}))["messages"]
-    last_turn_start = next(m["seq"] for m in rewind_to if m.get("turn_id") == script[-1].turn_id)
-    inv = _ok(
-        bus.dispatch_json(
-            {
-                "type": "invalidate_history",
-                "session_id": sid,
-                "kind": "rewind",
-                "to_seq": last_turn_start - 1,
-                "reason": "user undid the last turn",
-            }
-        )
-    )
-    raw = _ok(bus.dispatch_json({"type": "get_history", "session_id": sid, "include_invalidated": True}))
-    hidden = sum(1 for m in raw["messages"] if m["invalidated"])
-    out(
-        f"Rewind to seq {last_turn_start - 1} (undo the last turn): generation {inv['context_generation']}; "
-        f"raw history still holds all {len(raw['messages'])} messages ({hidden} hidden from the model)"
-    )
-    after = _ok(bus.dispatch_json({"type": "append_messages", "session_id": sid,
-                                   "messages": [{"role": "user", "content": "Let's try that differently."}]}))
-    out(f"Next append gets seq {after['seqs'][0]}: seqs are never reused")
-
+    facts["restore_provider_calls"] = provider.calls - calls_before
     out("")
-    out("/info before compaction:")
-    info = _ok(bus.dispatch_json({"type": "get_context_usage", "session_id": sid,
-                                  "system_prompt": SYSTEM_PROMPT}))
+    out(f"Restart: a new process restores the identical projection ({len(restored['messages'])} messages, "
+        f"checkpoint {restored['checkpoint_id']}): {'yes' if same else 'NO'}; provider calls: "
+        f"{facts['restore_provider_calls']}")
+    out(f"Raw history: all {len(raw['messages'])} messages kept, seqs 1..{raw['messages'][-1]['seq']}; "
+        "compaction never rewrote one")
+
+    at = versions[len(versions) // 2]
+    replay = _ok(bus.dispatch_json({"type": "replay_session", "session_id": SID, "at_version": at}))
+    out(f"Audit replay at version {at} (after {len(versions) // 2 + 1} turns): generation "
+        f"{replay['context_generation']}, checkpoint {replay['active_checkpoint_id']}, "
+        f"{len(replay['projection']['messages'])} messages in the projection then")
+    facts["replay_version"] = at
+    facts["replay"] = replay
+
+    checkpoints = _ok(bus.dispatch_json({"type": "list_checkpoints", "session_id": SID}))["checkpoints"]
+    out("")
+    out("Checkpoints:")
+    for cp in checkpoints:
+        out(f"  gen {cp['generation']}  {cp['checkpoint_id']}  {cp['trigger_reason']:<8} "
+            f"{cp['tokens_before']:>7,} -> {cp['tokens_after']:>6,}  first retained seq "
+            f"{cp['first_retained_seq']}{'  degraded' if cp['degraded'] else ''}"
+            f"{'  (active)' if cp['active'] else ''}")
+    info = _ok(bus.dispatch_json({"type": "get_context_usage", "session_id": SID,
+                                  "system_prompt": SYSTEM_PROMPT, "tools": TOOLS}))
+    facts["info"] = info
+    out("")
+    out(f"/info for {SID} (in the restarted process: the window learned from the overflow lived in")
+    out("the old process's memory, so this one uses the configured window until a provider says otherwise):")
     out(_indent(info["text"]))
-    outcome = _ok(bus.dispatch_json({"type": "compact", "session_id": sid}))
-    facts["compaction"] = outcome
-    out("")
-    out("/compact (extractive summarizer, offline):")
-    out(_indent(outcome["report"]))
-    src = outcome["summary_source"]
-    out(f"  summarized seqs {src['first_seq']}..{src['last_seq']}: {src['source_messages']} messages, "
-        f"{src['truncated_messages']} tool outputs cut to head/tail, {src['omitted_messages']} omitted")
-    info = _ok(bus.dispatch_json({"type": "get_context_usage", "session_id": sid,
-                                  "system_prompt": SYSTEM_PROMPT}))
-    out("")
-    out("/info after compaction:")
-    out(_indent(info["text"]))
-    summary = _ok(bus.dispatch_json({"type": "get_projection", "session_id": sid}))["messages"][0]["content"]
-    out("")
-    out("The summary block the model now sees first (excerpt):")
-    out(_indent("\n".join(summary.splitlines()[:14]) + "\n  ..."))
-
-    replay = _ok(bus.dispatch_json({"type": "replay_session", "session_id": sid, "at_version": versions[-1]}))
-    replay_same = json.dumps(replay["projection"], sort_keys=True) == json.dumps(live, sort_keys=True)
-    facts["replay_identical"] = replay_same
-    out(
-        f"Audit replay at version {versions[-1]} (before the rewind) reproduces the projection "
-        f"that was live then: {'yes' if replay_same else 'NO'}"
-    )
     bus.close()
     out("")
-    out(f"Inspect it yourself:  ctxc dispatch --db {db}  <<< "
-        f"'{{\"type\": \"get_history\", \"session_id\": \"{sid}\"}}'")
+    out(f"Inspect it yourself:  ctxc info {SID} --db {db}   ·   ctxc history {SID} --db {db}")
     return facts

@@ -1,0 +1,245 @@
+"""``TurnRunner``: the whole agent loop for hosts that want it (spec §11.2-§11.4).
+
+append the user message → ``prepare_turn`` (auto-compaction at most once) → provider →
+append the assistant message → run each tool call exactly once through the host's
+executor → append results → next step, until the model answers without tool calls.
+
+Overflow before any tool ran: ``recover_overflow`` and one retry of the rebuilt
+request. Overflow after tools ran: a request-local trim of older turns' copies and one
+retry of the same step; tools are never re-executed and no checkpoint is made mid-turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from context_compaction.domain.errors import OverflowRetryExhausted
+from context_compaction.domain.overflow import parse_overflow, trim_request
+from context_compaction.domain.projection import SUMMARY_HEADER
+
+from . import commands as c
+from . import results as r
+from .ports import ChatProvider, ContextOverflow, ToolExecutor
+from .turnstate import memory_of
+
+log = logging.getLogger("context_compaction.runner")
+
+
+@dataclass
+class TurnResult:
+    session_id: str
+    turn_id: str
+    answer: str | None
+    steps: int
+    provider_calls: int
+    tool_calls: int
+    compactions: list[r.CompactOutcome] = field(default_factory=list)
+    overflow_recoveries: int = 0
+    in_turn_trims: int = 0
+    warnings: list[str] = field(default_factory=list)
+    first_seq: int | None = None
+    last_seq: int | None = None
+    stopped: str = "answered"
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        bus: Any,
+        provider: ChatProvider,
+        execute_tool: ToolExecutor,
+        *,
+        max_steps: int = 32,
+    ) -> None:
+        self.bus = bus
+        self.provider = provider
+        self.execute_tool = execute_tool
+        self.max_steps = max_steps
+
+    async def _dispatch(self, command: c.Command) -> Any:
+        return await asyncio.to_thread(self.bus.dispatch, command)
+
+    async def run(
+        self,
+        session_id: str,
+        user: str | dict[str, Any],
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[dict[str, Any]] = (),
+        knowledge: str | None = None,
+        active_plan: str | None = None,
+        model: str | None = None,
+        turn_id: str | None = None,
+        steering: Callable[[], Sequence[str]] | None = None,
+    ) -> TurnResult:
+        """Run one turn to its final answer; returns what happened."""
+        memory = memory_of(self.bus.services)
+        with memory.lock:
+            memory.active_turns[session_id] = memory.active_turns.get(session_id, 0) + 1
+        try:
+            return await self._run(
+                session_id, user, system_prompt=system_prompt, tools=list(tools),
+                knowledge=knowledge, active_plan=active_plan, model=model,
+                turn_id=turn_id or f"turn-{uuid.uuid4().hex[:12]}", steering=steering,
+            )
+        finally:
+            with memory.lock:
+                left = memory.active_turns.get(session_id, 1) - 1
+                if left:
+                    memory.active_turns[session_id] = left
+                else:
+                    memory.active_turns.pop(session_id, None)
+
+    async def _append(self, session_id: str, messages: list[dict[str, Any]], command_id: str) -> list[int]:
+        result = await self._dispatch(
+            c.AppendMessages(session_id=session_id, messages=messages, command_id=command_id)
+        )
+        return list(result.seqs)
+
+    async def _run(
+        self,
+        session_id: str,
+        user: str | dict[str, Any],
+        *,
+        system_prompt: str | None,
+        tools: list[dict[str, Any]],
+        knowledge: str | None,
+        active_plan: str | None,
+        model: str | None,
+        turn_id: str,
+        steering: Callable[[], Sequence[str]] | None,
+    ) -> TurnResult:
+        message = {"role": "user", "content": user} if isinstance(user, str) else dict(user)
+        message.setdefault("turn_id", turn_id)
+        seqs = await self._append(session_id, [message], f"{turn_id}:input")
+        result = TurnResult(session_id, turn_id, None, 0, 0, 0, first_seq=seqs[0], last_seq=seqs[-1])
+        inputs = {"system_prompt": system_prompt, "tools": tools or None, "knowledge": knowledge,
+                  "active_plan": active_plan, "model": model}
+        request = await self._dispatch(c.PrepareTurn(session_id=session_id, **inputs))
+        self._note(result, request)
+        tool_progress = False
+        for step in range(self.max_steps):
+            result.steps = step + 1
+            reply, request, exact = await self._call(session_id, request, tools, tool_progress, result)
+            assistant = dict(reply.message)
+            assistant["turn_id"] = turn_id
+            seqs = await self._append(session_id, [assistant], f"{turn_id}:step{step}")
+            result.last_seq = seqs[-1]
+            if reply.prompt_tokens is not None and exact:
+                await self._dispatch(c.RecordUsage(
+                    session_id=session_id, request_id=request.request_id,
+                    prompt_tokens=reply.prompt_tokens))
+            calls = assistant.get("tool_calls") or []
+            if not calls:
+                result.answer = assistant.get("content")
+                return result
+            for call in calls:
+                flat = _flat_call(call)
+                try:
+                    output = await self.execute_tool(flat)
+                except Exception as exc:  # noqa: BLE001 - a tool failure is a result for the model
+                    output = f"error: the tool raised {type(exc).__name__}"
+                result.tool_calls += 1
+                seqs = await self._append(session_id, [{
+                    "role": "tool", "tool_call_id": flat["id"], "name": flat["name"],
+                    "content": output, "turn_id": turn_id}], f"{turn_id}:{flat['id']}")
+                result.last_seq = seqs[-1]
+            tool_progress = True
+            for text in (steering() if steering else ()):
+                seqs = await self._append(session_id, [{"role": "user", "content": text, "steering": True,
+                                                         "turn_id": turn_id}], f"{turn_id}:steer{step}")
+                result.last_seq = seqs[-1]
+            request = await self._dispatch(c.PrepareTurn(session_id=session_id, **inputs))
+            self._note(result, request)
+        result.stopped = "max_steps"
+        result.warnings.append(f"stopped after {self.max_steps} steps without a final answer")
+        return result
+
+    @staticmethod
+    def _note(result: TurnResult, request: r.TurnRequest) -> None:
+        if request.compaction is not None and request.compaction.status == "compacted":
+            result.compactions.append(request.compaction)
+        result.warnings += request.warnings
+
+    async def _call(
+        self,
+        session_id: str,
+        request: r.TurnRequest,
+        tools: list[dict[str, Any]],
+        tool_progress: bool,
+        result: TurnResult,
+    ) -> tuple[Any, r.TurnRequest, bool]:
+        """One provider step with the overflow rules of spec §11.3/§11.4.
+
+        Returns the reply, the request it answered, and whether the messages sent were
+        exactly the prepared ones (only then may its usage calibrate the next budget).
+        """
+        messages = request.messages
+        trimmed = False
+        retried = False
+        while True:
+            result.provider_calls += 1
+            try:
+                reply = await self.provider.complete(model=request.model, messages=messages, tools=tools)
+                return reply, request, not trimmed
+            except ContextOverflow as overflow:
+                if not tool_progress:
+                    # Before any tool ran: the session may recover formally, once.
+                    request = await self._dispatch(c.RecoverOverflow(
+                        session_id=session_id, request_id=request.request_id,
+                        error_message=str(overflow), tool_progress=False))
+                    result.overflow_recoveries += 1
+                    self._note(result, request)
+                    messages, trimmed = request.messages, False
+                    continue
+                if retried:
+                    raise OverflowRetryExhausted(
+                        "the provider step overflowed again after its one in-turn retry",
+                        details={"session_id": session_id, "request_id": request.request_id},
+                    ) from None
+                retried, trimmed = True, True
+                messages = self._trim_step(request, messages, str(overflow))
+                result.in_turn_trims += 1
+                log.warning("in-turn overflow, retrying the step with a trimmed request",
+                            extra={"session_id": session_id, "request_id": request.request_id})
+
+    def _trim_step(
+        self, request: r.TurnRequest, messages: list[dict[str, Any]], error: str
+    ) -> list[dict[str, Any]]:
+        """Spec §11.4: shorten older turns' tool results, then drop older turns, in a copy;
+        the current turn (from ``turn_start_index``) is kept whole."""
+        svc = self.bus.services
+        encoding = svc.tokens.encoding_for(request.model)
+        sizes = [svc.tokens.count_message(m, encoding) for m in messages]
+        limit = request.usage.compression_threshold_tokens
+        info = parse_overflow(error)
+        if info.window:
+            limit = min(limit, info.window - min(svc.settings.context_compaction.reserve_tokens, info.window // 2))
+        estimate = sum(sizes)
+        if info.prompt_tokens and info.prompt_tokens > estimate:
+            limit = int(limit * estimate / info.prompt_tokens)  # the provider counts more than we do
+        trimmed = trim_request(
+            messages,
+            sizes=sizes,
+            keep_from=min(request.turn_start_index, len(messages)),
+            limit=min(limit, estimate - 1),
+            count=lambda m: svc.tokens.count_message(m, encoding),
+        )
+        return trimmed.messages
+
+
+def _is_summary(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_HEADER)
+
+
+def _flat_call(call: dict[str, Any]) -> dict[str, Any]:
+    fn = call.get("function")
+    if isinstance(fn, dict):
+        return {"id": call["id"], "name": fn.get("name", ""), "arguments": fn.get("arguments") or ""}
+    return {"id": call["id"], "name": call.get("name", ""), "arguments": call.get("arguments") or ""}

@@ -1,0 +1,106 @@
+"""In-memory state of the turn lifecycle (spec §7.2: no table; a restart estimates afresh).
+
+Prepared requests (for ``record_usage`` / ``recover_overflow``), the measured-usage
+calibration per session, the one summary attempt per turn, and the running turns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from context_compaction.domain.errors import TurnInProgress, UnknownRequest
+
+from .context import TurnInputs
+from .services import Services
+
+MAX_REMEMBERED_REQUESTS = 10_000
+
+
+@dataclass(frozen=True)
+class CalibrationKey:
+    """What must be equal for a measured prompt size to be reused (spec §7.2)."""
+
+    provider: str
+    model: str
+    generation: int
+    checkpoint_id: str | None
+    fixed_digest: str
+
+
+@dataclass
+class IssuedRequest:
+    request_id: str
+    session_id: str
+    model: str
+    inputs: TurnInputs
+    key: CalibrationKey
+    history_count: int
+    history_digest: str | None
+    """None when the request was trimmed request-locally: it cannot calibrate."""
+    estimate: int
+    turn_key: int
+    retry_of: str | None = None
+    recovered: bool = False
+
+
+@dataclass(frozen=True)
+class Calibration:
+    key: CalibrationKey
+    history_count: int
+    history_digest: str
+    prompt_tokens: int
+
+
+@dataclass
+class TurnMemory:
+    """The in-memory state of the turn lifecycle for one process."""
+
+    requests: OrderedDict[str, IssuedRequest] = field(default_factory=OrderedDict)
+    calibration: dict[str, Calibration] = field(default_factory=dict)
+    summary_attempted: dict[str, int] = field(default_factory=dict)
+    """session → turn key of the turn whose one summary attempt has been used."""
+    active_turns: dict[str, int] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def remember(self, request: IssuedRequest) -> None:
+        with self.lock:
+            self.requests[request.request_id] = request
+            while len(self.requests) > MAX_REMEMBERED_REQUESTS:
+                self.requests.popitem(last=False)
+
+    def request(self, session_id: str, request_id: str) -> IssuedRequest:
+        with self.lock:
+            found = self.requests.get(request_id)
+        if found is None or found.session_id != session_id:
+            raise UnknownRequest(
+                f"request {request_id!r} is not known for session {session_id!r} "
+                "(requests are remembered in memory by the process that prepared them)"
+            )
+        return found
+
+    def claim_summary_attempt(self, session_id: str, turn_key: int) -> bool:
+        """At most one summary attempt per turn (spec §11.2, §11.3)."""
+        with self.lock:
+            if self.summary_attempted.get(session_id) == turn_key:
+                return False
+            self.summary_attempted[session_id] = turn_key
+            return True
+
+
+def memory_of(svc: Services) -> TurnMemory:
+    memory = svc.extra.get("turn_memory")
+    if memory is None:
+        memory = svc.extra.setdefault("turn_memory", TurnMemory())
+    return memory  # type: ignore[no-any-return]
+
+
+def active_turn_guard(svc: Services, session_id: str) -> None:
+    """Spec §11.1: /compact during a running turn never cancels it; it is refused."""
+    if memory_of(svc).active_turns.get(session_id):
+        raise TurnInProgress(
+            f"a turn is running in session {session_id!r}; /compact will not interrupt it. "
+            "Run it again when the turn has finished.",
+            details={"session_id": session_id},
+        )
