@@ -1,0 +1,37 @@
+"""The README's embedding example runs as written (against a local fake provider)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from fakeprovider import Reply
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def embedding_example() -> str:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Embedding", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_embedding_example_runs(tmp_path: Path, provider) -> None:
+    provider.queue(Reply(text="A race between two refund requests.", prompt_tokens=321))
+    script = tmp_path / "example.py"
+    script.write_text(embedding_example(), encoding="utf-8")
+    env = {**os.environ, "OPENAI_API_BASE": provider.base_url, "OPENAI_API_KEY": "test-key",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "A race between two refund requests." in proc.stdout
+    assert "Compaction threshold" in proc.stdout
+    assert provider.calls == 1
+    sent = provider.requests[0].messages
+    assert sent[0] == {"role": "system", "content": "You are a careful coding agent."}
+    assert sent[-1]["content"] == "Why does test_refund_idempotency fail intermittently?"
+    assert (tmp_path / "agent.db").exists()
