@@ -39,10 +39,12 @@ class ModelConfig(_Section):
 class PostgresConfig(_Section):
     pool_size: int = Field(default=5, ge=1)
     max_overflow: int = Field(default=10, ge=0)
-    connect_timeout: float = Field(default=10.0, gt=0)
+    connect_timeout: int = Field(default=10, gt=0)
     lock_timeout: int = Field(default=10, ge=0)
     """Seconds to wait for the event table's write lock (0 waits forever)."""
-    idle_in_transaction_session_timeout: float = Field(default=10.0, ge=0)
+    idle_in_transaction_session_timeout: int = Field(default=10, ge=0)
+    pre_ping: bool = True
+    """Check a pooled connection before use, so a dropped one is replaced, not failed on."""
     schema_name: str | None = Field(default=None, alias="schema")
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

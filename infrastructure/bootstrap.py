@@ -74,6 +74,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
                 pg.idle_in_transaction_session_timeout
             ),
             "POSTGRES_SCHEMA": schema,
+            "POSTGRES_PRE_PING": "y" if pg.pre_ping else "n",
             "CREATE_TABLE": "y",
         }
         safe = f"postgresql://{parsed.hostname}:{parsed.port or 5432}/{env['POSTGRES_DBNAME']}"
@@ -152,7 +153,7 @@ def _ensure_schema(target: DatabaseTarget) -> None:
         port=int(env["POSTGRES_PORT"]),
         user=env["POSTGRES_USER"],
         password=env["POSTGRES_PASSWORD"] or None,
-        connect_timeout=int(float(env["POSTGRES_CONNECT_TIMEOUT"])),
+        connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
         autocommit=True,
     ) as conn:
         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{target.schema}"')
