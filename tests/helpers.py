@@ -42,18 +42,23 @@ def err(envelope: dict[str, Any], code: str) -> dict[str, Any]:
 
 
 class Harness:
-    """A bus on a fresh SQLite file plus helpers; ``reopen()`` simulates a restart."""
+    """Buses on one database (a SQLite file or a PostgreSQL schema); ``reopen()`` is a restart."""
 
-    def __init__(self, path: Path, *, adapters: dict[str, Any] | None = None, **settings: Any) -> None:
-        self.path = path
+    def __init__(self, target: Path | str, *, adapters: dict[str, Any] | None = None, **settings: Any) -> None:
+        self.url = target if isinstance(target, str) and "://" in target else f"sqlite:///{target}"
+        self.path = Path(str(target)) if not isinstance(target, str) or "://" not in target else None
         self.settings = settings
         self.adapters = dict(adapters or {})
         self.buses: list[MessageBus] = []
         self.bus = self.new_bus()
 
+    @property
+    def is_postgres(self) -> bool:
+        return self.url.startswith("postgres")
+
     def new_bus(self, *, adapters: dict[str, Any] | None = None, **overrides: Any) -> MessageBus:
-        """A bus on the same file; ``adapters`` replace ports (summarizer, timeline, ...)."""
-        settings = Settings(database_url=f"sqlite:///{self.path}", **{**self.settings, **overrides})
+        """A bus on the same database; ``adapters`` replace ports (summarizer, timeline, ...)."""
+        settings = Settings(database_url=self.url, **{**self.settings, **overrides})
         bus = bootstrap(settings, **{**self.adapters, **(adapters or {})})
         self.buses.append(bus)
         return bus
@@ -63,19 +68,44 @@ class Harness:
         self.bus = self.new_bus()
         return self.bus
 
-    def do(self, command: dict[str, Any]) -> dict[str, Any]:
+    def do(self, command: dict[str, Any] | str) -> dict[str, Any]:
         return self.bus.dispatch_json(command)
+
+    # ------------------------------------------------ raw database access (tests only)
+    def _db(self) -> Any:
+        for bus in reversed(self.buses):
+            if not bus._closed:
+                return bus.services.extra["db"], bus.services.extra["app"]
+        bus = self.new_bus()
+        return bus.services.extra["db"], bus.services.extra["app"]
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        """Run SQL (``{t}`` before table names) outside the library, e.g. to break things."""
+        db, _ = self._db()
+        with db.write() as cur:
+            cur.execute(sql, params)
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        db, _ = self._db()
+        with db.read() as cur:
+            return cur.execute(sql, params).fetchall()
+
+    def events(self) -> int:
+        """How many events are stored (all sessions)."""
+        db, app = self._db()
+        with db.read() as cur:
+            return int(cur.execute(f"SELECT COUNT(*) FROM {app.projector.events_table.qualified}").fetchone()[0])
+
+    def count(self, table: str) -> int:
+        return int(self.query(f"SELECT COUNT(*) FROM {{t}}{table}")[0][0])
 
     def close(self) -> None:
         for bus in self.buses:
             bus.close()
 
 
-def event_count(path: Path) -> int:
-    import sqlite3
-
-    with sqlite3.connect(path) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM stored_events").fetchone()[0])
+def event_count(h: Harness) -> int:
+    return h.events()
 
 
 def fingerprint(bus: MessageBus) -> tuple[Any, ...]:

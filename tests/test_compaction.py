@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -15,17 +14,18 @@ import pytest
 
 from context_compaction.domain.projection import SUMMARY_HEADER
 from context_compaction.infrastructure.scenario import coding_session
-from helpers import Harness, RecordingSummarizer, err, event_count, fingerprint, ok, user
+from backends import MakeHarness
+from helpers import Harness, RecordingSummarizer, err, fingerprint, ok, user
 
 SID = "s"
 
 
-def make(tmp_path: Path, summarizer: RecordingSummarizer | None = None, **settings) -> Harness:
-    tmp_path.mkdir(parents=True, exist_ok=True)
+def make(make_harness: MakeHarness, summarizer: RecordingSummarizer | None = None, *, name: str = "c",
+         **settings) -> Harness:
     settings.setdefault("summarizer", "extractive")
     settings.setdefault("context_compaction", {"keep_recent_tokens": 3000})
     adapters = {"summarizer": summarizer} if summarizer else {}
-    h = Harness(tmp_path / "c.db", adapters=adapters, **settings)
+    h = make_harness(name, adapters=adapters, **settings)
     ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
     return h
 
@@ -54,8 +54,8 @@ def turns():
 
 
 # ----------------------------------------------------------------- manual
-def test_manual_compact_forces_below_the_threshold_and_reports(tmp_path: Path, turns) -> None:
-    h = make(tmp_path, context_compaction={"keep_recent_tokens": 3000, "enabled": False})
+def test_manual_compact_forces_below_the_threshold_and_reports(make_harness: MakeHarness, turns) -> None:
+    h = make(make_harness, context_compaction={"keep_recent_tokens": 3000, "enabled": False})
     add_turns(h, turns)
     usage = ok(h.do({"type": "get_context_usage", "session_id": SID}))
     assert usage["used_tokens"] < usage["compression_threshold_tokens"]  # far below: still compacts
@@ -76,8 +76,8 @@ def test_manual_compact_forces_below_the_threshold_and_reports(tmp_path: Path, t
     h.close()
 
 
-def test_nothing_to_compact_changes_nothing(tmp_path: Path, turns) -> None:
-    h = make(tmp_path)
+def test_nothing_to_compact_changes_nothing(make_harness: MakeHarness, turns) -> None:
+    h = make(make_harness)
     add_turns(h, turns[:1])
     before = fingerprint(h.bus)
     outcome = compact(h)
@@ -87,9 +87,9 @@ def test_nothing_to_compact_changes_nothing(tmp_path: Path, turns) -> None:
     h.close()
 
 
-def test_summary_and_tail_never_overlap_and_seqs_continue(tmp_path: Path, turns) -> None:
+def test_summary_and_tail_never_overlap_and_seqs_continue(make_harness: MakeHarness, turns) -> None:
     spy = RecordingSummarizer()
-    h = make(tmp_path, spy)
+    h = make(make_harness, spy)
     add_turns(h, turns)
     outcome = compact(h)
     source = spy.requests[0].source
@@ -105,9 +105,9 @@ def test_summary_and_tail_never_overlap_and_seqs_continue(tmp_path: Path, turns)
     h.close()
 
 
-def test_repeated_compaction_sends_the_previous_summary_and_only_the_new_range(tmp_path: Path) -> None:
+def test_repeated_compaction_sends_the_previous_summary_and_only_the_new_range(make_harness: MakeHarness) -> None:
     spy = RecordingSummarizer()
-    h = make(tmp_path, spy)
+    h = make(make_harness, spy)
     script = coding_session(14, big_output_chars=3_000)
     add_turns(h, script[:8])
     first = compact(h)
@@ -128,8 +128,8 @@ def test_repeated_compaction_sends_the_previous_summary_and_only_the_new_range(t
     h.close()
 
 
-def test_checkpoints_list_every_field_of_the_spec(tmp_path: Path, turns) -> None:
-    h = make(tmp_path)
+def test_checkpoints_list_every_field_of_the_spec(make_harness: MakeHarness, turns) -> None:
+    h = make(make_harness)
     add_turns(h, turns)
     compact(h)
     cp = ok(h.do({"type": "list_checkpoints", "session_id": SID}))["checkpoints"][0]
@@ -144,35 +144,35 @@ def test_checkpoints_list_every_field_of_the_spec(tmp_path: Path, turns) -> None
     h.close()
 
 
-def test_a_failed_summary_keeps_the_old_checkpoint_and_emits_nothing(tmp_path: Path, turns) -> None:
-    h = make(tmp_path)
+def test_a_failed_summary_keeps_the_old_checkpoint_and_emits_nothing(make_harness: MakeHarness, turns) -> None:
+    h = make(make_harness)
     add_turns(h, turns[:5])
     compact(h)
     add_turns(h, turns[5:])
     live = projection(h)
-    events = event_count(h.path)
+    events = h.events()
     h.close()
-    h2 = Harness(tmp_path / "c.db", adapters={"summarizer": RecordingSummarizer(fail=True)},
-                 summarizer="extractive", context_compaction={"keep_recent_tokens": 3000})
+    h2 = make_harness("c", adapters={"summarizer": RecordingSummarizer(fail=True)},
+                      context_compaction={"keep_recent_tokens": 3000})
     err(h2.do({"type": "compact", "session_id": SID}), "summary_failed")
-    assert event_count(h2.path) == events
+    assert h2.events() == events
     assert projection(h2) == live
     h2.close()
 
 
-def test_a_summary_that_would_not_shrink_the_context_is_refused(tmp_path: Path, turns) -> None:
+def test_a_summary_that_would_not_shrink_the_context_is_refused(make_harness: MakeHarness, turns) -> None:
     bloated = "## Objective\n" + "word " * 1000
-    h = make(tmp_path, RecordingSummarizer(text=bloated), context_compaction={"keep_recent_tokens": 10})
+    h = make(make_harness, RecordingSummarizer(text=bloated), context_compaction={"keep_recent_tokens": 10})
     for n in range(3):
         ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
             user(f"short question {n}", turn_id=f"t{n}"),
             {"role": "assistant", "content": "short answer", "turn_id": f"t{n}"}]}))
-    events = event_count(h.path)
+    events = h.events()
     e = err(h.do({"type": "compact", "session_id": SID}), "summary_failed")
     assert "would not shrink" in e["message"]
-    assert event_count(h.path) == events
+    assert h.events() == events
     too_long = "## Objective\n" + "word " * 3000  # over the 2,048-token output reserve
-    h2 = make(tmp_path / "b", RecordingSummarizer(text=too_long))
+    h2 = make(make_harness, name="b", summarizer=RecordingSummarizer(text=too_long))
     add_turns(h2, turns)
     e = err(h2.do({"type": "compact", "session_id": SID}), "summary_failed")
     assert "over its 2,048 limit" in e["message"]
@@ -181,10 +181,10 @@ def test_a_summary_that_would_not_shrink_the_context_is_refused(tmp_path: Path, 
 
 
 # ---------------------------------------------------------- concurrency
-def test_an_append_during_a_slow_summary_survives_into_the_tail(tmp_path: Path, turns) -> None:
+def test_an_append_during_a_slow_summary_survives_into_the_tail(make_harness: MakeHarness, turns) -> None:
     spy = RecordingSummarizer()
     spy.release = threading.Event()
-    h = make(tmp_path, spy)
+    h = make(make_harness, spy)
     add_turns(h, turns)
     result: dict = {}
     worker = threading.Thread(target=lambda: result.update(compact(h)))
@@ -205,10 +205,10 @@ def test_an_append_during_a_slow_summary_survives_into_the_tail(tmp_path: Path, 
     h.close()
 
 
-def test_a_clear_during_the_summary_makes_the_commit_stale(tmp_path: Path, turns) -> None:
+def test_a_clear_during_the_summary_makes_the_commit_stale(make_harness: MakeHarness, turns) -> None:
     spy = RecordingSummarizer()
     spy.release = threading.Event()
-    h = make(tmp_path, spy)
+    h = make(make_harness, spy)
     add_turns(h, turns)
     result: dict = {}
     worker = threading.Thread(target=lambda: result.update(h.do({"type": "compact", "session_id": SID})))
@@ -216,69 +216,63 @@ def test_a_clear_during_the_summary_makes_the_commit_stale(tmp_path: Path, turns
     assert spy.entered.wait(10)
     other = h.new_bus()
     assert other.dispatch_json({"type": "invalidate_history", "session_id": SID, "kind": "clear"})["ok"]
-    events = event_count(h.path)
+    events = h.events()
     spy.release.set()
     worker.join(10)
     assert result["ok"] is False and result["error"]["code"] == "stale_candidate"
-    assert event_count(h.path) == events
+    assert h.events() == events
     assert ok(h.do({"type": "list_checkpoints", "session_id": SID}))["checkpoints"] == []
     assert projection(h)["messages"] == []
     h.close()
 
 
 # ---------------------------------------------------------- restore
-def test_restore_is_byte_identical_and_calls_no_summarizer(tmp_path: Path, turns) -> None:
+def test_restore_is_byte_identical_and_calls_no_summarizer(make_harness: MakeHarness, turns) -> None:
     spy = RecordingSummarizer()
-    h = make(tmp_path, spy)
+    h = make(make_harness, spy)
     add_turns(h, turns)
     compact(h)
     add_turns(h, coding_session(10, big_output_chars=3_000)[8:], sid=SID)
     live = projection(h)
     calls = len(spy.requests)
-    timeline_rows = _count(h.path, "rm_timeline")
-    events = event_count(h.path)
+    timeline_rows = h.count("rm_timeline")
+    events = h.events()
     h.reopen()
     restored = projection(h)
     assert json.dumps(restored, sort_keys=True) == json.dumps(live, sort_keys=True)
     assert len(spy.requests) == calls  # restore never summarizes
-    assert _count(h.path, "rm_timeline") == timeline_rows  # nor writes Timeline
-    assert event_count(h.path) == events  # nor anything else
+    assert h.count("rm_timeline") == timeline_rows  # nor writes Timeline
+    assert h.events() == events  # nor anything else
     h.close()
-
-
-def _count(path: Path, table: str) -> int:
-    with sqlite3.connect(path) as conn:
-        return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
 
 
 @pytest.mark.parametrize("damage", ["missing", "empty summary", "illegal boundary"])
-def test_a_broken_checkpoint_falls_back_to_raw_history(tmp_path: Path, turns, damage: str) -> None:
+def test_a_broken_checkpoint_falls_back_to_raw_history(make_harness: MakeHarness, turns, damage: str) -> None:
     spy = RecordingSummarizer()
-    h = make(tmp_path, spy)
+    h = make(make_harness, spy)
     add_turns(h, turns)
     cp = compact(h)["checkpoint_id"]
     h.close()
-    with sqlite3.connect(h.path) as conn:
-        if damage == "missing":
-            conn.execute("DELETE FROM rm_checkpoints WHERE checkpoint_id = ?", (cp,))
-        elif damage == "empty summary":
-            conn.execute("UPDATE rm_checkpoints SET summary = '  ' WHERE checkpoint_id = ?", (cp,))
-        else:
-            conn.execute("UPDATE rm_checkpoints SET first_retained_seq = 100000 WHERE checkpoint_id = ?", (cp,))
-    h2 = Harness(tmp_path / "c.db", adapters={"summarizer": spy}, summarizer="extractive")
-    events = event_count(h2.path)
+    if damage == "missing":
+        h.execute("DELETE FROM {t}rm_checkpoints WHERE checkpoint_id = ?", (cp,))
+    elif damage == "empty summary":
+        h.execute("UPDATE {t}rm_checkpoints SET summary = '  ' WHERE checkpoint_id = ?", (cp,))
+    else:
+        h.execute("UPDATE {t}rm_checkpoints SET first_retained_seq = 100000 WHERE checkpoint_id = ?", (cp,))
+    h2 = make_harness("c", adapters={"summarizer": spy})
+    events = h2.events()
     p = projection(h2)
     assert p["checkpoint_id"] is None
     assert p["diagnostics"] and cp in p["diagnostics"][0]
     assert p["first_raw_seq"] == 1
     assert len(p["messages"]) == len(history(h2))
-    assert len(spy.requests) == 1 and event_count(h2.path) == events
+    assert len(spy.requests) == 1 and h2.events() == events
     h2.close()
 
 
 # ---------------------------------------------------------- timeline
-def test_each_checkpoint_gets_one_timeline_entry(tmp_path: Path) -> None:
-    h = make(tmp_path)
+def test_each_checkpoint_gets_one_timeline_entry(make_harness: MakeHarness) -> None:
+    h = make(make_harness)
     script = coding_session(14, big_output_chars=3_000)
     add_turns(h, script[:8])
     one = compact(h)
@@ -307,10 +301,9 @@ class BrokenTimeline:
         return []
 
 
-def test_a_failing_timeline_never_rolls_the_checkpoint_back(tmp_path: Path, turns, caplog) -> None:
+def test_a_failing_timeline_never_rolls_the_checkpoint_back(make_harness: MakeHarness, turns, caplog) -> None:
     broken = BrokenTimeline()
-    h = Harness(tmp_path / "c.db", adapters={"timeline": broken}, summarizer="extractive",
-                context_compaction={"keep_recent_tokens": 3000})
+    h = make_harness("c", adapters={"timeline": broken}, context_compaction={"keep_recent_tokens": 3000})
     ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
     add_turns(h, turns)
     with caplog.at_level(logging.WARNING, logger="context_compaction"):
@@ -320,15 +313,15 @@ def test_a_failing_timeline_never_rolls_the_checkpoint_back(tmp_path: Path, turn
     assert any("after-checkpoint hook failed" in r.getMessage() for r in caplog.records)
     h.close()
     # Once the store works again, the follower catches up on the missed checkpoint.
-    h2 = Harness(tmp_path / "c.db", summarizer="extractive")
+    h2 = make_harness("c")
     entries = ok(h2.do({"type": "recall_timeline", "session_id": SID}))["entries"]
     assert [e["checkpoint_id"] for e in entries] == [outcome["checkpoint_id"]]
     h2.close()
 
 
 # ---------------------------------------------------------- /info
-def test_context_usage_has_every_spec_field_and_the_text_form(tmp_path: Path, turns) -> None:
-    h = make(tmp_path)
+def test_context_usage_has_every_spec_field_and_the_text_form(make_harness: MakeHarness, turns) -> None:
+    h = make(make_harness)
     add_turns(h, turns)
     tools = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
                                                "parameters": {"type": "object", "properties": {}}}}]
@@ -357,9 +350,9 @@ def test_context_usage_has_every_spec_field_and_the_text_form(tmp_path: Path, tu
     h.close()
 
 
-def test_a_small_window_bounds_the_summary_input_and_records_what_was_left_out(tmp_path: Path) -> None:
+def test_a_small_window_bounds_the_summary_input_and_records_what_was_left_out(make_harness: MakeHarness) -> None:
     spy = RecordingSummarizer()
-    h = make(tmp_path, spy, models={"gpt-4o": {"token_limit": 8_192}},
+    h = make(make_harness, spy, models={"gpt-4o": {"token_limit": 8_192}},
              context_compaction={"keep_recent_tokens": 20000})
     add_turns(h, coding_session(14, big_output_chars=2_000))
     outcome = compact(h)
@@ -374,9 +367,9 @@ def test_a_small_window_bounds_the_summary_input_and_records_what_was_left_out(t
     h.close()
 
 
-def test_a_large_window_is_not_capped_at_32k(tmp_path: Path) -> None:
+def test_a_large_window_is_not_capped_at_32k(make_harness: MakeHarness) -> None:
     spy = RecordingSummarizer()
-    h = make(tmp_path, spy, models={"gpt-4o": {"token_limit": 128_000}},
+    h = make(make_harness, spy, models={"gpt-4o": {"token_limit": 128_000}},
              context_compaction={"keep_recent_tokens": 2000})
     add_turns(h, coding_session(40, big_output_chars=8_000))
     compact(h)
@@ -386,28 +379,26 @@ def test_a_large_window_is_not_capped_at_32k(tmp_path: Path) -> None:
     h.close()
 
 
-def test_a_storage_failure_at_commit_keeps_the_old_projection(tmp_path: Path, turns) -> None:
-    h = make(tmp_path)
+def test_a_storage_failure_at_commit_keeps_the_old_projection(make_harness: MakeHarness, turns) -> None:
+    h = make(make_harness)
     add_turns(h, turns)
     live = projection(h)
-    events = event_count(h.path)
-    with sqlite3.connect(h.path) as conn:  # the checkpoint row cannot be written
-        conn.execute("ALTER TABLE rm_checkpoints RENAME TO rm_checkpoints_away")
+    events = h.events()
+    h.execute("ALTER TABLE {t}rm_checkpoints RENAME TO rm_checkpoints_away")  # cannot be written
     err(h.do({"type": "compact", "session_id": SID}), "storage_error")
-    assert event_count(h.path) == events  # checkpoint event and pointer rolled back together
-    with sqlite3.connect(h.path) as conn:
-        conn.execute("ALTER TABLE rm_checkpoints_away RENAME TO rm_checkpoints")
+    assert h.events() == events  # checkpoint event and pointer rolled back together
+    h.execute("ALTER TABLE {t}rm_checkpoints_away RENAME TO rm_checkpoints")
     assert projection(h) == live
     assert compact(h)["status"] == "compacted"  # and the command can be retried
     h.close()
 
 
-def test_a_new_database_has_the_event_and_checkpoint_schema(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "fresh.db", summarizer="extractive")
-    with sqlite3.connect(h.path) as conn:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-    assert {"stored_events", "stored_snapshots", "rm_sessions", "rm_messages", "rm_checkpoints",
-            "rm_invalidations", "rm_position", "rm_timeline", "rm_token_counts"} <= tables
-    assert mode == "wal"
+def test_a_new_database_has_the_event_and_checkpoint_schema(make_harness: MakeHarness) -> None:
+    h = make_harness("fresh")
+    for table in ("rm_sessions", "rm_messages", "rm_checkpoints", "rm_invalidations", "rm_position",
+                  "rm_timeline", "rm_token_counts"):
+        assert h.count(table) >= 0
+    assert h.events() == 0
+    if not h.is_postgres:
+        assert h.query("PRAGMA journal_mode")[0][0] == "wal"
     h.close()

@@ -9,7 +9,8 @@ import pytest
 from context_compaction.domain.summary import HEADINGS
 from context_compaction.infrastructure.scenario import coding_session
 from fakeprovider import FakeProvider, Reply
-from helpers import FAKE_MODEL, Harness, err, event_count, llm_settings, ok
+from backends import MakeHarness
+from helpers import FAKE_MODEL, Harness, err, llm_settings, ok
 
 SID = "s"
 SUMMARY = "\n\n".join(f"## {h}\nNone." for h in HEADINGS).replace(
@@ -17,8 +18,8 @@ SUMMARY = "\n\n".join(f"## {h}\nNone." for h in HEADINGS).replace(
 )
 
 
-def make(tmp_path: Path, provider: FakeProvider, **extra) -> Harness:
-    h = Harness(tmp_path / "llm.db", **llm_settings(provider.base_url, **extra),
+def make(make_harness: MakeHarness, provider: FakeProvider, **extra) -> Harness:
+    h = make_harness("llm", **llm_settings(provider.base_url, **extra),
                 context_compaction={"keep_recent_tokens": 2000})
     ok(h.do({"type": "start_session", "session_id": SID, "model": FAKE_MODEL}))
     for t in coding_session(8, big_output_chars=2_000):
@@ -26,9 +27,9 @@ def make(tmp_path: Path, provider: FakeProvider, **extra) -> Harness:
     return h
 
 
-def test_one_completion_call_per_compaction_with_the_contracted_request(tmp_path: Path, provider) -> None:
+def test_one_completion_call_per_compaction_with_the_contracted_request(make_harness: MakeHarness, provider) -> None:
     provider.queue(Reply(text=SUMMARY))
-    h = make(tmp_path, provider)
+    h = make(make_harness, provider)
     outcome = ok(h.do({"type": "compact", "session_id": SID}))
     assert outcome["status"] == "compacted" and outcome["provider_kind"] == "llm:openai"
     assert provider.calls == 1
@@ -51,9 +52,9 @@ def test_one_completion_call_per_compaction_with_the_contracted_request(tmp_path
     h.close()
 
 
-def test_the_second_compaction_sends_the_previous_summary_and_only_new_messages(tmp_path: Path, provider) -> None:
+def test_the_second_compaction_sends_the_previous_summary_and_only_new_messages(make_harness: MakeHarness, provider) -> None:
     provider.queue(Reply(text=SUMMARY), Reply(text=SUMMARY.replace("Fix", "Fixed")))
-    h = make(tmp_path, provider)
+    h = make(make_harness, provider)
     first = ok(h.do({"type": "compact", "session_id": SID}))
     for t in coding_session(14, big_output_chars=2_000)[8:]:
         ok(h.do({"type": "append_messages", "session_id": SID, "messages": t.messages()}))
@@ -80,15 +81,15 @@ def test_the_second_compaction_sends_the_previous_summary_and_only_new_messages(
     ],
     ids=["http-500", "empty", "null-content", "garbage", "truncated", "blank", "timeout"],
 )
-def test_a_failing_summary_call_is_summary_failed_and_changes_nothing(tmp_path: Path, provider, reply) -> None:
-    h = make(tmp_path, provider, timeout=1.0)
+def test_a_failing_summary_call_is_summary_failed_and_changes_nothing(make_harness: MakeHarness, provider, reply) -> None:
+    h = make(make_harness, provider, timeout=1.0)
     live = ok(h.do({"type": "get_projection", "session_id": SID}))
-    events = event_count(h.path)
+    events = h.events()
     provider.queue(reply)
     e = err(h.do({"type": "compact", "session_id": SID}), "summary_failed")
     assert e["message"]
     assert provider.calls == 1  # no hidden retries, no second model call
-    assert event_count(h.path) == events
+    assert h.events() == events
     assert ok(h.do({"type": "get_projection", "session_id": SID})) == live
     provider.queue(Reply(text=SUMMARY))
     assert ok(h.do({"type": "compact", "session_id": SID}))["status"] == "compacted"  # retry succeeds

@@ -12,6 +12,7 @@ from context_compaction.domain.errors import OverflowRetryExhausted
 from context_compaction.infrastructure.providers import LiteLLMChatProvider
 from context_compaction.infrastructure.scenario import coding_session
 from fakeprovider import FakeProvider, Reply
+from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, ok
 
 SID = "s"
@@ -32,13 +33,13 @@ class Tools:
         return f"output of {call['name']} #{len(self.calls)}"
 
 
-def harness(tmp_path: Path, provider: FakeProvider, history_turns: int = 6) -> Harness:
+def harness(make_harness: MakeHarness, provider: FakeProvider, history_turns: int = 6) -> Harness:
     settings = {
         "summarizer": "extractive",
         "models": {FAKE_MODEL: {"api_base": provider.base_url, "api_key": "k", "token_limit": 100_000}},
         "context_compaction": {"keep_recent_tokens": 3000},
     }
-    h = Harness(tmp_path / "r.db", **settings)
+    h = make_harness("r", **settings)
     ok(h.do({"type": "start_session", "session_id": SID, "model": FAKE_MODEL}))
     for t in coding_session(history_turns, big_output_chars=3_000):
         ok(h.do({"type": "append_messages", "session_id": SID, "messages": t.messages()}))
@@ -53,10 +54,10 @@ def run(r: TurnRunner, text: str = "Please run the tests."):
     return asyncio.run(r.run(SID, text, system_prompt="You are an agent.", tools=TOOLS, turn_id="live"))
 
 
-def test_a_turn_runs_tools_once_and_ends_with_the_answer(tmp_path: Path, provider) -> None:
+def test_a_turn_runs_tools_once_and_ends_with_the_answer(make_harness: MakeHarness, provider) -> None:
     provider.queue(Reply.calls(("t1", "run", {"cmd": "pytest"}), ("t2", "run", {"cmd": "ruff"})),
                    Reply(text="All green.", prompt_tokens=4321))
-    h = harness(tmp_path, provider)
+    h = harness(make_harness, provider)
     tools = Tools()
     result = run(runner(h, tools))
     assert result.answer == "All green." and result.stopped == "answered"
@@ -75,9 +76,9 @@ def test_a_turn_runs_tools_once_and_ends_with_the_answer(tmp_path: Path, provide
     h.close()
 
 
-def test_an_overflow_before_tools_recovers_once_and_retries(tmp_path: Path, provider) -> None:
+def test_an_overflow_before_tools_recovers_once_and_retries(make_harness: MakeHarness, provider) -> None:
     provider.queue(Reply(context_window=8_000), Reply(text="Done."))
-    h = harness(tmp_path, provider)
+    h = harness(make_harness, provider)
     tools = Tools()
     result = run(runner(h, tools))
     assert result.answer == "Done."
@@ -89,18 +90,18 @@ def test_an_overflow_before_tools_recovers_once_and_retries(tmp_path: Path, prov
     h.close()
 
 
-def test_a_second_overflow_fails_the_turn_without_looping(tmp_path: Path, provider) -> None:
+def test_a_second_overflow_fails_the_turn_without_looping(make_harness: MakeHarness, provider) -> None:
     provider.queue(Reply(context_window=8_000), Reply(context_window=8_000), Reply(text="never"))
-    h = harness(tmp_path, provider)
+    h = harness(make_harness, provider)
     with pytest.raises(OverflowRetryExhausted):
         run(runner(h, Tools()))
     assert provider.calls == 2
     h.close()
 
 
-def test_an_overflow_after_tools_retries_the_step_locally_and_never_reruns_tools(tmp_path: Path, provider) -> None:
+def test_an_overflow_after_tools_retries_the_step_locally_and_never_reruns_tools(make_harness: MakeHarness, provider) -> None:
     provider.queue(Reply.calls(("t1", "run", {"cmd": "pytest"})), Reply(context_window=6_000), Reply(text="Fixed."))
-    h = harness(tmp_path, provider)
+    h = harness(make_harness, provider)
     checkpoints_before = ok(h.do({"type": "list_checkpoints", "session_id": SID}))["checkpoints"]
     tools = Tools()
     result = run(runner(h, tools))
@@ -117,10 +118,10 @@ def test_an_overflow_after_tools_retries_the_step_locally_and_never_reruns_tools
     h.close()
 
 
-def test_a_second_in_turn_overflow_fails_without_a_session_retry(tmp_path: Path, provider) -> None:
+def test_a_second_in_turn_overflow_fails_without_a_session_retry(make_harness: MakeHarness, provider) -> None:
     provider.queue(Reply.calls(("t1", "run", {"cmd": "pytest"})), Reply(context_window=6_000),
                    Reply(context_window=6_000), Reply(text="never"))
-    h = harness(tmp_path, provider)
+    h = harness(make_harness, provider)
     tools = Tools()
     with pytest.raises(OverflowRetryExhausted):
         run(runner(h, tools))
@@ -129,9 +130,9 @@ def test_a_second_in_turn_overflow_fails_without_a_session_retry(tmp_path: Path,
     h.close()
 
 
-def test_manual_compact_during_a_turn_is_refused_not_cancelling_it(tmp_path: Path, provider) -> None:
+def test_manual_compact_during_a_turn_is_refused_not_cancelling_it(make_harness: MakeHarness, provider) -> None:
     provider.queue(Reply.calls(("t1", "run", {"cmd": "pytest"})), Reply(text="Finished."))
-    h = harness(tmp_path, provider)
+    h = harness(make_harness, provider)
     seen: list[dict] = []
 
     async def compact_now(call: dict) -> None:

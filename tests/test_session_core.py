@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 
 import pytest
 
 from context_compaction import ContextCompactionError, commands
-from helpers import Harness, assistant, err, event_count, fingerprint, ok, tool, user
+from helpers import Harness, assistant, err, fingerprint, ok, tool, user
 
 
 def start(h: Harness, sid: str = "s1", model: str = "gpt-4o") -> None:
@@ -113,12 +112,12 @@ def test_append_is_idempotent_on_command_id(harness: Harness) -> None:
     start(harness)
     first = ok(harness.do({"type": "append_messages", "session_id": "s1", "command_id": "turn-1",
                             "messages": coding_turn(1)}))
-    events = event_count(harness.path)
+    events = harness.events()
     again = ok(harness.do({"type": "append_messages", "session_id": "s1", "command_id": "turn-1",
                             "messages": coding_turn(1)}))
     assert again["seqs"] == first["seqs"] == [1, 2, 3, 4, 5]
     assert again["duplicate"] is True and first["duplicate"] is False
-    assert event_count(harness.path) == events
+    assert harness.events() == events
     assert len(history(harness)) == 5
 
 
@@ -194,9 +193,8 @@ def test_read_model_catches_up_from_events_it_has_not_seen(harness: Harness) -> 
     start(harness)
     append(harness, "s1", *coding_turn(1))
     live = projection(harness)
-    with sqlite3.connect(harness.path) as conn:  # as if the read model were lost
-        for table in ("rm_sessions", "rm_messages", "rm_commands", "rm_position"):
-            conn.execute(f"DELETE FROM {table}")
+    for table in ("rm_sessions", "rm_messages", "rm_commands", "rm_position"):  # as if lost
+        harness.execute(f"DELETE FROM {{t}}{table}")
     harness.reopen()
     assert projection(harness) == live
 
@@ -289,14 +287,12 @@ def test_typed_dispatch_raises_with_the_contract_code(bus) -> None:
 def test_storage_failure_mid_command_rolls_the_events_back(harness: Harness) -> None:
     start(harness)
     append(harness, "s1", user("hello"))
-    events = event_count(harness.path)
-    with sqlite3.connect(harness.path) as conn:  # the projection's table is gone
-        conn.execute("ALTER TABLE rm_messages RENAME TO rm_messages_away")
+    events = harness.events()
+    harness.execute("ALTER TABLE {t}rm_messages RENAME TO rm_messages_away")  # the table is gone
     err(harness.do({"type": "append_messages", "session_id": "s1", "messages": [user("lost?")]}),
         "storage_error")
-    assert event_count(harness.path) == events
-    with sqlite3.connect(harness.path) as conn:
-        conn.execute("ALTER TABLE rm_messages_away RENAME TO rm_messages")
+    assert harness.events() == events
+    harness.execute("ALTER TABLE {t}rm_messages_away RENAME TO rm_messages")
     assert append(harness, "s1", user("retried")) == [2]
 
 

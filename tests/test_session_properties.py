@@ -3,13 +3,15 @@ DESIGN §3 hold, and a restore (new bus on the file) equals the live projection.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
+import itertools
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from backends import Databases
 from helpers import Harness, assistant, tool, user
+
+_examples = itertools.count()
 
 ops = st.one_of(
     st.tuples(st.just("user"), st.integers(1, 3)),
@@ -34,15 +36,15 @@ def check_tool_chains(messages: list[dict]) -> None:
         i += 1
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(ops, min_size=1, max_size=18))
-def test_invariants_hold_and_restore_equals_live(sequence) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        h = Harness(Path(tmp) / "p.db", summarizer="extractive")
-        try:
-            run(h, sequence)
-        finally:
-            h.close()
+def test_invariants_hold_and_restore_equals_live(databases: Databases, sequence) -> None:
+    h = databases.harness(f"example{next(_examples)}")
+    try:
+        run(h, sequence)
+    finally:
+        h.close()
 
 
 def run(h: Harness, sequence) -> None:

@@ -9,7 +9,8 @@ import pytest
 from context_compaction.domain.overflow import BREADCRUMB, parse_overflow
 from context_compaction.infrastructure.scenario import coding_session
 from fakeprovider import Reply
-from helpers import FAKE_MODEL, Harness, RecordingSummarizer, err, event_count, llm_settings, ok, user
+from backends import MakeHarness
+from helpers import FAKE_MODEL, Harness, RecordingSummarizer, err, llm_settings, ok, user
 
 SID = "s"
 SYSTEM = "You are a careful coding agent."
@@ -33,8 +34,8 @@ def checkpoints(h: Harness) -> list[dict]:
 
 
 # ----------------------------------------------------------- the trigger
-def test_threshold_does_not_compact_and_threshold_plus_one_compacts_once(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive")
+def test_threshold_does_not_compact_and_threshold_plus_one_compacts_once(make_harness: MakeHarness) -> None:
+    h = make_harness("t")
     build(h)
     used = ok(h.do({"type": "get_context_usage", "session_id": SID, "system_prompt": SYSTEM}))["used_tokens"]
     reserve = 2_000
@@ -56,27 +57,27 @@ def test_threshold_does_not_compact_and_threshold_plus_one_compacts_once(tmp_pat
     h.close()
 
 
-def test_a_failed_auto_summary_under_the_hard_window_keeps_the_projection(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive", adapters={"summarizer": RecordingSummarizer(fail=True)},
+def test_a_failed_auto_summary_under_the_hard_window_keeps_the_projection(make_harness: MakeHarness) -> None:
+    h = make_harness("t", adapters={"summarizer": RecordingSummarizer(fail=True)},
                 models={"gpt-4o": {"token_limit": 30_000}},
                 context_compaction={"reserve_tokens": 16_384, "keep_recent_tokens": 3000})
     build(h)
     live = ok(h.do({"type": "get_projection", "session_id": SID}))
-    events = event_count(h.path)
+    events = h.events()
     request = prepare(h)
     assert request["usage"]["used_tokens"] > request["usage"]["compression_threshold_tokens"]
     assert request["usage"]["used_tokens"] <= request["usage"]["effective_window_tokens"]
     assert request["compaction"] is None
     assert any("auto compaction failed (summary_failed)" in w for w in request["warnings"])
     assert request["messages"][1:] == live["messages"]
-    assert event_count(h.path) == events
+    assert h.events() == events
     h.close()
 
 
 def test_a_smaller_model_over_the_hard_window_commits_a_degraded_checkpoint_before_sending(
-    tmp_path: Path, provider
+    make_harness: MakeHarness, provider
 ) -> None:
-    h = Harness(tmp_path / "t.db", **llm_settings(provider.base_url, token_limit=9_000),
+    h = make_harness("t", **llm_settings(provider.base_url, token_limit=9_000),
                 context_compaction={"keep_recent_tokens": 2000})
     build(h, model="gpt-4o")
     before = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
@@ -96,22 +97,22 @@ def test_a_smaller_model_over_the_hard_window_commits_a_degraded_checkpoint_befo
     h.close()
 
 
-def test_fixed_parts_over_the_threshold_are_refused_and_change_nothing(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive", models={"gpt-4o": {"token_limit": 8_192}})
+def test_fixed_parts_over_the_threshold_are_refused_and_change_nothing(make_harness: MakeHarness) -> None:
+    h = make_harness("t", models={"gpt-4o": {"token_limit": 8_192}})
     build(h, turns=2)
-    events = event_count(h.path)
+    events = h.events()
     huge = "policy " * 5_000
     e = err(h.do({"type": "prepare_turn", "session_id": SID, "system_prompt": huge}),
             "fixed_context_exceeds_budget")
     assert e["details"]["breakdown"]["system"] > 4_096
     assert set(e["details"]["breakdown"]) == {"system", "tools", "knowledge", "plan"}
-    assert event_count(h.path) == events and checkpoints(h) == []
+    assert h.events() == events and checkpoints(h) == []
     h.close()
 
 
 # ------------------------------------------------------- measured usage
-def test_usage_source_is_measured_exactly_when_the_calibration_key_matches(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive", context_compaction={"keep_recent_tokens": 3000})
+def test_usage_source_is_measured_exactly_when_the_calibration_key_matches(make_harness: MakeHarness) -> None:
+    h = make_harness("t", context_compaction={"keep_recent_tokens": 3000})
     build(h, turns=4)
     first = prepare(h)
     assert first["usage"]["usage_source"] == "estimated"
@@ -140,8 +141,8 @@ def test_usage_source_is_measured_exactly_when_the_calibration_key_matches(tmp_p
     h.close()
 
 
-def test_a_request_of_another_session_is_unknown(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive")
+def test_a_request_of_another_session_is_unknown(make_harness: MakeHarness) -> None:
+    h = make_harness("t")
     build(h, turns=1)
     ok(h.do({"type": "start_session", "session_id": "other", "model": "gpt-4o"}))
     request = prepare(h)
@@ -150,19 +151,19 @@ def test_a_request_of_another_session_is_unknown(tmp_path: Path) -> None:
     h.close()
 
 
-def test_a_mid_turn_request_is_trimmed_locally_never_checkpointed(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive", models={"gpt-4o": {"token_limit": 40_000}},
+def test_a_mid_turn_request_is_trimmed_locally_never_checkpointed(make_harness: MakeHarness) -> None:
+    h = make_harness("t", models={"gpt-4o": {"token_limit": 40_000}},
                 context_compaction={"reserve_tokens": 16_384, "keep_recent_tokens": 3000})
     build(h, turns=8, big=8_000)  # ~29k tokens: over the 23,616 threshold
     ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
         {"role": "assistant", "content": None, "turn_id": "next",
          "tool_calls": [{"id": "n1", "name": "run_tests", "arguments": "{}"}]},
         {"role": "tool", "tool_call_id": "n1", "content": "3 passed", "turn_id": "next"}]}))
-    events = event_count(h.path)
+    events = h.events()
     request = prepare(h)
     assert request["phase"] == "continuation"
     assert request["compaction"] is None and checkpoints(h) == []
-    assert event_count(h.path) == events
+    assert h.events() == events
     assert any(w.startswith("request trimmed within the turn") for w in request["warnings"])
     current = request["messages"][request["turn_start_index"]:]
     assert current[0]["content"] == "Next: add a regression test."
@@ -187,8 +188,8 @@ def overflow_text(window: int, prompt: int | None = None) -> str:
             f"resulted in {prompt or window + 500} tokens.")
 
 
-def test_overflow_recovers_with_the_real_window_and_retries_only_once(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive", context_compaction={"keep_recent_tokens": 3000})
+def test_overflow_recovers_with_the_real_window_and_retries_only_once(make_harness: MakeHarness) -> None:
+    h = make_harness("t", context_compaction={"keep_recent_tokens": 3000})
     build(h)
     first = prepare(h)
     assert first["usage"]["effective_window_tokens"] == 128_000
@@ -207,13 +208,13 @@ def test_overflow_recovers_with_the_real_window_and_retries_only_once(tmp_path: 
     h.close()
 
 
-def test_overflow_with_a_failed_summary_trims_whole_turns_as_degraded(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive", adapters={"summarizer": RecordingSummarizer(fail=True)},
+def test_overflow_with_a_failed_summary_trims_whole_turns_as_degraded(make_harness: MakeHarness) -> None:
+    h = make_harness("t", adapters={"summarizer": RecordingSummarizer(fail=True)},
                 context_compaction={"keep_recent_tokens": 3000})
     build(h)
-    events = event_count(h.path)
+    events = h.events()
     first = prepare(h)
-    assert event_count(h.path) == events  # under 128k: nothing to do before sending
+    assert h.events() == events  # under 128k: nothing to do before sending
     retry = ok(h.do({"type": "recover_overflow", "session_id": SID, "request_id": first["request_id"],
                      "error_message": overflow_text(12_000)}))
     c = retry["compaction"]
@@ -229,9 +230,9 @@ def test_overflow_with_a_failed_summary_trims_whole_turns_as_degraded(tmp_path: 
     h.close()
 
 
-def test_the_turns_one_summary_attempt_is_shared_by_auto_and_overflow(tmp_path: Path) -> None:
+def test_the_turns_one_summary_attempt_is_shared_by_auto_and_overflow(make_harness: MakeHarness) -> None:
     spy = RecordingSummarizer(fail=True)
-    h = Harness(tmp_path / "t.db", summarizer="extractive", adapters={"summarizer": spy},
+    h = make_harness("t", adapters={"summarizer": spy},
                 models={"gpt-4o": {"token_limit": 30_000}}, context_compaction={"keep_recent_tokens": 3000})
     build(h)
     first = prepare(h)  # auto attempt fails; under the hard window, so the request goes out
@@ -244,32 +245,28 @@ def test_the_turns_one_summary_attempt_is_shared_by_auto_and_overflow(tmp_path: 
     h.close()
 
 
-def test_overflow_after_tool_progress_is_not_recovered_from_history(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive")
+def test_overflow_after_tool_progress_is_not_recovered_from_history(make_harness: MakeHarness) -> None:
+    h = make_harness("t")
     build(h, turns=2)
     request = prepare(h)
-    events = event_count(h.path)
+    events = h.events()
     err(h.do({"type": "recover_overflow", "session_id": SID, "request_id": request["request_id"],
               "error_message": overflow_text(4_000), "tool_progress": True}), "overflow_not_recoverable")
-    assert event_count(h.path) == events
+    assert h.events() == events
     err(h.do({"type": "recover_overflow", "session_id": SID, "request_id": "req_nope",
               "error_message": "x"}), "unknown_request")
     h.close()
 
 
-def test_a_storage_failure_during_auto_compaction_keeps_memory_and_database_in_step(tmp_path: Path) -> None:
-    import sqlite3
-
-    h = Harness(tmp_path / "t.db", summarizer="extractive", models={"gpt-4o": {"token_limit": 30_000}},
+def test_a_storage_failure_during_auto_compaction_keeps_memory_and_database_in_step(make_harness: MakeHarness) -> None:
+    h = make_harness("t", models={"gpt-4o": {"token_limit": 30_000}},
                 context_compaction={"keep_recent_tokens": 3000})
     build(h)
-    with sqlite3.connect(h.path) as conn:
-        conn.execute("ALTER TABLE rm_checkpoints RENAME TO rm_checkpoints_away")
+    h.execute("ALTER TABLE {t}rm_checkpoints RENAME TO rm_checkpoints_away")
     request = prepare(h)
     assert request["compaction"] is None
     assert any("storage_error" in w for w in request["warnings"])
-    with sqlite3.connect(h.path) as conn:
-        conn.execute("ALTER TABLE rm_checkpoints_away RENAME TO rm_checkpoints")
+    h.execute("ALTER TABLE {t}rm_checkpoints_away RENAME TO rm_checkpoints")
     live = ok(h.do({"type": "get_projection", "session_id": SID}))
     assert live["checkpoint_id"] is None and request["messages"][1:] == live["messages"]
     h.reopen()
@@ -278,8 +275,8 @@ def test_a_storage_failure_during_auto_compaction_keeps_memory_and_database_in_s
 
 
 @pytest.mark.parametrize("kind", ["record_usage", "recover_overflow"])
-def test_turn_commands_validate_their_payloads(tmp_path: Path, kind: str) -> None:
-    h = Harness(tmp_path / "t.db", summarizer="extractive")
+def test_turn_commands_validate_their_payloads(make_harness: MakeHarness, kind: str) -> None:
+    h = make_harness("t")
     bad = {"type": kind, "session_id": SID, "request_id": "", "prompt_tokens": -1, "tool_progress": "yes"}
     err(h.do(bad), "invalid_command")
     h.close()
