@@ -14,6 +14,7 @@ from context_compaction.domain.errors import (
     InvalidCommand,
     InvalidMessage,
 )
+from context_compaction.domain.messages import json_problem
 
 from .commands import COMMAND_ADAPTER, Command, command_types
 from .services import Services
@@ -85,6 +86,11 @@ class MessageBus:
                 raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
         if not isinstance(data, Mapping):
             raise InvalidCommand("a command must be a JSON object")
+        problem = json_problem(dict(data))
+        if problem:
+            if problem.startswith("messages."):
+                raise InvalidMessage(problem)
+            raise InvalidCommand(problem)
         kind = data.get("type")
         if not isinstance(kind, str) or kind not in command_types():
             raise InvalidCommand(

@@ -15,16 +15,17 @@ from pydantic import (
     StrictInt,
     StringConstraints,
     TypeAdapter,
+    model_validator,
 )
 
-from context_compaction.domain.messages import Message
+from context_compaction.domain.messages import MAX_INT, Message, json_problem
 
 SessionId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 CommandId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
 ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256)]
-PositiveInt = Annotated[StrictInt, Field(gt=0)]
-NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
-Seq = Annotated[StrictInt, Field(ge=1, le=2**62)]
+PositiveInt = Annotated[StrictInt, Field(gt=0, le=MAX_INT)]
+NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=MAX_INT)]
+Seq = Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
 
 
 class Command(BaseModel):
@@ -95,6 +96,15 @@ class TurnInputsMixin(Command):
     knowledge: Annotated[str, StringConstraints(max_length=8_000_000)] | None = None
     active_plan: Annotated[str, StringConstraints(max_length=2_000_000)] | None = None
     model: ModelName | None = None
+
+    @model_validator(mode="after")
+    def _portable(self) -> TurnInputsMixin:
+        problem = json_problem(
+            [self.system_prompt, self.tools, self.knowledge, self.active_plan], where="inputs"
+        )
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 class PrepareTurn(TurnInputsMixin):

@@ -16,7 +16,14 @@ from context_compaction.domain.summary import SummarySource
 
 
 class ConcurrencyConflict(Exception):
-    """The event store refused a save because the session moved on; reload and retry."""
+    """The event store refused a save because the session moved on; reload and retry.
+
+    ``busy`` marks a database that stayed locked or unreachable rather than a lost race.
+    """
+
+    def __init__(self, message: str = "", *, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 @dataclass(frozen=True)

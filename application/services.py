@@ -37,6 +37,9 @@ T = TypeVar("T")
 
 #: Attempts for one command against concurrent writers (optimistic concurrency).
 COMMAND_ATTEMPTS = 12
+#: Attempts while the database stays locked/unreachable; each already waited for the
+#: driver's own timeout, so a few more are enough.
+BUSY_ATTEMPTS = 3
 
 
 @dataclass
@@ -95,6 +98,7 @@ def mutate(
     ``decide`` runs the aggregate's command method; if it raises, nothing is saved.
     Returns the decision, the session and whether any event was saved.
     """
+    busy = 0
     for attempt in range(attempts):
         session = services.events.load(session_id)
         result = decide(session)
@@ -102,10 +106,18 @@ def mutate(
             return result, session, False
         try:
             services.events.save(session)
-        except ConcurrencyConflict:
+        except ConcurrencyConflict as conflict:
+            if conflict.busy:
+                busy += 1
+                if busy >= BUSY_ATTEMPTS:
+                    raise StorageError(
+                        "the database stayed locked or unreachable; nothing was written, "
+                        "retry the command",
+                        details={"session_id": session_id, "attempts": busy},
+                    ) from None
             log.debug(
-                "version conflict, retrying",
-                extra={"session_id": session_id, "attempt": attempt + 1},
+                "write conflict, retrying",
+                extra={"session_id": session_id, "attempt": attempt + 1, "busy": conflict.busy},
             )
             time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
             continue

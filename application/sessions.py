@@ -31,13 +31,16 @@ log = logging.getLogger("context_compaction.sessions")
 
 # ------------------------------------------------------------------ commands
 def start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
-    for _ in range(2):
+    # As for appends, a generated command id makes our own retry after a lost
+    # acknowledgement recognise its own success.
+    command_id = cmd.command_id or svc.ids.new_id("cmd")
+    for _ in range(3):
         try:
             existing: Session | None = svc.events.load(cmd.session_id)
         except SessionNotFound:
             existing = None
         if existing is not None:
-            if cmd.command_id is not None and existing.start_command_id == cmd.command_id:
+            if existing.start_command_id == command_id:
                 return r.StartSessionResult(session_id=cmd.session_id, version=existing.version)
             raise SessionExists(f"session {cmd.session_id!r} already exists")
         session = Session.start(
@@ -45,7 +48,7 @@ def start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
             cmd.model,
             cmd.agent_token_limit,
             created_at=svc.now(),
-            command_id=cmd.command_id,
+            command_id=command_id,
         )
         try:
             svc.events.save(session)
@@ -84,7 +87,9 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
             f"{limits.max_batch_messages}"
         )
     for index, message in enumerate(cmd.messages):
-        size = _message_chars(message.to_record())
+        record = message.to_record()
+        record.pop("role")
+        size = _message_chars(record)
         if size > limits.max_message_chars:
             raise InvalidMessage(
                 f"message {index} has {size:,} characters; the limit is "

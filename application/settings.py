@@ -43,8 +43,9 @@ class PostgresConfig(_Section):
     lock_timeout: int = Field(default=10, ge=0)
     """Seconds to wait for the event table's write lock (0 waits forever)."""
     idle_in_transaction_session_timeout: int = Field(default=10, ge=0)
-    pre_ping: bool = True
-    """Check a pooled connection before use, so a dropped one is replaced, not failed on."""
+    pre_ping: bool = False
+    """Check each pooled connection before use. Off by default: a dropped connection
+    fails fast and the command replaces every dead connection at once, then retries."""
     schema_name: str | None = Field(default=None, alias="schema")
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -17,6 +17,58 @@ Role = Literal["user", "assistant", "tool", "system"]
 ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
 
 
+MAX_DEPTH = 64
+MAX_INT = 2**62
+
+
+def json_problem(value: Any, *, max_depth: int = MAX_DEPTH, where: str = "") -> str | None:
+    """Why ``value`` cannot be stored and echoed as portable JSON, or None.
+
+    Rejects lone surrogates (not encodable as UTF-8), NaN/Infinity, integers beyond
+    64-bit storage, non-string keys and nesting deeper than ``max_depth``.
+    """
+    problem = _json_problem(value, max_depth, where)
+    if problem is not None and len(problem) > 200:
+        problem = problem[:90] + " ... " + problem[-90:]
+    return problem
+
+
+def _json_problem(value: Any, max_depth: int, where: str) -> str | None:
+    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
+    while stack:
+        item, depth, path = stack.pop()
+        if depth > max_depth:
+            return f"{path or 'value'} is nested deeper than {max_depth} levels"
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{path or 'value'} is not valid Unicode (lone surrogate)"
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if abs(item) > MAX_INT:
+                return f"{path or 'value'} is too large an integer"
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                return f"{path or 'value'} is not a finite number"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return f"{path or 'value'} has a non-string key"
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{path or 'value'} has a key that is not valid Unicode"
+                stack.append((child, depth + 1, f"{path}.{key}" if path else key))
+        elif isinstance(item, (list, tuple)):
+            for index, child in enumerate(item):
+                stack.append((child, depth + 1, f"{path}.{index}" if path else str(index)))
+        elif isinstance(item, BaseModel):
+            stack.append((item.model_dump(), depth, path))
+    return None
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
 
@@ -110,6 +162,9 @@ class Message(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _aliases(cls, data: Any) -> Any:
+        problem = json_problem(data)
+        if problem:
+            raise ValueError(problem)
         if isinstance(data, dict) and "reasoning_content" in data:
             data = dict(data)
             value = data.pop("reasoning_content")

@@ -386,6 +386,9 @@ class Session(Aggregate):
         Returns the new generation.
         """
         self._ensure_live()
+        active = self.active_checkpoint
+        if active is not None and active["checkpoint_id"] == checkpoint_id:
+            return self.context_generation  # already committed (a retried, acknowledged-late commit)
         if expected_generation != self.context_generation:
             raise StaleCandidate(
                 f"context generation moved from {expected_generation} to "

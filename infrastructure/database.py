@@ -121,6 +121,16 @@ class Database:
         self.datastore = datastore
         self.dialect = dialect
 
+    def recover(self) -> None:
+        """After a transient failure: drop dead pooled connections (PostgreSQL) so the
+        retry gets a live one instead of timing out on each dead one in turn."""
+        if not self.dialect.is_postgres:
+            return
+        try:
+            self.datastore.pool.check()
+        except Exception:  # noqa: BLE001 - the retry will report what is still wrong
+            return
+
     @contextmanager
     def read(self) -> Iterator[Cur]:
         """A read-only transaction on one consistent snapshot."""

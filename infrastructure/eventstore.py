@@ -153,8 +153,9 @@ class SessionsApplication(Application[UUID]):
 class SqlEventStore:
     """Implements the application's EventStore port."""
 
-    def __init__(self, app: SessionsApplication) -> None:
+    def __init__(self, app: SessionsApplication, db: Database) -> None:
         self.app = app
+        self.db = db
 
     def load(self, session_id: str, version: int | None = None) -> Session:
         aggregate_id = session_aggregate_id(session_id)
@@ -168,6 +169,7 @@ class SqlEventStore:
             except StorageBusy:
                 if attempt == 4:
                     raise StorageError("the database stayed busy while loading") from None
+                self.db.recover()
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         assert isinstance(session, Session)
         return session
@@ -180,7 +182,8 @@ class SqlEventStore:
             raise ConcurrencyConflict(str(exc)) from exc
         except Exception as exc:
             if is_transient(exc):
-                raise ConcurrencyConflict(f"{type(exc).__name__}: {exc}") from exc
+                self.db.recover()
+                raise ConcurrencyConflict(f"{type(exc).__name__}", busy=True) from exc
             if isinstance(exc, (PersistenceError, sqlite3.Error)) or type(
                 exc
             ).__module__.startswith("psycopg"):
@@ -202,4 +205,4 @@ def build_store(
     assert app.projector is not None
     read_model = SqlReadModel(db, app.projector)
     read_model.create_tables()
-    return app, SqlEventStore(app), read_model, db
+    return app, SqlEventStore(app, db), read_model, db

@@ -27,7 +27,7 @@ from context_compaction.application.ports import (
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
 
-from .database import Cur, Database
+from .database import Cur, Database, StorageBusy
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -423,15 +423,20 @@ class SqlReadModel:
     @contextmanager
     def fresh(self) -> Iterator[Cur]:
         """A read snapshot in which the read model has caught up with the events."""
-        for _ in range(3):
-            with self.db.read() as cur:
-                position, newest = self.lag(cur)
-                if position >= newest:
-                    yield cur
-                    return
+        for attempt in range(4):
+            try:
+                with self.db.read() as cur:
+                    position, newest = self.lag(cur)
+                    if position >= newest or attempt == 3:
+                        # (after 3 catch-ups writers keep arriving; their rows are inline)
+                        yield cur
+                        return
+            except StorageBusy:
+                if attempt == 3:
+                    raise
+                self.db.recover()
+                continue
             self.catch_up()
-        with self.db.read() as cur:  # writers keep arriving; their rows are inline anyway
-            yield cur
 
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""

@@ -47,6 +47,15 @@ def databases(backend: str, tmp_path: Path) -> Iterator[Databases]:
 
 
 @pytest.fixture
+def pg_databases(tmp_path: Path) -> Iterator[Databases]:
+    """PostgreSQL only (tests of PostgreSQL-specific faults)."""
+    _require_postgres()
+    dbs = Databases("postgres", tmp_path)
+    yield dbs
+    dbs.cleanup()
+
+
+@pytest.fixture
 def make_harness(databases: Databases) -> MakeHarness:
     """``make_harness(name="main", **settings)``: a harness on the named database of this test."""
     return databases.harness
