@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/ctxc demo
 
 test: $(STAMP)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r benchmarks/requirements.txt

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
@@ -97,14 +99,13 @@ def bootstrap(
     env = dict(target.env)
     if settings.snapshot_interval:
         env["IS_SNAPSHOTTING_ENABLED"] = "y"
-    if target.schema and target.dialect.is_postgres:
-        _ensure_schema(target)
-    app, events, read_model, db = build_store(
-        env,
-        snapshot_interval=settings.snapshot_interval,
-        dialect=target.dialect,
-        postgres_schema=target.schema,
-    )
+    with _schema_lock(target):
+        app, events, read_model, db = build_store(
+            env,
+            snapshot_interval=settings.snapshot_interval,
+            dialect=target.dialect,
+            postgres_schema=target.schema,
+        )
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
     summarizer = overrides.pop("summarizer", None) or (
         ExtractiveSummarizer()
@@ -141,8 +142,19 @@ def bootstrap(
     return MessageBus(services, handlers, on_close=app.close)
 
 
-def _ensure_schema(target: DatabaseTarget) -> None:
-    if target.schema in (None, "public"):
+#: pg_advisory_lock key that serializes schema creation across processes.
+_SCHEMA_LOCK = 0x63747863  # "ctxc"
+
+
+@contextmanager
+def _schema_lock(target: DatabaseTarget) -> Iterator[None]:
+    """PostgreSQL: create the schema and tables under an advisory lock.
+
+    Several workers starting at once would otherwise race on ``CREATE ... IF NOT
+    EXISTS`` and fail with "tuple concurrently updated".
+    """
+    if not target.dialect.is_postgres:
+        yield
         return
     import psycopg
 
@@ -156,4 +168,10 @@ def _ensure_schema(target: DatabaseTarget) -> None:
         connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
         autocommit=True,
     ) as conn:
-        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{target.schema}"')
+        conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
+        try:
+            if target.schema not in (None, "public"):
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{target.schema}"')
+            yield
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))

@@ -4,6 +4,9 @@ import os
 
 # No network, ever: litellm must use its bundled model map (LIBRARY-NOTES §9).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Our PostgreSQL connections carry a name per test process, so a test that drops
+# connections drops only its own (xdist runs several test processes at once).
+os.environ["PGAPPNAME"] = f"ctxc-tests-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 # The fake provider listens on loopback; never send it through a proxy.
 os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 

@@ -68,6 +68,7 @@ def test_the_second_compaction_sends_the_previous_summary_and_only_new_messages(
     h.close()
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # litellm's serializer on the garbage reply
 @pytest.mark.parametrize(
     "reply",
     [
