@@ -185,11 +185,15 @@ class Session(Aggregate):
         *,
         command_id: str | None,
         created_at: str,
+        created_ats: Sequence[str] | None = None,
     ) -> list[int]:
         """Assign seqs and record the messages; returns their seqs.
 
         A command id seen before returns the seqs it got then and records nothing.
+        ``created_ats`` (one per message) keeps original times, e.g. of imported history.
         """
+        if created_ats is not None and len(created_ats) != len(messages):
+            raise InvalidCommand("created_ats must give one time per message")
         self._ensure_live()
         if command_id is not None:
             earlier = self.seqs_for_command(command_id)
@@ -217,13 +221,13 @@ class Session(Aggregate):
                 del open_calls[message.tool_call_id]
             seq += 1
         seqs = []
-        for message in messages:
+        for index, message in enumerate(messages):
             seqs.append(self.next_seq)
             self._message_appended(
                 seq=self.next_seq,
                 **message.to_record(),
                 command_id=command_id,
-                created_at=created_at,
+                created_at=created_ats[index] if created_ats is not None else created_at,
             )
         return seqs
 
@@ -464,6 +468,44 @@ class Session(Aggregate):
         self.context_generation = generation
         self.checkpoint_count += 1
 
+    # --------------------------------------------------------------- import
+    def record_import(
+        self,
+        *,
+        source: str,
+        imported_messages: int,
+        skipped_messages: int,
+        legacy_seq_upto: int,
+        last_compressed_message_at: int | None,
+        created_at: str,
+    ) -> None:
+        """Note that history was imported from a legacy store (spec §15).
+
+        ``last_compressed_message_at`` is kept as a diagnostic only: it never sets a
+        checkpoint boundary (lazy migration).
+        """
+        self._ensure_live()
+        self._legacy_imported(
+            source=source,
+            imported_messages=imported_messages,
+            skipped_messages=skipped_messages,
+            legacy_seq_upto=legacy_seq_upto,
+            last_compressed_message_at=last_compressed_message_at,
+            created_at=created_at,
+        )
+
+    @event("LegacyImported", topic="context_compaction:Session.LegacyImported")
+    def _legacy_imported(
+        self,
+        source: str,
+        imported_messages: int,
+        skipped_messages: int,
+        legacy_seq_upto: int,
+        last_compressed_message_at: int | None,
+        created_at: str,
+    ) -> None:
+        self.legacy_last_compressed_message_at = last_compressed_message_at
+
     # --------------------------------------------------------------- delete
     def delete(self, *, created_at: str) -> None:
         self._ensure_live()
@@ -492,4 +534,5 @@ EVENT_NAMES = (
     "CheckpointCommitted",
     "HistoryInvalidated",
     "Deleted",
+    "LegacyImported",
 )

@@ -69,7 +69,13 @@ def _steering(turn: Turn) -> Callable[[], list[str]]:
     return poll
 
 
-def run_demo(workdir: Path, *, turns: int = 10, out: Print = print) -> dict[str, Any]:
+def run_demo(
+    workdir: Path,
+    *,
+    turns: int = 12,
+    out: Print = print,
+    on_turn: Callable[[], None] | None = None,
+) -> dict[str, Any]:
     """Run the demo in ``workdir`` (recreated); returns facts for tests."""
     if workdir.exists():
         shutil.rmtree(workdir)
@@ -116,6 +122,8 @@ def run_demo(workdir: Path, *, turns: int = 10, out: Print = print) -> dict[str,
             )
         )
         results.append(result)
+        if on_turn is not None:
+            on_turn()
         versions.append(_ok(bus.dispatch_json({"type": "get_projection", "session_id": SID}))["version"])
         sent = max(provider.requests[calls_before:], default=0)
         events = []

@@ -62,6 +62,10 @@ SCHEMA: tuple[str, ...] = (
     " session_id TEXT NOT NULL, version {INT} NOT NULL, kind TEXT NOT NULL,"
     " ranges TEXT NOT NULL, excluded {INT} NOT NULL, reason TEXT NOT NULL,"
     " generation {INT} NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version))",
+    "CREATE TABLE IF NOT EXISTS {t}rm_imports ("
+    " session_id TEXT NOT NULL, version {INT} NOT NULL, source TEXT NOT NULL,"
+    " imported_messages {INT} NOT NULL, skipped_messages {INT} NOT NULL, legacy_seq_upto {INT} NOT NULL,"
+    " last_compressed_message_at {INT}, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version))",
     # A cache, not a projection: counts are a pure function of (message, encoding).
     "CREATE TABLE IF NOT EXISTS {t}rm_token_counts ("
     " session_id TEXT NOT NULL, encoding TEXT NOT NULL, seq {INT} NOT NULL,"
@@ -80,6 +84,7 @@ PROJECTED_TABLES: dict[str, str] = {
     "rm_commands": "session_id, command_id",
     "rm_checkpoints": "checkpoint_id",
     "rm_invalidations": "session_id, version",
+    "rm_imports": "session_id, version",
 }
 
 _SESSION_COLS = (
@@ -191,6 +196,7 @@ class ReadModelProjector:
             Session.CheckpointCommitted: self._checkpoint_committed,
             Session.HistoryInvalidated: self._history_invalidated,
             Session.Deleted: self._deleted,
+            Session.LegacyImported: self._legacy_imported,
         }
 
     # ----------------------------------------------------------- positions
@@ -385,6 +391,17 @@ class ReadModelProjector:
 
     def _deleted(self, cur: Cur, e: Any) -> None:
         self._touch(cur, self._sid(cur, e), e, "deleted = 1")
+
+    def _legacy_imported(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        cur.execute(
+            "INSERT INTO {t}rm_imports (session_id, version, source, imported_messages,"
+            " skipped_messages, legacy_seq_upto, last_compressed_message_at, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (sid, e.originator_version, e.source, e.imported_messages, e.skipped_messages,
+             e.legacy_seq_upto, e.last_compressed_message_at, e.created_at),
+        )
+        self._touch(cur, sid, e)
 
 
 class ProjectionOutOfOrder(Exception):

@@ -1,0 +1,233 @@
+"""``ctxc import-legacy``: sessions from a legacy PicoBot SQLite file (spec §15, seed 002).
+
+Reads the ``sessions`` and ``messages`` tables (read-only) and records ``Started`` plus
+``MessageAppended`` events in the original seq order, keeping each message's original
+time. Lazy migration: no checkpoint is derived — ``last_compressed_message_at`` is kept
+as a diagnostic only, and Timeline memories are never used to rebuild context. Running
+it again imports only messages it has not imported yet (command ids carry the legacy
+seq range).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from context_compaction.application.bus import MessageBus
+from context_compaction.application.services import mutate
+from context_compaction.domain.errors import InvalidCommand, InvalidMessage, SessionNotFound
+from context_compaction.domain.messages import Message, parse_message
+from context_compaction.domain.session import Session
+
+CHUNK = 200
+
+
+@dataclass
+class SessionImport:
+    session_id: str
+    created: bool
+    imported: int = 0
+    already: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass
+class ImportReport:
+    source: str
+    sessions: list[SessionImport]
+
+    @property
+    def imported(self) -> int:
+        return sum(s.imported for s in self.sessions)
+
+    @property
+    def skipped(self) -> int:
+        return sum(len(s.skipped) for s in self.sessions)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "sessions": len(self.sessions),
+            "sessions_created": sum(1 for s in self.sessions if s.created),
+            "messages_imported": self.imported,
+            "messages_already_present": sum(s.already for s in self.sessions),
+            "messages_skipped": self.skipped,
+            "skipped_by_reason": dict(Counter(reason for s in self.sessions for _, reason in s.skipped)),
+            "per_session": [
+                {"session_id": s.session_id, "created": s.created, "imported": s.imported,
+                 "already_present": s.already, "skipped": [{"legacy_seq": q, "reason": r} for q, r in s.skipped]}
+                for s in self.sessions
+            ],
+        }
+
+    def text(self) -> str:
+        d = self.to_dict()
+        lines = [
+            f"imported {d['messages_imported']:,} messages into {d['sessions']} sessions "
+            f"({d['sessions_created']} new) from {self.source}",
+            f"already present: {d['messages_already_present']:,}; skipped: {d['messages_skipped']:,}",
+        ]
+        for reason, n in d["skipped_by_reason"].items():
+            lines.append(f"  skipped {n}: {reason}")
+        return "\n".join(lines)
+
+
+def _iso(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        seconds = value / 1000 if value > 1e11 else value
+        return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")
+    text = str(value)
+    try:
+        return datetime.fromisoformat(text).astimezone(UTC).isoformat(timespec="microseconds")
+    except ValueError:
+        return None
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _message(row: sqlite3.Row, columns: set[str]) -> dict[str, Any]:
+    data: dict[str, Any] = {"role": str(row["role"]).lower()}
+    content = row["content"] if "content" in columns else None
+    if isinstance(content, str) and content.startswith("[{"):
+        try:
+            parsed = json.loads(content)
+            if isinstance(parsed, list) and all(isinstance(p, dict) and "type" in p for p in parsed):
+                content = parsed
+        except ValueError:
+            pass
+    data["content"] = content
+    if "tool_calls" in columns and row["tool_calls"]:
+        calls = json.loads(row["tool_calls"]) if isinstance(row["tool_calls"], str) else row["tool_calls"]
+        data["tool_calls"] = calls or []
+    for name in ("tool_call_id", "name"):
+        if name in columns and row[name]:
+            data[name] = row[name]
+    for name in ("reasoning", "reasoning_content"):
+        if name in columns and row[name]:
+            data["reasoning"] = row[name]
+    return data
+
+
+def _imported_upto(svc: Any, session_id: str) -> int:
+    """The last legacy seq read by earlier imports of this session."""
+    with svc.read_model.db.read() as cur:
+        row = cur.execute(
+            "SELECT MAX(legacy_seq_upto) FROM {t}rm_imports WHERE session_id = ?", (session_id,)
+        ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def import_legacy(
+    bus: MessageBus,
+    path: Path,
+    *,
+    default_model: str = "gpt-4o",
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ImportReport:
+    if not path.exists():
+        raise InvalidCommand(f"{path} does not exist")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.row_factory = sqlite3.Row
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise InvalidCommand(f"{path} is not a SQLite database: {exc}") from None
+    if not {"sessions", "messages"} <= tables:
+        raise InvalidCommand(f"{path} has no 'sessions' and 'messages' tables: not a PicoBot database")
+    svc = bus.services
+    try:
+        session_cols = _columns(conn, "sessions")
+        message_cols = _columns(conn, "messages")
+        id_col = "id" if "id" in session_cols else "session_id"
+        sessions = conn.execute(f"SELECT * FROM sessions ORDER BY {id_col}").fetchall()
+        total = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+        done = 0
+        report = ImportReport(str(path), [])
+        for srow in sessions:
+            sid = str(srow[id_col])
+            model = (srow["model"] if "model" in session_cols else None) or default_model
+            marker = srow["last_compressed_message_at"] if "last_compressed_message_at" in session_cols else None
+            created = svc.read_model.session(sid) is None
+            if created:
+                from context_compaction.application import commands as c
+
+                bus.dispatch(c.StartSession(session_id=sid, model=model, command_id=f"legacy:{sid}:start"))
+            entry = SessionImport(sid, created)
+            upto = _imported_upto(svc, sid)
+            entry.already = conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND seq <= ?", (sid, upto)
+            ).fetchone()[0]
+            rows = conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq", (sid, upto)
+            ).fetchall()
+            done += entry.already
+            open_calls = set(_open_calls(svc, sid))
+            read_upto = upto
+            for start in range(0, len(rows), CHUNK):
+                chunk = rows[start : start + CHUNK]
+                messages: list[Message] = []
+                times: list[str] = []
+                for row in chunk:
+                    message, reason = _valid(row, message_cols, open_calls)
+                    if message is None:
+                        entry.skipped.append((int(row["seq"]), reason))
+                        continue
+                    messages.append(message)
+                    times.append(_iso(row["created_at"] if "created_at" in message_cols else None) or svc.now())
+                first, last = int(chunk[0]["seq"]), int(chunk[-1]["seq"])
+                command_id = f"legacy:{sid}:{first}-{last}"
+                if messages and svc.read_model.command_seqs(sid, command_id) is not None:
+                    entry.already += len(messages)  # appended by an import that stopped early
+                elif messages:
+                    mutate(svc, sid, lambda s, m=messages, t=times, k=command_id: s.append_messages(
+                        m, command_id=k, created_at=svc.now(), created_ats=t))
+                    entry.imported += len(messages)
+                read_upto = last
+                done += len(chunk)
+                if on_progress is not None:
+                    on_progress(done, total)
+            if read_upto > upto:
+                mutate(svc, sid, lambda s, e=entry, mk=marker, r=read_upto: s.record_import(
+                    source=path.name, imported_messages=e.imported, skipped_messages=len(e.skipped),
+                    legacy_seq_upto=r, last_compressed_message_at=int(mk) if mk is not None else None,
+                    created_at=svc.now()))
+            report.sessions.append(entry)
+        return report
+    finally:
+        conn.close()
+
+
+def _open_calls(svc: Any, session_id: str) -> list[str]:
+    try:
+        session: Session = svc.events.load(session_id)
+    except SessionNotFound:
+        return []
+    return list(session.open_calls)
+
+
+def _valid(row: sqlite3.Row, columns: set[str], open_calls: set[str]) -> tuple[Message | None, str]:
+    try:
+        message = parse_message(_message(row, columns))
+    except InvalidMessage as exc:
+        return None, f"invalid message ({exc.message.split(': ', 1)[-1]})"
+    except (ValueError, TypeError):
+        return None, "unreadable message"
+    if message.role == "tool":
+        if message.tool_call_id not in open_calls:
+            return None, "tool result without an open call"
+        open_calls.discard(message.tool_call_id)
+    for call in message.tool_calls:
+        if call.id in open_calls:
+            return None, "tool call id already open"
+    open_calls.update(call.id for call in message.tool_calls)
+    return message, ""

@@ -1,0 +1,149 @@
+"""``ctxc serve``: POST /v1/commands over real HTTP, auth, limits, and a schemathesis fuzz."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import schemathesis
+from schemathesis import checks
+import uvicorn
+from hypothesis import HealthCheck, settings
+
+from context_compaction import Settings, bootstrap
+from context_compaction.infrastructure.http import create_app, is_loopback
+
+TOKEN = "s3cret-token"
+
+
+class Server:
+    def __init__(self, app) -> None:  # type: ignore[no-untyped-def]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    db = tmp_path_factory.mktemp("http") / "http.db"
+    bus = bootstrap(Settings(database_url=f"sqlite:///{db}", summarizer="extractive"))
+    bus.dispatch_json({"type": "start_session", "session_id": "s", "model": "gpt-4o"})
+    with Server(create_app(bus, token=TOKEN, max_body_bytes=64_000)) as srv:
+        srv.bus = bus  # type: ignore[attr-defined]
+        yield srv
+    bus.close()
+
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def test_commands_answer_with_the_same_envelopes(server: Server) -> None:
+    with httpx.Client(base_url=server.url, headers=AUTH) as client:
+        r = client.post("/v1/commands", json={"type": "append_messages", "session_id": "s",
+                                               "messages": [{"role": "user", "content": "hello"}]})
+        assert r.status_code == 200 and r.json()["ok"] is True and r.json()["result"]["seqs"]
+        r = client.post("/v1/commands", json={"type": "get_history", "session_id": "missing"})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "session_not_found"
+        r = client.post("/v1/commands", content=b"{not json")
+        assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_command"
+        assert client.get("/healthz").json() == {"ok": True}
+
+
+def test_an_unauthenticated_request_is_401_and_changes_nothing(server: Server) -> None:
+    before = server.bus.dispatch_json({"type": "get_history", "session_id": "s"})  # type: ignore[attr-defined]
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}):
+        r = httpx.post(f"{server.url}/v1/commands", headers=headers,
+                       json={"type": "append_messages", "session_id": "s",
+                             "messages": [{"role": "user", "content": "sneaky"}]})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        assert r.headers["www-authenticate"] == "Bearer"
+    after = server.bus.dispatch_json({"type": "get_history", "session_id": "s"})  # type: ignore[attr-defined]
+    assert after == before
+
+
+def test_an_oversize_request_is_413(server: Server) -> None:
+    body = {"type": "append_messages", "session_id": "s", "messages": [{"role": "user", "content": "x" * 70_000}]}
+    r = httpx.post(f"{server.url}/v1/commands", headers=AUTH, json=body)
+    assert r.status_code == 413 and r.json()["error"]["code"] == "invalid_command"
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit holds while streaming too
+        yield b'{"type": "append_messages", "session_id": "s", "messages": [{"role": "user", "content": "'
+        for _ in range(100):
+            yield b"y" * 1000
+        yield b'"}]}'
+
+    r = httpx.post(f"{server.url}/v1/commands", headers=AUTH, content=chunks())
+    assert r.status_code == 413
+
+
+def test_the_openapi_document_comes_from_the_command_models(server: Server) -> None:
+    document = httpx.get(f"{server.url}/openapi.json").json()
+    body = document["paths"]["/v1/commands"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    kinds = {ref["$ref"].rsplit("/", 1)[1] for ref in body["oneOf"]}
+    assert {"StartSession", "AppendMessages", "PrepareTurn", "Compact", "GetContextUsage"} <= kinds
+    assert "Message" in document["components"]["schemas"]
+
+
+def test_serving_without_a_token_is_refused_unless_loopback_and_insecure_local(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ctxc = str(Path(sys.executable).with_name("ctxc"))
+    env = {k: v for k, v in __import__("os").environ.items() if k != "CTXC_HTTP_TOKEN"}
+    proc = subprocess.run([ctxc, "serve", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0"],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert proc.returncode == 2 and "refusing to serve without a bearer token" in proc.stderr
+    proc = subprocess.run([ctxc, "serve", "--db", str(tmp_path / "x.db"), "--host", "0.0.0.0", "--insecure-local"],
+                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    assert proc.returncode == 2
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
+
+
+def test_schemathesis_finds_no_server_error(server: Server) -> None:
+    """Fuzz every operation of our own OpenAPI document over HTTP: no 5xx, only envelopes."""
+    from hypothesis import given
+
+    schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert {op.path for op in operations} == {"/healthz", "/v1/commands"}
+    seen: dict[int, int] = {}
+    for operation in operations:
+
+        @settings(max_examples=150 if operation.path == "/v1/commands" else 5, deadline=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(case=operation.as_strategy())
+        def fuzz(case) -> None:  # type: ignore[no-untyped-def]
+            response = case.call(base_url=server.url, headers=AUTH, timeout=30)
+            seen[response.status_code] = seen.get(response.status_code, 0) + 1
+            assert response.status_code < 500, (response.status_code, response.text[:300])
+            # Every check except "schema-valid data must be accepted": JSON Schema cannot say
+            # "no lone surrogates, no integers past 64 bits", which the bus refuses (400).
+            case.validate_response(response, excluded_checks=[checks.positive_data_acceptance])
+            if case.path == "/v1/commands":
+                assert response.json()["ok"] is (response.status_code == 200)
+
+        fuzz()
+    assert seen.get(200, 0) > 0 and sum(n for code, n in seen.items() if 400 <= code < 500) > 0
