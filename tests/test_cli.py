@@ -195,3 +195,18 @@ def test_the_demo_shows_each_mechanism_for_real(tmp_path: Path) -> None:
     assert facts["info"]["active_checkpoint_id"] is not None
     text = "\n".join(lines)
     assert "auto-compaction" in text and "recovered with a summary" in text and "Compaction threshold" in text
+
+
+def test_log_json_writes_structured_lines_without_content(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    lines = [{"type": "start_session", "session_id": "logme", "model": "gpt-4o"},
+             {"type": "append_messages", "session_id": "logme",
+              "messages": [{"role": "user", "content": "SECRET-CONTENT-42"}]}]
+    proc = ctxc("dispatch", "--db", str(db), "-v", "--log-json",
+                stdin="\n".join(json.dumps(x) for x in lines) + "\n")
+    assert proc.returncode == 0
+    records = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith("{")]
+    appended = [r for r in records if r["event"] == "messages appended"]
+    assert appended and appended[0]["session_id"] == "logme" and appended[0]["count"] == 1
+    assert {"ts", "level", "logger"} <= set(appended[0])
+    assert "SECRET-CONTENT-42" not in proc.stderr
