@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ log = logging.getLogger("context_compaction")
 
 T = TypeVar("T")
 
+_LOCKS_GUARD = threading.Lock()
+
 #: Attempts for one command against concurrent writers (optimistic concurrency).
 COMMAND_ATTEMPTS = 12
 #: Attempts while the database stays locked/unreachable; each already waited for the
@@ -60,12 +63,22 @@ class Services:
     calibrated_windows: dict[tuple[str, str], int] = field(default_factory=dict)
     """(session, model) → window learned from a provider overflow error (in memory)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
 
     def now(self) -> str:
         return self.clock.now().astimezone(UTC).isoformat(timespec="microseconds")
 
     def identity(self, model: str) -> ProviderIdentity:
         return ProviderIdentity(provider=self.catalog.provider_of(model), model=model)
+
+    def session_lock(self, session_id: str) -> threading.RLock:
+        """In-process serialization of commands on one session (an optimization: the
+        event store's optimistic concurrency is what makes commands correct)."""
+        with _LOCKS_GUARD:
+            lock = self._locks.get(session_id)
+            if lock is None:
+                lock = self._locks[session_id] = threading.RLock()
+            return lock
 
     def calibrated_window(self, session_id: str, model: str) -> int | None:
         return self.calibrated_windows.get((session_id, model))
@@ -98,6 +111,13 @@ def mutate(
     ``decide`` runs the aggregate's command method; if it raises, nothing is saved.
     Returns the decision, the session and whether any event was saved.
     """
+    with services.session_lock(session_id):
+        return _mutate(services, session_id, decide, attempts)
+
+
+def _mutate(
+    services: Services, session_id: str, decide: Callable[[Session], T], attempts: int
+) -> tuple[T, Session, bool]:
     busy = 0
     for attempt in range(attempts):
         session = services.events.load(session_id)

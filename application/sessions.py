@@ -195,13 +195,14 @@ def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
     messages = svc.read_model.messages(
         cmd.session_id, include_invalidated=cmd.include_invalidated
     )
-    return r.HistoryResult(
+    return r.HistoryResult.model_construct(
         session_id=cmd.session_id, messages=[message_result(m) for m in messages]
     )
 
 
 def projection_result(p: ContextProjection, version: int) -> r.ProjectionResult:
-    return r.ProjectionResult(**p.to_result(), version=version)
+    # Built by us, not parsed: skip re-validating thousands of message dicts.
+    return r.ProjectionResult.model_construct(**p.to_result(), version=version)
 
 
 def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
@@ -217,7 +218,8 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         raise InvalidCommand(
             f"at_version {cmd.at_version} is beyond the session's version {row.version}"
         )
-    session = svc.events.load(cmd.session_id, version=cmd.at_version)
+    # An explicit version always reads the store, never a shared in-memory copy.
+    session = svc.events.load(cmd.session_id, version=cmd.at_version or row.version)
     identity = svc.identity(cmd.model or session.model)
     active = session.active_checkpoint
     checkpoint = svc.read_model.checkpoint(active["checkpoint_id"]) if active else None

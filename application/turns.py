@@ -77,6 +77,15 @@ def turn_phase(records: Sequence[MessageRecord]) -> tuple[str, int, int]:
 
 
 # ------------------------------------------------------------------- helpers
+def _index_from_end(seqs: list[int], seq: int) -> int:
+    """Where ``seq`` is in ``seqs``, searched from the end (the current turn is there)."""
+    for index in range(len(seqs) - 1, -1, -1):
+        if seqs[index] == seq:
+            return index
+    return len(seqs)
+
+
+
 def fixed_digest(draft: Draft) -> str:
     fixed = [m for m in draft.messages[:1] if m.get("role") == "system"]
     payload = json.dumps([fixed, draft.tools], sort_keys=True, ensure_ascii=False)
@@ -181,8 +190,7 @@ def build_turn_request(
     )
     usage = context_usage(ctx, draft, budget, model=model, used=used, usage_source=source)
     offset = len(draft.messages) - len(draft.projection.included_seqs)
-    seqs = draft.projection.included_seqs
-    turn_start_index = offset + (seqs.index(turn_key) if turn_key in seqs else len(seqs))
+    turn_start_index = offset + _index_from_end(draft.projection.included_seqs, turn_key)
     if messages is not draft.messages:
         turn_start_index -= len(draft.messages) - len(messages)
     log.info(
@@ -197,7 +205,7 @@ def build_turn_request(
             "phase": phase,
         },
     )
-    return r.TurnRequest(
+    return r.TurnRequest.model_construct(  # built by us: no re-validation of the messages
         request_id=request_id,
         session_id=session_id,
         model=model,
@@ -258,7 +266,8 @@ def _trim_in_turn(
     sizes[0] += draft.breakdown["tools"] + svc.tokens.request_overhead
     _, turn_key, _ = turn_phase(ctx.records)
     seqs = draft.projection.included_seqs
-    keep_from = offset + (seqs.index(turn_key) if turn_key in seqs else 0)
+    found = _index_from_end(seqs, turn_key)
+    keep_from = offset + (found if found < len(seqs) else 0)
     trimmed = trim_request(
         draft.messages,
         sizes=sizes,

@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any
 
 _CATALOG_FILE = "model_prices_and_context_window_backup.json"
+_WELL_KNOWN: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("gpt-", "o1", "o3", "o4", "chatgpt-"), "openai"),
+    (("claude-",), "anthropic"),
+)
 
 
 def litellm_package_dir() -> Path:
@@ -63,6 +67,9 @@ class LiteLLMCatalog:
     def provider_of(self, model: str) -> str:
         if "/" in model:
             return model.split("/", 1)[0]
+        for prefixes, provider in _WELL_KNOWN:
+            if model.startswith(prefixes) and ":" not in model and "instruct" not in model:
+                return provider  # what the catalog says too, without reading 3.5 MB of it
         entry = self.entry(model)
         provider = entry.get("litellm_provider") if entry else None
         return str(provider) if provider else "unknown"

@@ -148,6 +148,17 @@ class Database:
                 with self.datastore.transaction(commit=False) as c:
                     yield Cur(c.sqlite_cursor, self.dialect)
 
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """One single-statement read, outside an explicit transaction (no BEGIN/ROLLBACK)."""
+        with storage_errors():
+            if self.dialect.is_postgres:
+                from psycopg.rows import tuple_row
+
+                with self.datastore.get_connection() as conn:
+                    return Cur(conn.cursor(row_factory=tuple_row), self.dialect).execute(sql, params).fetchone()
+            with self.datastore.get_connection(commit=False) as conn:
+                return Cur(conn._sqlite_conn.cursor(), self.dialect).execute(sql, params).fetchone()
+
     @contextmanager
     def write(self, lock_sql: str | None = None) -> Iterator[Cur]:
         """A write transaction that holds the writer lock from its first statement.

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import random
 import sqlite3
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -133,8 +135,10 @@ class SessionsApplication(Application[UUID]):
         else:
             self.projector = ReadModelProjector(EventsTable("sqlite", "stored_events"))
             recorder = ProjectingSQLiteRecorder(datastore, self.projector, self._dialect)
-        with storage_errors():
-            recorder.create_table()
+        if self._dialect.is_postgres:
+            # Always: besides creating tables it registers the composite type adapters.
+            with storage_errors():
+                recorder.create_table()
         return recorder
 
     def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Recording[UUID]]:
@@ -144,20 +148,42 @@ class SessionsApplication(Application[UUID]):
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
         # The events are committed by now; a failed snapshot only costs load time
         # later and must not make the command look failed (it would be retried).
+        interval = self.snapshotting_intervals.get(Session)
+        if not interval or self.snapshots is None:
+            return
         try:
-            super()._take_snapshots(processing_event)
+            for aggregate in processing_event.aggregates.values():
+                first = aggregate.version - len([e for e in processing_event.events
+                                                 if e.originator_id == aggregate.id])
+                # Snapshot the state we hold (no re-read) when this save crossed a multiple.
+                if aggregate.version // interval > first // interval:
+                    self.snapshots.put([Session.Snapshot.take(aggregate)])
         except Exception as exc:  # noqa: BLE001
             log.warning("snapshot failed", extra={"error_class": type(exc).__name__})
 
 
 class SqlEventStore:
-    """Implements the application's EventStore port."""
+    """Implements the application's EventStore port.
 
-    def __init__(self, app: SessionsApplication, db: Database) -> None:
+    Keeps the last saved state of recently used sessions in memory and brings it up to
+    date with the events stored since (other processes may have written), instead of
+    decoding a snapshot and up to ``snapshot_interval`` events per command. Callers that
+    mutate hold the session's lock (``services.mutate``); a failed save evicts the
+    entry, so a half-applied decision is never reused.
+    """
+
+    def __init__(self, app: SessionsApplication, db: Database, *, cache_size: int = 256) -> None:
         self.app = app
         self.db = db
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
 
     def load(self, session_id: str, version: int | None = None) -> Session:
+        if version is None:
+            cached = self._cached(session_id)
+            if cached is not None:
+                return cached
         aggregate_id = session_aggregate_id(session_id)
         for attempt in range(5):
             try:
@@ -172,15 +198,49 @@ class SqlEventStore:
                 self.db.recover()
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         assert isinstance(session, Session)
+        if version is None:
+            self._remember(session_id, session)
         return session
+
+    def _cached(self, session_id: str) -> Session | None:
+        with self._lock:
+            session = self._cache.get(session_id)
+            if session is None:
+                return None
+            self._cache.move_to_end(session_id)
+        if session.pending_events:  # a decision that was never saved: not trustworthy
+            self.forget(session_id)
+            return None
+        try:
+            with storage_errors():
+                newer = list(self.app.events.get(session.id, gt=session.version))
+        except (StorageBusy, StorageError):
+            self.forget(session_id)
+            return None
+        for domain_event in newer:
+            domain_event.mutate(session)
+        return session
+
+    def _remember(self, session_id: str, session: Session) -> None:
+        with self._lock:
+            self._cache[session_id] = session
+            self._cache.move_to_end(session_id)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._cache.pop(session_id, None)
 
     def save(self, session: Session) -> None:
         try:
             self.app.save(session)
         except IntegrityError as exc:
+            self.forget(session.session_id)
             # Another writer appended this version first (optimistic concurrency).
             raise ConcurrencyConflict(str(exc)) from exc
         except Exception as exc:
+            self.forget(session.session_id)
             if is_transient(exc):
                 self.db.recover()
                 raise ConcurrencyConflict(f"{type(exc).__name__}", busy=True) from exc
@@ -189,6 +249,7 @@ class SqlEventStore:
             ).__module__.startswith("psycopg"):
                 raise StorageError(f"storage failed: {type(exc).__name__}") from exc
             raise
+        self._remember(session.session_id, session)
 
 
 def build_store(
@@ -198,11 +259,20 @@ def build_store(
     dialect: Dialect,
     postgres_schema: str | None = None,
 ) -> tuple[SessionsApplication, SqlEventStore, SqlReadModel, Database]:
+    if not dialect.is_postgres:
+        env = {**env, "CREATE_TABLE": "n"}  # created below, only when the schema is not there yet
     app = SessionsApplication(
         env, snapshot_interval=snapshot_interval, dialect=dialect, postgres_schema=postgres_schema
     )
     db = Database(app.factory.datastore, dialect)  # type: ignore[attr-defined]
     assert app.projector is not None
     read_model = SqlReadModel(db, app.projector)
-    read_model.create_tables()
+    if not read_model.schema_ready():
+        # One marker read instead of ~20 DDL statements on every start (cold restore).
+        with storage_errors():
+            if not dialect.is_postgres:
+                app.recorder.create_table()
+                if app.snapshots is not None:
+                    app.snapshots.recorder.create_table()  # type: ignore[attr-defined]
+        read_model.create_tables()
     return app, SqlEventStore(app, db), read_model, db

@@ -27,11 +27,16 @@ from context_compaction.application.ports import (
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
 
+from context_compaction.domain.errors import StorageError
+
 from .database import Cur, Database, StorageBusy
 
 log = logging.getLogger("context_compaction.readmodel")
 
 POSITION = "read_model"
+#: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
+SCHEMA_VERSION = 1
+_SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS {t}rm_position ("
@@ -175,6 +180,11 @@ class EventsTable:
             self.lock_sql = None
         self.qualified = qualified
         self.max_id_sql = f"SELECT MAX({self.id_column}) FROM {qualified}"
+        # Position and newest notification in one round trip (every query checks it).
+        self.lag_sql = (
+            f"SELECT (SELECT MAX({self.id_column}) FROM {qualified}),"
+            " (SELECT notification_id FROM {t}rm_position WHERE name = 'read_model')"
+        )
         self.select_sql = (
             f"SELECT {self.id_column}, originator_id, originator_version, topic, state"
             f" FROM {qualified} WHERE {self.id_column} > ? AND {self.id_column} < ?"
@@ -420,12 +430,28 @@ class SqlReadModel:
         with self.db.connection_cursor() as cur:
             for statement in SCHEMA:
                 cur.execute(statement)
+            cur.execute(
+                "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
+                (_SCHEMA_MARK, SCHEMA_VERSION),
+            )
+
+    def schema_ready(self) -> bool:
+        """Are the event and read-model tables of this version already there?"""
+        try:
+            row = self.db.query_one(
+                "SELECT notification_id FROM {t}rm_position WHERE name = ?", (_SCHEMA_MARK,)
+            )
+        except (StorageError, StorageBusy):
+            return False
+        return row is not None and int(row[0]) >= SCHEMA_VERSION
 
     # ----------------------------------------------------------- catch-up
     def lag(self, cur: Cur) -> tuple[int, int]:
-        row = cur.execute(self.projector.events_table.max_id_sql).fetchone()
-        newest = int(row[0]) if row and row[0] is not None else 0
-        return self.projector.position(cur), newest
+        """(read-model position, newest notification id)."""
+        row = cur.execute(self.projector.events_table.lag_sql).fetchone()
+        assert row is not None
+        return int(row[1] or 0), int(row[0] or 0)
 
     def catch_up(self) -> int:
         """Project every notification past the position; returns how many."""

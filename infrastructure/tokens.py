@@ -14,6 +14,7 @@ import json
 import math
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,6 +97,10 @@ class TiktokenCounter:
     def __init__(self, provider_of: Any = None) -> None:
         self._provider_of = provider_of
         self._keys: dict[str, str] = {}
+        # The fixed parts (system prompt, tool schemas, knowledge, plan) repeat every
+        # turn: count each distinct text once.
+        self._texts: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._texts_lock = threading.Lock()
 
     # ------------------------------------------------------------- keys
     def encoding_for(self, model: str) -> str:
@@ -131,9 +136,20 @@ class TiktokenCounter:
 
     # ----------------------------------------------------------- counting
     def count_text(self, text: str, encoding: str) -> int:
+        key = (encoding, text)
+        with self._texts_lock:
+            found = self._texts.get(key)
+            if found is not None:
+                self._texts.move_to_end(key)
+                return found
         enc, factor = self._split(encoding)
         n = len(enc.encode_ordinary(text)) if text else 0
-        return math.ceil(n * factor) if factor != 1.0 else n
+        n = math.ceil(n * factor) if factor != 1.0 else n
+        with self._texts_lock:
+            self._texts[key] = n
+            while len(self._texts) > 256:
+                self._texts.popitem(last=False)
+        return n
 
     def count_record(self, record: MessageRecord, encoding: str) -> int:
         """One raw message as the provider will see it, with its overhead."""
@@ -157,6 +173,11 @@ class TiktokenCounter:
 
     def count_message(self, message: dict[str, Any], encoding: str) -> int:
         """A provider-format message (system prompt, summary block)."""
+        content = message.get("content")
+        if isinstance(content, str) and message.keys() <= {"role", "content"}:
+            _, factor = self._split(encoding)
+            base = PER_MESSAGE + self._raw(message.get("role", ""), encoding) + self._raw(content, encoding)
+            return math.ceil(base * factor) if factor != 1.0 else base
         enc, factor = self._split(encoding)
         encode = enc.encode_ordinary
         n = PER_MESSAGE + len(encode(message.get("role", "")))
@@ -168,6 +189,11 @@ class TiktokenCounter:
             if message.get(key):
                 n += len(encode(str(message[key])))
         return math.ceil(n * factor) if factor != 1.0 else n
+
+    def _raw(self, text: str, encoding: str) -> int:
+        """Unscaled token count of ``text`` (cached like ``count_text``)."""
+        name = encoding.partition("*")[0]
+        return self.count_text(text, name) if text else 0
 
     def count_tools(self, tools: Sequence[dict[str, Any]], encoding: str) -> int:
         if not tools:

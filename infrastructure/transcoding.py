@@ -49,6 +49,29 @@ def _escape(obj: Any) -> Any:
     return obj
 
 
+#: Where user-controlled objects can appear: message fields in events, and the two
+#: aggregate attributes keyed by user ids in snapshots. Everything else is ours, so
+#: the (comparatively slow) escape walk stays off large snapshots.
+_EVENT_USER_KEYS = ("content", "tool_calls", "provider_state")
+_SNAPSHOT_USER_KEYS = ("open_calls", "recent_commands")
+
+
+def _escape_user_values(obj: Any) -> Any:
+    if not isinstance(obj, dict):
+        return _escape(obj)
+    state = obj.get("state")
+    if isinstance(state, dict) and "topic" in obj:  # a snapshot: {timestamp, topic, state}
+        keys, target = _SNAPSHOT_USER_KEYS, state
+    else:
+        keys, target = _EVENT_USER_KEYS, obj
+    changed = {k: _escape(target[k]) for k in keys if k in target}
+    if all(changed[k] is target[k] for k in changed):
+        return obj
+    if target is obj:
+        return {**obj, **changed}
+    return {**obj, "state": {**state, **changed}}
+
+
 class SafeJSONTranscoder(JSONTranscoder):
     def __init__(self) -> None:
         super().__init__()
@@ -56,7 +79,7 @@ class SafeJSONTranscoder(JSONTranscoder):
         self._datetime = DatetimeAsISO()
 
     def encode(self, obj: Any) -> bytes:
-        return super().encode(_escape(obj))
+        return super().encode(_escape_user_values(obj))
 
     def _encode_obj(self, o: Any) -> dict[str, Any]:
         if isinstance(o, datetime) and type(o) not in self.types:

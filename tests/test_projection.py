@@ -141,3 +141,17 @@ def test_hostile_transcoder_shaped_objects_survive_storage(harness: Harness) -> 
     ok(harness.do({"type": "append_messages", "session_id": "s", "messages": [user("still loadable")]}))
     p = ok(harness.do({"type": "replay_session", "session_id": "s", "at_version": 3}))
     assert p["projection"]["messages"][1]["x"] == weird
+
+
+def test_user_ids_shaped_like_transcoder_markers_survive_snapshots(make_harness) -> None:
+    h = make_harness("snapshots", snapshot_interval=2)
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "_type_", "messages": [user("a")]}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "_data_",
+             "messages": [assistant(None, [("_type_", "f", "{}"), ("_data_", "g", "{}")])]}))
+    h.reopen()  # the next command loads the session from its snapshot
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [tool("_type_", "1"), tool("_data_", "2")]}))
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "_type_",
+                    "messages": [user("a")]}))["seqs"] == [1]
+    assert [m["role"] for m in ok(h.do({"type": "get_projection", "session_id": "s"}))["messages"]] == [
+        "user", "assistant", "tool", "tool"]
