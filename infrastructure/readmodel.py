@@ -35,7 +35,7 @@ log = logging.getLogger("context_compaction.readmodel")
 
 POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
@@ -51,7 +51,7 @@ SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS {t}rm_messages ("
     " session_id TEXT NOT NULL, seq {INT} NOT NULL, role TEXT NOT NULL, turn_id TEXT,"
     " tool_call_id TEXT, steering {INT} NOT NULL, visible {INT} NOT NULL, command_id TEXT,"
-    " body TEXT NOT NULL, created_at TEXT NOT NULL, version {INT} NOT NULL,"
+    " notification_id {INT} NOT NULL, created_at TEXT NOT NULL, version {INT} NOT NULL,"
     " PRIMARY KEY (session_id, seq))",
     "CREATE TABLE IF NOT EXISTS {t}rm_commands ("
     " session_id TEXT NOT NULL, command_id TEXT NOT NULL, first_seq {INT} NOT NULL,"
@@ -158,12 +158,16 @@ def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
     )
 
 
-def _message(row: Sequence[Any]) -> MessageRecord:
-    record = json.loads(row[1])
+def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> MessageRecord:
+    """(seq, event state, created_at, visible) → the message as stored."""
+    state = decode(bytes(row[1]))
+    record = {name: state.get(name) for name in _BODY_FIELDS}
+    record["tool_calls"] = record["tool_calls"] or []
+    record["steering"] = bool(record["steering"])
     record["seq"] = int(row[0])
     record["created_at"] = row[2]
     record["visible"] = bool(row[3])
-    return record  # type: ignore[no-any-return]
+    return record  # type: ignore[return-value]
 
 
 class EventsTable:
@@ -185,6 +189,12 @@ class EventsTable:
             f"SELECT (SELECT MAX({self.id_column}) FROM {qualified}),"
             " (SELECT notification_id FROM {t}rm_position WHERE name = 'read_model')"
         )
+        # Message bodies live once, in the events; the read model points at them.
+        self.messages_sql = (
+            "SELECT m.seq, e.state, m.created_at, m.visible FROM {t}rm_messages m"
+            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+            " WHERE m.session_id = ? AND m.seq >= ?"
+        )
         self.select_sql = (
             f"SELECT {self.id_column}, originator_id, originator_version, topic, state"
             f" FROM {qualified} WHERE {self.id_column} > ? AND {self.id_column} < ?"
@@ -199,10 +209,10 @@ class ReadModelProjector:
         self.events_table = events_table
         self.mapper: Mapper[UUID] | None = None
         self._session_ids: dict[str, str] = {}
+        self._pending: list[tuple[int, Any]] = []
         self._handlers: dict[type, Callable[[Cur, Any], None]] = {
             Session.Started: self._started,
             Session.ModelConfigured: self._configured,
-            Session.MessageAppended: self._message_appended,
             Session.CheckpointCommitted: self._checkpoint_committed,
             Session.HistoryInvalidated: self._history_invalidated,
             Session.Deleted: self._deleted,
@@ -238,8 +248,7 @@ class ReadModelProjector:
         position = self.position(cur)
         if position < ids[0] - 1:
             self.replay(cur, after=position, before=ids[0])
-        for notification_id, domain_event in zip(ids, events, strict=True):
-            self.apply(cur, domain_event)
+        self.apply_all(cur, list(zip(ids, events, strict=True)))
         self._advance(cur, ids[-1])
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
@@ -251,6 +260,7 @@ class ReadModelProjector:
             rows = cur.execute(self.events_table.select_sql, (last, upper, batch)).fetchall()
             if not rows:
                 return last
+            decoded: list[tuple[int, Any]] = []
             for row in rows:
                 originator_id = row[1] if isinstance(row[1], UUID) else UUID(str(row[1]))
                 notification = Notification(
@@ -260,14 +270,40 @@ class ReadModelProjector:
                     topic=row[3],
                     state=bytes(row[4]),
                 )
-                self.apply(cur, self.mapper.to_domain_event(notification))
+                decoded.append((notification.id, self.mapper.to_domain_event(notification)))
                 last = notification.id
+            self.apply_all(cur, decoded)
             self._advance(cur, last)
 
-    def apply(self, cur: Cur, domain_event: Any) -> None:
-        handler = self._handlers.get(type(domain_event))
-        if handler is not None:
-            handler(cur, domain_event)
+    def apply_all(self, cur: Cur, events: Sequence[tuple[int, Any]]) -> None:
+        """Apply (notification id, event) pairs in order; runs of appended messages of one
+        session are written with one statement per table."""
+        run: list[tuple[int, Any]] = []
+        for notification_id, domain_event in events:
+            if type(domain_event) is Session.MessageAppended:
+                if run and run[0][1].originator_id != domain_event.originator_id:
+                    self._messages_appended(cur, run)
+                    run = []
+                run.append((notification_id, domain_event))
+                continue
+            if run:
+                self._messages_appended(cur, run)
+                run = []
+            handler = self._handlers.get(type(domain_event))
+            if handler is not None:
+                handler(cur, domain_event)
+        if run:
+            self._messages_appended(cur, run)
+
+    def decode_state(self, state: bytes) -> dict[str, Any]:
+        """An event's stored state as plain values (what message queries read)."""
+        assert self.mapper is not None
+        mapper = self.mapper
+        if mapper.cipher is not None:
+            state = mapper.cipher.decrypt(state)
+        if mapper.compressor is not None:
+            state = mapper.compressor.decompress(state)
+        return mapper.transcoder.decode(state)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------ handlers
     def _sid(self, cur: Cur, event: Any) -> str:
@@ -312,33 +348,34 @@ class ReadModelProjector:
         sid = self._sid(cur, e)
         self._touch(cur, sid, e, "model = ?, agent_token_limit = ?", (e.model, e.agent_token_limit))
 
-    def _message_appended(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
-        body = _dumps({name: getattr(e, name) for name in _BODY_FIELDS})
-        cur.execute(
+    def _messages_appended(self, cur: Cur, run: list[tuple[int, Any]]) -> None:
+        first = run[0][1]
+        sid = self._sid(cur, first)
+        cur.executemany(
             "INSERT INTO {t}rm_messages (session_id, seq, role, turn_id, tool_call_id,"
-            " steering, visible, command_id, body, created_at, version)"
+            " steering, visible, command_id, notification_id, created_at, version)"
             " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
-            (
-                sid,
-                e.seq,
-                e.role,
-                e.turn_id,
-                e.tool_call_id,
-                int(bool(e.steering)),
-                e.command_id,
-                body,
-                e.created_at,
-                e.originator_version,
-            ),
+            [
+                (sid, e.seq, e.role, e.turn_id, e.tool_call_id, int(bool(e.steering)), e.command_id,
+                 notification_id, e.created_at, e.originator_version)
+                for notification_id, e in run
+            ],
         )
-        self._touch(cur, sid, e, "next_seq = ?, message_count = message_count + 1", (e.seq + 1,))
-        if e.command_id is not None:
+        last = run[-1][1]
+        self._touch(
+            cur, sid, last, "next_seq = ?, message_count = message_count + ?", (last.seq + 1, len(run))
+        )
+        spans: dict[str, list[int]] = {}
+        for _, e in run:
+            if e.command_id is not None:
+                span = spans.setdefault(e.command_id, [e.seq, e.seq])
+                span[1] = e.seq
+        for command_id, (lo, hi) in spans.items():
             cur.execute(
                 "INSERT INTO {t}rm_commands (session_id, command_id, first_seq, last_seq)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, command_id)"
                 " DO UPDATE SET last_seq = excluded.last_seq",
-                (sid, e.command_id, e.seq, e.seq),
+                (sid, command_id, lo, hi),
             )
 
     def _checkpoint_committed(self, cur: Cur, e: Any) -> None:
@@ -522,23 +559,24 @@ class SqlReadModel:
         with self.fresh() as cur:
             return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated)
 
-    @staticmethod
     def _messages(
+        self,
         cur: Cur,
         session_id: str,
         from_seq: int,
         upto_seq: int | None,
         include_invalidated: bool,
     ) -> list[MessageRecord]:
-        sql = "SELECT seq, body, created_at, visible FROM {t}rm_messages WHERE session_id = ? AND seq >= ?"
+        sql = self.projector.events_table.messages_sql
         params: list[Any] = [session_id, from_seq]
         if upto_seq is not None:
-            sql += " AND seq <= ?"
+            sql += " AND m.seq <= ?"
             params.append(upto_seq)
         if not include_invalidated:
-            sql += " AND visible = 1"
-        sql += " ORDER BY seq"
-        return [_message(r) for r in cur.execute(sql, params).fetchall()]
+            sql += " AND m.visible = 1"
+        sql += " ORDER BY m.seq"
+        decode = self.projector.decode_state
+        return [_message(r, decode) for r in cur.execute(sql, params).fetchall()]
 
     def session_view(
         self, session_id: str, *, tail_only: bool = True, after_seq: int = 0

@@ -100,8 +100,7 @@ def verify(
                 if not notes:
                     break
                 with scratch.write() as cur:
-                    for note in notes:
-                        projector.apply(cur, app.mapper.to_domain_event(note))
+                    projector.apply_all(cur, [(note.id, app.mapper.to_domain_event(note)) for note in notes])
                 events += len(notes)
                 start = notes[-1].id + 1
                 if on_progress is not None:
