@@ -107,8 +107,17 @@ class SessionSnapshotView:
 class EventStore(Protocol):
     """The write side: Session aggregates stored as events."""
 
-    def load(self, session_id: str, version: int | None = None) -> Session:
-        """The session (as of ``version``); raises ``SessionNotFound``."""
+    def load(self, session_id: str, version: int | None = None, *, allow_stale: bool = False) -> Session:
+        """The session (as of ``version``); raises ``SessionNotFound``.
+
+        ``allow_stale`` may return a held copy that another process has since moved past:
+        fine for a decision that will be saved (the save then conflicts), not for one
+        that will not be.
+        """
+        ...
+
+    def is_current(self, session: Session) -> bool:
+        """True when no event was stored for the session after ``session.version``."""
         ...
 
     def save(self, session: Session) -> None:

@@ -38,6 +38,11 @@ T = TypeVar("T")
 
 _LOCKS_GUARD = threading.Lock()
 
+#: Prefix of the command ids generated for appends that came without one: they only
+#: guard our own immediate retries (the aggregate's window), so the read model does not
+#: keep them.
+AUTO_COMMAND_PREFIX = "auto"
+
 #: Attempts for one command against concurrent writers (optimistic concurrency).
 COMMAND_ATTEMPTS = 12
 #: Attempts while the database stays locked/unreachable; each already waited for the
@@ -119,14 +124,21 @@ def _mutate(
     services: Services, session_id: str, decide: Callable[[Session], T], attempts: int
 ) -> tuple[T, Session, bool]:
     busy = 0
+    stale_ok = True
     for attempt in range(attempts):
-        session = services.events.load(session_id)
+        # Decide on the held copy (no read round trip); if it was stale, the save below
+        # conflicts and the next attempt reloads.
+        session = services.events.load(session_id, allow_stale=stale_ok)
         result = decide(session)
         if not session.pending_events:
+            if stale_ok and not services.events.is_current(session):
+                stale_ok = False  # a no-op decided on old state: decide again on fresh state
+                continue
             return result, session, False
         try:
             services.events.save(session)
         except ConcurrencyConflict as conflict:
+            stale_ok = False
             if conflict.busy:
                 busy += 1
                 if busy >= BUSY_ATTEMPTS:

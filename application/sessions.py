@@ -24,7 +24,7 @@ from . import commands as c
 from . import results as r
 from .context import checkpoint_ref, current_context
 from .ports import ConcurrencyConflict, SessionRow
-from .services import Services, mutate
+from .services import AUTO_COMMAND_PREFIX, Services, mutate
 
 log = logging.getLogger("context_compaction.sessions")
 
@@ -87,9 +87,7 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
             f"{limits.max_batch_messages}"
         )
     for index, message in enumerate(cmd.messages):
-        record = message.to_record()
-        record.pop("role")
-        size = _message_chars(record)
+        size = _record_chars(message)
         if size > limits.max_message_chars:
             raise InvalidMessage(
                 f"message {index} has {size:,} characters; the limit is "
@@ -102,7 +100,7 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
             return r.AppendMessagesResult(seqs=earlier, version=row.version, duplicate=True)
     # Our own retries must be idempotent too (a commit whose acknowledgement was lost
     # is retried): every append carries a command id, the host's or a fresh one.
-    command_id = cmd.command_id or svc.ids.new_id("cmd")
+    command_id = cmd.command_id or svc.ids.new_id(AUTO_COMMAND_PREFIX)
     seqs, session, saved = mutate(
         svc,
         cmd.session_id,
@@ -113,7 +111,18 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
             "messages appended",
             extra={"session_id": cmd.session_id, "count": len(seqs), "last_seq": seqs[-1]},
         )
-    return r.AppendMessagesResult(seqs=seqs, version=session.version, duplicate=not saved)
+    return r.AppendMessagesResult.model_construct(seqs=seqs, version=session.version, duplicate=not saved)
+
+
+def _record_chars(message: Any) -> int:
+    """Characters of a message's text: a quick sum for the common shapes."""
+    content = message.content
+    if message.provider_state is None and (content is None or isinstance(content, str)):
+        return (len(content or "") + len(message.reasoning or "")
+                + sum(len(c.arguments) + len(c.name) for c in message.tool_calls))
+    record = message.to_record()
+    record.pop("role")
+    return _message_chars(record)
 
 
 def _message_chars(value: Any) -> int:

@@ -35,16 +35,33 @@ def json_problem(value: Any, *, max_depth: int = MAX_DEPTH, where: str = "") -> 
 
 def _json_problem(value: Any, max_depth: int, where: str) -> str | None:
     stack: list[tuple[Any, int, str]] = [(value, 0, where)]
+    pop, push = stack.pop, stack.append
     while stack:
-        item, depth, path = stack.pop()
-        if depth > max_depth:
-            return f"{path or 'value'} is nested deeper than {max_depth} levels"
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return f"{path or 'value'} is not valid Unicode (lone surrogate)"
-        elif isinstance(item, bool) or item is None:
+        item, depth, path = pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{path or 'value'} is not valid Unicode (lone surrogate)"
+        elif kind is dict or kind is list or kind is tuple:
+            if depth >= max_depth:
+                return f"{path or 'value'} is nested deeper than {max_depth} levels"
+            pairs = item.items() if kind is dict else enumerate(item)
+            for key, child in pairs:
+                if kind is dict:
+                    if type(key) is not str:
+                        return f"{path or 'value'} has a non-string key"
+                    if not key.isascii():
+                        try:
+                            key.encode("utf-8")
+                        except UnicodeEncodeError:
+                            return f"{path or 'value'} has a key that is not valid Unicode"
+                if type(child) is str and child.isascii():
+                    continue  # the common case, decided without a stack round trip
+                push((child, depth + 1, f"{path}.{key}" if path else str(key)))
+        elif item is None or kind is bool:
             continue
         elif isinstance(item, int):
             if abs(item) > MAX_INT:
@@ -52,20 +69,10 @@ def _json_problem(value: Any, max_depth: int, where: str) -> str | None:
         elif isinstance(item, float):
             if item != item or item in (float("inf"), float("-inf")):
                 return f"{path or 'value'} is not a finite number"
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                if not isinstance(key, str):
-                    return f"{path or 'value'} has a non-string key"
-                try:
-                    key.encode("utf-8")
-                except UnicodeEncodeError:
-                    return f"{path or 'value'} has a key that is not valid Unicode"
-                stack.append((child, depth + 1, f"{path}.{key}" if path else key))
-        elif isinstance(item, (list, tuple)):
-            for index, child in enumerate(item):
-                stack.append((child, depth + 1, f"{path}.{index}" if path else str(index)))
+        elif isinstance(item, (dict, list, tuple)):
+            push((dict(item) if isinstance(item, dict) else list(item), depth, path))
         elif isinstance(item, BaseModel):
-            stack.append((item.model_dump(), depth, path))
+            push((item.model_dump(), depth, path))
     return None
 
 

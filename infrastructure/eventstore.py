@@ -20,7 +20,6 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import (
     IntegrityError,
-    JSONTranscoder,
     PersistenceError,
     Recording,
     StoredEvent,
@@ -34,7 +33,7 @@ from context_compaction.domain.session import Session, session_aggregate_id
 
 from .database import Cur, Database, Dialect, StorageBusy, is_transient, storage_errors
 from .readmodel import EventsTable, ReadModelProjector, SqlReadModel
-from .transcoding import SafeJSONTranscoder
+from .transcoding import PlainJSONTranscoder
 
 log = logging.getLogger("context_compaction.eventstore")
 
@@ -115,12 +114,7 @@ class SessionsApplication(Application[UUID]):
         self.projector.mapper = self.mapper
 
     def construct_transcoder(self) -> Transcoder:
-        transcoder = SafeJSONTranscoder()
-        self.register_transcodings(transcoder)
-        return transcoder
-
-    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
-        super().register_transcodings(transcoder)
+        return PlainJSONTranscoder()
 
     def construct_recorder(self) -> Any:
         datastore = self.factory.datastore  # type: ignore[attr-defined]
@@ -140,6 +134,18 @@ class SessionsApplication(Application[UUID]):
             with storage_errors():
                 recorder.create_table()
         return recorder
+
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        # Application.save minus its runtime Protocol isinstance checks (tens of µs per
+        # call): we only ever save Session aggregates.
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        for aggregate in objs:
+            processing_event.events.extend(aggregate.collect_events())
+            processing_event.aggregates[aggregate.id] = aggregate
+        processing_event.saved_kwargs.update(kwargs)
+        recordings = self._record(processing_event)
+        self._take_snapshots(processing_event)
+        return recordings
 
     def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Recording[UUID]]:
         processing_event.saved_kwargs["projected_events"] = list(processing_event.events)
@@ -179,9 +185,9 @@ class SqlEventStore:
         self._cache: OrderedDict[str, Session] = OrderedDict()
         self._lock = threading.Lock()
 
-    def load(self, session_id: str, version: int | None = None) -> Session:
+    def load(self, session_id: str, version: int | None = None, *, allow_stale: bool = False) -> Session:
         if version is None:
-            cached = self._cached(session_id)
+            cached = self._cached(session_id, fast_forward=not allow_stale)
             if cached is not None:
                 return cached
         aggregate_id = session_aggregate_id(session_id)
@@ -202,7 +208,7 @@ class SqlEventStore:
             self._remember(session_id, session)
         return session
 
-    def _cached(self, session_id: str) -> Session | None:
+    def _cached(self, session_id: str, *, fast_forward: bool) -> Session | None:
         with self._lock:
             session = self._cache.get(session_id)
             if session is None:
@@ -211,6 +217,8 @@ class SqlEventStore:
         if session.pending_events:  # a decision that was never saved: not trustworthy
             self.forget(session_id)
             return None
+        if not fast_forward:
+            return session
         try:
             with storage_errors():
                 newer = list(self.app.events.get(session.id, gt=session.version))
@@ -220,6 +228,15 @@ class SqlEventStore:
         for domain_event in newer:
             domain_event.mutate(session)
         return session
+
+    def is_current(self, session: Session) -> bool:
+        """Has nothing been stored for this session after ``session.version``?"""
+        try:
+            with storage_errors():
+                newer = self.app.recorder.select_events(session.id, gt=session.version, limit=1)
+        except (StorageBusy, StorageError):
+            return False
+        return not newer
 
     def _remember(self, session_id: str, session: Session) -> None:
         with self._lock:

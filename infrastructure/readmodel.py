@@ -19,6 +19,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import Mapper, Notification
 
+from context_compaction.application.services import AUTO_COMMAND_PREFIX
 from context_compaction.application.ports import (
     CheckpointRow,
     SessionRow,
@@ -35,27 +36,27 @@ log = logging.getLogger("context_compaction.readmodel")
 
 POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS {t}rm_position ("
-    " name TEXT PRIMARY KEY, notification_id {INT} NOT NULL)",
+    " name TEXT PRIMARY KEY, notification_id {INT} NOT NULL){WR}",
     "CREATE TABLE IF NOT EXISTS {t}rm_sessions ("
     " session_id TEXT PRIMARY KEY, aggregate_id TEXT NOT NULL UNIQUE, model TEXT NOT NULL,"
     " agent_token_limit {INT}, version {INT} NOT NULL, next_seq {INT} NOT NULL,"
     " context_generation {INT} NOT NULL, active_checkpoint_id TEXT,"
     " message_count {INT} NOT NULL, invalidated_count {INT} NOT NULL,"
     " checkpoint_count {INT} NOT NULL, deleted {INT} NOT NULL,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL)",
+    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL){WR}",
     "CREATE TABLE IF NOT EXISTS {t}rm_messages ("
     " session_id TEXT NOT NULL, seq {INT} NOT NULL, role TEXT NOT NULL, turn_id TEXT,"
     " tool_call_id TEXT, steering {INT} NOT NULL, visible {INT} NOT NULL, command_id TEXT,"
     " notification_id {INT} NOT NULL, created_at TEXT NOT NULL, version {INT} NOT NULL,"
-    " PRIMARY KEY (session_id, seq))",
+    " PRIMARY KEY (session_id, seq)){WR}",
     "CREATE TABLE IF NOT EXISTS {t}rm_commands ("
     " session_id TEXT NOT NULL, command_id TEXT NOT NULL, first_seq {INT} NOT NULL,"
-    " last_seq {INT} NOT NULL, PRIMARY KEY (session_id, command_id))",
+    " last_seq {INT} NOT NULL, PRIMARY KEY (session_id, command_id)){WR}",
     "CREATE TABLE IF NOT EXISTS {t}rm_checkpoints ("
     " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation {INT} NOT NULL,"
     " parent_checkpoint_id TEXT, summary TEXT NOT NULL, first_retained_seq {INT} NOT NULL,"
@@ -74,7 +75,7 @@ SCHEMA: tuple[str, ...] = (
     # A cache, not a projection: counts are a pure function of (message, encoding).
     "CREATE TABLE IF NOT EXISTS {t}rm_token_counts ("
     " session_id TEXT NOT NULL, encoding TEXT NOT NULL, seq {INT} NOT NULL,"
-    " tokens {INT} NOT NULL, PRIMARY KEY (session_id, encoding, seq))",
+    " tokens {INT} NOT NULL, PRIMARY KEY (session_id, encoding, seq)){WR}",
     # Written by the Timeline follower after commits (best effort), spec §13.
     "CREATE TABLE IF NOT EXISTS {t}rm_timeline ("
     " key TEXT PRIMARY KEY, session_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
@@ -245,10 +246,20 @@ class ReadModelProjector:
         """Project freshly inserted events (same transaction), catching up any gap first."""
         if not ids:
             return
+        pairs = list(zip(ids, events, strict=True))
+        # Common case in one statement: the read model is exactly at the notification
+        # before these (SQLite rowids are contiguous). Otherwise the careful path.
+        cur.execute(
+            "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id = ?",
+            (ids[-1], POSITION, ids[0] - 1),
+        )
+        if cur.rowcount == 1:
+            self.apply_all(cur, pairs)
+            return
         position = self.position(cur)
         if position < ids[0] - 1:
             self.replay(cur, after=position, before=ids[0])
-        self.apply_all(cur, list(zip(ids, events, strict=True)))
+        self.apply_all(cur, pairs)
         self._advance(cur, ids[-1])
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
@@ -367,7 +378,7 @@ class ReadModelProjector:
         )
         spans: dict[str, list[int]] = {}
         for _, e in run:
-            if e.command_id is not None:
+            if e.command_id is not None and not e.command_id.startswith(AUTO_COMMAND_PREFIX + "_"):
                 span = spans.setdefault(e.command_id, [e.seq, e.seq])
                 span[1] = e.seq
         for command_id, (lo, hi) in spans.items():

@@ -1,12 +1,12 @@
-"""Event serialization: eventsourcing's JSON transcoder, made safe for user data.
+"""Event serialization: plain JSON (orjson), never interpreting user data (ADR 0005).
 
-eventsourcing's ``JSONTranscoder`` decodes any JSON object with exactly the keys
-``_type_`` and ``_data_`` as a custom type. Message content, tool arguments and
-provider state come from hosts (and attackers), so such an object inside a message
-would make the session's events undecodable: a stored session could never be loaded
-again. Objects of that shape are escaped on the way in and restored on the way out.
-
-Datetime subclasses (freezegun's ``FakeDatetime``) are stored like datetimes.
+eventsourcing's ``JSONTranscoder`` marks non-JSON values as ``{"_type_", "_data_"}``
+objects and decodes every such object back through a hook. Message content, tool
+arguments and provider state come from hosts (and attackers), so an object of that
+shape inside a message would be misread — a stored session could become undecodable.
+This transcoder stores plain JSON instead and restores the only non-JSON values our
+events hold — datetimes — at the fields where they are known to be. User data is
+stored and returned exactly as given, whatever its shape.
 """
 
 from __future__ import annotations
@@ -14,74 +14,45 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, Transcoding
+import orjson
+from eventsourcing.persistence import Transcoder, Transcoding
 
-_ESCAPED = "ctxc_escaped_object"
-
-
-class _EscapedObject(Transcoding):
-    type = type("_Unused", (), {})  # never looked up by type: escaping is explicit
-    name = _ESCAPED
-
-    def encode(self, obj: Any) -> Any:  # pragma: no cover - see _escape()
-        raise NotImplementedError
-
-    def decode(self, data: list[list[Any]]) -> dict[str, Any]:
-        return {key: value for key, value in data}
+# Fields holding datetimes: every event's ``timestamp``; a snapshot's ``timestamp`` and
+# the aggregate's ``_created_on`` / ``_modified_on`` inside its ``state``.
+_SNAPSHOT_DATETIMES = ("_created_on", "_modified_on")
 
 
-def _escape(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        changed = False
-        new: dict[str, Any] = {}
-        for key, value in obj.items():
-            escaped = _escape(value)
-            changed = changed or escaped is not value
-            new[key] = escaped
-        if len(obj) == 2 and "_type_" in obj and "_data_" in obj:
-            return {"_type_": _ESCAPED, "_data_": [[k, v] for k, v in new.items()]}
-        return new if changed else obj
-    if isinstance(obj, (list, tuple)):
-        items = [_escape(v) for v in obj]
-        if any(a is not b for a, b in zip(items, obj, strict=True)):
-            return items
-        return obj
-    return obj
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):  # includes subclasses such as freezegun's FakeDatetime
+        return value.isoformat()
+    raise TypeError(f"cannot store {type(value).__name__} in an event")
 
 
-#: Where user-controlled objects can appear: message fields in events, and the two
-#: aggregate attributes keyed by user ids in snapshots. Everything else is ours, so
-#: the (comparatively slow) escape walk stays off large snapshots.
-_EVENT_USER_KEYS = ("content", "tool_calls", "provider_state")
-_SNAPSHOT_USER_KEYS = ("open_calls", "recent_commands")
+def _as_datetime(value: Any) -> Any:
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    if isinstance(value, dict) and value.get("_type_") == "datetime_iso":  # written by JSONTranscoder
+        return datetime.fromisoformat(value["_data_"])
+    return value
 
 
-def _escape_user_values(obj: Any) -> Any:
-    if not isinstance(obj, dict):
-        return _escape(obj)
-    state = obj.get("state")
-    if isinstance(state, dict) and "topic" in obj:  # a snapshot: {timestamp, topic, state}
-        keys, target = _SNAPSHOT_USER_KEYS, state
-    else:
-        keys, target = _EVENT_USER_KEYS, obj
-    changed = {k: _escape(target[k]) for k in keys if k in target}
-    if all(changed[k] is target[k] for k in changed):
-        return obj
-    if target is obj:
-        return {**obj, **changed}
-    return {**obj, "state": {**state, **changed}}
+class PlainJSONTranscoder(Transcoder):
+    """Implements eventsourcing's ``Transcoder`` for our events and snapshots."""
 
-
-class SafeJSONTranscoder(JSONTranscoder):
-    def __init__(self) -> None:
-        super().__init__()
-        self.register(_EscapedObject())
-        self._datetime = DatetimeAsISO()
+    def register(self, transcoding: Transcoding) -> None:
+        """Nothing to register: no custom types are stored."""
 
     def encode(self, obj: Any) -> bytes:
-        return super().encode(_escape_user_values(obj))
+        return orjson.dumps(obj, default=_default)
 
-    def _encode_obj(self, o: Any) -> dict[str, Any]:
-        if isinstance(o, datetime) and type(o) not in self.types:
-            return {"_type_": self._datetime.name, "_data_": self._datetime.encode(o)}
-        return super()._encode_obj(o)
+    def decode(self, data: bytes) -> Any:
+        obj = orjson.loads(data)
+        if isinstance(obj, dict):
+            if "timestamp" in obj:
+                obj["timestamp"] = _as_datetime(obj["timestamp"])
+            state = obj.get("state")
+            if isinstance(state, dict) and "topic" in obj:
+                for key in _SNAPSHOT_DATETIMES:
+                    if key in state:
+                        state[key] = _as_datetime(state[key])
+        return obj
