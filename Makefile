@@ -19,9 +19,17 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
 
-bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r benchmarks/requirements.txt
-	$(BIN)/python benchmarks/run.py
+# Peers (LangChain, LlamaIndex) live in their own venv so they never leak into tests.
+BENCH_VENV  := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): pyproject.toml benchmarks/requirements.txt
+	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e . -r benchmarks/requirements.txt
+	@touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .hypothesis build *.egg-info

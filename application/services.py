@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from context_compaction.domain.errors import StorageError
+from context_compaction.domain.errors import ContextCompactionError, StorageError
 from context_compaction.domain.projection import ProviderIdentity
 from context_compaction.domain.session import Session
 
@@ -129,7 +129,14 @@ def _mutate(
         # Decide on the held copy (no read round trip); if it was stale, the save below
         # conflicts and the next attempt reloads.
         session = services.events.load(session_id, allow_stale=stale_ok)
-        result = decide(session)
+        try:
+            result = decide(session)
+        except ContextCompactionError:
+            # A refusal must come from the current state, never from an old copy.
+            if stale_ok and not services.events.is_current(session):
+                stale_ok = False
+                continue
+            raise
         if not session.pending_events:
             if stale_ok and not services.events.is_current(session):
                 stale_ok = False  # a no-op decided on old state: decide again on fresh state

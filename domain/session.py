@@ -223,13 +223,38 @@ class Session(Aggregate):
         seqs = []
         for index, message in enumerate(messages):
             seqs.append(self.next_seq)
-            self._message_appended(
-                seq=self.next_seq,
-                **message.to_record(),
-                command_id=command_id,
-                created_at=created_ats[index] if created_ats is not None else created_at,
+            self._record_message(
+                {
+                    "seq": self.next_seq,
+                    **message.to_record(),
+                    "command_id": command_id,
+                    "created_at": created_ats[index] if created_ats is not None else created_at,
+                }
             )
         return seqs
+
+    def _record_message(self, payload: dict[str, Any]) -> None:
+        # The append hot path does what calling the @event method does (a new event at
+        # version + 1, applied, kept pending) without eventsourcing re-filtering the
+        # kwargs through the method signature twice per message. Replay still goes
+        # through the decorated method; both run ``_apply_message``.
+        event_class = Session.MessageAppended
+        new_event = event_class(  # type: ignore[call-arg]
+            originator_id=self.id,
+            originator_version=self.version + 1,
+            timestamp=event_class.create_timestamp(),
+            **payload,
+        )
+        self._apply_message(
+            payload["seq"],
+            payload["role"],
+            payload["tool_calls"],
+            payload["tool_call_id"],
+            payload["command_id"],
+        )
+        self.version = new_event.originator_version
+        self.modified_on = new_event.timestamp
+        self._pending_events.append(new_event)
 
     @event("MessageAppended", topic="context_compaction:Session.MessageAppended")
     def _message_appended(
@@ -246,6 +271,16 @@ class Session(Aggregate):
         provider_state: dict[str, Any] | None,
         command_id: str | None,
         created_at: str,
+    ) -> None:
+        self._apply_message(seq, role, tool_calls, tool_call_id, command_id)
+
+    def _apply_message(
+        self,
+        seq: int,
+        role: str,
+        tool_calls: list[dict[str, Any]],
+        tool_call_id: str | None,
+        command_id: str | None,
     ) -> None:
         self.next_seq = seq + 1
         self.message_count += 1

@@ -92,8 +92,24 @@ def _postgres_recorder_class() -> type:
     return ProjectingPostgresRecorder
 
 
+def snapshot_step(interval: int, version: int) -> int:
+    """Events between snapshots: ``interval``, doubled as the session grows.
+
+    A snapshot holds state that grows with the session (its tool groups), so a fixed
+    interval would make the snapshot bytes written per appended event grow with N.
+    The step is ``interval`` times the largest power of two not above
+    ``version / (8 * interval)``: snapshot bytes per event stay flat, and a cold load
+    replays at most about an eighth of the session's events after its snapshot.
+    Steps are nested powers of two, so a crossing at a larger step is one at a
+    smaller step too.
+    """
+    ratio = version // (8 * interval)
+    return interval * (1 << (ratio.bit_length() - 1)) if ratio > 1 else interval
+
+
 class SessionsApplication(Application[UUID]):
-    """Sessions as event-sourced aggregates; snapshots every ``snapshot_interval`` events."""
+    """Sessions as event-sourced aggregates; snapshots every ``snapshot_interval`` events
+    (more sparsely as a session grows, see ``snapshot_step``)."""
 
     name = "ContextCompaction"
 
@@ -161,8 +177,9 @@ class SessionsApplication(Application[UUID]):
             for aggregate in processing_event.aggregates.values():
                 first = aggregate.version - len([e for e in processing_event.events
                                                  if e.originator_id == aggregate.id])
+                step = snapshot_step(interval, aggregate.version)
                 # Snapshot the state we hold (no re-read) when this save crossed a multiple.
-                if aggregate.version // interval > first // interval:
+                if aggregate.version // step > first // step:
                     self.snapshots.put([Session.Snapshot.take(aggregate)])
         except Exception as exc:  # noqa: BLE001
             log.warning("snapshot failed", extra={"error_class": type(exc).__name__})

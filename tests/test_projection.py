@@ -15,7 +15,7 @@ from context_compaction.domain.projection import (
     ProviderIdentity,
     build_projection,
 )
-from helpers import Harness, assistant, ok, tool, user
+from helpers import Harness, assistant, err, ok, tool, user
 
 CLAUDE = ProviderIdentity("anthropic", "anthropic/claude-sonnet-4-5")
 
@@ -155,3 +155,45 @@ def test_user_ids_shaped_like_transcoder_markers_survive_snapshots(make_harness)
                     "messages": [user("a")]}))["seqs"] == [1]
     assert [m["role"] for m in ok(h.do({"type": "get_projection", "session_id": "s"}))["messages"]] == [
         "user", "assistant", "tool", "tool"]
+
+
+def test_snapshot_steps_are_nested_and_keep_replay_and_write_cost_bounded() -> None:
+    from context_compaction.infrastructure.eventstore import snapshot_step
+
+    interval = 100
+    taken, last = [], 0
+    for version in range(1, 50_001):
+        step = snapshot_step(interval, version)
+        assert step % interval == 0 and (step // interval) & (step // interval - 1) == 0
+        assert step == interval or step <= version / 8  # a cold load replays <= 1/8
+        if version // step > (version - 1) // step:
+            taken.append(version)
+            last = version
+        assert version - last < max(interval, version / 8 + interval)
+    # Snapshot state grows with N: ~flat bytes per event needs ~logarithmic growth in
+    # how often they are taken once past 16 intervals.
+    assert len([v for v in taken if v <= 1600]) == 16
+    assert len(taken) < 16 + 8 * 6
+
+
+def test_a_long_session_reloads_from_a_sparse_snapshot(make_harness) -> None:
+    h = make_harness("sparse", snapshot_interval=2)
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    for i in range(60):
+        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [
+            assistant(None, [(f"c{i}", "f", "{}")]), tool(f"c{i}", str(i))]}))
+    before = ok(h.do({"type": "get_projection", "session_id": "s"}))
+    snapshots = h.bus.services.events.app.snapshots
+    aggregate_id = h.bus.services.events.load("s").id
+    versions = [s.originator_version for s in snapshots.recorder.select_events(aggregate_id)]
+    assert versions and max(versions) <= 121 and len(versions) < 45  # sparser than every save
+    h.reopen()  # cold: the latest snapshot plus the events after it
+    assert ok(h.do({"type": "get_projection", "session_id": "s"})) == before
+    # The reloaded aggregate still knows every tool group and every open call.
+    err(h.do({"type": "append_messages", "session_id": "s", "messages": [tool("c3", "again")]}),
+        "invalid_message")
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [
+        assistant(None, [("c60", "f", "{}")]), tool("c60", "x")]}))
+    refused = err(h.do({"type": "invalidate_history", "session_id": "s", "kind": "delete",
+                        "seqs": [120]}), "invalid_message")
+    assert refused["details"]["tool_group_seqs"] == [119, 120]
