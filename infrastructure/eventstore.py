@@ -43,6 +43,7 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         super().__init__(datastore)
         self.projector = projector
         self.dialect = dialect
+        self.snapshot_recorder: Any = None  # wired by SessionsApplication
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -51,6 +52,9 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         events = kwargs.get("projected_events")
         if ids and events is not None:
             self.projector.project_inline(Cur(c.sqlite_cursor, self.dialect), list(ids), events)
+        snapshots = kwargs.get("snapshots")
+        if snapshots:
+            self.snapshot_recorder._insert_events(c, snapshots)
         return ids
 
 
@@ -69,6 +73,7 @@ def _postgres_recorder_class() -> type:
             super().__init__(datastore, events_table_name=events_table_name)
             self.projector = projector
             self.dialect = dialect
+            self.snapshot_recorder: Any = None  # wired by SessionsApplication
 
         def insert_events(
             self, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -83,6 +88,9 @@ def _postgres_recorder_class() -> type:
                 with conn.cursor() as curs:
                     self._insert_stored_events(curs, stored_events, **kwargs)
                     ids = [row["notification_id"] for row in curs.fetchall()]
+                    snapshots = kwargs.get("snapshots")
+                    if snapshots:
+                        self.snapshot_recorder._insert_stored_events(curs, snapshots)
                 events = kwargs.get("projected_events")
                 if events is not None:
                     cur = Cur(conn.cursor(row_factory=tuple_row), self.dialect)
@@ -128,6 +136,8 @@ class SessionsApplication(Application[UUID]):
         super().__init__(env=env)
         assert self.projector is not None
         self.projector.mapper = self.mapper
+        if self.snapshots is not None:
+            self.recorder.snapshot_recorder = self.snapshots.recorder  # type: ignore[attr-defined]
 
     def construct_transcoder(self) -> Transcoder:
         return PlainJSONTranscoder()
@@ -159,30 +169,36 @@ class SessionsApplication(Application[UUID]):
             processing_event.events.extend(aggregate.collect_events())
             processing_event.aggregates[aggregate.id] = aggregate
         processing_event.saved_kwargs.update(kwargs)
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        return recordings
+        return self._record(processing_event)
 
     def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Recording[UUID]]:
         processing_event.saved_kwargs["projected_events"] = list(processing_event.events)
+        processing_event.saved_kwargs["snapshots"] = self._due_snapshots(processing_event)
         return super()._record(processing_event)
 
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
-        # The events are committed by now; a failed snapshot only costs load time
-        # later and must not make the command look failed (it would be retried).
+        """Snapshots are written with the events instead (``_due_snapshots``)."""
+
+    def _due_snapshots(self, processing_event: ProcessingEvent[UUID]) -> list[StoredEvent]:
+        # Written in the events' transaction: no commit (fsync) of their own. Taken
+        # from the state we hold (no re-read) when this save crosses a step boundary.
+        # A snapshot that cannot be made only costs load time later; it must not fail
+        # the command.
         interval = self.snapshotting_intervals.get(Session)
         if not interval or self.snapshots is None:
-            return
+            return []
+        due = []
         try:
             for aggregate in processing_event.aggregates.values():
                 first = aggregate.version - len([e for e in processing_event.events
                                                  if e.originator_id == aggregate.id])
                 step = snapshot_step(interval, aggregate.version)
-                # Snapshot the state we hold (no re-read) when this save crossed a multiple.
                 if aggregate.version // step > first // step:
-                    self.snapshots.put([Session.Snapshot.take(aggregate)])
+                    due.append(self.mapper.to_stored_event(Session.Snapshot.take(aggregate)))
         except Exception as exc:  # noqa: BLE001
             log.warning("snapshot failed", extra={"error_class": type(exc).__name__})
+            return []
+        return due
 
 
 class SqlEventStore:
