@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import sqlite3
 import statistics
@@ -201,7 +200,9 @@ def _best(fn: Any, repeats: int) -> float:
 
 
 # --------------------------------------------------------------- restore
-def cold_restore(path: Path, repeats: int = 7) -> dict[str, Any]:
+def cold_restore(path: Path, history: list[dict[str, Any]], repeats: int = 7) -> dict[str, Any]:
+    """New bootstrap + ``get_projection`` against the floor: a hand-written table of
+    the same tail rows (session_id, seq, JSON body) read with one SELECT + json.loads."""
     s = settings(path)
     ours = []
     messages = 0
@@ -213,12 +214,21 @@ def cold_restore(path: Path, repeats: int = 7) -> dict[str, Any]:
         messages = len(projection.messages)
         bus.close()
     first = projection.first_raw_seq or 1
+    raw_path = path.with_suffix(".tail.db")
+    raw_path.unlink(missing_ok=True)
+    conn = sqlite3.connect(raw_path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE m (session_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (session_id, seq))")
+    conn.executemany("INSERT INTO m VALUES ('s', ?, ?)",
+                     [(seq, json.dumps(m)) for seq, m in enumerate(history, 1) if seq >= first])
+    conn.commit()
+    conn.close()
     raw = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        conn = sqlite3.connect(path)
-        rows = conn.execute("SELECT seq, body FROM rm_messages WHERE session_id = ? AND seq >= ? AND visible = 1"
-                            " ORDER BY seq", ("s", first)).fetchall()
+        conn = sqlite3.connect(raw_path)
+        rows = conn.execute("SELECT seq, body FROM m WHERE session_id = ? AND seq >= ? ORDER BY seq",
+                            ("s", first)).fetchall()
         [json.loads(body) for _, body in rows]
         conn.close()
         raw.append(time.perf_counter() - t0)
@@ -227,13 +237,17 @@ def cold_restore(path: Path, repeats: int = 7) -> dict[str, Any]:
 
 
 def restore_rss(path: Path) -> float:
-    """Peak RSS (MB) of a fresh process that restores the session's projection."""
+    """Peak RSS (MB) of a fresh process that restores the session's projection.
+
+    Read from /proc (VmHWM, per address space): Linux keeps ``ru_maxrss`` across
+    fork and exec, so the child would report this (large) benchmark process's peak.
+    """
     code = (
-        "import os, resource, sys; os.environ['LITELLM_LOCAL_MODEL_COST_MAP']='True';"
+        "import os; os.environ['LITELLM_LOCAL_MODEL_COST_MAP']='True';"
         "from context_compaction import Settings, bootstrap, commands as c;"
         f"b = bootstrap(Settings(database_url='sqlite:///{path}', summarizer='extractive'));"
         "p = b.dispatch(c.GetProjection(session_id='s'));"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return round(int(out.stdout.strip()) / 1024, 1)
@@ -309,7 +323,16 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=15, help="turns measured per size")
     parser.add_argument("--peer-repeats", type=int, default=3)
     parser.add_argument("--out", default=str(HERE / "results" / "latest.json"))
+    parser.add_argument("--append-only", metavar="DB", help=argparse.SUPPRESS)
+    parser.add_argument("--peers-only", metavar="N", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.peers_only:
+        history = [m for turn in session_messages(args.peers_only) for m in turn]
+        print(json.dumps(per_call_peers(history, args.peer_repeats)))
+        return 0
+    if args.append_only:
+        print(json.dumps(append_throughput(Path(args.append_only), new_turns(400))))
+        return 0
     sizes = [int(x) for x in args.sizes.split(",")]
     work = Path(tempfile.mkdtemp(prefix="ctxc-bench-"))
     report: dict[str, Any] = {
@@ -334,9 +357,14 @@ def main() -> int:
             entry: dict[str, Any] = {"messages": count, "compaction": outcome.report.splitlines()[0]}
             entry["ours"] = per_turn_ours(plain, turns)
             entry["floor"] = physical_floor(work / f"floor{n}.db", turns)
-            entry["peers"] = per_call_peers(history, args.peer_repeats)
-            entry["restore_uncompacted"] = cold_restore(plain)
-            entry["restore_compacted"] = cold_restore(compacted)
+            # Peers run in their own process, so their imports, threads and heap never
+            # share an interpreter with our measurements.
+            out = subprocess.run([sys.executable, __file__, "--peers-only", str(n),
+                                  "--peer-repeats", str(args.peer_repeats)],
+                                 capture_output=True, text=True, check=True)
+            entry["peers"] = json.loads(out.stdout)
+            entry["restore_uncompacted"] = cold_restore(plain, history)
+            entry["restore_compacted"] = cold_restore(compacted, history)
             report["sizes"][str(n)] = entry
             print(f"N={n:,}: per turn {entry['ours']['per_turn_ms']} ms, floor {entry['floor']['floor_ms']} ms",
                   file=sys.stderr, flush=True)
@@ -346,7 +374,11 @@ def main() -> int:
             "compacted": restore_rss(work / f"compacted{biggest}.db"),
             "messages": biggest,
         }
-        report["append_throughput"] = append_throughput(work / "append.db", new_turns(400))
+        # In a fresh process: the peers loaded above leave threads and a large heap
+        # behind that would tax whichever side allocates more.
+        out = subprocess.run([sys.executable, __file__, "--append-only", str(work / "append.db")],
+                             capture_output=True, text=True, check=True)
+        report["append_throughput"] = json.loads(out.stdout)
         report["token_accuracy"] = token_accuracy([m for t in session_messages(2000) for m in t])
         report["cli_start_s"] = cli_start(work / f"plain{min(sizes)}.db")
     finally:

@@ -48,7 +48,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         return DatabaseTarget(
             dialect=Dialect("sqlite"),
             env={
-                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite:SQLiteFactory",  # class topic: no module scan
                 "SQLITE_DBNAME": path,
                 "SQLITE_LOCK_TIMEOUT": str(settings.sqlite_lock_timeout),
                 "CREATE_TABLE": "y",
@@ -62,7 +62,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         pg = settings.postgres
         schema = (query.get("schema") or [None])[0] or pg.schema_name or "public"
         env = {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "PERSISTENCE_MODULE": "eventsourcing.postgres:PostgresFactory",
             "POSTGRES_DBNAME": (parsed.path or "/").lstrip("/") or "postgres",
             "POSTGRES_HOST": parsed.hostname or "127.0.0.1",
             "POSTGRES_PORT": str(parsed.port or 5432),

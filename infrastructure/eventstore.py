@@ -26,6 +26,7 @@ from eventsourcing.persistence import (
     Transcoder,
 )
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
+from eventsourcing.utils import Environment
 
 from context_compaction.application.ports import ConcurrencyConflict
 from context_compaction.domain.errors import SessionNotFound, StorageError
@@ -138,6 +139,12 @@ class SessionsApplication(Application[UUID]):
         self.projector.mapper = self.mapper
         if self.snapshots is not None:
             self.recorder.snapshot_recorder = self.snapshots.recorder  # type: ignore[attr-defined]
+
+    def construct_env(self, name: str, env: Any = None) -> Environment:
+        # Only the configuration we pass: eventsourcing would also merge os.environ,
+        # so a host's own eventsourcing settings (PERSISTENCE_MODULE, CIPHER_TOPIC,
+        # COMPRESSOR_TOPIC, ...) would silently reconfigure our store.
+        return Environment(name, dict(env or {}))
 
     def construct_transcoder(self) -> Transcoder:
         return PlainJSONTranscoder()

@@ -31,6 +31,7 @@ from context_compaction.domain.session import Session
 from context_compaction.domain.errors import StorageError
 
 from .database import Cur, Database, StorageBusy
+from .transcoding import PlainJSONTranscoder
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -102,6 +103,17 @@ _CHECKPOINT_COLS = (
     "checkpoint_id, session_id, generation, parent_checkpoint_id, summary,"
     " first_retained_seq, source_max_seq, trigger_reason, provider_kind, model,"
     " tokens_before, tokens_after, degraded, summary_source, created_at, version"
+)
+_N_SESSION_COLS = len(_SESSION_COLS.split(","))
+# Newest notification, read-model position, the session row and its active checkpoint:
+# the whole head of a session view in one round trip (always exactly one row).
+_SESSION_VIEW_SQL = (
+    "SELECT ({max_id}), (SELECT notification_id FROM {{t}}rm_position WHERE name = 'read_model'), "
+    + ", ".join("s." + c.strip() for c in _SESSION_COLS.split(","))
+    + ", "
+    + ", ".join("c." + c.strip() for c in _CHECKPOINT_COLS.split(","))
+    + " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
+    " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = s.active_checkpoint_id"
 )
 _BODY_FIELDS = (
     "role",
@@ -185,6 +197,7 @@ class EventsTable:
             self.lock_sql = None
         self.qualified = qualified
         self.max_id_sql = f"SELECT MAX({self.id_column}) FROM {qualified}"
+        self.session_view_sql = _SESSION_VIEW_SQL.format(max_id=self.max_id_sql)
         # Position and newest notification in one round trip (every query checks it).
         self.lag_sql = (
             f"SELECT (SELECT MAX({self.id_column}) FROM {qualified}),"
@@ -314,7 +327,10 @@ class ReadModelProjector:
             state = mapper.cipher.decrypt(state)
         if mapper.compressor is not None:
             state = mapper.compressor.decompress(state)
-        return mapper.transcoder.decode(state)  # type: ignore[no-any-return]
+        transcoder = mapper.transcoder
+        if isinstance(transcoder, PlainJSONTranscoder):
+            return transcoder.decode_values(state)  # message fields need no datetimes
+        return transcoder.decode(state)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------ handlers
     def _sid(self, cur: Cur, event: Any) -> str:
@@ -592,18 +608,39 @@ class SqlReadModel:
     def session_view(
         self, session_id: str, *, tail_only: bool = True, after_seq: int = 0
     ) -> SessionSnapshotView | None:
-        with self.fresh() as cur:
-            session = self._session(cur, session_id)
-            if session is None:
-                return None
-            checkpoint = (
-                self._checkpoint(cur, session.active_checkpoint_id)
-                if session.active_checkpoint_id
-                else None
-            )
-            from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
-            from_seq = max(from_seq, after_seq + 1)
-            messages = self._messages(cur, session_id, from_seq, None, False)
+        # ``fresh()`` with its lag check folded into the head query (cold restore).
+        for attempt in range(4):
+            try:
+                with self.db.read() as cur:
+                    row = cur.execute(
+                        self.projector.events_table.session_view_sql, (session_id,)
+                    ).fetchone()
+                    assert row is not None
+                    newest, position = int(row[0] or 0), int(row[1] or 0)
+                    if position >= newest or attempt == 3:
+                        return self._session_view(cur, session_id, row[2:], tail_only, after_seq)
+            except StorageBusy:
+                if attempt == 3:
+                    raise
+                self.db.recover()
+                continue
+            self.catch_up()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _session_view(
+        self, cur: Cur, session_id: str, row: Sequence[Any], tail_only: bool, after_seq: int
+    ) -> SessionSnapshotView | None:
+        if row[0] is None:
+            return None
+        session = _session_row(row[:_N_SESSION_COLS])
+        checkpoint = (
+            _checkpoint_row(row[_N_SESSION_COLS:])
+            if session.active_checkpoint_id and row[_N_SESSION_COLS] is not None
+            else None
+        )
+        from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
+        from_seq = max(from_seq, after_seq + 1)
+        messages = self._messages(cur, session_id, from_seq, None, False)
         return SessionSnapshotView(session=session, checkpoint=checkpoint, messages=messages)
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:

@@ -45,6 +45,10 @@ class PlainJSONTranscoder(Transcoder):
     def encode(self, obj: Any) -> bytes:
         return orjson.dumps(obj, default=_default)
 
+    def decode_values(self, data: bytes) -> Any:
+        """The stored JSON as is (datetime fields stay ISO strings)."""
+        return orjson.loads(data)
+
     def decode(self, data: bytes) -> Any:
         obj = orjson.loads(data)
         if isinstance(obj, dict):

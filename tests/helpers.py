@@ -85,6 +85,20 @@ class Harness:
         with db.write() as cur:
             cur.execute(sql, params)
 
+    def fail_inserts(self, table: str) -> None:
+        """Make every INSERT into ``table`` fail inside its transaction; reads still work."""
+        if self.is_postgres:
+            self.execute("CREATE OR REPLACE FUNCTION {t}ctxc_fail() RETURNS trigger AS $$"
+                         " BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql")
+            self.execute(f"CREATE TRIGGER ctxc_fail BEFORE INSERT ON {{t}}{table}"
+                         " FOR EACH ROW EXECUTE FUNCTION {t}ctxc_fail()")
+        else:
+            self.execute(f"CREATE TRIGGER ctxc_fail BEFORE INSERT ON {table}"
+                         " BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
+
+    def allow_inserts(self, table: str) -> None:
+        self.execute(f"DROP TRIGGER ctxc_fail ON {{t}}{table}" if self.is_postgres else "DROP TRIGGER ctxc_fail")
+
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         db, _ = self._db()
         with db.read() as cur:

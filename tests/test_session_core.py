@@ -319,3 +319,21 @@ def test_soft_deleted_sessions_keep_their_history_for_audit(harness: Harness) ->
     assert len(history(harness)) == 5
     sessions = ok(harness.do({"type": "list_sessions"}))["sessions"]
     assert sessions[0]["deleted"] is True
+
+
+def test_the_hosts_eventsourcing_environment_does_not_reconfigure_our_store(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    # A host process that also runs eventsourcing (in memory, compressed) for itself.
+    monkeypatch.setenv("PERSISTENCE_MODULE", "eventsourcing.popo")
+    monkeypatch.setenv("COMPRESSOR_TOPIC", "eventsourcing.compressor:ZlibCompressor")
+    h = Harness(tmp_path / "host.db")
+    start(h)
+    append(h, "s1", user("kept on disk as plain JSON"))
+    h.reopen()
+    assert [m["content"] for m in history(h)] == ["kept on disk as plain JSON"]
+    with sqlite3.connect(tmp_path / "host.db") as conn:
+        states = [bytes(r[0]) for r in conn.execute("SELECT state FROM stored_events")]
+    assert any(b'"kept on disk as plain JSON"' in s for s in states)
