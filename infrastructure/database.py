@@ -13,9 +13,54 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from eventsourcing.persistence import OperationalError, PersistenceError
+from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
+from eventsourcing.sqlite import SQLITE3_DEFAULT_LOCK_TIMEOUT, SQLiteConnection, SQLiteConnectionPool
+from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
 from context_compaction.domain.errors import StorageError
+
+
+class StatementCachingPool(SQLiteConnectionPool):
+    """eventsourcing's SQLite pool, with a real prepared-statement cache.
+
+    eventsourcing opens connections with ``cached_statements=True``, which sqlite3 reads
+    as a cache of one statement, so every command re-prepares each of its statements.
+    Otherwise the same connection setup (WAL, autocommit, row factory).
+    """
+
+    def _create_connection(self) -> SQLiteConnection:
+        try:
+            c = sqlite3.connect(
+                database=self.db_name,
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
+                cached_statements=256,
+                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT,
+            )
+        except (sqlite3.Error, TypeError) as e:
+            raise InterfaceError(e) from e
+        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
+            mode = c.execute("PRAGMA journal_mode;").fetchone()[0]
+            if mode.lower() != "wal":
+                c.execute("PRAGMA journal_mode=WAL;")
+                self.journal_mode_was_changed_to_wal = True
+            self.is_journal_mode_wal = True
+        c.row_factory = sqlite3.Row
+        return SQLiteConnection(sqlite_conn=c, max_age=self.max_age)
+
+
+class SQLiteFactory(BaseSQLiteFactory):
+    """eventsourcing's SQLite factory with ``StatementCachingPool`` connections
+    (``PERSISTENCE_MODULE`` topic of SQLite stores)."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        pool = self.datastore.pool
+        assert type(pool) is SQLiteConnectionPool and pool.num_in_pool == 0
+        # Same state, one method overridden: swap the class of the still-empty pool
+        # rather than rebuild it from eventsourcing's private constructor arguments.
+        pool.__class__ = StatementCachingPool
 
 
 class StorageBusy(Exception):
