@@ -530,13 +530,28 @@ class SqlReadModel:
     @contextmanager
     def fresh(self) -> Iterator[Cur]:
         """A read snapshot in which the read model has caught up with the events."""
+        with self._fresh(None) as (cur, _):
+            yield cur
+
+    @contextmanager
+    def _fresh(
+        self, head_sql: str | None, params: Sequence[Any] = ()
+    ) -> Iterator[tuple[Cur, tuple[Any, ...] | None]]:
+        """``fresh()``, optionally with the lag check folded into a first query whose
+        row starts with (newest notification id, read-model position)."""
         for attempt in range(4):
             try:
                 with self.db.read() as cur:
-                    position, newest = self.lag(cur)
+                    head = None
+                    if head_sql is None:
+                        position, newest = self.lag(cur)
+                    else:
+                        head = cur.execute(head_sql, params).fetchone()
+                        assert head is not None
+                        newest, position = int(head[0] or 0), int(head[1] or 0)
                     if position >= newest or attempt == 3:
                         # (after 3 catch-ups writers keep arriving; their rows are inline)
-                        yield cur
+                        yield cur, head
                         return
             except StorageBusy:
                 if attempt == 3:
@@ -608,24 +623,11 @@ class SqlReadModel:
     def session_view(
         self, session_id: str, *, tail_only: bool = True, after_seq: int = 0
     ) -> SessionSnapshotView | None:
-        # ``fresh()`` with its lag check folded into the head query (cold restore).
-        for attempt in range(4):
-            try:
-                with self.db.read() as cur:
-                    row = cur.execute(
-                        self.projector.events_table.session_view_sql, (session_id,)
-                    ).fetchone()
-                    assert row is not None
-                    newest, position = int(row[0] or 0), int(row[1] or 0)
-                    if position >= newest or attempt == 3:
-                        return self._session_view(cur, session_id, row[2:], tail_only, after_seq)
-            except StorageBusy:
-                if attempt == 3:
-                    raise
-                self.db.recover()
-                continue
-            self.catch_up()
-        raise AssertionError("unreachable")  # pragma: no cover
+        # One round trip for the lag check, the session row and its checkpoint.
+        sql = self.projector.events_table.session_view_sql
+        with self._fresh(sql, (session_id,)) as (cur, head):
+            assert head is not None
+            return self._session_view(cur, session_id, head[2:], tail_only, after_seq)
 
     def _session_view(
         self, cur: Cur, session_id: str, row: Sequence[Any], tail_only: bool, after_seq: int
