@@ -129,18 +129,18 @@ def _mutate(
         # Decide on the held copy (no read round trip); if it was stale, the save below
         # conflicts and the next attempt reloads.
         session = services.events.load(session_id, allow_stale=stale_ok)
+        refusal: ContextCompactionError | None = None
         try:
             result = decide(session)
-        except ContextCompactionError:
-            # A refusal must come from the current state, never from an old copy.
+        except ContextCompactionError as exc:
+            refusal = exc
+        if refusal is not None or not session.pending_events:
+            # A refusal or a no-op must come from the current state, never an old copy.
             if stale_ok and not services.events.is_current(session):
                 stale_ok = False
                 continue
-            raise
-        if not session.pending_events:
-            if stale_ok and not services.events.is_current(session):
-                stale_ok = False  # a no-op decided on old state: decide again on fresh state
-                continue
+            if refusal is not None:
+                raise refusal
             return result, session, False
         try:
             services.events.save(session)

@@ -79,6 +79,17 @@ def new_turns(count: int) -> list[list[dict[str, Any]]]:
     return [t.messages() for t in islice(iter_turns(seed=4242), count)]
 
 
+def raw_table(path: Path) -> sqlite3.Connection:
+    """The hand-written store the floors use: one table of (session_id, seq, JSON body),
+    WAL and synchronous=FULL (our durability), autocommit."""
+    path.unlink(missing_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("CREATE TABLE m (session_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (session_id, seq))")
+    return conn
+
+
 # ------------------------------------------------------------------ ours
 def per_turn_ours(path: Path, turns: list[list[dict[str, Any]]]) -> dict[str, float]:
     bus = bootstrap(settings(path, context_compaction={"enabled": False}))
@@ -101,11 +112,7 @@ def per_turn_ours(path: Path, turns: list[list[dict[str, Any]]]) -> dict[str, fl
 def physical_floor(path: Path, turns: list[list[dict[str, Any]]]) -> dict[str, float]:
     """tiktoken over just the new turn + a raw INSERT of its rows (WAL, synchronous=FULL)."""
     enc = offline_encoding("o200k_base")
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("CREATE TABLE IF NOT EXISTS raw_messages (session_id TEXT, seq INTEGER, body TEXT,"
-                 " PRIMARY KEY (session_id, seq))")
+    conn = raw_table(path)
     seq = 0
     encode_t, insert_t, total = [], [], []
     for turn in turns:
@@ -122,7 +129,7 @@ def physical_floor(path: Path, turns: list[list[dict[str, Any]]]) -> dict[str, f
         conn.execute("BEGIN")
         for body in bodies:
             seq += 1
-            conn.execute("INSERT INTO raw_messages VALUES (?, ?, ?)", ("s", seq, body))
+            conn.execute("INSERT INTO m VALUES (?, ?, ?)", ("s", seq, body))
         conn.execute("COMMIT")
         t2 = time.perf_counter()
         encode_t.append(t1 - t0)
@@ -216,13 +223,11 @@ def cold_restore(path: Path, history: list[dict[str, Any]], repeats: int = 15) -
         bus.close()
     first = projection.first_raw_seq or 1
     raw_path = path.with_suffix(".tail.db")
-    raw_path.unlink(missing_ok=True)
-    conn = sqlite3.connect(raw_path)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("CREATE TABLE m (session_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (session_id, seq))")
+    conn = raw_table(raw_path)
+    conn.execute("BEGIN")
     conn.executemany("INSERT INTO m VALUES ('s', ?, ?)",
                      [(seq, json.dumps(m)) for seq, m in enumerate(history, 1) if seq >= first])
-    conn.commit()
+    conn.execute("COMMIT")
     conn.close()
     raw = []
     for _ in range(repeats):
@@ -264,10 +269,7 @@ def append_throughput(path: Path, turns: list[list[dict[str, Any]]]) -> dict[str
     """
     bus = bootstrap(settings(path, context_compaction={"enabled": False}))
     bus.dispatch(c.StartSession(session_id="t", model=MODEL))
-    conn = sqlite3.connect(path.with_suffix(".raw.db"), isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("CREATE TABLE m (session_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (session_id, seq))")
+    conn = raw_table(path.with_suffix(".raw.db"))
     messages = sum(len(t) for t in turns)
     ours = raw = 0.0
     seq = 0

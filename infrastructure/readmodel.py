@@ -108,7 +108,7 @@ _N_SESSION_COLS = len(_SESSION_COLS.split(","))
 # Newest notification, read-model position, the session row and its active checkpoint:
 # the whole head of a session view in one round trip (always exactly one row).
 _SESSION_VIEW_SQL = (
-    "SELECT ({max_id}), (SELECT notification_id FROM {{t}}rm_position WHERE name = 'read_model'), "
+    "SELECT {lag_columns}, "
     + ", ".join("s." + c.strip() for c in _SESSION_COLS.split(","))
     + ", "
     + ", ".join("c." + c.strip() for c in _CHECKPOINT_COLS.split(","))
@@ -197,12 +197,14 @@ class EventsTable:
             self.lock_sql = None
         self.qualified = qualified
         self.max_id_sql = f"SELECT MAX({self.id_column}) FROM {qualified}"
-        self.session_view_sql = _SESSION_VIEW_SQL.format(max_id=self.max_id_sql)
-        # Position and newest notification in one round trip (every query checks it).
-        self.lag_sql = (
-            f"SELECT (SELECT MAX({self.id_column}) FROM {qualified}),"
-            " (SELECT notification_id FROM {t}rm_position WHERE name = 'read_model')"
+        # Newest notification and read-model position in one round trip (every read
+        # checks it); a session view puts them before its own columns.
+        lag_columns = (
+            f"({self.max_id_sql}),"
+            f" (SELECT notification_id FROM {{t}}rm_position WHERE name = '{POSITION}')"
         )
+        self.lag_sql = "SELECT " + lag_columns
+        self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns)
         # Message bodies live once, in the events; the read model points at them.
         self.messages_sql = (
             "SELECT m.seq, e.state, m.created_at, m.visible FROM {t}rm_messages m"
@@ -530,25 +532,21 @@ class SqlReadModel:
     @contextmanager
     def fresh(self) -> Iterator[Cur]:
         """A read snapshot in which the read model has caught up with the events."""
-        with self._fresh(None) as (cur, _):
+        with self._fresh(self.projector.events_table.lag_sql) as (cur, _):
             yield cur
 
     @contextmanager
     def _fresh(
-        self, head_sql: str | None, params: Sequence[Any] = ()
-    ) -> Iterator[tuple[Cur, tuple[Any, ...] | None]]:
-        """``fresh()``, optionally with the lag check folded into a first query whose
-        row starts with (newest notification id, read-model position)."""
+        self, head_sql: str, params: Sequence[Any] = ()
+    ) -> Iterator[tuple[Cur, tuple[Any, ...]]]:
+        """``fresh()`` whose lag check is a first query: its one row starts with
+        (newest notification id, read-model position); it is handed on with the cursor."""
         for attempt in range(4):
             try:
                 with self.db.read() as cur:
-                    head = None
-                    if head_sql is None:
-                        position, newest = self.lag(cur)
-                    else:
-                        head = cur.execute(head_sql, params).fetchone()
-                        assert head is not None
-                        newest, position = int(head[0] or 0), int(head[1] or 0)
+                    head = cur.execute(head_sql, params).fetchone()
+                    assert head is not None
+                    newest, position = int(head[0] or 0), int(head[1] or 0)
                     if position >= newest or attempt == 3:
                         # (after 3 catch-ups writers keep arriving; their rows are inline)
                         yield cur, head
@@ -626,7 +624,6 @@ class SqlReadModel:
         # One round trip for the lag check, the session row and its checkpoint.
         sql = self.projector.events_table.session_view_sql
         with self._fresh(sql, (session_id,)) as (cur, head):
-            assert head is not None
             return self._session_view(cur, session_id, head[2:], tail_only, after_seq)
 
     def _session_view(
