@@ -28,7 +28,11 @@ $(BENCH_STAMP): pyproject.toml benchmarks/requirements.txt
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e . -r benchmarks/requirements.txt
 	@touch $(BENCH_STAMP)
 
+# Bytecode first: an editable install under PYTHONDONTWRITEBYTECODE (set on these
+# machines) never caches it, so every `ctxc` start would recompile our modules; an
+# installed wheel ships it (ADR 0016).
 bench: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m compileall -q facade domain application infrastructure
 	$(BENCH_VENV)/bin/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:

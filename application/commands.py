@@ -29,7 +29,7 @@ Seq = Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
 
 
 class Command(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 # ---------------------------------------------------------------- commands
@@ -201,7 +201,7 @@ AnyCommand = Annotated[
     Field(discriminator="type"),
 ]
 
-COMMAND_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyCommand)
+COMMAND_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyCommand, config=ConfigDict(defer_build=True))
 
 
 def command_types() -> dict[str, type[Command]]:

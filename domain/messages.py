@@ -77,7 +77,9 @@ def _json_problem(value: Any, max_depth: int, where: str) -> str | None:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+    # Schemas are built on first use, not at import: `ctxc` starts without building
+    # validators for models a command never touches (ADR 0016).
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False, defer_build=True)
 
 
 class ToolCall(_Frozen):
