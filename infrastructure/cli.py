@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -322,5 +323,19 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def run() -> None:
+    """The ``ctxc`` console script: ``main``, then exit without interpreter teardown.
+
+    By the time ``main`` returns every command has closed its bus (and so its database
+    connections) and no thread of ours runs; tearing down the modules pydantic and
+    eventsourcing loaded would only add ~0.1 s to every command (ADR 0016).
+    """
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()
