@@ -118,8 +118,10 @@ def _record_chars(message: Any) -> int:
     """Characters of a message's text: a quick sum for the common shapes."""
     content = message.content
     if message.provider_state is None and (content is None or isinstance(content, str)):
-        return (len(content or "") + len(message.reasoning or "")
-                + sum(len(c.arguments) + len(c.name) for c in message.tool_calls))
+        size = len(content or "") + len(message.reasoning or "")
+        for call in message.tool_calls:
+            size += len(call.arguments) + len(call.name)
+        return size
     record = message.to_record()
     record.pop("role")
     return _message_chars(record)

@@ -214,7 +214,9 @@ class Message(_Frozen):
             "role": self.role,
             "content": _content_to_json(self.content),
             "reasoning": self.reasoning,
-            "tool_calls": [c.model_dump() for c in self.tool_calls],
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ],
             "tool_call_id": self.tool_call_id,
             "name": self.name,
             "turn_id": self.turn_id,

@@ -221,6 +221,7 @@ class Session(Aggregate):
                 del open_calls[message.tool_call_id]
             seq += 1
         seqs = []
+        timestamp = Session.MessageAppended.create_timestamp()
         for index, message in enumerate(messages):
             seqs.append(self.next_seq)
             self._record_message(
@@ -229,22 +230,24 @@ class Session(Aggregate):
                     **message.to_record(),
                     "command_id": command_id,
                     "created_at": created_ats[index] if created_ats is not None else created_at,
-                }
+                },
+                timestamp,
             )
         return seqs
 
-    def _record_message(self, payload: dict[str, Any]) -> None:
+    def _record_message(self, payload: dict[str, Any], timestamp: Any) -> None:
         # The append hot path does what calling the @event method does (a new event at
         # version + 1, applied, kept pending) without eventsourcing re-filtering the
-        # kwargs through the method signature twice per message. Replay still goes
-        # through the decorated method; both run ``_apply_message``.
-        event_class = Session.MessageAppended
-        new_event = event_class(  # type: ignore[call-arg]
-            originator_id=self.id,
-            originator_version=self.version + 1,
-            timestamp=event_class.create_timestamp(),
-            **payload,
-        )
+        # kwargs through the method signature twice per message. The event object is
+        # built the way eventsourcing's mapper rebuilds a stored one (its state set
+        # directly, no dataclass __init__). Replay goes through the decorated method;
+        # both run ``_apply_message``.
+        new_event = object.__new__(Session.MessageAppended)
+        state = new_event.__dict__
+        state["originator_id"] = self.id
+        state["originator_version"] = version = self.version + 1
+        state["timestamp"] = timestamp
+        state.update(payload)
         self._apply_message(
             payload["seq"],
             payload["role"],
@@ -252,8 +255,8 @@ class Session(Aggregate):
             payload["tool_call_id"],
             payload["command_id"],
         )
-        self.version = new_event.originator_version
-        self.modified_on = new_event.timestamp
+        self.version = version
+        self.modified_on = timestamp
         self._pending_events.append(new_event)
 
     @event("MessageAppended", topic="context_compaction:Session.MessageAppended")
@@ -306,6 +309,8 @@ class Session(Aggregate):
 
     def _group_at(self, assistant_seq: int) -> dict[str, Any] | None:
         groups = self.tool_groups
+        if groups and groups[-1]["seq"] == assistant_seq:
+            return groups[-1]  # results mostly answer the latest call
         i = bisect_right(groups, assistant_seq, key=lambda g: g["seq"]) - 1
         if i >= 0 and groups[i]["seq"] == assistant_seq:
             return groups[i]

@@ -49,7 +49,22 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        ids = super()._insert_events(c, stored_events, **kwargs)
+        # One executemany per command; eventsourcing executes row by row to read each
+        # lastrowid. The writer holds the database lock and a rowid table without
+        # AUTOINCREMENT gives each new row max(rowid) + 1, so the batch's ids are the
+        # consecutive ones ending at last_insert_rowid().
+        raw = c.sqlite_cursor
+        rows = []
+        prev: Any = None
+        key = ""
+        for s in stored_events:
+            oid = s.originator_id
+            if oid is not prev:  # a command's events share one originator: one .hex
+                prev, key = oid, (oid.hex if isinstance(oid, UUID) else str(oid))
+            rows.append((key, s.originator_version, s.topic, s.state))
+        raw.executemany(self.insert_events_statement, rows)
+        last = int(raw.execute("SELECT last_insert_rowid()").fetchone()[0])
+        ids = list(range(last - len(stored_events) + 1, last + 1))
         events = kwargs.get("projected_events")
         if ids and events is not None:
             self.projector.project_inline(Cur(c.sqlite_cursor, self.dialect), list(ids), events)
@@ -179,9 +194,19 @@ class SessionsApplication(Application[UUID]):
         return self._record(processing_event)
 
     def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Recording[UUID]]:
-        processing_event.saved_kwargs["projected_events"] = list(processing_event.events)
-        processing_event.saved_kwargs["snapshots"] = self._due_snapshots(processing_event)
-        return super()._record(processing_event)
+        # eventsourcing's EventStore.put minus what only followers use: a Recording and
+        # a Notification object per event, and its repository cache. Nothing follows
+        # this application (the read model is projected in the same transaction) and
+        # the session cache is ours (SqlEventStore).
+        events = processing_event.events
+        kwargs = processing_event.saved_kwargs
+        kwargs["projected_events"] = list(events)
+        kwargs["snapshots"] = self._due_snapshots(processing_event)
+        to_stored_event = self.mapper.to_stored_event
+        self.recorder.insert_events(
+            [to_stored_event(e) for e in events], tracking=processing_event.tracking, **kwargs
+        )
+        return []
 
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
         """Snapshots are written with the events instead (``_due_snapshots``)."""
@@ -197,8 +222,11 @@ class SessionsApplication(Application[UUID]):
         due = []
         try:
             for aggregate in processing_event.aggregates.values():
-                first = aggregate.version - len([e for e in processing_event.events
-                                                 if e.originator_id == aggregate.id])
+                own = aggregate.id
+                first = aggregate.version - sum(
+                    1 for e in processing_event.events
+                    if e.originator_id is own or e.originator_id == own
+                )
                 step = snapshot_step(interval, aggregate.version)
                 if aggregate.version // step > first // step:
                     due.append(self.mapper.to_stored_event(Session.Snapshot.take(aggregate)))

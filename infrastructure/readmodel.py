@@ -37,7 +37,9 @@ log = logging.getLogger("context_compaction.readmodel")
 
 POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
-SCHEMA_VERSION = 3
+#: A database with an older mark has its projected tables dropped and rebuilt from the
+#: events (``SqlReadModel.create_tables``).
+SCHEMA_VERSION = 4
 _SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
@@ -50,11 +52,11 @@ SCHEMA: tuple[str, ...] = (
     " message_count {INT} NOT NULL, invalidated_count {INT} NOT NULL,"
     " checkpoint_count {INT} NOT NULL, deleted {INT} NOT NULL,"
     " created_at TEXT NOT NULL, updated_at TEXT NOT NULL){WR}",
+    # Only what queries select on and the event that holds the body (ADR 0016): short
+    # rows keep the B-tree pages an append rewrites (and fsyncs) few.
     "CREATE TABLE IF NOT EXISTS {t}rm_messages ("
-    " session_id TEXT NOT NULL, seq {INT} NOT NULL, role TEXT NOT NULL, turn_id TEXT,"
-    " tool_call_id TEXT, steering {INT} NOT NULL, visible {INT} NOT NULL, command_id TEXT,"
-    " notification_id {INT} NOT NULL, created_at TEXT NOT NULL, version {INT} NOT NULL,"
-    " PRIMARY KEY (session_id, seq)){WR}",
+    " session_id TEXT NOT NULL, seq {INT} NOT NULL, visible {INT} NOT NULL,"
+    " notification_id {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
     "CREATE TABLE IF NOT EXISTS {t}rm_commands ("
     " session_id TEXT NOT NULL, command_id TEXT NOT NULL, first_seq {INT} NOT NULL,"
     " last_seq {INT} NOT NULL, PRIMARY KEY (session_id, command_id)){WR}",
@@ -172,14 +174,14 @@ def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
 
 
 def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> MessageRecord:
-    """(seq, event state, created_at, visible) → the message as stored."""
+    """(seq, event state, visible) → the message as stored."""
     state = decode(bytes(row[1]))
     record = {name: state.get(name) for name in _BODY_FIELDS}
     record["tool_calls"] = record["tool_calls"] or []
     record["steering"] = bool(record["steering"])
     record["seq"] = int(row[0])
-    record["created_at"] = row[2]
-    record["visible"] = bool(row[3])
+    record["created_at"] = state["created_at"]
+    record["visible"] = bool(row[2])
     return record  # type: ignore[return-value]
 
 
@@ -207,7 +209,7 @@ class EventsTable:
         self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns)
         # Message bodies live once, in the events; the read model points at them.
         self.messages_sql = (
-            "SELECT m.seq, e.state, m.created_at, m.visible FROM {t}rm_messages m"
+            "SELECT m.seq, e.state, m.visible FROM {t}rm_messages m"
             f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
             " WHERE m.session_id = ? AND m.seq >= ?"
         )
@@ -381,14 +383,9 @@ class ReadModelProjector:
         first = run[0][1]
         sid = self._sid(cur, first)
         cur.executemany(
-            "INSERT INTO {t}rm_messages (session_id, seq, role, turn_id, tool_call_id,"
-            " steering, visible, command_id, notification_id, created_at, version)"
-            " VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
-            [
-                (sid, e.seq, e.role, e.turn_id, e.tool_call_id, int(bool(e.steering)), e.command_id,
-                 notification_id, e.created_at, e.originator_version)
-                for notification_id, e in run
-            ],
+            "INSERT INTO {t}rm_messages (session_id, seq, visible, notification_id)"
+            " VALUES (?, ?, 1, ?)",
+            [(sid, e.seq, notification_id) for notification_id, e in run],
         )
         last = run[-1][1]
         self._touch(
@@ -493,7 +490,19 @@ class SqlReadModel:
 
     # ------------------------------------------------------------- schema
     def create_tables(self) -> None:
+        previous = self.schema_version()
         with self.db.connection_cursor() as cur:
+            if previous is not None and previous < SCHEMA_VERSION:
+                # The read model is a projection: tables of an older shape are dropped
+                # and the next read replays the events into the new ones (catch-up
+                # from position 0), exactly as after losing them.
+                for table in PROJECTED_TABLES:
+                    cur.execute(f"DROP TABLE IF EXISTS {{t}}{table}")
+                cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+                log.warning(
+                    "read model schema upgraded, rebuilding from the events",
+                    extra={"from_version": previous, "to_version": SCHEMA_VERSION},
+                )
             for statement in SCHEMA:
                 cur.execute(statement)
             cur.execute(
@@ -504,13 +513,18 @@ class SqlReadModel:
 
     def schema_ready(self) -> bool:
         """Are the event and read-model tables of this version already there?"""
+        version = self.schema_version()
+        return version is not None and version >= SCHEMA_VERSION
+
+    def schema_version(self) -> int | None:
+        """The read-model schema version this database was created with (None: none)."""
         try:
             row = self.db.query_one(
                 "SELECT notification_id FROM {t}rm_position WHERE name = ?", (_SCHEMA_MARK,)
             )
         except (StorageError, StorageBusy):
-            return False
-        return row is not None and int(row[0]) >= SCHEMA_VERSION
+            return None
+        return int(row[0]) if row is not None else None
 
     # ----------------------------------------------------------- catch-up
     def lag(self, cur: Cur) -> tuple[int, int]:

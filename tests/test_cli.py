@@ -104,7 +104,7 @@ def test_verify_passes_and_detects_a_corrupted_row(tmp_path: Path, demo_db: Path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "read model matches the events" in proc.stdout
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE rm_messages SET turn_id = 'forged' WHERE seq = 1")
+        conn.execute("UPDATE rm_messages SET visible = 0 WHERE seq = 1")
         conn.execute("DELETE FROM rm_checkpoints WHERE generation = 1")
     proc = ctxc("verify", "--db", str(db))
     assert proc.returncode == 3

@@ -199,6 +199,28 @@ def test_read_model_catches_up_from_events_it_has_not_seen(harness: Harness) -> 
     assert projection(harness) == live
 
 
+def test_a_read_model_of_an_older_schema_is_rebuilt_from_the_events(harness: Harness) -> None:
+    start(harness)
+    append(harness, "s1", *coding_turn(1), command_id="k1")
+    live, history = projection(harness), harness.do({"type": "get_history", "session_id": "s1"})
+    # The version-3 shape of rm_messages, empty, and the schema mark of that version.
+    harness.execute("DROP TABLE {t}rm_messages")
+    harness.execute(
+        "CREATE TABLE {t}rm_messages (session_id TEXT NOT NULL, seq {INT} NOT NULL,"
+        " role TEXT NOT NULL, turn_id TEXT, tool_call_id TEXT, steering {INT} NOT NULL,"
+        " visible {INT} NOT NULL, command_id TEXT, notification_id {INT} NOT NULL,"
+        " created_at TEXT NOT NULL, version {INT} NOT NULL, PRIMARY KEY (session_id, seq))"
+    )
+    harness.execute("UPDATE {t}rm_position SET notification_id = 3 WHERE name = 'schema'")
+    harness.reopen()
+    assert projection(harness) == live
+    assert harness.do({"type": "get_history", "session_id": "s1"}) == history
+    assert append(harness, "s1", user("after the upgrade")) == [len(history["result"]["messages"]) + 1]
+    assert append(harness, "s1", *coding_turn(1), command_id="k1") == list(
+        range(1, len(history["result"]["messages"]) + 1)
+    )  # the command ids were rebuilt too
+
+
 # ---------------------------------------------------------- concurrency
 def test_two_buses_appending_concurrently_lose_nothing_and_never_duplicate_a_seq(harness: Harness) -> None:
     start(harness)
