@@ -20,13 +20,14 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import (
     IntegrityError,
+    Mapper,
     PersistenceError,
     Recording,
     StoredEvent,
     Transcoder,
 )
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
-from eventsourcing.utils import Environment
+from eventsourcing.utils import Environment, get_topic
 
 from context_compaction.application.ports import ConcurrencyConflict
 from context_compaction.domain.errors import SessionNotFound, StorageError
@@ -72,6 +73,32 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         if snapshots:
             self.snapshot_recorder._insert_events(c, snapshots)
         return ids
+
+
+class EventMapper(Mapper[UUID]):
+    """eventsourcing's ``Mapper``, encoding events on a direct path when no compressor
+    or cipher is configured (our store configures neither, ADR 0005).
+
+    Same stored form as the base class (topic, state without the originator fields,
+    ``class_version`` when above 1); per event it skips the generic steps, which are
+    a tenth of an append's CPU: one event per message.
+    """
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        if self.compressor is not None or self.cipher is not None:
+            return super().to_stored_event(domain_event)
+        cls = type(domain_event)
+        state = domain_event.__dict__.copy()
+        stored = object.__new__(StoredEvent)  # a frozen dataclass: set its fields directly
+        fields = stored.__dict__
+        fields["originator_id"] = state.pop("originator_id")
+        fields["originator_version"] = state.pop("originator_version")
+        fields["topic"] = get_topic(cls)
+        class_version = getattr(cls, "class_version", 1)
+        if class_version > 1:
+            state["class_version"] = class_version
+        fields["state"] = self.transcoder.encode(state)
+        return stored
 
 
 def _postgres_recorder_class() -> type:
@@ -163,6 +190,9 @@ class SessionsApplication(Application[UUID]):
 
     def construct_transcoder(self) -> Transcoder:
         return PlainJSONTranscoder()
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        return EventMapper(transcoder=self.construct_transcoder())
 
     def construct_recorder(self) -> Any:
         datastore = self.factory.datastore  # type: ignore[attr-defined]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import os
 from datetime import UTC, datetime
 
 
@@ -15,4 +15,4 @@ class RandomIds:
     """Ids like ``cp_3f9a…``: a prefix that says what it is plus 96 random bits."""
 
     def new_id(self, prefix: str) -> str:
-        return f"{prefix}_{uuid.uuid4().hex[:24]}"
+        return f"{prefix}_{os.urandom(12).hex()}"
