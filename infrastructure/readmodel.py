@@ -127,7 +127,9 @@ _BODY_FIELDS = (
     "turn_id",
     "steering",
     "provider_state",
+    "created_at",
 )
+_ENVELOPE_FIELDS = ("timestamp", "command_id", "class_version")
 
 
 def _dumps(value: Any) -> str:
@@ -174,15 +176,22 @@ def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
 
 
 def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> MessageRecord:
-    """(seq, event state, visible) → the message as stored."""
-    state = decode(bytes(row[1]))
-    record = {name: state.get(name) for name in _BODY_FIELDS}
+    """(seq, event state, visible) → the message as stored.
+
+    The freshly decoded event state is ours: it becomes the record, minus the event's
+    envelope fields (a restore decodes every tail message, so no copy per message).
+    """
+    record = decode(bytes(row[1]))
+    for name in _ENVELOPE_FIELDS:
+        record.pop(name, None)
+    for name in _BODY_FIELDS:
+        if name not in record:
+            record[name] = None
     record["tool_calls"] = record["tool_calls"] or []
     record["steering"] = bool(record["steering"])
     record["seq"] = int(row[0])
-    record["created_at"] = state["created_at"]
     record["visible"] = bool(row[2])
-    return record  # type: ignore[return-value]
+    return record  # type: ignore[no-any-return]
 
 
 class EventsTable:
