@@ -385,11 +385,16 @@ def main() -> int:
             "compacted": restore_rss(work / f"compacted{biggest}.db"),
             "messages": biggest,
         }
-        # In a fresh process: the peers loaded above leave threads and a large heap
-        # behind that would tax whichever side allocates more.
-        out = subprocess.run([sys.executable, __file__, "--append-only", str(work / "append.db")],
-                             capture_output=True, text=True, check=True)
-        report["append_throughput"] = json.loads(out.stdout)
+        # In fresh processes: the peers loaded above leave threads and a large heap
+        # behind that would tax whichever side allocates more. Three runs, the median
+        # one reported: fsync time on a shared disk swings by a few percent per run.
+        runs = []
+        for i in range(3):
+            out = subprocess.run([sys.executable, __file__, "--append-only", str(work / f"append{i}.db")],
+                                 capture_output=True, text=True, check=True)
+            runs.append(json.loads(out.stdout))
+        runs.sort(key=lambda r: r["ratio"])
+        report["append_throughput"] = {**runs[1], "ratios": [r["ratio"] for r in runs]}
         report["token_accuracy"] = token_accuracy([m for t in session_messages(2000) for m in t])
         report["cli_start_s"] = cli_start(work / f"plain{min(sizes)}.db")
     finally:
@@ -459,7 +464,8 @@ def markdown(report: dict[str, Any], sizes: list[int]) -> str:
     lines += [
         "",
         f"Append throughput: {a['ours_per_s']:,} messages/s vs raw sqlite3 INSERT {a['raw_insert_per_s']:,}/s "
-        f"(same durability: WAL, synchronous=FULL, one transaction per turn) = {a['ratio']:.0%}.",
+        f"(same durability: WAL, synchronous=FULL, one transaction per turn) = {a['ratio']:.0%} "
+        f"(median of three runs: {', '.join(f'{r:.0%}' for r in a.get('ratios', [a['ratio']]))}).",
         f"Peak RSS restoring a {rss['messages']:,}-message session: {rss['uncompacted']} MB uncompacted, "
         f"{rss['compacted']} MB compacted.",
         f"`ctxc sessions` wall time: {report['cli_start_s']} s.",

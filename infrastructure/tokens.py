@@ -16,11 +16,10 @@ import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tiktoken
-import tiktoken.model
-import tiktoken_ext.openai_public as openai_public
+if TYPE_CHECKING:
+    import tiktoken
 
 from context_compaction.domain.messages import MessageRecord
 
@@ -69,6 +68,9 @@ def _bundled_ranks(url: str, expected_hash: str | None = None) -> dict[bytes, in
 
 def offline_encoding(name: str) -> tiktoken.Encoding:
     """The named tiktoken encoding built from litellm's bundled files (no download)."""
+    # Imported on first use: `ctxc` commands that count no tokens start without it.
+    import tiktoken
+    import tiktoken_ext.openai_public as openai_public
     from tiktoken import registry
 
     found = registry.ENCODINGS.get(name)
@@ -117,6 +119,8 @@ class TiktokenCounter:
             provider == "unknown" and bare.startswith(_OPENAI_PREFIXES)
         )
         if openai_like:
+            import tiktoken.model
+
             try:
                 name = tiktoken.model.encoding_name_for_model(bare)
             except KeyError:
