@@ -210,10 +210,14 @@ class Database:
                 return Cur(conn._sqlite_conn.cursor(), self.dialect).execute(sql, params).fetchone()
 
     @contextmanager
-    def write(self, lock_sql: str | None = None) -> Iterator[Cur]:
+    def write(self, lock_sql: str | None = None, *, durable: bool = True) -> Iterator[Cur]:
         """A write transaction that holds the writer lock from its first statement.
 
-        ``lock_sql`` (PostgreSQL) serializes it with event inserts.
+        ``lock_sql`` (PostgreSQL) serializes it with event inserts. ``durable=False``
+        is for caches (rows that are a pure function of the events): the commit does
+        not wait for the disk (SQLite WAL ``synchronous=NORMAL``, PostgreSQL
+        ``synchronous_commit=off``). A crash can lose such a commit, never corrupt the
+        database, and the next durable commit flushes it along.
         """
         with storage_errors():
             if self.dialect.is_postgres:
@@ -221,6 +225,8 @@ class Database:
 
                 with self.datastore.get_connection() as conn, conn.transaction():
                     cur = conn.cursor(row_factory=tuple_row)
+                    if not durable:
+                        cur.execute("SET LOCAL synchronous_commit = off")
                     if lock_sql:
                         cur.execute(lock_sql)
                     yield Cur(cur, self.dialect)
@@ -228,13 +234,19 @@ class Database:
                 with self.datastore.get_connection(commit=True) as conn:
                     raw_conn = conn._sqlite_conn
                     cur = raw_conn.cursor()
-                    cur.execute("BEGIN IMMEDIATE")
+                    if not durable:
+                        cur.execute("PRAGMA synchronous=NORMAL")
                     try:
-                        yield Cur(cur, self.dialect)
-                    except BaseException:
-                        raw_conn.rollback()
-                        raise
-                    raw_conn.commit()
+                        cur.execute("BEGIN IMMEDIATE")
+                        try:
+                            yield Cur(cur, self.dialect)
+                        except BaseException:
+                            raw_conn.rollback()
+                            raise
+                        raw_conn.commit()
+                    finally:
+                        if not durable:  # the pooled connection goes back fully durable
+                            cur.execute("PRAGMA synchronous=FULL")
 
     @contextmanager
     def connection_cursor(self) -> Iterator[Cur]:

@@ -706,7 +706,8 @@ class SqlReadModel:
         return {int(seq): int(n) for seq, n in rows}
 
     def store_token_counts(self, session_id: str, key: str, counts: dict[int, int]) -> None:
-        with self.db.write() as cur:
+        # A cache (counts are a pure function of message and encoding): no fsync.
+        with self.db.write(durable=False) as cur:
             cur.executemany(
                 "INSERT INTO {t}rm_token_counts (session_id, encoding, seq, tokens)"
                 " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, encoding, seq) DO NOTHING",

@@ -221,6 +221,26 @@ def test_a_read_model_of_an_older_schema_is_rebuilt_from_the_events(harness: Har
     )  # the command ids were rebuilt too
 
 
+def test_cache_writes_skip_the_flush_and_hand_the_connection_back_durable(harness: Harness) -> None:
+    db = harness.bus.services.extra["db"]
+    setting, durable = (
+        ("SHOW synchronous_commit", ("on",)) if harness.is_postgres else ("PRAGMA synchronous", (2,))
+    )
+    with db.write(durable=False) as cur:
+        assert cur.execute(setting).fetchone() != durable
+    with db.write() as cur:
+        assert cur.execute(setting).fetchone() == durable
+    with pytest.raises(RuntimeError), db.write(durable=False):
+        raise RuntimeError("a cache write that fails")
+    with db.write() as cur:
+        assert cur.execute(setting).fetchone() == durable
+    # The token cache is such a write, and its rows are there.
+    start(harness)
+    append(harness, "s1", user("count me"))
+    ok(harness.do({"type": "prepare_turn", "session_id": "s1"}))
+    assert harness.count("rm_token_counts") >= 1
+
+
 # ---------------------------------------------------------- concurrency
 def test_two_buses_appending_concurrently_lose_nothing_and_never_duplicate_a_seq(harness: Harness) -> None:
     start(harness)
