@@ -91,52 +91,67 @@ def raw_table(path: Path) -> sqlite3.Connection:
 
 
 # ------------------------------------------------------------------ ours
-def per_turn_ours(path: Path, turns: list[list[dict[str, Any]]]) -> dict[str, float]:
-    bus = bootstrap(settings(path, context_compaction={"enabled": False}))
-    bus.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))  # warm process
-    append, prepare, total = [], [], []
-    for turn in turns:
-        t0 = time.perf_counter()
-        bus.dispatch(c.AppendMessages(session_id="s", messages=turn))
-        t1 = time.perf_counter()
-        request = bus.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))
-        t2 = time.perf_counter()
-        assert request.compaction is None
-        append.append(t1 - t0)
-        prepare.append(t2 - t1)
-        total.append(t2 - t0)
-    bus.close()
-    return {"append_ms": ms(median(append)), "prepare_ms": ms(median(prepare)), "per_turn_ms": ms(median(total))}
-
-
-def physical_floor(path: Path, turns: list[list[dict[str, Any]]]) -> dict[str, float]:
-    """tiktoken over just the new turn + a raw INSERT of its rows (WAL, synchronous=FULL)."""
+def per_turn(paths: dict[int, Path], floors: dict[int, Path],
+             turns: list[list[dict[str, Any]]]) -> dict[int, dict[str, dict[str, float]]]:
+    """Per size: ``append_messages`` + ``prepare_turn`` of each new turn (ours), and the
+    physical floor — tiktoken over just that turn + a raw INSERT of its rows (WAL,
+    synchronous=FULL). Sizes and floors take turns, turn by turn, so a change in the
+    machine's speed during the run hits every size alike (the flatness ratio compares
+    sizes)."""
     enc = offline_encoding("o200k_base")
-    conn = raw_table(path)
-    seq = 0
-    encode_t, insert_t, total = [], [], []
-    for turn in turns:
+    buses = {n: bootstrap(settings(p, context_compaction={"enabled": False})) for n, p in paths.items()}
+    for bus in buses.values():  # warm each process-level cache once
+        bus.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))
+    conns = {n: raw_table(p) for n, p in floors.items()}
+    gc.collect()
+    gc.freeze()
+    times: dict[int, dict[str, list[float]]] = {
+        n: {k: [] for k in ("append", "prepare", "total", "encode", "insert", "floor")} for n in paths
+    }
+    for index, turn in enumerate(turns):
         records = [Message.model_validate(m).to_record() for m in turn]
         texts = [json.dumps(r["content"]) if not isinstance(r["content"], str) else r["content"] or ""
                  for r in records]
         texts += [call["arguments"] for r in records for call in r["tool_calls"]]
         texts += [r["reasoning"] or "" for r in records]
         bodies = [json.dumps(r, ensure_ascii=False) for r in records]
-        t0 = time.perf_counter()
-        for text in texts:
-            enc.encode_ordinary(text)
-        t1 = time.perf_counter()
-        conn.execute("BEGIN")
-        for body in bodies:
-            seq += 1
-            conn.execute("INSERT INTO m VALUES (?, ?, ?)", ("s", seq, body))
-        conn.execute("COMMIT")
-        t2 = time.perf_counter()
-        encode_t.append(t1 - t0)
-        insert_t.append(t2 - t1)
-        total.append(t2 - t0)
-    conn.close()
-    return {"tiktoken_ms": ms(median(encode_t)), "insert_ms": ms(median(insert_t)), "floor_ms": ms(median(total))}
+        for n, bus in buses.items():
+            t = times[n]
+            t0 = time.perf_counter()
+            bus.dispatch(c.AppendMessages(session_id="s", messages=turn))
+            t1 = time.perf_counter()
+            request = bus.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))
+            t2 = time.perf_counter()
+            assert request.compaction is None
+            t["append"].append(t1 - t0)
+            t["prepare"].append(t2 - t1)
+            t["total"].append(t2 - t0)
+            conn = conns[n]
+            t0 = time.perf_counter()
+            for text in texts:
+                enc.encode_ordinary(text)
+            t1 = time.perf_counter()
+            conn.execute("BEGIN")
+            for seq, body in enumerate(bodies, index * 100 + 1):
+                conn.execute("INSERT INTO m VALUES (?, ?, ?)", ("s", seq, body))
+            conn.execute("COMMIT")
+            t2 = time.perf_counter()
+            t["encode"].append(t1 - t0)
+            t["insert"].append(t2 - t1)
+            t["floor"].append(t2 - t0)
+    for bus in buses.values():
+        bus.close()
+    for conn in conns.values():
+        conn.close()
+    return {
+        n: {
+            "ours": {"append_ms": ms(median(t["append"])), "prepare_ms": ms(median(t["prepare"])),
+                     "per_turn_ms": ms(median(t["total"]))},
+            "floor": {"tiktoken_ms": ms(median(t["encode"])), "insert_ms": ms(median(t["insert"])),
+                      "floor_ms": ms(median(t["floor"]))},
+        }
+        for n, t in times.items()
+    }
 
 
 # ------------------------------------------------------------------ peers
@@ -349,6 +364,7 @@ def main() -> int:
     }
     turns = new_turns(args.turns)
     try:
+        built: dict[int, tuple[int, str]] = {}
         for n in sizes:
             print(f"N={n:,}: building sessions ...", file=sys.stderr, flush=True)
             plain, compacted = work / f"plain{n}.db", work / f"compacted{n}.db"
@@ -360,14 +376,18 @@ def main() -> int:
             bus = bootstrap(settings(compacted))
             outcome = bus.dispatch(c.Compact(session_id="s"))
             bus.close()
+            built[n] = (count, outcome.report.splitlines()[0])
+        print("per-turn cost, all sizes turn by turn ...", file=sys.stderr, flush=True)
+        turn_costs = per_turn({n: work / f"plain{n}.db" for n in sizes},
+                              {n: work / f"floor{n}.db" for n in sizes}, turns)
+        for n in sizes:
+            plain, compacted = work / f"plain{n}.db", work / f"compacted{n}.db"
             history = [m for turn in session_messages(n) for m in turn]
             # The benchmark's own data (this history) is long-lived: keep the collector
             # from rescanning it during measurements, as a long-running host would.
             gc.collect()
             gc.freeze()
-            entry: dict[str, Any] = {"messages": count, "compaction": outcome.report.splitlines()[0]}
-            entry["ours"] = per_turn_ours(plain, turns)
-            entry["floor"] = physical_floor(work / f"floor{n}.db", turns)
+            entry: dict[str, Any] = {"messages": built[n][0], "compaction": built[n][1], **turn_costs[n]}
             # Peers run in their own process, so their imports, threads and heap never
             # share an interpreter with our measurements.
             out = subprocess.run([sys.executable, __file__, "--peers-only", str(n),
