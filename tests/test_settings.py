@@ -90,3 +90,18 @@ def test_from_file_with_overrides(tmp_path: Path) -> None:
     path.write_text(json.dumps({"summarizer": "extractive", "context_compaction": {"reserve_tokens": 1}}))
     s = Settings.from_file(path, log_json=True)
     assert s.summarizer == "extractive" and s.context_compaction.reserve_tokens == 1 and s.log_json
+
+
+def test_nested_variables_reach_into_maps_and_aliases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXC_MODELS__GPT-4O__TOKEN_LIMIT", "5000")
+    monkeypatch.setenv("CTXC_POSTGRES__SCHEMA", "tenant_a")
+    s = Settings()
+    assert s.models["gpt-4o"].token_limit == 5000
+    assert s.postgres.schema_name == "tenant_a"
+
+
+def test_a_variable_that_must_hold_json_is_refused_without_echoing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXC_MODELS", "sk-secret-not-json")
+    with pytest.raises(ValueError) as info:
+        Settings()
+    assert "CTXC_MODELS" in str(info.value) and "sk-secret" not in str(info.value)
