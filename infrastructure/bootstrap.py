@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
-
-import importlib
 
 from context_compaction.application.bus import Handler, MessageBus
 from context_compaction.application import commands as c

@@ -34,7 +34,7 @@ from context_compaction.domain.errors import SessionNotFound, StorageError
 from context_compaction.domain.session import Session, session_aggregate_id
 
 from .database import Cur, Database, Dialect, StorageBusy, is_transient, storage_errors
-from .readmodel import EventsTable, ReadModelProjector, SqlReadModel
+from .readmodel import SCHEMA_VERSION, EventsTable, ReadModelProjector, SqlReadModel
 from .transcoding import PlainJSONTranscoder
 
 log = logging.getLogger("context_compaction.eventstore")
@@ -68,7 +68,7 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         ids = list(range(last - len(stored_events) + 1, last + 1))
         events = kwargs.get("projected_events")
         if ids and events is not None:
-            self.projector.project_inline(Cur(c.sqlite_cursor, self.dialect), list(ids), events)
+            self.projector.project_inline(Cur(raw, self.dialect), ids, events)
         snapshots = kwargs.get("snapshots")
         if snapshots:
             self.snapshot_recorder._insert_events(c, snapshots)
@@ -382,12 +382,13 @@ def build_store(
     db = Database(app.factory.datastore, dialect)  # type: ignore[attr-defined]
     assert app.projector is not None
     read_model = SqlReadModel(db, app.projector)
-    if not read_model.schema_ready():
+    version = read_model.schema_version()
+    if version is None or version < SCHEMA_VERSION:
         # One marker read instead of ~20 DDL statements on every start (cold restore).
         with storage_errors():
             if not dialect.is_postgres:
                 app.recorder.create_table()
                 if app.snapshots is not None:
                     app.snapshots.recorder.create_table()  # type: ignore[attr-defined]
-        read_model.create_tables()
+        read_model.create_tables(previous=version)
     return app, SqlEventStore(app, db), read_model, db

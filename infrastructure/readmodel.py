@@ -498,8 +498,9 @@ class SqlReadModel:
         self.projector = projector
 
     # ------------------------------------------------------------- schema
-    def create_tables(self) -> None:
-        previous = self.schema_version()
+    def create_tables(self, previous: int | None = None) -> None:
+        """Create the read-model tables; ``previous`` is the schema version the database
+        was marked with (``schema_version()``), None for a new one."""
         with self.db.connection_cursor() as cur:
             if previous is not None and previous < SCHEMA_VERSION:
                 # The read model is a projection: tables of an older shape are dropped
@@ -519,11 +520,6 @@ class SqlReadModel:
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
                 (_SCHEMA_MARK, SCHEMA_VERSION),
             )
-
-    def schema_ready(self) -> bool:
-        """Are the event and read-model tables of this version already there?"""
-        version = self.schema_version()
-        return version is not None and version >= SCHEMA_VERSION
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""
