@@ -13,7 +13,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from eventsourcing.persistence import InterfaceError, OperationalError, PersistenceError
+from eventsourcing.persistence import (
+    ConnectionPoolClosedError,
+    ConnectionUnavailableError,
+    InterfaceError,
+    OperationalError,
+    PersistenceError,
+)
 from eventsourcing.sqlite import SQLITE3_DEFAULT_LOCK_TIMEOUT, SQLiteConnection, SQLiteConnectionPool
 from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
@@ -48,6 +54,54 @@ class StatementCachingPool(SQLiteConnectionPool):
             self.is_journal_mode_wal = True
         c.row_factory = sqlite3.Row
         return SQLiteConnection(sqlite_conn=c, max_age=self.max_age)
+
+    # One writer at a time holds the pool's writer lock anyway, so a file database keeps
+    # one connection for writing beside the pool: a write then takes that lock and
+    # nothing else (the fairness semaphore and the pool's condition variables are
+    # Python-level locks, a tenth of an append's CPU; ADR 0016). In-memory databases,
+    # whose reads and writes exclude each other, keep the pool's full protocol.
+    _writer: SQLiteConnection | None = None
+
+    def get_connection(
+        self, timeout: float | None = None, *, is_writer: bool | None = None
+    ) -> SQLiteConnection:
+        if is_writer is not True or self._mutually_exclusive_read_write:
+            return super().get_connection(timeout, is_writer=is_writer)
+        if self._closed:
+            raise ConnectionPoolClosedError
+        wait = self.pool_timeout if timeout is None else timeout
+        if not self._writer_lock.acquire(timeout=wait):
+            raise ConnectionUnavailableError("Timed out waiting for return of writer")
+        try:
+            conn = self._writer
+            if conn is not None:
+                conn.in_use.acquire()  # the max-age timer closes it only while unused
+                if conn.closed:
+                    conn.in_use.release()
+                    conn = None
+            if conn is None:
+                conn = self._writer = self._create_connection()  # created in use
+        except BaseException:
+            self._writer_lock.release()
+            raise
+        conn.is_writer = True
+        self._num_writers += 1
+        return conn
+
+    def put_connection(self, conn: SQLiteConnection) -> None:
+        if conn is not self._writer:
+            super().put_connection(conn)
+            return
+        conn.is_writer = None
+        self._num_writers -= 1
+        conn.in_use.release()
+        self._writer_lock.release()
+
+    def close(self) -> None:
+        super().close()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
 
 
 class SQLiteFactory(BaseSQLiteFactory):

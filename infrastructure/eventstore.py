@@ -26,7 +26,7 @@ from eventsourcing.persistence import (
     StoredEvent,
     Transcoder,
 )
-from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteTransaction
 from eventsourcing.utils import Environment, get_topic
 
 from context_compaction.application.ports import ConcurrencyConflict
@@ -46,6 +46,19 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         self.projector = projector
         self.dialect = dialect
         self.snapshot_recorder: Any = None  # wired by SessionsApplication
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        # The datastore's transaction() minus its two generator context managers: the
+        # same pooled writer connection, BEGIN, commit or rollback and error mapping.
+        pool = self.datastore.pool
+        conn = pool.get_connection(is_writer=True)
+        try:
+            with SQLiteTransaction(conn, commit=True) as c, c:
+                return self._insert_events(c, stored_events, **kwargs)
+        finally:
+            pool.put_connection(conn)
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
