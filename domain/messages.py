@@ -27,10 +27,61 @@ def json_problem(value: Any, *, max_depth: int = MAX_DEPTH, where: str = "") -> 
     Rejects lone surrogates (not encodable as UTF-8), NaN/Infinity, integers beyond
     64-bit storage, non-string keys and nesting deeper than ``max_depth``.
     """
+    if _plainly_fine(value, max_depth):
+        return None
     problem = _json_problem(value, max_depth, where)
     if problem is not None and len(problem) > 200:
         problem = problem[:90] + " ... " + problem[-90:]
     return problem
+
+
+def _plainly_fine(value: Any, depth_left: int) -> bool:
+    """True when ``value`` is built of exact JSON types only and passes every check.
+
+    The common case (every message is checked) without the paths the full walk keeps
+    for its message; False sends the value to that walk, which has the last word.
+    """
+    kind = type(value)
+    if kind is str:
+        return value.isascii() or _utf8_ok(value)
+    if kind is dict:
+        if depth_left <= 0:
+            return False
+        for key, child in value.items():
+            if type(key) is not str or not (key.isascii() or _utf8_ok(key)):
+                return False
+            child_kind = type(child)
+            if child_kind is str:
+                if not (child.isascii() or _utf8_ok(child)):
+                    return False
+            elif child is not None and child_kind is not bool and not _plainly_fine(child, depth_left - 1):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        if depth_left <= 0:
+            return False
+        for child in value:
+            if type(child) is str:
+                if not (child.isascii() or _utf8_ok(child)):
+                    return False
+            elif not _plainly_fine(child, depth_left - 1):
+                return False
+        return True
+    if value is None or kind is bool:
+        return True
+    if kind is int:
+        return -MAX_INT <= value <= MAX_INT
+    if kind is float:
+        return value == value and value not in (float("inf"), float("-inf"))
+    return False
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _json_problem(value: Any, max_depth: int, where: str) -> str | None:

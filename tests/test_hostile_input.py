@@ -182,3 +182,34 @@ def test_printable_garbage_and_nesting_are_refused_cleanly(harness: Harness) -> 
         before = fingerprint(h.bus)
         err(h.do(payload), code)
         assert fingerprint(h.bus) == before
+
+
+def _nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.one_of(
+    json_values,
+    st.lists(json_values, max_size=3).map(tuple),
+    st.dictionaries(st.one_of(st.text(max_size=4), st.integers(0, 3)), json_values, max_size=3),
+    st.builds(_nested, st.integers(60, 68), scalars),
+))
+def test_the_quick_json_check_agrees_with_the_full_walk(value) -> None:
+    from context_compaction.domain.messages import MAX_DEPTH, _json_problem, _plainly_fine, json_problem
+
+    full = _json_problem(value, MAX_DEPTH, "")
+    if _plainly_fine(value, MAX_DEPTH):
+        assert full is None  # the quick check never passes what the full walk refuses
+    assert (json_problem(value) is None) == (full is None)
+
+
+@pytest.mark.parametrize("depth, refused", [(64, False), (65, True)])
+def test_nesting_is_refused_past_the_limit_on_both_paths(depth: int, refused: bool) -> None:
+    from context_compaction.domain.messages import json_problem
+
+    assert (json_problem(_nested(depth, "x")) is not None) is refused
+    assert (json_problem(_nested(depth, "\ud800")) is not None) is True
