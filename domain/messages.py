@@ -254,8 +254,7 @@ class Message(_Frozen):
             _has_content(self.content) or self.tool_calls or self.reasoning
         ):
             raise ValueError("an assistant message needs content, reasoning or tool_calls")
-        ids = [c.id for c in self.tool_calls]
-        if len(ids) != len(set(ids)):
+        if len(self.tool_calls) > 1 and len({c.id for c in self.tool_calls}) != len(self.tool_calls):
             raise ValueError("tool call ids repeat within one message")
         return self
 

@@ -225,17 +225,16 @@ class Session(Aggregate):
         for index, message in enumerate(messages):
             seqs.append(self.next_seq)
             self._record_message(
-                {
-                    "seq": self.next_seq,
-                    **message.to_record(),
-                    "command_id": command_id,
-                    "created_at": created_ats[index] if created_ats is not None else created_at,
-                },
+                message.to_record(),
+                command_id,
+                created_ats[index] if created_ats is not None else created_at,
                 timestamp,
             )
         return seqs
 
-    def _record_message(self, payload: dict[str, Any], timestamp: Any) -> None:
+    def _record_message(
+        self, record: dict[str, Any], command_id: str | None, created_at: str, timestamp: Any
+    ) -> None:
         # The append hot path does what calling the @event method does (a new event at
         # version + 1, applied, kept pending) without eventsourcing re-filtering the
         # kwargs through the method signature twice per message. The event object is
@@ -247,14 +246,11 @@ class Session(Aggregate):
         state["originator_id"] = self.id
         state["originator_version"] = version = self.version + 1
         state["timestamp"] = timestamp
-        state.update(payload)
-        self._apply_message(
-            payload["seq"],
-            payload["role"],
-            payload["tool_calls"],
-            payload["tool_call_id"],
-            payload["command_id"],
-        )
+        state["seq"] = seq = self.next_seq
+        state.update(record)
+        state["command_id"] = command_id
+        state["created_at"] = created_at
+        self._apply_message(seq, record["role"], record["tool_calls"], record["tool_call_id"], command_id)
         self.version = version
         self.modified_on = timestamp
         self._pending_events.append(new_event)
