@@ -67,12 +67,12 @@ class StatementCachingPool(SQLiteConnectionPool):
     ) -> SQLiteConnection:
         if is_writer is not True or self._mutually_exclusive_read_write:
             return super().get_connection(timeout, is_writer=is_writer)
-        if self._closed:
-            raise ConnectionPoolClosedError
         wait = self.pool_timeout if timeout is None else timeout
         if not self._writer_lock.acquire(timeout=wait):
             raise ConnectionUnavailableError("Timed out waiting for return of writer")
         try:
+            if self._closed:
+                raise ConnectionPoolClosedError
             conn = self._writer
             if conn is not None:
                 conn.in_use.acquire()  # the max-age timer closes it only while unused
@@ -81,6 +81,9 @@ class StatementCachingPool(SQLiteConnectionPool):
                     conn = None
             if conn is None:
                 conn = self._writer = self._create_connection()  # created in use
+                if self._closed:  # close() ran meanwhile: it may not have seen this one
+                    conn.close()
+                    raise ConnectionPoolClosedError
         except BaseException:
             self._writer_lock.release()
             raise
@@ -89,11 +92,13 @@ class StatementCachingPool(SQLiteConnectionPool):
         return conn
 
     def put_connection(self, conn: SQLiteConnection) -> None:
-        if conn is not self._writer:
-            super().put_connection(conn)
+        if conn is not self._writer or conn.is_writer is not True:
+            super().put_connection(conn)  # also refuses a writer put back twice
             return
         conn.is_writer = None
         self._num_writers -= 1
+        if conn.closing:  # its max age is up: the next write opens a fresh one
+            conn.close()
         conn.in_use.release()
         self._writer_lock.release()
 
