@@ -43,16 +43,16 @@ def _plainly_fine(value: Any, depth_left: int) -> bool:
     """
     kind = type(value)
     if kind is str:
-        return value.isascii() or _utf8_ok(value)
+        return _text_ok(value)
     if kind is dict:
         if depth_left <= 0:
             return False
         for key, child in value.items():
-            if type(key) is not str or not (key.isascii() or _utf8_ok(key)):
+            if type(key) is not str or not (key.isascii() or _text_ok(key)):
                 return False
             child_kind = type(child)
-            if child_kind is str:
-                if not (child.isascii() or _utf8_ok(child)):
+            if child_kind is str:  # inline: most values are strings, most of them ASCII
+                if not (child.isascii() or _text_ok(child)):
                     return False
             elif child is not None and child_kind is not bool and not _plainly_fine(child, depth_left - 1):
                 return False
@@ -62,7 +62,7 @@ def _plainly_fine(value: Any, depth_left: int) -> bool:
             return False
         for child in value:
             if type(child) is str:
-                if not (child.isascii() or _utf8_ok(child)):
+                if not (child.isascii() or _text_ok(child)):
                     return False
             elif not _plainly_fine(child, depth_left - 1):
                 return False
@@ -76,7 +76,10 @@ def _plainly_fine(value: Any, depth_left: int) -> bool:
     return False
 
 
-def _utf8_ok(text: str) -> bool:
+def _text_ok(text: str) -> bool:
+    """Encodable as UTF-8 (no lone surrogates); ASCII is decided without encoding."""
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -91,11 +94,8 @@ def _json_problem(value: Any, max_depth: int, where: str) -> str | None:
         item, depth, path = pop()
         kind = type(item)
         if kind is str:
-            if not item.isascii():
-                try:
-                    item.encode("utf-8")
-                except UnicodeEncodeError:
-                    return f"{path or 'value'} is not valid Unicode (lone surrogate)"
+            if not _text_ok(item):
+                return f"{path or 'value'} is not valid Unicode (lone surrogate)"
         elif kind is dict or kind is list or kind is tuple:
             if depth >= max_depth:
                 return f"{path or 'value'} is nested deeper than {max_depth} levels"
@@ -104,11 +104,8 @@ def _json_problem(value: Any, max_depth: int, where: str) -> str | None:
                 if kind is dict:
                     if type(key) is not str:
                         return f"{path or 'value'} has a non-string key"
-                    if not key.isascii():
-                        try:
-                            key.encode("utf-8")
-                        except UnicodeEncodeError:
-                            return f"{path or 'value'} has a key that is not valid Unicode"
+                    if not _text_ok(key):
+                        return f"{path or 'value'} has a key that is not valid Unicode"
                 if type(child) is str and child.isascii():
                     continue  # the common case, decided without a stack round trip
                 push((child, depth + 1, f"{path}.{key}" if path else str(key)))

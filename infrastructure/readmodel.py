@@ -194,6 +194,13 @@ def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> M
     return record  # type: ignore[no-any-return]
 
 
+def _lag(row: Sequence[Any] | None) -> tuple[int, int]:
+    """(read-model position, newest notification id) from a row that starts with the
+    lag columns (``EventsTable.lag_sql``, ``session_view_sql``)."""
+    assert row is not None
+    return int(row[1] or 0), int(row[0] or 0)
+
+
 class EventsTable:
     """Where the notification log lives, per engine."""
 
@@ -534,9 +541,7 @@ class SqlReadModel:
     # ----------------------------------------------------------- catch-up
     def lag(self, cur: Cur) -> tuple[int, int]:
         """(read-model position, newest notification id)."""
-        row = cur.execute(self.projector.events_table.lag_sql).fetchone()
-        assert row is not None
-        return int(row[1] or 0), int(row[0] or 0)
+        return _lag(cur.execute(self.projector.events_table.lag_sql).fetchone())
 
     def catch_up(self) -> int:
         """Project every notification past the position; returns how many."""
@@ -564,8 +569,8 @@ class SqlReadModel:
             try:
                 with self.db.read() as cur:
                     head = cur.execute(head_sql, params).fetchone()
+                    position, newest = _lag(head)
                     assert head is not None
-                    newest, position = int(head[0] or 0), int(head[1] or 0)
                     if position >= newest or attempt == 3:
                         # (after 3 catch-ups writers keep arriving; their rows are inline)
                         yield cur, head
