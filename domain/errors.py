@@ -71,6 +71,18 @@ class StorageError(ContextCompactionError):
     code = "storage_error"
 
 
+class IdempotencyConflict(ContextCompactionError):
+    """A ``command_id`` that was already applied came back with a different payload."""
+
+    code = "idempotency_conflict"
+
+
+class CorruptEvent(ContextCompactionError):
+    """A stored event cannot be decoded; ``details`` name the session and version."""
+
+    code = "corrupt_event"
+
+
 class TurnInProgress(ContextCompactionError):
     """A manual compaction was asked for while a turn is running (spec §11.1)."""
 
@@ -91,4 +103,6 @@ ALL_ERRORS: tuple[type[ContextCompactionError], ...] = (
     UnknownRequest,
     StorageError,
     TurnInProgress,
+    IdempotencyConflict,
+    CorruptEvent,
 )

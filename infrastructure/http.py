@@ -30,6 +30,7 @@ STATUS = {
     "session_exists": 409,
     "stale_candidate": 409,
     "turn_in_progress": 409,
+    "idempotency_conflict": 409,
     "session_deleted": 410,
     "fixed_context_exceeds_budget": 422,
     "overflow_retry_exhausted": 422,
@@ -37,6 +38,7 @@ STATUS = {
     "summary_failed": 422,
     "internal_error": 500,
     "storage_error": 503,
+    "corrupt_event": 500,
 }
 
 ENVELOPE_SCHEMA: dict[str, Any] = {

@@ -6,7 +6,11 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Our PostgreSQL connections carry a name per test process, so a test that drops
 # connections drops only its own (xdist runs several test processes at once).
-os.environ["PGAPPNAME"] = f"ctxc-tests-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+# The pid of the pytest main process keeps two test runs on one server apart.
+os.environ.setdefault("CTXC_TEST_RUN", str(os.getpid()))
+os.environ["PGAPPNAME"] = (
+    f"ctxc-tests-{os.environ['CTXC_TEST_RUN']}-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+)
 # The fake provider listens on loopback; never send it through a proxy.
 os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 
