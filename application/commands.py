@@ -52,10 +52,16 @@ class ConfigureSession(Command):
 
 
 class AppendMessages(Command):
+    """Append messages to the raw log. ``command_id`` makes it idempotent (unique across
+    all sessions: a reuse with another payload is ``idempotency_conflict``); ``model``
+    names who produced the assistant messages (default: the session's model), whose
+    provider output fields are replayed only to it (spec §5.11)."""
+
     type: Literal["append_messages"] = "append_messages"
     session_id: SessionId
     messages: list[Message] = Field(min_length=1)
     command_id: CommandId | None = None
+    model: ModelName | None = None
 
 
 class InvalidateHistory(Command):

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_compaction.domain.budget import Budget, resolve_window
+from context_compaction.domain.budget import FIXED_PARTS, Budget, resolve_window
 from context_compaction.domain.errors import SessionDeleted, SessionNotFound
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.projection import (
@@ -278,7 +278,7 @@ class Draft:
 
     @property
     def fixed(self) -> int:
-        return sum(self.breakdown[p] for p in ("system", "tools", "knowledge", "plan"))
+        return sum(self.breakdown[p] for p in FIXED_PARTS)
 
 
 def build_draft(
@@ -290,13 +290,17 @@ def build_draft(
     history_tokens: int,
     summary: str | None = None,
 ) -> Draft:
-    """Assemble the request and count it part by part (spec §7.2: the NEXT full request)."""
+    """Assemble the request and count it part by part (spec §7.2: the NEXT full request).
+
+    Every token is attributed to one part; ``overhead`` is the request's own priming,
+    whatever the messages are (spec §16, §21.10).
+    """
     counter = svc.tokens
     system = system_message(inputs)
     messages = ([system] if system else []) + projection.messages
     knowledge = counter.count_text(inputs.knowledge, encoding) + 4 if inputs.knowledge else 0
     plan = counter.count_text(inputs.active_plan, encoding) + 4 if inputs.active_plan else 0
-    system_tokens = counter.request_overhead
+    system_tokens = 0
     if inputs.system_prompt:
         system_tokens += counter.count_message(
             {"role": "system", "content": inputs.system_prompt}, encoding
@@ -308,6 +312,7 @@ def build_draft(
         block = summary_message(summary) if summary is not None else projection.messages[0]
         summary_tokens = counter.count_message(block, encoding)
     breakdown = {
+        "overhead": counter.request_overhead,
         "system": system_tokens,
         "tools": counter.count_tools(inputs.tools, encoding),
         "knowledge": knowledge,
@@ -334,14 +339,21 @@ def draft_for(
 
 
 # -------------------------------------------------------------------- budget
-def budget_for(svc: Services, session: SessionRow, model: str | None = None) -> Budget:
+def budget_for(
+    svc: Services, session: SessionRow, model: str | None = None, *, window_cap: int | None = None
+) -> Budget:
+    """The budget of ``model`` in this session: configured and catalog limits, the agent
+    limit and the window the session learned from the provider (``WindowLearned``,
+    in our token units); ``window_cap`` tightens it for one overflow recovery."""
     model = model or session.model
     config = svc.settings.model_config_for(model)
+    learned = session.learned_windows.get(model)
+    calibrated = [w for w in (learned.in_our_units if learned else None, window_cap) if w]
     window = resolve_window(
         configured_limit=config.token_limit,
         catalog_limit=svc.catalog.max_input_tokens(model),
         agent_limit=session.agent_token_limit,
-        calibrated=svc.calibrated_window(session.session_id, model),
+        calibrated=min(calibrated) if calibrated else None,
     )
     cc = svc.settings.context_compaction
     return Budget.compute(

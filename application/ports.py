@@ -5,11 +5,12 @@ Infrastructure implements them; tests may substitute fakes that record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from context_compaction.domain.budget import LearnedWindow
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
 from context_compaction.domain.summary import SummarySource
@@ -41,6 +42,24 @@ class SessionRow:
     deleted: bool
     created_at: str
     updated_at: str
+    learned_windows: Mapping[str, LearnedWindow] = field(default_factory=dict)
+    """model → the window a provider reported in an overflow error (``WindowLearned``)."""
+
+
+@dataclass(frozen=True)
+class CommandRecord:
+    """Where a host command id was used: command ids are unique across all sessions."""
+
+    command_id: str
+    session_id: str
+    kind: str
+    """``start_session`` or ``append_messages``."""
+    first_seq: int
+    last_seq: int
+
+    @property
+    def seqs(self) -> list[int]:
+        return list(range(self.first_seq, self.last_seq + 1))
 
 
 @dataclass(frozen=True)
@@ -159,7 +178,9 @@ class ReadModel(Protocol):
 
     def checkpoints(self, session_id: str) -> list[CheckpointRow]: ...
 
-    def command_seqs(self, session_id: str, command_id: str) -> list[int] | None: ...
+    def command(self, command_id: str) -> CommandRecord | None:
+        """Where the host command id was used, in any session (None: never)."""
+        ...
 
 
 class TimelineStore(Protocol):

@@ -114,7 +114,11 @@ class CompactOutcome(Result):
 
 
 class ContextUsage(Result):
-    """Every field of spec §16, the per-part breakdown and the text form."""
+    """Every field of spec §16, the per-part breakdown and the text form.
+
+    ``breakdown`` attributes every token of the local estimate to one part: overhead
+    (the request's priming), system, tools, knowledge, plan, summary, history.
+    """
 
     session_id: str
     model: str
@@ -127,6 +131,10 @@ class ContextUsage(Result):
     effective_keep_recent_tokens: int
     compression_threshold_tokens: int
     used_tokens: int
+    """What the trigger decides on: provider-measured + tail estimate when the
+    calibration key matches (``usage_source``), else the local estimate."""
+    estimated_tokens: int
+    """The pure local estimate of the same request (the sum of ``breakdown``)."""
     remaining_tokens: int
     usage_source: Literal["estimated", "measured+estimated"]
     auto_compaction_enabled: bool

@@ -12,6 +12,7 @@ retry of the same step; tools are never re-executed and no checkpoint is made mi
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -95,9 +96,17 @@ class TurnRunner:
                 else:
                     memory.active_turns.pop(session_id, None)
 
-    async def _append(self, session_id: str, messages: list[dict[str, Any]], command_id: str) -> list[int]:
+    async def _append(
+        self,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        command_id: str,
+        model: str | None = None,
+    ) -> list[int]:
         result = await self._dispatch(
-            c.AppendMessages(session_id=session_id, messages=messages, command_id=command_id)
+            c.AppendMessages(
+                session_id=session_id, messages=messages, command_id=command_id, model=model
+            )
         )
         return list(result.seqs)
 
@@ -116,7 +125,8 @@ class TurnRunner:
     ) -> TurnResult:
         message = {"role": "user", "content": user} if isinstance(user, str) else dict(user)
         message.setdefault("turn_id", turn_id)
-        seqs = await self._append(session_id, [message], f"{turn_id}:input")
+        ids = _CommandIds(session_id, turn_id)
+        seqs = await self._append(session_id, [message], ids("input"))
         result = TurnResult(session_id, turn_id, None, 0, 0, 0, first_seq=seqs[0], last_seq=seqs[-1])
         inputs = {"system_prompt": system_prompt, "tools": tools or None, "knowledge": knowledge,
                   "active_plan": active_plan, "model": model}
@@ -128,7 +138,7 @@ class TurnRunner:
             reply, request, exact = await self._call(session_id, request, tools, tool_progress, result)
             assistant = dict(reply.message)
             assistant["turn_id"] = turn_id
-            seqs = await self._append(session_id, [assistant], f"{turn_id}:step{step}")
+            seqs = await self._append(session_id, [assistant], ids(f"step{step}"), request.model)
             result.last_seq = seqs[-1]
             if reply.prompt_tokens is not None and exact:
                 await self._dispatch(c.RecordUsage(
@@ -147,12 +157,12 @@ class TurnRunner:
                 result.tool_calls += 1
                 seqs = await self._append(session_id, [{
                     "role": "tool", "tool_call_id": flat["id"], "name": flat["name"],
-                    "content": output, "turn_id": turn_id}], f"{turn_id}:{flat['id']}")
+                    "content": output, "turn_id": turn_id}], ids(f"tool:{flat['id']}"))
                 result.last_seq = seqs[-1]
             tool_progress = True
             for text in (steering() if steering else ()):
                 seqs = await self._append(session_id, [{"role": "user", "content": text, "steering": True,
-                                                         "turn_id": turn_id}], f"{turn_id}:steer{step}")
+                                                         "turn_id": turn_id}], ids(f"steer{step}"))
                 result.last_seq = seqs[-1]
             request = await self._dispatch(c.PrepareTurn(session_id=session_id, **inputs))
             self._note(result, request)
@@ -236,6 +246,19 @@ class TurnRunner:
 def _is_summary(message: dict[str, Any]) -> bool:
     content = message.get("content")
     return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_HEADER)
+
+
+class _CommandIds:
+    """Command ids of one turn's appends: unique across sessions (CONTRACT.md) and
+    within the 256-character limit whatever the turn and tool-call ids are."""
+
+    def __init__(self, session_id: str, turn_id: str) -> None:
+        self.session_id = session_id
+        self.turn_id = turn_id
+
+    def __call__(self, step: str) -> str:
+        key = "\0".join((self.session_id, self.turn_id, step)).encode("utf-8", "surrogatepass")
+        return f"turn_{hashlib.blake2b(key, digest_size=16).hexdigest()}"
 
 
 def _flat_call(call: dict[str, Any]) -> dict[str, Any]:

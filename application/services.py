@@ -38,9 +38,9 @@ T = TypeVar("T")
 
 _LOCKS_GUARD = threading.Lock()
 
-#: Prefix of the command ids generated for appends that came without one: they only
-#: guard our own immediate retries (the aggregate's window), so the read model does not
-#: keep them.
+#: Prefix of the command ids generated for appends that came without one. They only
+#: guard our own immediate retries (the aggregate's window) and are marked as ours in
+#: the event (``command_generated``), never told apart by this prefix (ADR 0019).
 AUTO_COMMAND_PREFIX = "auto"
 
 #: Attempts for one command against concurrent writers (optimistic concurrency).
@@ -65,8 +65,6 @@ class Services:
     after_checkpoint: list[Callable[[], None]] = field(default_factory=list)
     """Run after a checkpoint commits (the Timeline follower); failures are logged only."""
     contexts: ContextCache = field(default_factory=lambda: _context_cache())
-    calibrated_windows: dict[tuple[str, str], int] = field(default_factory=dict)
-    """(session, model) → window learned from a provider overflow error (in memory)."""
     extra: dict[str, Any] = field(default_factory=dict)
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
 
@@ -84,9 +82,6 @@ class Services:
             if lock is None:
                 lock = self._locks[session_id] = threading.RLock()
             return lock
-
-    def calibrated_window(self, session_id: str, model: str) -> int | None:
-        return self.calibrated_windows.get((session_id, model))
 
     def checkpoint_committed(self) -> None:
         for hook in self.after_checkpoint:

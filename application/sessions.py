@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 from context_compaction.domain.errors import (
+    IdempotencyConflict,
     InvalidCommand,
     InvalidMessage,
     SessionDeleted,
     SessionExists,
     SessionNotFound,
 )
-from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.messages import Message, MessageRecord, nested_tool_calls
 from context_compaction.domain.projection import (
     ContextProjection,
     build_projection,
@@ -23,7 +25,7 @@ from context_compaction.domain.session import Session
 from . import commands as c
 from . import results as r
 from .context import checkpoint_ref, current_context
-from .ports import ConcurrencyConflict, SessionRow
+from .ports import CommandRecord, ConcurrencyConflict, SessionRow
 from .services import AUTO_COMMAND_PREFIX, Services, mutate
 
 log = logging.getLogger("context_compaction.sessions")
@@ -35,12 +37,17 @@ def start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
     # acknowledgement recognise its own success.
     command_id = cmd.command_id or svc.ids.new_id("cmd")
     for _ in range(3):
+        if cmd.command_id is not None:
+            earlier = svc.read_model.command(cmd.command_id)
+            if earlier is not None:
+                return _started_before(svc, cmd, earlier)
         try:
             existing: Session | None = svc.events.load(cmd.session_id)
         except SessionNotFound:
             existing = None
         if existing is not None:
             if existing.start_command_id == command_id:
+                _check_start_payload(svc, cmd)
                 return r.StartSessionResult(session_id=cmd.session_id, version=existing.version)
             raise SessionExists(f"session {cmd.session_id!r} already exists")
         session = Session.start(
@@ -53,10 +60,37 @@ def start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
         try:
             svc.events.save(session)
         except ConcurrencyConflict:
-            continue  # started concurrently: the reload decides between exists and retry
+            # Started concurrently, or the command id was taken meanwhile: the next
+            # round decides between the original result, a conflict and exists.
+            continue
         log.info("session started", extra={"session_id": cmd.session_id})
         return r.StartSessionResult(session_id=cmd.session_id, version=session.version)
     raise SessionExists(f"session {cmd.session_id!r} already exists")
+
+
+def _idempotency_conflict(command_id: str, what: str) -> IdempotencyConflict:
+    return IdempotencyConflict(
+        f"command_id {command_id!r} was already used {what}; nothing was changed",
+        details={"command_id": command_id},
+    )
+
+
+def _started_before(svc: Services, cmd: c.StartSession, earlier: CommandRecord) -> r.StartSessionResult:
+    """The original result of a host command id seen before, or a conflict (ADR 0019)."""
+    assert cmd.command_id is not None
+    if earlier.kind != "start_session" or earlier.session_id != cmd.session_id:
+        raise _idempotency_conflict(cmd.command_id, "for another command")
+    _check_start_payload(svc, cmd)
+    current = svc.events.load(cmd.session_id)
+    return r.StartSessionResult(session_id=cmd.session_id, version=current.version)
+
+
+def _check_start_payload(svc: Services, cmd: c.StartSession) -> None:
+    if cmd.command_id is None:
+        return  # our own id: our own retry, same payload
+    started = svc.events.load(cmd.session_id, version=1)
+    if (started.model, started.agent_token_limit) != (cmd.model, cmd.agent_token_limit):
+        raise _idempotency_conflict(cmd.command_id, "to start this session with other settings")
 
 
 def configure_session(cmd: c.ConfigureSession, svc: Services) -> r.ConfigureSessionResult:
@@ -94,18 +128,43 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
                 f"{limits.max_message_chars:,}"
             )
     if cmd.command_id is not None:
-        earlier = svc.read_model.command_seqs(cmd.session_id, cmd.command_id)
+        earlier = svc.read_model.command(cmd.command_id)
         if earlier is not None:
-            row = _live_row(svc, cmd.session_id)
-            return r.AppendMessagesResult(seqs=earlier, version=row.version, duplicate=True)
+            return _appended_before(svc, cmd, earlier)
     # Our own retries must be idempotent too (a commit whose acknowledgement was lost
     # is retried): every append carries a command id, the host's or a fresh one.
+    generated = cmd.command_id is None
     command_id = cmd.command_id or svc.ids.new_id(AUTO_COMMAND_PREFIX)
-    seqs, session, saved = mutate(
-        svc,
-        cmd.session_id,
-        lambda s: s.append_messages(cmd.messages, command_id=command_id, created_at=svc.now()),
-    )
+    needs_producer = any(m.has_provider_output for m in cmd.messages)
+    attempts = 0
+
+    def decide(session: Session) -> list[int]:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 1 and not generated:
+            # A save conflicted: another command may have taken this id meanwhile.
+            taken = svc.read_model.command(command_id)
+            if taken is not None and (taken.session_id, taken.kind) != (cmd.session_id, "append_messages"):
+                raise _idempotency_conflict(command_id, "for another command")
+        producer = None
+        if needs_producer:
+            model = cmd.model or session.model
+            producer = (svc.catalog.provider_of(model), model)
+        return session.append_messages(
+            cmd.messages,
+            command_id=command_id,
+            created_at=svc.now(),
+            producer=producer,
+            command_generated=generated,
+        )
+
+    seqs, session, saved = mutate(svc, cmd.session_id, decide)
+    if not saved and not generated:
+        # The aggregate knew the id (a concurrent duplicate won the race): the same
+        # payload gets the original result, another one a conflict.
+        earlier = svc.read_model.command(command_id)
+        if earlier is not None:
+            return _appended_before(svc, cmd, earlier)
     if saved:
         log.info(
             "messages appended",
@@ -114,10 +173,51 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
     return r.AppendMessagesResult.model_construct(seqs=seqs, version=session.version, duplicate=not saved)
 
 
+def _appended_before(
+    svc: Services, cmd: c.AppendMessages, earlier: CommandRecord
+) -> r.AppendMessagesResult:
+    """The original seqs of a host command id seen before, or a conflict (ADR 0019)."""
+    assert cmd.command_id is not None
+    if earlier.kind != "append_messages" or earlier.session_id != cmd.session_id:
+        raise _idempotency_conflict(cmd.command_id, "for another command")
+    row = _live_row(svc, cmd.session_id)
+    stored = svc.read_model.messages(
+        cmd.session_id, from_seq=earlier.first_seq, upto_seq=earlier.last_seq, include_invalidated=True
+    )
+    if not _same_messages(stored, cmd.messages):
+        raise _idempotency_conflict(cmd.command_id, "with other messages")
+    return r.AppendMessagesResult(seqs=earlier.seqs, version=row.version, duplicate=True)
+
+
+_BODY = ("role", "content", "reasoning", "tool_calls", "tool_call_id", "name", "turn_id",
+         "steering", "provider_state")
+
+
+def _same_messages(stored: list[MessageRecord], messages: list[Message]) -> bool:
+    """Would ``messages`` be stored exactly as ``stored`` was? (a retry, not a reuse)"""
+    if len(stored) != len(messages):
+        return False
+    for record, message in zip(stored, messages, strict=True):
+        state = record.get("provider_state")
+        producer = (state["provider"], state["model"]) if state else None
+        again = message.to_record(producer)
+        if _canonical({k: record.get(k) for k in _BODY}) != _canonical({k: again[k] for k in _BODY}):
+            return False
+    return True
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
 def _record_chars(message: Any) -> int:
     """Characters of a message's text: a quick sum for the common shapes."""
     content = message.content
-    if message.provider_state is None and (content is None or isinstance(content, str)):
+    if (
+        message.provider_state is None
+        and not message.has_provider_output
+        and (content is None or isinstance(content, str))
+    ):
         size = len(content or "") + len(message.reasoning or "")
         for call in message.tool_calls:
             size += len(call.arguments) + len(call.name)
@@ -196,8 +296,12 @@ def _live_row(svc: Services, session_id: str) -> SessionRow:
 
 
 def message_result(m: MessageRecord) -> dict[str, Any]:
+    """A stored message as a result: tool calls in OpenAI's nested form (stored events
+    keep the flat form they were written with; nothing is rewritten)."""
     out = dict(m)
     out["invalidated"] = not out.pop("visible", True)
+    if out.get("tool_calls"):
+        out["tool_calls"] = nested_tool_calls(out["tool_calls"])
     return out
 
 

@@ -3,7 +3,8 @@
 * ``prepare_turn`` builds the complete request, budgets it, compacts automatically at
   most once per turn, and returns the request with a ``request_id``;
 * ``record_usage`` calibrates the next budget with the provider's measured prompt size;
-* ``recover_overflow`` turns a provider overflow into one rebuilt request: one summary
+* ``recover_overflow`` turns a provider overflow into one rebuilt request per turn: the
+  window the provider reported becomes history (``WindowLearned``), then one summary
   attempt for the turn, else a deterministic whole-turn trim (a degraded checkpoint).
 
 Requests, calibrations and per-turn attempts live in memory only (spec §7.2).
@@ -11,13 +12,11 @@ Requests, calibrations and per-turn attempts live in memory only (spec §7.2).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Sequence
 
 from context_compaction.domain.budget import Budget, check_fixed_parts
-from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, group_turns, plan_cut
+from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import (
     OverflowNotRecoverable,
     OverflowRetryExhausted,
@@ -26,7 +25,12 @@ from context_compaction.domain.errors import (
     SummaryFailed,
 )
 from context_compaction.domain.messages import MessageRecord
-from context_compaction.domain.overflow import degraded_summary, parse_overflow, trim_request
+from context_compaction.domain.overflow import (
+    describe_cut,
+    degraded_summary,
+    parse_overflow,
+    trim_request,
+)
 from context_compaction.domain.projection import CheckpointRef, build_projection, summary_message
 
 from . import commands as c
@@ -41,9 +45,9 @@ from .context import (
     current_context,
     draft_for,
 )
-from .services import Services
-from .turnstate import Calibration, CalibrationKey, IssuedRequest, memory_of
-from .usage import context_usage, inputs_of
+from .services import Services, mutate
+from .turnstate import Calibration, IssuedRequest, memory_of
+from .usage import context_usage, decided_usage, inputs_of
 
 log = logging.getLogger("context_compaction.turns")
 
@@ -86,42 +90,6 @@ def _index_from_end(seqs: list[int], seq: int) -> int:
 
 
 
-def fixed_digest(draft: Draft) -> str:
-    fixed = [m for m in draft.messages[:1] if m.get("role") == "system"]
-    payload = json.dumps([fixed, draft.tools], sort_keys=True, ensure_ascii=False)
-    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def calibration_key(svc: Services, ctx: SessionContext, draft: Draft, model: str) -> CalibrationKey:
-    return CalibrationKey(
-        provider=svc.catalog.provider_of(model),
-        model=model,
-        generation=ctx.session.context_generation,
-        checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
-        fixed_digest=fixed_digest(draft),
-    )
-
-
-def measured_or_estimated(
-    svc: Services, ctx: SessionContext, draft: Draft, model: str, key: CalibrationKey
-) -> tuple[int, str]:
-    """``measured + estimate(suffix)`` when the key matches and what was sent is an exact
-    prefix of what will be sent; the full local estimate otherwise (spec §7.2)."""
-    cal = memory_of(svc).calibration.get(ctx.session.session_id)
-    projection = draft.projection
-    raw_count = len(projection.included_seqs)
-    if cal is None or cal.key != key or cal.history_count > raw_count:
-        return draft.total, "estimated"
-    identity = svc.identity(model)
-    with ctx.lock:
-        digest = ctx.builder(identity).history_digest(projection, cal.history_count)
-    if digest != cal.history_digest:
-        return draft.total, "estimated"
-    tokens = ctx.tokens[draft.encoding]
-    suffix = sum(tokens.get(seq, 0) for seq in projection.included_seqs[cal.history_count :])
-    return cal.prompt_tokens + suffix, "measured+estimated"
-
-
 # -------------------------------------------------------------- prepare_turn
 def prepare_turn(cmd: c.PrepareTurn, svc: Services) -> r.TurnRequest:
     return build_turn_request(svc, cmd.session_id, inputs_of(cmd), cmd.model)
@@ -145,8 +113,7 @@ def build_turn_request(
     draft = draft_for(svc, ctx, inputs, model)
     check_fixed_parts(draft.breakdown, budget.threshold)  # spec §8.4
     phase, turn_key, _ = turn_phase(ctx.records)
-    key = calibration_key(svc, ctx, draft, model)
-    used, source = measured_or_estimated(svc, ctx, draft, model, key)
+    key, used, source = decided_usage(svc, ctx, draft, model)
 
     if (
         retry_of is None
@@ -154,13 +121,14 @@ def build_turn_request(
         and budget.should_compact(used)
         and memory.claim_summary_attempt(session_id, turn_key)
     ):
-        compaction, note = _auto_compact(svc, session_id, model, inputs, draft, budget)
+        compaction, note = _auto_compact(
+            svc, session_id, turn_key, model, inputs, used, draft.total, budget
+        )
         warnings += note
         if compaction is not None and compaction.status == "compacted":
             ctx = current_context(svc, session_id)
             draft = draft_for(svc, ctx, inputs, model)
-            key = calibration_key(svc, ctx, draft, model)
-            used, source = measured_or_estimated(svc, ctx, draft, model, key)
+            key, used, source = decided_usage(svc, ctx, draft, model)
 
     messages = draft.messages
     history_digest: str | None = None
@@ -185,6 +153,7 @@ def build_turn_request(
             history_digest=history_digest,
             estimate=draft.total,
             turn_key=turn_key,
+            phase=phase,
             retry_of=retry_of,
         )
     )
@@ -225,12 +194,16 @@ def build_turn_request(
 def _auto_compact(
     svc: Services,
     session_id: str,
+    turn_key: int,
     model: str,
     inputs: TurnInputs,
-    draft: Draft,
+    used: int,
+    estimate: int,
     budget: Budget,
 ) -> tuple[r.CompactOutcome | None, list[str]]:
-    """Spec §11.2 failure semantics for the automatic trigger."""
+    """Spec §11.2 failure semantics for the automatic trigger; ``used`` is the figure
+    the trigger decided on (measured + tail when calibrated), also for the hard check;
+    ``estimate`` is our own count of the same request."""
     try:
         outcome = compact_context(svc, session_id, reason="auto", model=model, inputs=inputs)
     except (SummaryFailed, StaleCandidate, StorageError) as exc:
@@ -242,12 +215,16 @@ def _auto_compact(
     else:
         if outcome.status == "compacted":
             return outcome, []
+        # No summary was asked for: the turn keeps its one attempt (spec §11.3 step 3).
+        memory_of(svc).release_summary_attempt(session_id, turn_key)
         note = ["auto compaction found nothing to compact"]
-    if draft.total <= budget.window:
+    if used <= budget.window:
         return None, [*note, "continuing with the previous context (still under the hard window)"]
     # Already over the hard window before sending (smaller model, new limit): do not send a
-    # request that must fail; trim deterministically now (spec §11.2, §17).
-    degraded = degraded_checkpoint(svc, session_id, model, inputs)
+    # request that must fail; trim deterministically now (spec §11.2, §17). When the
+    # provider's count put it over, the trim works in our units scaled to that count.
+    cap = budget.window * estimate // used if used > estimate else None
+    degraded = degraded_checkpoint(svc, session_id, model, inputs, window_cap=cap)
     return degraded, [*note, "over the hard window: committed a degraded checkpoint before sending"]
 
 
@@ -292,12 +269,29 @@ def _trim_in_turn(
 
 
 # ------------------------------------------------------------------ degraded
+#: The longest "what was cut" words (``describe_cut``): room for the breadcrumb is
+#: reserved before the cut is known.
+_LONGEST_CUT = (
+    f"{10**6} oldest turns and the first {10**6} messages of the turn at seq {10**9} "
+    f"(message seq {10**9}-{10**9})"
+)
+
+
 def degraded_checkpoint(
-    svc: Services, session_id: str, model: str, inputs: TurnInputs
+    svc: Services,
+    session_id: str,
+    model: str,
+    inputs: TurnInputs,
+    *,
+    window_cap: int | None = None,
 ) -> r.CompactOutcome:
-    """Spec §11.3 step 4-5: drop the oldest whole turns, no summary, ``degraded=True``."""
+    """Spec §11.3 step 4-5: drop the oldest whole turns, no summary, ``degraded=True``.
+
+    ``window_cap`` (the size of a refused request, in our units): the request was over
+    the provider's real window, so the trim must cut below it.
+    """
     ctx = current_context(svc, session_id)
-    budget = budget_for(svc, ctx.session, model)
+    budget = budget_for(svc, ctx.session, model, window_cap=window_cap)
     before = draft_for(svc, ctx, inputs, model)
     tokens = ctx.tokens[before.encoding]
     counts = [tokens[m["seq"]] for m in ctx.records]
@@ -305,9 +299,10 @@ def degraded_checkpoint(
     last_problem = "nothing older than the newest turn to drop"
     for keep_previous in ((True, False) if previous else (False,)):
         prior = previous if keep_previous else None
-        reserve = svc.tokens.count_message(summary_message(degraded_summary(
-            omitted_turns=10_000, first_seq=10**9, last_seq=10**9, previous_summary=prior)),
-            before.encoding)
+        reserve = svc.tokens.count_message(
+            summary_message(degraded_summary(omitted=_LONGEST_CUT, previous_summary=prior)),
+            before.encoding,
+        )
         room = max(budget.threshold - before.fixed - reserve, 0)
         plan = plan_cut(
             ctx.records,
@@ -325,12 +320,13 @@ def degraded_checkpoint(
                 last_problem = "trimming would not shrink the request"
                 continue
             outcome = commit_candidate(svc, candidate)
-            dropped = len(group_turns(plan.summarize, [0] * len(plan.summarize)))
+            _, _, cut = describe_cut(plan.summarize, plan.split_turn)
             outcome.report = (
                 f"Context trimmed after overflow: {outcome.tokens_before:,} -> "
                 f"{outcome.tokens_after:,} tokens\n"
-                f"Dropped {dropped} oldest turn{'s' if dropped != 1 else ''} without a summary; "
-                f"kept {outcome.kept_turns} from message seq {outcome.first_retained_seq}\n"
+                f"Dropped {cut} without a summary; "
+                f"kept {outcome.kept_turns} turn{'s' if outcome.kept_turns != 1 else ''} "
+                f"from message seq {outcome.first_retained_seq}\n"
                 "Raw history unchanged"
             )
             return outcome
@@ -350,13 +346,8 @@ def _degraded_candidate(
     model: str,
     previous: str | None,
 ) -> Candidate:
-    dropped_turns = len(group_turns(plan.summarize, [0] * len(plan.summarize)))
-    text = degraded_summary(
-        omitted_turns=dropped_turns,
-        first_seq=plan.summarize[0]["seq"],
-        last_seq=plan.summarize[-1]["seq"],
-        previous_summary=previous,
-    )
+    whole, partial, cut = describe_cut(plan.summarize, plan.split_turn)
+    text = degraded_summary(omitted=cut, previous_summary=previous)
     kept = [m for m in ctx.records if m["seq"] >= plan.first_retained_seq]
     projection = build_projection(
         checkpoint=CheckpointRef("degraded", text, plan.first_retained_seq, 0, True),
@@ -384,7 +375,8 @@ def _degraded_candidate(
             "source_messages": len(plan.summarize),
             "omitted_messages": len(plan.summarize),
             "truncated_messages": 0,
-            "omitted_turns": dropped_turns,
+            "omitted_turns": whole,
+            "omitted_messages_of_split_turn": partial,
             "previous_summary_included": previous is not None,
             "split_turn": plan.split_turn,
             "strategy": "deterministic whole-turn trim (context overflow, no summary)",
@@ -420,30 +412,22 @@ def record_usage(cmd: c.RecordUsage, svc: Services) -> r.RecordUsageResult:
 
 # ---------------------------------------------------------- recover_overflow
 def recover_overflow(cmd: c.RecoverOverflow, svc: Services) -> r.TurnRequest:
+    """Spec §11.3: one recovery per turn, from durable history, before any tool ran."""
     memory = memory_of(svc)
     request = memory.request(cmd.session_id, cmd.request_id)
-    if cmd.tool_progress:
+    if cmd.tool_progress or request.phase == "continuation":
+        # Spec §11.4: no formal checkpoint mid-turn, whatever the host says.
         raise OverflowNotRecoverable(
             "tools already ran in this turn: the turn cannot restart from durable history; "
             "trim the request locally and retry the same step once (spec §11.4)",
-            details={"request_id": cmd.request_id},
+            details={"request_id": cmd.request_id, "phase": request.phase},
         )
-    with memory.lock:
-        if request.recovered or request.retry_of is not None:
-            raise OverflowRetryExhausted(
-                "the request overflowed again after its one recovery retry",
-                details={"request_id": cmd.request_id, "retry_of": request.retry_of},
-            )
-        request.recovered = True
-        memory.calibration.pop(cmd.session_id, None)
+    if not memory.claim_overflow_recovery(request):
+        raise OverflowRetryExhausted(
+            "this turn already had its one overflow recovery; the request overflowed again",
+            details={"request_id": cmd.request_id, "retry_of": request.retry_of},
+        )
     info = parse_overflow(cmd.error_message)
-    if info.window is not None:
-        window = info.window
-        if info.prompt_tokens and info.prompt_tokens > request.estimate > 0:
-            # We under-counted this provider: express its window in our units.
-            window = int(window * request.estimate / info.prompt_tokens)
-        current = svc.calibrated_windows.get((cmd.session_id, request.model))
-        svc.calibrated_windows[(cmd.session_id, request.model)] = min(window, current or window)
     log.warning(
         "context overflow",
         extra={
@@ -454,10 +438,20 @@ def recover_overflow(cmd: c.RecoverOverflow, svc: Services) -> r.TurnRequest:
             "estimated_tokens": request.estimate,
         },
     )
-    warnings = [
-        f"provider reported a {info.window:,}-token window" if info.window
-        else "the provider's window could not be read from the error; using the configured window"
-    ]
+    if info.window is not None:
+        provider = svc.catalog.provider_of(request.model)
+        mutate(svc, cmd.session_id, lambda s: s.learn_window(
+            provider=provider,
+            model=request.model,
+            window=info.window,
+            prompt_tokens=info.prompt_tokens,
+            estimated_tokens=request.estimate or None,
+            created_at=svc.now(),
+        ))
+        warnings = [f"provider reported a {info.window:,}-token window"]
+    else:
+        warnings = ["the provider's window could not be read from the error; "
+                    "using the configured window"]
     compaction: r.CompactOutcome | None = None
     if memory.claim_summary_attempt(cmd.session_id, request.turn_key):
         try:
@@ -473,12 +467,17 @@ def recover_overflow(cmd: c.RecoverOverflow, svc: Services) -> r.TurnRequest:
             warnings.append(f"overflow summary failed ({exc.code}): {exc.message}")
             compaction = None
         if compaction is not None and compaction.status != "compacted":
+            memory.release_summary_attempt(cmd.session_id, request.turn_key)
             warnings.append("overflow summary found nothing to compact")
             compaction = None
     else:
         warnings.append("this turn already used its one summary attempt")
     if compaction is None:
-        compaction = degraded_checkpoint(svc, cmd.session_id, request.model, request.inputs)
+        # Whatever window was read (or none), the refused request was over the real
+        # one: the trim cuts below its size (spec §11.3 steps 1, 4).
+        compaction = degraded_checkpoint(
+            svc, cmd.session_id, request.model, request.inputs, window_cap=request.estimate or None
+        )
     return build_turn_request(
         svc,
         cmd.session_id,

@@ -1,7 +1,9 @@
 """In-memory state of the turn lifecycle (spec §7.2: no table; a restart estimates afresh).
 
 Prepared requests (for ``record_usage`` / ``recover_overflow``), the measured-usage
-calibration per session, the one summary attempt per turn, and the running turns.
+calibration per session, the one summary attempt and the one overflow recovery per
+turn, and the running turns. (A window learned from an overflow is history, not
+memory: ``Session.WindowLearned``.)
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ class IssuedRequest:
     history_digest: str | None
     """None when the request was trimmed request-locally: it cannot calibrate."""
     estimate: int
+    """Our local estimate of the request (``draft.total``)."""
     turn_key: int
+    phase: str = "start"
+    """``start`` or ``continuation`` (tools already ran in the turn, spec §11.4)."""
     retry_of: str | None = None
     recovered: bool = False
 
@@ -61,6 +66,8 @@ class TurnMemory:
     calibration: dict[str, Calibration] = field(default_factory=dict)
     summary_attempted: dict[str, int] = field(default_factory=dict)
     """session → turn key of the turn whose one summary attempt has been used."""
+    overflow_recovered: dict[str, int] = field(default_factory=dict)
+    """session → turn key of the turn whose one overflow recovery has been used."""
     active_turns: dict[str, int] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -86,6 +93,27 @@ class TurnMemory:
             if self.summary_attempted.get(session_id) == turn_key:
                 return False
             self.summary_attempted[session_id] = turn_key
+            return True
+
+    def release_summary_attempt(self, session_id: str, turn_key: int) -> None:
+        """No summary was asked for after all ("nothing to compact", spec §11.3 step 3)."""
+        with self.lock:
+            if self.summary_attempted.get(session_id) == turn_key:
+                del self.summary_attempted[session_id]
+
+    def claim_overflow_recovery(self, request: IssuedRequest) -> bool:
+        """One overflow recovery per turn, not per request: a request prepared again for
+        the same turn, or the rebuilt one, gets no second (spec §5.12, §11.3)."""
+        with self.lock:
+            if (
+                request.recovered
+                or request.retry_of is not None
+                or self.overflow_recovered.get(request.session_id) == request.turn_key
+            ):
+                return False
+            request.recovered = True
+            self.overflow_recovered[request.session_id] = request.turn_key
+            self.calibration.pop(request.session_id, None)
             return True
 
 

@@ -15,7 +15,8 @@ DEFAULT_WINDOW = 128_000
 SUMMARY_OUTPUT_CAP = 2048
 SUMMARY_SAFETY_CAP = 512
 
-FIXED_PARTS = ("system", "tools", "knowledge", "plan")
+#: Parts of a request that compaction cannot shrink (``overhead``: the request's priming).
+FIXED_PARTS = ("overhead", "system", "tools", "knowledge", "plan")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,30 @@ def resolve_window(
     if calibrated and calibrated < hard:
         hard, source = calibrated, "provider overflow error"
     return WindowResolution(model_window=model_window, hard_window=hard, source=source)
+
+
+@dataclass(frozen=True)
+class LearnedWindow:
+    """A context window a provider reported in an overflow error (``WindowLearned``).
+
+    ``window`` is the provider's number. When the provider also counted the refused
+    request higher than we did (``prompt_tokens`` > ``estimated_tokens``), our token
+    counts run low for it, so the budget uses the window in our units instead
+    (:attr:`in_our_units`): the next request then fits the provider's count too.
+    """
+
+    provider: str
+    model: str
+    window: int
+    prompt_tokens: int | None = None
+    estimated_tokens: int | None = None
+
+    @property
+    def in_our_units(self) -> int:
+        reported, ours = self.prompt_tokens, self.estimated_tokens
+        if reported and ours and reported > ours:
+            return self.window * ours // reported
+        return self.window
 
 
 @dataclass(frozen=True)
@@ -112,7 +137,7 @@ def check_fixed_parts(breakdown: Mapping[str, int], threshold: int) -> None:
     if fixed >= threshold:
         parts = {part: breakdown.get(part, 0) for part in FIXED_PARTS}
         raise FixedContextExceedsBudget(
-            f"system, tools, knowledge and plan need {fixed:,} tokens, at or over the "
+            f"system, tools, knowledge, plan and request overhead need {fixed:,} tokens, at or over the "
             f"compaction threshold of {threshold:,}; compaction can only shrink history",
             details={"breakdown": parts, "fixed_tokens": fixed, "threshold": threshold},
         )

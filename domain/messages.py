@@ -1,20 +1,42 @@
 """Message value objects (frozen pydantic models) and their stored form.
 
-Input accepts the contract's flat tool-call shape and OpenAI's nested one. A message
-is validated here, at the boundary; the aggregate then checks the rules that need
-session state (a tool result must answer an open call of the same session).
+A message is accepted as a provider returns it: a litellm ``Message`` object, its
+``model_dump()`` / ``dict()``, or plain JSON, with OpenAI's nested tool calls or the
+contract's flat ones. Provider output fields beyond the portable chat fields are kept
+and bound to the provider and model that produced them (ADR 0017). A message is
+validated here, at the boundary; the aggregate then checks the rules that need session
+state (a tool result must answer an open call of the same session).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import InvalidMessage
 
-Role = Literal["user", "assistant", "tool", "system"]
-ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
+Role = Literal["user", "assistant", "tool", "system", "developer"]
+ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system", "developer")
+
+#: Provider output fields of an assistant message beyond the portable chat fields
+#: (OpenAI, litellm, Anthropic). Kept verbatim in ``provider_state.data``, bound to the
+#: provider and model that produced the message, and replayed only to them (spec §5.11).
+PROVIDER_FIELDS: tuple[str, ...] = (
+    "thinking_blocks",
+    "provider_specific_fields",
+    "reasoning_items",
+    "refusal",
+    "function_call",
+    "annotations",
+    "audio",
+    "images",
+)
+#: Output-only fields: kept in the history, never sent back to any provider (OpenAI's
+#: input schema has no ``annotations``; an ``audio`` id expires, and replaying it later
+#: would fail the request; ``images`` are generated output). ADR 0017.
+OUTPUT_ONLY_FIELDS: frozenset[str] = frozenset({"annotations", "audio", "images"})
 
 
 MAX_DEPTH = 64
@@ -131,36 +153,117 @@ class _Frozen(BaseModel):
 
 
 class ToolCall(_Frozen):
-    """One tool call of an assistant message. ``arguments`` is the provider's JSON text."""
+    """One tool call of an assistant message; ``arguments`` is the provider's JSON text.
+
+    Accepted in OpenAI's nested form (what providers and litellm return) or the flat
+    form; always given out nested (:func:`nested_tool_calls`). ``private`` holds the
+    call's provider-private fields (e.g. Gemini's thought signature in
+    ``provider_specific_fields``), replayed only to the producer. A streaming ``index``
+    is dropped: it means nothing once the message is complete.
+    """
 
     id: str = Field(min_length=1, max_length=512)
     name: str = Field(min_length=1, max_length=512)
     arguments: str = ""
+    private: dict[str, Any] | None = None
 
     @model_validator(mode="before")
     @classmethod
-    def _accept_openai_shape(cls, data: Any) -> Any:
-        # OpenAI: {"id", "type": "function", "function": {"name", "arguments"}}
-        if isinstance(data, dict) and "function" in data:
-            fn = data.get("function")
+    def _accept_provider_shapes(cls, data: Any) -> Any:
+        if isinstance(data, BaseModel) and not isinstance(data, ToolCall):
+            data = data.model_dump()  # litellm's ChatCompletionMessageToolCall
+        if not isinstance(data, dict):
+            return data
+        kind = data.get("type")
+        if kind not in (None, "function"):
+            raise ValueError(f"tool call type {kind!r} is not supported (only 'function')")
+        fn = data.get("function")
+        if isinstance(fn, BaseModel):
+            fn = fn.model_dump()
+        private: dict[str, Any] = {}
+        if fn is not None:
             if not isinstance(fn, dict):
-                return data
-            out = {k: v for k, v in data.items() if k not in ("function", "type")}
-            out.setdefault("name", fn.get("name"))
-            out.setdefault("arguments", fn.get("arguments", ""))
-            if data.get("type", "function") != "function":
-                out["type"] = data["type"]  # rejected by extra="forbid": only functions exist
-            return out
-        if isinstance(data, dict) and data.get("type") == "function":
-            return {k: v for k, v in data.items() if k != "type"}
-        return data
+                raise ValueError("a tool call's 'function' must be an object")
+            name, arguments = fn.get("name"), fn.get("arguments")
+            if fn.get("provider_specific_fields") is not None:
+                private["function"] = {"provider_specific_fields": fn["provider_specific_fields"]}
+        else:
+            name, arguments = data.get("name"), data.get("arguments")
+        if data.get("provider_specific_fields") is not None:
+            private["provider_specific_fields"] = data["provider_specific_fields"]
+        out = {"id": data.get("id"), "name": name, "arguments": "" if arguments is None else arguments}
+        if private:
+            out["private"] = private
+        return out
 
-    @field_validator("arguments", mode="before")
     @classmethod
-    def _arguments_as_text(cls, value: Any) -> Any:
-        if value is None:
-            return ""
-        return value
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+        # What the validator accepts, not the stored shape: nested first (what we give
+        # out), the flat form as an alternative.
+        return TOOL_CALL_JSON_SCHEMA
+
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": 512}
+_ARGUMENTS = {"anyOf": [{"type": "string"}, {"type": "null"}], "default": ""}
+_PRIVATE = {"anyOf": [{"type": "object"}, {"type": "null"}]}
+TOOL_CALL_JSON_SCHEMA: dict[str, Any] = {
+    "title": "ToolCall",
+    "description": "A tool call: OpenAI's nested form (returned everywhere) or the flat form.",
+    "anyOf": [
+        {
+            "type": "object",
+            "title": "ToolCallNested",
+            "properties": {
+                "id": _NAME,
+                "type": {"const": "function"},
+                "function": {
+                    "type": "object",
+                    "properties": {"name": _NAME, "arguments": _ARGUMENTS, "provider_specific_fields": _PRIVATE},
+                    "required": ["name"],
+                },
+                "index": {"type": "integer"},
+                "provider_specific_fields": _PRIVATE,
+            },
+            "required": ["id", "function"],
+        },
+        {
+            "type": "object",
+            "title": "ToolCallFlat",
+            "properties": {
+                "id": _NAME,
+                "type": {"const": "function"},
+                "name": _NAME,
+                "arguments": _ARGUMENTS,
+                "index": {"type": "integer"},
+                "provider_specific_fields": _PRIVATE,
+            },
+            "required": ["id", "name"],
+        },
+    ],
+}
+
+
+def nested_tool_calls(
+    calls: Sequence[dict[str, Any]], private: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Stored (flat) tool calls in OpenAI's nested form; ``private`` (call id → fields)
+    adds a call's provider-private fields (only for its producer)."""
+    out = []
+    for c in calls:
+        call = {
+            "id": c["id"],
+            "type": "function",
+            "function": {"name": c["name"], "arguments": c.get("arguments") or ""},
+        }
+        extra = private.get(c["id"]) if private else None
+        if extra:
+            for key, value in extra.items():
+                if key == "function" and isinstance(value, dict):
+                    call["function"].update(value)
+                else:
+                    call[key] = value
+        out.append(call)
+    return out
 
 
 class ImageUrl(_Frozen):
@@ -191,20 +294,29 @@ class ContentPart(_Frozen):
 class ProviderState(_Frozen):
     """Provider-private message fields (thinking blocks, signatures, ...).
 
-    ``data`` is merged verbatim into the provider message, but only when the request
-    goes to the same provider and model that produced it (spec §5.11).
+    ``data`` is merged into the provider message (minus the output-only fields), and
+    ``tool_call_fields`` (call id → fields) into its tool calls, but only when the
+    request goes to the same provider and model that produced it (spec §5.11).
     """
 
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
     data: dict[str, Any] = Field(default_factory=dict)
+    tool_call_fields: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 Content = str | tuple[ContentPart, ...] | None
 
+_Objects = tuple[dict[str, Any], ...] | None
+
 
 class Message(_Frozen):
-    """A chat message as a host appends it (CONTRACT.md "Message (input)")."""
+    """A chat message as a host appends it (CONTRACT.md "Message (input)").
+
+    Besides the portable chat fields, an assistant message carries whatever output
+    fields its provider returned (:data:`PROVIDER_FIELDS`); unknown fields of an
+    assistant message are dropped, on other roles they are refused (ADR 0017).
+    """
 
     role: Role
     content: str | tuple[ContentPart, ...] | None = None
@@ -215,21 +327,36 @@ class Message(_Frozen):
     turn_id: str | None = Field(default=None, min_length=1, max_length=512)
     steering: bool = False
     provider_state: ProviderState | None = None
+    thinking_blocks: _Objects = None
+    provider_specific_fields: dict[str, Any] | None = None
+    reasoning_items: _Objects = None
+    refusal: str | None = None
+    function_call: dict[str, Any] | None = None
+    annotations: _Objects = None
+    audio: dict[str, Any] | None = None
+    images: _Objects = None
 
     @model_validator(mode="before")
     @classmethod
-    def _aliases(cls, data: Any) -> Any:
+    def _provider_shapes(cls, data: Any) -> Any:
+        if type(data) is not dict and isinstance(data, BaseModel) and not isinstance(data, Message):
+            data = data.model_dump()  # a litellm Message, as the provider returned it
         problem = json_problem(data)
         if problem:
             raise ValueError(problem)
-        if isinstance(data, dict) and "reasoning_content" in data:
-            data = dict(data)
+        if not isinstance(data, dict) or data.keys() <= _PLAIN_KEYS and data.get("tool_calls", ()) is not None:
+            return data
+        data = dict(data)
+        if "reasoning_content" in data:  # litellm's name for the provider's reasoning text
             value = data.pop("reasoning_content")
             if data.get("reasoning") is None:
                 data["reasoning"] = value
-        if isinstance(data, dict) and data.get("tool_calls") is None and "tool_calls" in data:
-            data = dict(data)
+        if "tool_calls" in data and data["tool_calls"] is None:
             data["tool_calls"] = ()
+        if data.get("role") == "assistant":
+            # A provider produced it: never refuse it for a field we do not know.
+            for key in [k for k in data if k not in _INPUT_KEYS]:
+                del data[key]
         return data
 
     @model_validator(mode="after")
@@ -245,18 +372,34 @@ class Message(_Frozen):
             raise ValueError("only tool messages carry tool_call_id")
         if self.steering and self.role != "user":
             raise ValueError("only user messages can be steering messages")
-        if self.role in ("user", "system") and not _has_content(self.content):
+        if self.role in ("user", "system", "developer") and not _has_content(self.content):
             raise ValueError(f"a {self.role} message needs non-empty content")
-        if self.role == "assistant" and not (
-            _has_content(self.content) or self.tool_calls or self.reasoning
-        ):
-            raise ValueError("an assistant message needs content, reasoning or tool_calls")
+        if self.role != "assistant" and not _PROVIDER_FIELD_SET.isdisjoint(self.model_fields_set):
+            carried = [f for f in PROVIDER_FIELDS if getattr(self, f) is not None]
+            if carried:
+                raise ValueError(f"only assistant messages carry {carried[0]}")
         if len(self.tool_calls) > 1 and len({c.id for c in self.tool_calls}) != len(self.tool_calls):
             raise ValueError("tool call ids repeat within one message")
         return self
 
-    def to_record(self) -> dict[str, Any]:
-        """The message as plain JSON values: the payload of ``MessageAppended``."""
+    def _provider_output(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """The provider output fields (name → JSON value) and tool calls' private fields."""
+        data = {}
+        given = self.model_fields_set  # (the common case, nothing given, costs one check)
+        if not _PROVIDER_FIELD_SET.isdisjoint(given):
+            for name in PROVIDER_FIELDS:
+                value = getattr(self, name) if name in given else None
+                if value is not None:
+                    data[name] = list(value) if isinstance(value, tuple) else value
+        calls = {c.id: c.private for c in self.tool_calls if c.private} if self.tool_calls else {}
+        return data, calls
+
+    def to_record(self, producer: tuple[str, str] | None = None) -> dict[str, Any]:
+        """The message as plain JSON values: the payload of ``MessageAppended``.
+
+        ``producer`` (provider, model) is who produced the message: provider output
+        fields without an explicit ``provider_state`` are bound to it.
+        """
         return {
             "role": self.role,
             "content": _content_to_json(self.content),
@@ -268,10 +411,41 @@ class Message(_Frozen):
             "name": self.name,
             "turn_id": self.turn_id,
             "steering": self.steering,
-            "provider_state": (
-                self.provider_state.model_dump() if self.provider_state is not None else None
-            ),
+            "provider_state": self._provider_state(producer),
         }
+
+    @property
+    def has_provider_output(self) -> bool:
+        """Provider output fields that need a producer (no explicit ``provider_state``)?"""
+        if self.role != "assistant" or self.provider_state is not None:
+            return False
+        data, calls = self._provider_output()
+        return bool(data or calls)
+
+    def _provider_state(self, producer: tuple[str, str] | None) -> dict[str, Any] | None:
+        state = self.provider_state
+        if state is None and not self.tool_calls and _PROVIDER_FIELD_SET.isdisjoint(self.model_fields_set):
+            return None  # the common case, decided without collecting anything
+        data, calls = self._provider_output()
+        if state is None and not data and not calls:
+            return None
+        if state is not None:
+            provider, model = state.provider, state.model
+            data = {**data, **state.data}
+            calls = {**calls, **state.tool_call_fields}
+        else:
+            provider, model = producer or ("unknown", "unknown")
+        out: dict[str, Any] = {"provider": provider, "model": model, "data": data}
+        if calls:
+            out["tool_call_fields"] = calls
+        return out
+
+
+_PROVIDER_FIELD_SET = frozenset(PROVIDER_FIELDS)
+_PLAIN_KEYS = frozenset(
+    ("role", "content", "reasoning", "tool_calls", "tool_call_id", "name", "turn_id", "steering", "provider_state")
+)
+_INPUT_KEYS = frozenset((*Message.model_fields, "reasoning_content"))
 
 
 def _has_content(content: Content) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .cutpoint import group_turns
 from .summary import head_tail
 
 BREADCRUMB = (
@@ -20,13 +21,33 @@ BREADCRUMB = (
     "Raw history remains available, but no semantic summary was produced.]"
 )
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"prompt is too long:\s*(\d+)\s*tokens\s*>\s*(\d+)\s*maximum", re.I), "prompt,max"),
-    (re.compile(r"maximum context length is\s*(\d+)\s*tokens", re.I), "max"),
-    (re.compile(r"resulted in\s*(\d+)\s*tokens", re.I), "prompt"),
-    (re.compile(r"context(?: window| length)? (?:limit |size )?of\s*(\d+)\s*tokens", re.I), "max"),
-    (re.compile(r"(\d+)\s*tokens?\s*(?:context window|context length|maximum context)", re.I), "max"),
-    (re.compile(r"input length .*?exceeds? .*?(\d{4,})", re.I), "max"),
+_N = r"(\d[\d,]*)"  # providers print plain numbers; tolerate thousands separators
+
+#: (pattern, the groups it captures) — the most specific texts first, each from a text
+#: a provider really sends (ADR 0018; tests/test_overflow_texts.py has them verbatim).
+#: litellm's ``ContextWindowExceededError`` keeps the text after its own prefix.
+_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(pattern, re.I), groups)
+    for pattern, groups in (
+        # Anthropic: the window is N, not A (A is the input, B the requested max_tokens).
+        (rf"exceed context limit:\s*{_N}\s*\+\s*{_N}\s*>\s*{_N}", ("prompt", "output", "window")),
+        (rf"prompt is too long:\s*{_N}\s*tokens\s*>\s*{_N}\s*maximum", ("prompt", "window")),
+        # Gemini
+        (rf"input token count \({_N}\) exceeds the maximum number of tokens allowed \({_N}\)",
+         ("prompt", "window")),
+        # OpenAI gpt-5 family
+        (rf"exceed the configured limit of\s*{_N}\s*tokens", ("window",)),
+        # Mistral ("Prompt contains X tokens ... too large for model with N maximum context length")
+        (rf"prompt contains\s*{_N}\s*tokens", ("prompt",)),
+        (rf"too large for model with\s*{_N}\s*maximum context length", ("window",)),
+        # OpenAI, vLLM, OpenRouter, most OpenAI-compatible servers
+        (rf"maximum context length is\s*{_N}\s*tokens", ("window",)),
+        (rf"resulted in\s*{_N}\s*tokens", ("prompt",)),
+        (rf"\({_N}\s*in (?:the messages|your prompt)", ("prompt",)),
+        (rf"\({_N}\s*of text input", ("prompt",)),
+        # a generic wording ("... exceeds the context window of N tokens")
+        (rf"context (?:window|length) of\s*{_N}\s*tokens", ("window",)),
+    )
 )
 
 
@@ -39,34 +60,48 @@ class OverflowInfo:
 def parse_overflow(message: str) -> OverflowInfo:
     """The window (and prompt size) a provider reported in its overflow error, if any.
 
-    OpenAI: "maximum context length is N tokens ... resulted in M tokens";
-    Anthropic: "prompt is too long: M tokens > N maximum"; litellm wraps both in
-    ``ContextWindowExceededError`` whose text still contains them.
+    Reads OpenAI ("maximum context length is N tokens ... resulted in M tokens", gpt-5:
+    "exceed the configured limit of N tokens"), Anthropic ("prompt is too long: M tokens
+    > N maximum", "input length and `max_tokens` exceed context limit: A + B > N"),
+    Gemini ("The input token count (M) exceeds the maximum number of tokens allowed
+    (N)"), vLLM and Mistral texts, also wrapped by litellm. A text without a number
+    ("Your input exceeds the context window of this model") gives no window.
     """
-    window: int | None = None
-    prompt: int | None = None
-    for pattern, kind in _PATTERNS:
+    found: dict[str, int] = {}
+    for pattern, groups in _PATTERNS:
         match = pattern.search(message or "")
-        if not match:
-            continue
-        if kind == "prompt,max":
-            prompt = prompt or int(match.group(1))
-            window = window or int(match.group(2))
-        elif kind == "max":
-            window = window or int(match.group(1))
-        else:
-            prompt = prompt or int(match.group(1))
+        if match:
+            for name, value in zip(groups, match.groups(), strict=True):
+                found.setdefault(name, int(value.replace(",", "")))
+    window = found.get("window")
     if window is not None and window < 256:
         window = None  # not a plausible context window
-    return OverflowInfo(window=window, prompt_tokens=prompt)
+    return OverflowInfo(window=window, prompt_tokens=found.get("prompt"))
 
 
-def degraded_summary(
-    *, omitted_turns: int, first_seq: int, last_seq: int, previous_summary: str | None
-) -> str:
+def describe_cut(summarized: Sequence[dict[str, Any]], split_turn: bool) -> tuple[int, int, str]:
+    """(whole turns dropped, messages dropped of a split turn, the words for it).
+
+    A degraded checkpoint says exactly what it left out: a split turn is not a turn.
+    """
+    turns = group_turns(summarized, [0] * len(summarized))  # type: ignore[arg-type]
+    partial = turns[-1].end - turns[-1].start if split_turn and turns else 0
+    whole = len(turns) - (1 if partial else 0)
+    parts = []
+    if whole:
+        parts.append(f"{whole} oldest turn{'s' if whole != 1 else ''}")
+    if partial:
+        first = summarized[turns[-1].start]["seq"]
+        parts.append(
+            f"the first {partial} message{'s' if partial != 1 else ''} of the turn at seq {first}"
+        )
+    seqs = f"message seq {summarized[0]['seq']}-{summarized[-1]['seq']}" if summarized else "nothing"
+    return whole, partial, f"{' and '.join(parts) or 'nothing'} ({seqs})"
+
+
+def degraded_summary(*, omitted: str, previous_summary: str | None) -> str:
     """What a degraded checkpoint says: only what was dropped, no invented facts."""
-    turns = "turn" if omitted_turns == 1 else "turns"
-    note = f"{BREADCRUMB}\nOmitted: {omitted_turns} earlier {turns} (message seq {first_seq}-{last_seq})."
+    note = f"{BREADCRUMB}\nOmitted: {omitted}."
     if previous_summary and previous_summary.strip():
         return f"{previous_summary.strip()}\n\n{note}"
     return note

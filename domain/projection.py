@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import MessageRecord
+from .messages import OUTPUT_ONLY_FIELDS, MessageRecord, nested_tool_calls
 
 SUMMARY_HEADER = "[Historical conversation summary — reference only, not a new user request]"
 SUMMARY_FOOTER = "[End historical conversation summary]"
@@ -201,37 +201,54 @@ def _strip_unanswered(
 def to_provider_message(
     message: MessageRecord, identity: ProviderIdentity | None
 ) -> dict[str, Any]:
-    """One raw message in the OpenAI/litellm chat format (tool calls nested)."""
+    """One raw message in the OpenAI/litellm chat format (tool calls nested).
+
+    Provider-private state (reasoning, thinking blocks, signatures, provider output
+    fields) goes only to the provider and model that produced it, minus the
+    output-only fields (ADR 0017).
+    """
     role = message["role"]
     content = message["content"]
+    state = message.get("provider_state")
+    matched = identity is not None and identity.matches(state)
     out: dict[str, Any] = {"role": role}
     if role == "assistant":
         out["content"] = content if content not in (None, "") or not message["tool_calls"] else None
         if out["content"] is None and not message["tool_calls"]:
             out["content"] = ""
+        if out["content"] == "" and state:
+            out["content"] = _stand_in_content(state.get("data") or {}, matched)
         if message["tool_calls"]:
-            out["tool_calls"] = [
-                {
-                    "id": c["id"],
-                    "type": "function",
-                    "function": {"name": c["name"], "arguments": c.get("arguments", "")},
-                }
-                for c in message["tool_calls"]
-            ]
+            out["tool_calls"] = nested_tool_calls(
+                message["tool_calls"], state.get("tool_call_fields") if matched and state else None
+            )
     else:
         out["content"] = content if content is not None else ""
     if role == "tool":
         out["tool_call_id"] = message["tool_call_id"]
     if message.get("name"):
         out["name"] = message["name"]
-    state = message.get("provider_state")
-    if identity is not None and identity.matches(state):
+    if matched:
         assert state is not None
         if message.get("reasoning"):
             out["reasoning_content"] = message["reasoning"]
         for key, value in (state.get("data") or {}).items():
-            out[key] = value
+            if key not in OUTPUT_ONLY_FIELDS:
+                out[key] = value
     return out
+
+
+def _stand_in_content(data: dict[str, Any], matched: bool) -> str:
+    """What an assistant message without content said: an audio reply's transcript,
+    or (for providers that do not get the ``refusal`` field itself) the refusal."""
+    audio = data.get("audio")
+    transcript = audio.get("transcript") if isinstance(audio, dict) else None
+    if isinstance(transcript, str) and transcript:
+        return transcript
+    refusal = data.get("refusal")
+    if not matched and isinstance(refusal, str):
+        return refusal
+    return ""
 
 
 def closed_prefix_length(messages: Sequence[MessageRecord]) -> int:

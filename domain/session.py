@@ -186,11 +186,16 @@ class Session(Aggregate):
         command_id: str | None,
         created_at: str,
         created_ats: Sequence[str] | None = None,
+        producer: tuple[str, str] | None = None,
+        command_generated: bool = False,
     ) -> list[int]:
         """Assign seqs and record the messages; returns their seqs.
 
         A command id seen before returns the seqs it got then and records nothing.
         ``created_ats`` (one per message) keeps original times, e.g. of imported history.
+        ``producer`` (provider, model) produced the assistant messages: their provider
+        output fields are bound to it (default: the session's model). A
+        ``command_generated`` id was made by us, not given by the host (ADR 0019).
         """
         if created_ats is not None and len(created_ats) != len(messages):
             raise InvalidCommand("created_ats must give one time per message")
@@ -222,18 +227,25 @@ class Session(Aggregate):
             seq += 1
         seqs = []
         timestamp = Session.MessageAppended.create_timestamp()
+        by = producer or ("unknown", self.model)
         for index, message in enumerate(messages):
             seqs.append(self.next_seq)
             self._record_message(
-                message.to_record(),
+                message.to_record(by),
                 command_id,
                 created_ats[index] if created_ats is not None else created_at,
                 timestamp,
+                command_generated,
             )
         return seqs
 
     def _record_message(
-        self, record: dict[str, Any], command_id: str | None, created_at: str, timestamp: Any
+        self,
+        record: dict[str, Any],
+        command_id: str | None,
+        created_at: str,
+        timestamp: Any,
+        command_generated: bool,
     ) -> None:
         # The append hot path does what calling the @event method does (a new event at
         # version + 1, applied, kept pending) without eventsourcing re-filtering the
@@ -250,6 +262,7 @@ class Session(Aggregate):
         state.update(record)
         state["command_id"] = command_id
         state["created_at"] = created_at
+        state["command_generated"] = command_generated
         self._apply_message(seq, record["role"], record["tool_calls"], record["tool_call_id"], command_id)
         self.version = version
         self.modified_on = timestamp
@@ -270,6 +283,7 @@ class Session(Aggregate):
         provider_state: dict[str, Any] | None,
         command_id: str | None,
         created_at: str,
+        command_generated: bool,
     ) -> None:
         self._apply_message(seq, role, tool_calls, tool_call_id, command_id)
 
@@ -504,6 +518,52 @@ class Session(Aggregate):
         self.context_generation = generation
         self.checkpoint_count += 1
 
+    # --------------------------------------------------------- learned window
+    def learn_window(
+        self,
+        *,
+        provider: str,
+        model: str,
+        window: int,
+        prompt_tokens: int | None,
+        estimated_tokens: int | None,
+        created_at: str,
+    ) -> None:
+        """Record the context window a provider reported in an overflow error (spec §11.3).
+
+        ``window`` is the provider's own number; ``prompt_tokens`` (what the provider
+        counted for the refused request) and ``estimated_tokens`` (our count of the same
+        request) let a budget express it in our units. It does not move
+        ``context_generation``: a budget input, not context content (DESIGN §15).
+        """
+        self._ensure_live()
+        if not provider or not model:
+            raise InvalidCommand("a learned window needs its provider and model")
+        for name, value in (("window", window), ("prompt_tokens", prompt_tokens),
+                            ("estimated_tokens", estimated_tokens)):
+            if value is not None and (isinstance(value, bool) or value <= 0):
+                raise InvalidCommand(f"{name} must be a positive integer")
+        self._window_learned(
+            provider=provider,
+            model=model,
+            window=window,
+            prompt_tokens=prompt_tokens,
+            estimated_tokens=estimated_tokens,
+            created_at=created_at,
+        )
+
+    @event("WindowLearned", topic="context_compaction:Session.WindowLearned")
+    def _window_learned(
+        self,
+        provider: str,
+        model: str,
+        window: int,
+        prompt_tokens: int | None,
+        estimated_tokens: int | None,
+        created_at: str,
+    ) -> None:
+        pass  # read by budgets through the read model; nothing the aggregate enforces
+
     # --------------------------------------------------------------- import
     def record_import(
         self,
@@ -571,4 +631,19 @@ EVENT_NAMES = (
     "HistoryInvalidated",
     "Deleted",
     "LegacyImported",
+    "WindowLearned",
 )
+
+
+def _upcast_message_v1_v2(state: dict[str, Any]) -> None:
+    """Before class version 2, generated command ids were told apart by their ``auto_``
+    prefix only (a host id with that prefix was mistaken for one, ADR 0019)."""
+    command_id = state.get("command_id")
+    state["command_generated"] = isinstance(command_id, str) and command_id.startswith("auto_")
+
+
+# Version 2 marks generated command ids explicitly (``command_generated``); stored
+# version-1 events are upcast on read. The class is made by ``@event``, so the
+# version and its upcaster are set here, once, at import.
+Session.MessageAppended.class_version = 2  # type: ignore[attr-defined]
+Session.MessageAppended.upcast_v1_v2 = staticmethod(_upcast_message_v1_v2)  # type: ignore[attr-defined]

@@ -133,7 +133,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         result = bus.dispatch(c.GetHistory(session_id=args.session, include_invalidated=args.all))
     rows = []
     for m in result.messages:
-        calls = ",".join(call["name"] for call in m.get("tool_calls") or [])
+        calls = ",".join(call["function"]["name"] for call in m.get("tool_calls") or [])
         rows.append([
             m["seq"], m["role"] + (" (steer)" if m.get("steering") else ""), m.get("turn_id") or "",
             calls or (m.get("tool_call_id") or ""), _chars(m.get("content")),

@@ -204,8 +204,8 @@ def run_demo(
                                   "system_prompt": SYSTEM_PROMPT, "tools": TOOLS}))
     facts["info"] = info
     out("")
-    out(f"/info for {SID} (in the restarted process: the window learned from the overflow lived in")
-    out("the old process's memory, so this one uses the configured window until a provider says otherwise):")
+    out(f"/info for {SID} (in the restarted process, which budgets with the window the provider")
+    out("reported in its overflow error: the session recorded it as a WindowLearned event):")
     out(_indent(info["text"]))
     bus.close()
     out("")

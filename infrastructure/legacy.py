@@ -2,10 +2,14 @@
 
 Reads the ``sessions`` and ``messages`` tables (read-only) and records ``Started`` plus
 ``MessageAppended`` events in the original seq order, keeping each message's original
-time. Lazy migration: no checkpoint is derived — ``last_compressed_message_at`` is kept
-as a diagnostic only, and Timeline memories are never used to rebuild context. Running
-it again imports only messages it has not imported yet (command ids carry the legacy
-seq range).
+time (and ``turn_id`` when the table has one). Lazy migration: no checkpoint is derived
+— ``last_compressed_message_at`` is kept as a diagnostic only, and Timeline memories
+are never used to rebuild context. Running it again imports only messages it has not
+imported yet (command ids carry the legacy seq range).
+
+Each session is imported on its own: a session that already exists natively (not
+created by an import) is refused — legacy history is never mixed into it — and a
+refused or deleted session does not stop the others; the report says so per session.
 """
 
 from __future__ import annotations
@@ -21,7 +25,13 @@ from typing import Any
 
 from context_compaction.application.bus import MessageBus
 from context_compaction.application.services import mutate
-from context_compaction.domain.errors import InvalidCommand, InvalidMessage, SessionNotFound
+from context_compaction.domain.errors import (
+    ContextCompactionError,
+    InvalidCommand,
+    InvalidMessage,
+    SessionDeleted,
+    SessionNotFound,
+)
 from context_compaction.domain.messages import Message, parse_message
 from context_compaction.domain.session import Session
 
@@ -35,6 +45,8 @@ class SessionImport:
     imported: int = 0
     already: int = 0
     skipped: list[tuple[int, str]] = field(default_factory=list)
+    refused: str | None = None
+    """Why nothing (more) of this session was imported, e.g. a native session of that id."""
 
 
 @dataclass
@@ -50,6 +62,10 @@ class ImportReport:
     def skipped(self) -> int:
         return sum(len(s.skipped) for s in self.sessions)
 
+    @property
+    def refused(self) -> list[SessionImport]:
+        return [s for s in self.sessions if s.refused]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
@@ -59,9 +75,11 @@ class ImportReport:
             "messages_already_present": sum(s.already for s in self.sessions),
             "messages_skipped": self.skipped,
             "skipped_by_reason": dict(Counter(reason for s in self.sessions for _, reason in s.skipped)),
+            "sessions_refused": len(self.refused),
             "per_session": [
                 {"session_id": s.session_id, "created": s.created, "imported": s.imported,
-                 "already_present": s.already, "skipped": [{"legacy_seq": q, "reason": r} for q, r in s.skipped]}
+                 "already_present": s.already, "skipped": [{"legacy_seq": q, "reason": r} for q, r in s.skipped],
+                 "status": "refused" if s.refused else "imported", "refused": s.refused}
                 for s in self.sessions
             ],
         }
@@ -75,6 +93,8 @@ class ImportReport:
         ]
         for reason, n in d["skipped_by_reason"].items():
             lines.append(f"  skipped {n}: {reason}")
+        for s in self.refused:
+            lines.append(f"  session {s.session_id!r} refused: {s.refused}")
         return "\n".join(lines)
 
 
@@ -115,6 +135,10 @@ def _message(row: sqlite3.Row, columns: set[str]) -> dict[str, Any]:
     for name in ("reasoning", "reasoning_content"):
         if name in columns and row[name]:
             data["reasoning"] = row[name]
+    if "turn_id" in columns and row["turn_id"] not in (None, ""):
+        data["turn_id"] = str(row["turn_id"])
+    if "steering" in columns and row["steering"] and data["role"] == "user":
+        data["steering"] = True
     return data
 
 
@@ -144,67 +168,106 @@ def import_legacy(
         raise InvalidCommand(f"{path} is not a SQLite database: {exc}") from None
     if not {"sessions", "messages"} <= tables:
         raise InvalidCommand(f"{path} has no 'sessions' and 'messages' tables: not a PicoBot database")
-    svc = bus.services
     try:
-        session_cols = _columns(conn, "sessions")
-        message_cols = _columns(conn, "messages")
-        id_col = "id" if "id" in session_cols else "session_id"
+        source = _LegacyFile(conn, path, _columns(conn, "sessions"), _columns(conn, "messages"), default_model)
+        id_col = "id" if "id" in source.session_cols else "session_id"
         sessions = conn.execute(f"SELECT * FROM sessions ORDER BY {id_col}").fetchall()
         total = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
         done = 0
         report = ImportReport(str(path), [])
         for srow in sessions:
-            sid = str(srow[id_col])
-            model = (srow["model"] if "model" in session_cols else None) or default_model
-            marker = srow["last_compressed_message_at"] if "last_compressed_message_at" in session_cols else None
-            created = svc.read_model.session(sid) is None
-            if created:
-                from context_compaction.application import commands as c
-
-                bus.dispatch(c.StartSession(session_id=sid, model=model, command_id=f"legacy:{sid}:start"))
-            entry = SessionImport(sid, created)
-            upto = _imported_upto(svc, sid)
-            entry.already = conn.execute(
-                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND seq <= ?", (sid, upto)
-            ).fetchone()[0]
-            rows = conn.execute(
-                "SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq", (sid, upto)
-            ).fetchall()
-            done += entry.already
-            open_calls = set(_open_calls(svc, sid))
-            read_upto = upto
-            for start in range(0, len(rows), CHUNK):
-                chunk = rows[start : start + CHUNK]
-                messages: list[Message] = []
-                times: list[str] = []
-                for row in chunk:
-                    message, reason = _valid(row, message_cols, open_calls)
-                    if message is None:
-                        entry.skipped.append((int(row["seq"]), reason))
-                        continue
-                    messages.append(message)
-                    times.append(_iso(row["created_at"] if "created_at" in message_cols else None) or svc.now())
-                first, last = int(chunk[0]["seq"]), int(chunk[-1]["seq"])
-                command_id = f"legacy:{sid}:{first}-{last}"
-                if messages and svc.read_model.command_seqs(sid, command_id) is not None:
-                    entry.already += len(messages)  # appended by an import that stopped early
-                elif messages:
-                    mutate(svc, sid, lambda s, m=messages, t=times, k=command_id: s.append_messages(
-                        m, command_id=k, created_at=svc.now(), created_ats=t))
-                    entry.imported += len(messages)
-                read_upto = last
-                done += len(chunk)
-                if on_progress is not None:
-                    on_progress(done, total)
-            if read_upto > upto:
-                mutate(svc, sid, lambda s, e=entry, mk=marker, r=read_upto: s.record_import(
-                    source=path.name, imported_messages=e.imported, skipped_messages=len(e.skipped),
-                    legacy_seq_upto=r, last_compressed_message_at=int(mk) if mk is not None else None,
-                    created_at=svc.now()))
+            entry = SessionImport(str(srow[id_col]), created=False)
             report.sessions.append(entry)
+
+            def progress(read: int, done: int = done) -> None:
+                if on_progress is not None:
+                    on_progress(done + read, total)
+
+            try:
+                source.import_session(bus, srow, entry, progress)
+            except ContextCompactionError as exc:
+                # This session only: what it had imported stays, the others go on.
+                entry.refused = f"{exc.code}: {exc.message}"
+            done += conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?", (entry.session_id,)
+            ).fetchone()[0]
+            if on_progress is not None:
+                on_progress(done, total)
         return report
     finally:
         conn.close()
+
+
+@dataclass
+class _LegacyFile:
+    """The legacy database being imported and what its tables look like."""
+
+    conn: sqlite3.Connection
+    path: Path
+    session_cols: set[str]
+    message_cols: set[str]
+    default_model: str
+
+    def import_session(
+        self, bus: MessageBus, srow: sqlite3.Row, entry: SessionImport, progress: Callable[[int], None]
+    ) -> None:
+        """Import what is new of one legacy session; raises for a session it must refuse."""
+        from context_compaction.application import commands as c
+
+        svc = bus.services
+        sid = entry.session_id
+        start_id = f"legacy:{sid}:start"
+        existing = svc.read_model.session(sid)
+        if existing is not None and svc.read_model.command(start_id) is None:
+            raise InvalidCommand(
+                f"session {sid!r} already exists and was not created by a legacy import; "
+                "its history is left as it is"
+            )
+        if existing is not None and existing.deleted:
+            raise SessionDeleted(f"session {sid!r} is deleted; nothing more is imported into it")
+        cols = self.session_cols
+        model = (srow["model"] if "model" in cols else None) or self.default_model
+        marker = srow["last_compressed_message_at"] if "last_compressed_message_at" in cols else None
+        if existing is None:
+            bus.dispatch(c.StartSession(session_id=sid, model=model, command_id=start_id))
+            entry.created = True
+        upto = _imported_upto(svc, sid)
+        entry.already = before = self.conn.execute(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND seq <= ?", (sid, upto)
+        ).fetchone()[0]
+        rows = self.conn.execute(
+            "SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq", (sid, upto)
+        ).fetchall()
+        open_calls = set(_open_calls(svc, sid))
+        read_upto = upto
+        for start in range(0, len(rows), CHUNK):
+            chunk = rows[start : start + CHUNK]
+            messages: list[Message] = []
+            times: list[str] = []
+            for row in chunk:
+                message, reason = _valid(row, self.message_cols, open_calls)
+                if message is None:
+                    entry.skipped.append((int(row["seq"]), reason))
+                    continue
+                messages.append(message)
+                created = row["created_at"] if "created_at" in self.message_cols else None
+                times.append(_iso(created) or svc.now())
+            first, last = int(chunk[0]["seq"]), int(chunk[-1]["seq"])
+            command_id = f"legacy:{sid}:{first}-{last}"
+            if messages and svc.read_model.command(command_id) is not None:
+                entry.already += len(messages)  # appended by an import that stopped early
+            elif messages:
+                mutate(svc, sid, lambda s, m=messages, t=times, k=command_id: s.append_messages(
+                    m, command_id=k, created_at=svc.now(), created_ats=t))
+                entry.imported += len(messages)
+            read_upto = last
+            progress(before + start + len(chunk))
+        if read_upto > upto:
+            mutate(svc, sid, lambda s: s.record_import(
+                source=self.path.name, imported_messages=entry.imported,
+                skipped_messages=len(entry.skipped), legacy_seq_upto=read_upto,
+                last_compressed_message_at=int(marker) if marker is not None else None,
+                created_at=svc.now()))
 
 
 def _open_calls(svc: Any, session_id: str) -> list[str]:

@@ -18,16 +18,14 @@ from context_compaction.application.ports import ContextOverflow, ProviderReply
 from context_compaction.application.settings import Settings
 from context_compaction.domain.overflow import parse_overflow
 
-from .catalog import LiteLLMCatalog
 from .scenario import Turn
 from .summarizers import import_litellm
 from .tokens import TiktokenCounter
 
 
 class LiteLLMChatProvider:
-    def __init__(self, settings: Settings, *, catalog: LiteLLMCatalog | None = None, timeout: float = 600.0) -> None:
+    def __init__(self, settings: Settings, *, timeout: float = 600.0) -> None:
         self.settings = settings
-        self.catalog = catalog or LiteLLMCatalog()
         self.timeout = timeout
 
     async def complete(
@@ -55,25 +53,9 @@ class LiteLLMChatProvider:
             if parse_overflow(str(exc)).window is not None:
                 raise ContextOverflow(str(exc)) from None
             raise
-        message = response.choices[0].message
-        out: dict[str, Any] = {"role": "assistant", "content": message.content}
-        calls = getattr(message, "tool_calls", None) or []
-        if calls:
-            out["tool_calls"] = [
-                {"id": call.id, "type": "function",
-                 "function": {"name": call.function.name, "arguments": call.function.arguments or ""}}
-                for call in calls
-            ]
-        reasoning = getattr(message, "reasoning_content", None)
-        if reasoning:
-            out["reasoning"] = reasoning
-        thinking = getattr(message, "thinking_blocks", None)
-        if thinking:
-            out["provider_state"] = {
-                "provider": self.catalog.provider_of(model),
-                "model": model,
-                "data": {"thinking_blocks": thinking},
-            }
+        # The message as the provider returned it: appended with the request's model, its
+        # provider output (thinking blocks, signatures, ...) is replayed only to that model.
+        out: dict[str, Any] = response.choices[0].message.model_dump()
         usage = getattr(response, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None) if usage is not None else None
         return ProviderReply(message=out, prompt_tokens=prompt_tokens)

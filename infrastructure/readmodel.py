@@ -17,14 +17,15 @@ from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
-from eventsourcing.persistence import Mapper, Notification
+from eventsourcing.persistence import IntegrityError, Mapper, Notification
 
-from context_compaction.application.services import AUTO_COMMAND_PREFIX
 from context_compaction.application.ports import (
     CheckpointRow,
+    CommandRecord,
     SessionRow,
     SessionSnapshotView,
 )
+from context_compaction.domain.budget import LearnedWindow
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
 
@@ -39,7 +40,7 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
@@ -51,15 +52,18 @@ SCHEMA: tuple[str, ...] = (
     " context_generation {INT} NOT NULL, active_checkpoint_id TEXT,"
     " message_count {INT} NOT NULL, invalidated_count {INT} NOT NULL,"
     " checkpoint_count {INT} NOT NULL, deleted {INT} NOT NULL,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL){WR}",
+    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL,"
+    " learned_windows TEXT NOT NULL DEFAULT '{{}}'){WR}",
     # Only what queries select on and the event that holds the body (ADR 0016): short
     # rows keep the B-tree pages an append rewrites (and fsyncs) few.
     "CREATE TABLE IF NOT EXISTS {t}rm_messages ("
     " session_id TEXT NOT NULL, seq {INT} NOT NULL, visible {INT} NOT NULL,"
     " notification_id {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
+    # Host command ids, unique across all sessions (ADR 0019); generated ones are
+    # remembered by the aggregate only.
     "CREATE TABLE IF NOT EXISTS {t}rm_commands ("
-    " session_id TEXT NOT NULL, command_id TEXT NOT NULL, first_seq {INT} NOT NULL,"
-    " last_seq {INT} NOT NULL, PRIMARY KEY (session_id, command_id)){WR}",
+    " command_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL,"
+    " first_seq {INT} NOT NULL, last_seq {INT} NOT NULL){WR}",
     "CREATE TABLE IF NOT EXISTS {t}rm_checkpoints ("
     " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation {INT} NOT NULL,"
     " parent_checkpoint_id TEXT, summary TEXT NOT NULL, first_retained_seq {INT} NOT NULL,"
@@ -90,7 +94,7 @@ SCHEMA: tuple[str, ...] = (
 PROJECTED_TABLES: dict[str, str] = {
     "rm_sessions": "session_id",
     "rm_messages": "session_id, seq",
-    "rm_commands": "session_id, command_id",
+    "rm_commands": "command_id",
     "rm_checkpoints": "checkpoint_id",
     "rm_invalidations": "session_id, version",
     "rm_imports": "session_id, version",
@@ -99,7 +103,7 @@ PROJECTED_TABLES: dict[str, str] = {
 _SESSION_COLS = (
     "session_id, model, agent_token_limit, version, next_seq, context_generation,"
     " active_checkpoint_id, message_count, invalidated_count, checkpoint_count, deleted,"
-    " created_at, updated_at"
+    " created_at, updated_at, learned_windows"
 )
 _CHECKPOINT_COLS = (
     "checkpoint_id, session_id, generation, parent_checkpoint_id, summary,"
@@ -129,7 +133,7 @@ _BODY_FIELDS = (
     "provider_state",
     "created_at",
 )
-_ENVELOPE_FIELDS = ("timestamp", "command_id", "class_version")
+_ENVELOPE_FIELDS = ("timestamp", "command_id", "command_generated", "class_version")
 
 
 def _dumps(value: Any) -> str:
@@ -151,7 +155,14 @@ def _session_row(row: Sequence[Any]) -> SessionRow:
         deleted=bool(row[10]),
         created_at=row[11],
         updated_at=row[12],
+        learned_windows=_learned_windows(row[13]),
     )
+
+
+def _learned_windows(text: str | None) -> dict[str, LearnedWindow]:
+    if not text or text == "{}":
+        return {}
+    return {model: LearnedWindow(**value) for model, value in json.loads(text).items()}
 
 
 def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
@@ -245,12 +256,12 @@ class ReadModelProjector:
         self._session_ids: dict[str, str] = {}
         self._pending: list[tuple[int, Any]] = []
         self._handlers: dict[type, Callable[[Cur, Any], None]] = {
-            Session.Started: self._started,
             Session.ModelConfigured: self._configured,
             Session.CheckpointCommitted: self._checkpoint_committed,
             Session.HistoryInvalidated: self._history_invalidated,
             Session.Deleted: self._deleted,
             Session.LegacyImported: self._legacy_imported,
+            Session.WindowLearned: self._window_learned,
         }
 
     # ----------------------------------------------------------- positions
@@ -287,12 +298,12 @@ class ReadModelProjector:
             (ids[-1], POSITION, ids[0] - 1),
         )
         if cur.rowcount == 1:
-            self.apply_all(cur, pairs)
+            self.apply_all(cur, pairs, strict=True)
             return
         position = self.position(cur)
         if position < ids[0] - 1:
             self.replay(cur, after=position, before=ids[0])
-        self.apply_all(cur, pairs)
+        self.apply_all(cur, pairs, strict=True)
         self._advance(cur, ids[-1])
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
@@ -319,25 +330,33 @@ class ReadModelProjector:
             self.apply_all(cur, decoded)
             self._advance(cur, last)
 
-    def apply_all(self, cur: Cur, events: Sequence[tuple[int, Any]]) -> None:
+    def apply_all(self, cur: Cur, events: Sequence[tuple[int, Any]], *, strict: bool = False) -> None:
         """Apply (notification id, event) pairs in order; runs of appended messages of one
-        session are written with one statement per table."""
+        session are written with one statement per table.
+
+        ``strict`` (new events, projected inline): a host command id another session
+        already used fails the transaction, so the events roll back too (ADR 0019).
+        Replaying stored events keeps the first use and warns instead.
+        """
         run: list[tuple[int, Any]] = []
         for notification_id, domain_event in events:
             if type(domain_event) is Session.MessageAppended:
                 if run and run[0][1].originator_id != domain_event.originator_id:
-                    self._messages_appended(cur, run)
+                    self._messages_appended(cur, run, strict)
                     run = []
                 run.append((notification_id, domain_event))
                 continue
             if run:
-                self._messages_appended(cur, run)
+                self._messages_appended(cur, run, strict)
                 run = []
+            if type(domain_event) is Session.Started:
+                self._started(cur, domain_event, strict)
+                continue
             handler = self._handlers.get(type(domain_event))
             if handler is not None:
                 handler(cur, domain_event)
         if run:
-            self._messages_appended(cur, run)
+            self._messages_appended(cur, run, strict)
 
     def decode_state(self, state: bytes) -> dict[str, Any]:
         """An event's stored state as plain values (what message queries read)."""
@@ -373,13 +392,13 @@ class ReadModelProjector:
             (event.originator_version, event.created_at, *params, sid),
         )
 
-    def _started(self, cur: Cur, e: Any) -> None:
+    def _started(self, cur: Cur, e: Any, strict: bool) -> None:
         self._session_ids[e.originator_id.hex] = e.session_id
         cur.execute(
             "INSERT INTO {t}rm_sessions (session_id, aggregate_id, model, agent_token_limit,"
             " version, next_seq, context_generation, active_checkpoint_id, message_count,"
-            " invalidated_count, checkpoint_count, deleted, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, 1, 0, NULL, 0, 0, 0, 0, ?, ?)",
+            " invalidated_count, checkpoint_count, deleted, created_at, updated_at,"
+            " learned_windows) VALUES (?, ?, ?, ?, ?, 1, 0, NULL, 0, 0, 0, 0, ?, ?, '{{}}')",
             (
                 e.session_id,
                 e.originator_id.hex,
@@ -390,12 +409,35 @@ class ReadModelProjector:
                 e.created_at,
             ),
         )
+        if e.command_id is not None:  # the host's (unique by contract) or ours (random)
+            self._register_command(cur, e.command_id, e.session_id, "start_session", 0, 0, strict)
+
+    def _register_command(
+        self, cur: Cur, command_id: str, sid: str, kind: str, lo: int, hi: int, strict: bool
+    ) -> None:
+        cur.execute(
+            "INSERT INTO {t}rm_commands (command_id, session_id, kind, first_seq, last_seq)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (command_id) DO UPDATE SET last_seq ="
+            " excluded.last_seq WHERE {t}rm_commands.session_id = excluded.session_id"
+            " AND {t}rm_commands.kind = excluded.kind",
+            (command_id, sid, kind, lo, hi),
+        )
+        if cur.rowcount == 1:
+            return
+        if strict:
+            # IntegrityError: the store reports a conflict, the command reloads and
+            # finds the earlier use (idempotency_conflict); nothing is written.
+            raise IntegrityError("command id already used by another command")
+        log.warning(
+            "command id used twice in the stored events; the first use is kept",
+            extra={"session_id": sid, "kind": kind},
+        )
 
     def _configured(self, cur: Cur, e: Any) -> None:
         sid = self._sid(cur, e)
         self._touch(cur, sid, e, "model = ?, agent_token_limit = ?", (e.model, e.agent_token_limit))
 
-    def _messages_appended(self, cur: Cur, run: list[tuple[int, Any]]) -> None:
+    def _messages_appended(self, cur: Cur, run: list[tuple[int, Any]], strict: bool) -> None:
         first = run[0][1]
         sid = self._sid(cur, first)
         cur.executemany(
@@ -409,16 +451,11 @@ class ReadModelProjector:
         )
         spans: dict[str, list[int]] = {}
         for _, e in run:
-            if e.command_id is not None and not e.command_id.startswith(AUTO_COMMAND_PREFIX + "_"):
+            if e.command_id is not None and not e.command_generated:
                 span = spans.setdefault(e.command_id, [e.seq, e.seq])
                 span[1] = e.seq
         for command_id, (lo, hi) in spans.items():
-            cur.execute(
-                "INSERT INTO {t}rm_commands (session_id, command_id, first_seq, last_seq)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, command_id)"
-                " DO UPDATE SET last_seq = excluded.last_seq",
-                (sid, command_id, lo, hi),
-            )
+            self._register_command(cur, command_id, sid, "append_messages", lo, hi, strict)
 
     def _checkpoint_committed(self, cur: Cur, e: Any) -> None:
         sid = self._sid(cur, e)
@@ -480,6 +517,21 @@ class ReadModelProjector:
 
     def _deleted(self, cur: Cur, e: Any) -> None:
         self._touch(cur, self._sid(cur, e), e, "deleted = 1")
+
+    def _window_learned(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        row = cur.execute(
+            "SELECT learned_windows FROM {t}rm_sessions WHERE session_id = ?", (sid,)
+        ).fetchone()
+        windows = json.loads(row[0]) if row and row[0] else {}
+        windows[e.model] = {
+            "provider": e.provider,
+            "model": e.model,
+            "window": e.window,
+            "prompt_tokens": e.prompt_tokens,
+            "estimated_tokens": e.estimated_tokens,
+        }
+        self._touch(cur, sid, e, "learned_windows = ?", (_dumps(windows),))
 
     def _legacy_imported(self, cur: Cur, e: Any) -> None:
         sid = self._sid(cur, e)
@@ -687,14 +739,16 @@ class SqlReadModel:
             ).fetchall()
         return [_checkpoint_row(r) for r in rows]
 
-    def command_seqs(self, session_id: str, command_id: str) -> list[int] | None:
+    def command(self, command_id: str) -> CommandRecord | None:
         with self.fresh() as cur:
             row = cur.execute(
-                "SELECT first_seq, last_seq FROM {t}rm_commands"
-                " WHERE session_id = ? AND command_id = ?",
-                (session_id, command_id),
+                "SELECT command_id, session_id, kind, first_seq, last_seq FROM {t}rm_commands"
+                " WHERE command_id = ?",
+                (command_id,),
             ).fetchone()
-        return list(range(int(row[0]), int(row[1]) + 1)) if row else None
+        if row is None:
+            return None
+        return CommandRecord(row[0], row[1], row[2], int(row[3]), int(row[4]))
 
     # -------------------------------------------------------- token cache
     def token_counts(self, session_id: str, key: str, from_seq: int) -> dict[int, int]:

@@ -172,7 +172,10 @@ class TiktokenCounter:
             n += len(encode(record["reasoning"] or ""))
         state = record.get("provider_state")
         if state:
+            # Counted whatever the request's provider: biased high, never low.
             n += len(encode(json.dumps(state.get("data") or {}, ensure_ascii=False)))
+            if state.get("tool_call_fields"):
+                n += len(encode(json.dumps(state["tool_call_fields"], ensure_ascii=False)))
         return math.ceil(n * factor) if factor != 1.0 else n
 
     def count_message(self, message: dict[str, Any], encoding: str) -> int:

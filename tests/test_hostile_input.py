@@ -118,8 +118,12 @@ def test_no_command_for_one_session_reads_or_changes_another(harness: Harness) -
     h = harness
     for sid in ("a", "b"):
         ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
-        ok(h.do({"type": "append_messages", "session_id": sid, "command_id": "same-id",
-                 "messages": [user(f"{sid} secret"), assistant(f"{sid} answer")]}))
+        append = {"type": "append_messages", "session_id": sid, "command_id": "same-id",
+                  "messages": [user(f"{sid} secret"), assistant(f"{sid} answer")]}
+        if sid == "b":  # command ids are unique across sessions (CONTRACT.md)
+            err(h.do(append), "idempotency_conflict")
+            append["command_id"] = "b-id"
+        ok(h.do(append))
     b_rows = lambda: [r for t in fingerprint(h.bus)[1] for r in t if "b" in r[:1]]  # noqa: E731
     b_before = b_rows()
     b_projection = ok(h.do({"type": "get_projection", "session_id": "b"}))

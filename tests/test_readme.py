@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from context_compaction import Settings, bootstrap
+from context_compaction.application import commands as c
 from fakeprovider import Reply
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -30,8 +32,19 @@ def test_the_embedding_example_runs(tmp_path: Path, provider) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "A race between two refund requests." in proc.stdout
     assert "Compaction threshold" in proc.stdout
+    # /info after record_usage: the provider's 321 tokens plus the appended answer.
+    assert "(provider-measured + tail estimate" in proc.stdout
     assert provider.calls == 1
     sent = provider.requests[0].messages
     assert sent[0] == {"role": "system", "content": "You are a careful coding agent."}
     assert sent[-1]["content"] == "Why does test_refund_idempotency fail intermittently?"
-    assert (tmp_path / "agent.db").exists()
+    # The example appends response.choices[0].message itself: it is stored as the answer.
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'agent.db'}"))
+    try:
+        history = bus.dispatch(c.GetHistory(session_id="ticket-4711")).messages
+    finally:
+        bus.close()
+    assert [(m["role"], m["content"]) for m in history] == [
+        ("user", "Why does test_refund_idempotency fail intermittently?"),
+        ("assistant", "A race between two refund requests."),
+    ]
