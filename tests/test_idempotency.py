@@ -133,10 +133,11 @@ def test_events_written_before_the_marker_are_upcast_by_their_prefix(harness: Ha
     h.bus.services.read_model.rebuild()
     rows = h.query("SELECT command_id FROM {t}rm_commands WHERE kind = 'append_messages'")
     assert [r[0] for r in rows] == ["host-1"]
-    h.reopen()
+    h.reopen()  # the aggregate is loaded from the version-1 events
     assert ok(append(h, "a", [user("hosted")], "host-1"))["duplicate"] is True
+    assert ok(append(h, "a", [user("after")], "host-2"))["seqs"] == [3]
     assert [m["content"] for m in ok(h.do({"type": "get_history", "session_id": "a"}))["messages"]] == [
-        "generated", "hosted"]
+        "generated", "hosted", "after"]
 
 
 def test_concurrent_uses_of_one_id_in_two_sessions_store_only_one(harness: Harness) -> None:

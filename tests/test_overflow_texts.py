@@ -157,8 +157,6 @@ def big_turn(words: int = 1_500) -> list[dict]:
 
 def one_big_turn(h: Harness) -> None:
     ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    for m in big_turn()[2:]:
-        m.setdefault("turn_id", "t1")
     ok(h.do({"type": "append_messages", "session_id": SID, "messages": big_turn()}))
     ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("Now fix it.", turn_id="t2")]}))
 
