@@ -51,6 +51,14 @@ _PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
 )
 
 
+#: Overflow wordings without a number (OpenAI's Responses-era text, Bedrock, the
+#: OpenAI error code): still an overflow, recovered with the configured window (§11.3).
+_UNNUMBERED = re.compile(
+    r"context_length_exceeded|exceeds the context window|input is too long|prompt is too long",
+    re.I,
+)
+
+
 @dataclass(frozen=True)
 class OverflowInfo:
     window: int | None
@@ -77,6 +85,12 @@ def parse_overflow(message: str) -> OverflowInfo:
     if window is not None and window < 256:
         window = None  # not a plausible context window
     return OverflowInfo(window=window, prompt_tokens=found.get("prompt"))
+
+
+def is_overflow(message: str) -> bool:
+    """Does a provider's error text say the request was over the context window?"""
+    info = parse_overflow(message)
+    return info.window is not None or info.prompt_tokens is not None or bool(_UNNUMBERED.search(message or ""))
 
 
 def describe_cut(summarized: Sequence[dict[str, Any]], split_turn: bool) -> tuple[int, int, str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from context_compaction.application.ports import ContextOverflow, ProviderReply
 from context_compaction.application.settings import Settings
-from context_compaction.domain.overflow import parse_overflow
+from context_compaction.domain.overflow import is_overflow
 
 from .scenario import Turn
 from .summarizers import import_litellm
@@ -50,7 +50,7 @@ class LiteLLMChatProvider:
         except litellm.ContextWindowExceededError as exc:
             raise ContextOverflow(str(exc)) from None
         except litellm.BadRequestError as exc:
-            if parse_overflow(str(exc)).window is not None:
+            if is_overflow(str(exc)):
                 raise ContextOverflow(str(exc)) from None
             raise
         # The message as the provider returned it: appended with the request's model, its

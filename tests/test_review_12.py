@@ -1,0 +1,98 @@
+"""Issue 12 tried as a host would, after it was merged: what broke (review of issue 12).
+
+Real litellm objects from the local fake provider over HTTP, the texts providers send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import litellm
+import pytest
+
+from context_compaction.application.commands import COMMAND_ADAPTER
+from context_compaction.application.runner import TurnRunner
+from context_compaction.domain.overflow import is_overflow
+from context_compaction.infrastructure.legacy import import_legacy
+from context_compaction.infrastructure.providers import LiteLLMChatProvider
+from context_compaction.infrastructure.scenario import coding_session
+from fakeprovider import FakeProvider, Reply
+from helpers import FAKE_MODEL, Harness, ok, tool, user
+from legacy_fixture import BASE_MS, build_legacy_db
+from test_overflow_texts import REAL_TEXTS, wrapped
+
+DEEPSEEK = "deepseek/deepseek-reasoner"
+
+
+def chat_completion(model: str, message: dict[str, Any]) -> str:
+    """An OpenAI-format chat completion body, as OpenAI-compatible providers send it."""
+    return json.dumps({
+        "id": "chatcmpl-7a1", "object": "chat.completion", "created": 1741570283, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 41, "completion_tokens": 12, "total_tokens": 53},
+    })
+
+
+def overflow_body(message: str) -> str:
+    return json.dumps({"error": {"message": message, "type": "invalid_request_error", "param": "input",
+                                 "code": "context_length_exceeded"}})
+
+
+# ----------------------------------------------------------------- overflow
+def test_the_turn_runner_recovers_from_an_overflow_whose_text_gives_no_window(tmp_path: Path, provider) -> None:
+    """OpenAI's "Your input exceeds the context window of this model" reaches the host as
+    litellm's ``BadRequestError`` (not ``ContextWindowExceededError``): still an overflow,
+    recovered once with the configured window (spec §11.3)."""
+    text = "Your input exceeds the context window of this model. Please adjust your input and try again."
+    provider.queue(Reply(raw=overflow_body(text), status=400), Reply(text="Done."))
+    h = Harness(tmp_path / "r.db", summarizer="extractive", context_compaction={"keep_recent_tokens": 3_000},
+                models={FAKE_MODEL: {"api_base": provider.base_url, "api_key": "k", "token_limit": 100_000}})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": FAKE_MODEL}))
+    for t in coding_session(6, big_output_chars=3_000):
+        ok(h.do({"type": "append_messages", "session_id": "s", "messages": t.messages()}))
+
+    async def no_tools(call: dict) -> str:
+        return ""
+
+    runner = TurnRunner(h.bus, LiteLLMChatProvider(h.bus.services.settings, timeout=10), no_tools)
+    result = asyncio.run(runner.run("s", "Please run the tests.", system_prompt="You are an agent.", turn_id="live"))
+    assert result.answer == "Done." and result.overflow_recoveries == 1
+    first, retry = (r.messages for r in provider.requests)
+    assert len(retry) < len(first)
+    h.close()
+
+
+NOT_OVERFLOWS = [
+    "Rate limit reached for gpt-4o in organization org-2bX on tokens per min (TPM): Limit 30000, Used 29410, "
+    "Requested 1200. Please try again in 1.22s.",
+    "Invalid 'messages[1].content': string too long. Expected a string with maximum length 10485760, but got a "
+    "string with length 10485761 instead.",
+    "max_tokens is too large: 50000. This model supports at most 16384 completion tokens, whereas you provided 50000.",
+    "Incorrect API key provided: sk-abc. You can find your API key at https://platform.openai.com/account/api-keys.",
+]
+
+
+@pytest.mark.parametrize("text", [t[1] for t in REAL_TEXTS] + ["Input is too long for requested model."])
+def test_every_providers_overflow_text_is_an_overflow_also_wrapped_by_litellm(text: str) -> None:
+    assert is_overflow(text) and is_overflow(wrapped(text))
+    assert is_overflow(str(litellm.BadRequestError(message=text, model="gpt-4o", llm_provider="openai")))
+
+
+@pytest.mark.parametrize("text", NOT_OVERFLOWS)
+def test_other_bad_requests_are_not_taken_for_an_overflow(text: str) -> None:
+    assert not is_overflow(str(litellm.BadRequestError(message=text, model="gpt-4o", llm_provider="openai")))
+
+
+# ---------------------------------------------------------- provider output
+def _append_schema() -> dict[str, Any]:
+    document = COMMAND_ADAPTER.json_schema()  # what the HTTP server's OpenAPI document is made of
+    return {**document["$defs"]["AppendMessages"], "$defs": document["$defs"]}
+
+
+# ------------------------------------------------------------------- legacy
