@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .errors import InvalidMessage
 
@@ -335,29 +335,37 @@ class Message(_Frozen):
     annotations: _Objects = None
     audio: dict[str, Any] | None = None
     images: _Objects = None
+    _provider_reasoning: bool = PrivateAttr(default=False)
+    """The reasoning came as litellm's ``reasoning_content``: provider output, bound to
+    its producer like the other provider fields (ADR 0017)."""
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _provider_shapes(cls, data: Any) -> Any:
+    def _provider_shapes(cls, data: Any, handler: Any) -> Any:
         if type(data) is not dict and isinstance(data, BaseModel) and not isinstance(data, Message):
             data = data.model_dump()  # a litellm Message, as the provider returned it
         problem = json_problem(data)
         if problem:
             raise ValueError(problem)
         if not isinstance(data, dict) or data.keys() <= _PLAIN_KEYS and data.get("tool_calls", ()) is not None:
-            return data
+            return handler(data)
         data = dict(data)
+        provider_reasoning = False
         if "reasoning_content" in data:  # litellm's name for the provider's reasoning text
             value = data.pop("reasoning_content")
             if data.get("reasoning") is None:
                 data["reasoning"] = value
+                provider_reasoning = value is not None and data.get("role") == "assistant"
         if "tool_calls" in data and data["tool_calls"] is None:
             data["tool_calls"] = ()
         if data.get("role") == "assistant":
             # A provider produced it: never refuse it for a field we do not know.
             for key in [k for k in data if k not in _INPUT_KEYS]:
                 del data[key]
-        return data
+        message = handler(data)
+        if provider_reasoning:
+            message._provider_reasoning = True
+        return message
 
     @model_validator(mode="after")
     def _role_rules(self) -> Message:
@@ -420,14 +428,24 @@ class Message(_Frozen):
         if self.role != "assistant" or self.provider_state is not None:
             return False
         data, calls = self._provider_output()
-        return bool(data or calls)
+        return bool(data or calls) or self._bound_reasoning
+
+    @property
+    def _bound_reasoning(self) -> bool:
+        """Reasoning a provider returned (``reasoning_content``): replayed to it only."""
+        return self.reasoning is not None and self._provider_reasoning
 
     def _provider_state(self, producer: tuple[str, str] | None) -> dict[str, Any] | None:
         state = self.provider_state
-        if state is None and not self.tool_calls and _PROVIDER_FIELD_SET.isdisjoint(self.model_fields_set):
+        if (
+            state is None
+            and not self.tool_calls
+            and _PROVIDER_FIELD_SET.isdisjoint(self.model_fields_set)
+            and not self._bound_reasoning
+        ):
             return None  # the common case, decided without collecting anything
         data, calls = self._provider_output()
-        if state is None and not data and not calls:
+        if state is None and not data and not calls and not self._bound_reasoning:
             return None
         if state is not None:
             provider, model = state.provider, state.model

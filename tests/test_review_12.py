@@ -90,6 +90,27 @@ def test_other_bad_requests_are_not_taken_for_an_overflow(text: str) -> None:
 
 
 # ---------------------------------------------------------- provider output
+def test_reasoning_content_goes_back_to_the_model_that_produced_it_only(tmp_path: Path, provider) -> None:
+    """ADR 0017: litellm's ``reasoning_content`` is replayed to its producer (DeepSeek's
+    thinking mode needs it back; litellm otherwise sends a blank placeholder)."""
+    provider.queue(Reply(raw=chat_completion("deepseek-reasoner", {
+        "content": "Use a lock around the ledger update.", "reasoning_content": "The test races on the ledger."})))
+    reply = litellm.completion(model=DEEPSEEK, api_base=provider.base_url, api_key="k",
+                               messages=[{"role": "user", "content": "Why is the refund test flaky?"}])
+    h = Harness(tmp_path / "d.db", summarizer="extractive")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": DEEPSEEK}))
+    ok(h.do({"type": "append_messages", "session_id": "s",
+             "messages": [user("Why is the refund test flaky?"), reply.choices[0].message, user("Fix it.")]}))
+    own = ok(h.do({"type": "get_projection", "session_id": "s"}))["messages"]
+    assert own[1]["reasoning_content"] == "The test races on the ledger."
+    other = ok(h.do({"type": "get_projection", "session_id": "s", "model": "gpt-4o"}))["messages"]
+    assert other[1] == {"role": "assistant", "content": "Use a lock around the ledger update."}
+    provider.queue(Reply(text="ok"))
+    litellm.completion(model=DEEPSEEK, api_base=provider.base_url, api_key="k", messages=own)
+    assert provider.requests[-1].body["messages"][1]["reasoning_content"] == "The test races on the ledger."
+    h.close()
+
+
 def _append_schema() -> dict[str, Any]:
     document = COMMAND_ADAPTER.json_schema()  # what the HTTP server's OpenAPI document is made of
     return {**document["$defs"]["AppendMessages"], "$defs": document["$defs"]}
