@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import tiktoken
 
-from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.messages import OUTPUT_ONLY_FIELDS, MessageRecord
 
 from .catalog import litellm_package_dir
 
 #: Bump when the counting rules change: cached counts carry it in their key.
-RULES_VERSION = "v1"
+RULES_VERSION = "v2"  # v2: output-only provider fields are not counted
 
 PER_MESSAGE = 3
 PER_NAME = 1
@@ -172,8 +172,17 @@ class TiktokenCounter:
             n += len(encode(record["reasoning"] or ""))
         state = record.get("provider_state")
         if state:
-            # Counted whatever the request's provider: biased high, never low.
-            n += len(encode(json.dumps(state.get("data") or {}, ensure_ascii=False)))
+            # Counted whatever the request's provider: biased high, never low. Except the
+            # output-only fields no request carries (ADR 0017): an audio reply's base64
+            # is sent as its transcript.
+            data = state.get("data") or {}
+            if not OUTPUT_ONLY_FIELDS.isdisjoint(data):
+                audio = data.get("audio")
+                transcript = audio.get("transcript") if isinstance(audio, dict) else None
+                if isinstance(transcript, str):
+                    n += len(encode(transcript))
+                data = {k: v for k, v in data.items() if k not in OUTPUT_ONLY_FIELDS}
+            n += len(encode(json.dumps(data, ensure_ascii=False)))
             if state.get("tool_call_fields"):
                 n += len(encode(json.dumps(state["tool_call_fields"], ensure_ascii=False)))
         return math.ceil(n * factor) if factor != 1.0 else n

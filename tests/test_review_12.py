@@ -111,6 +111,28 @@ def test_reasoning_content_goes_back_to_the_model_that_produced_it_only(tmp_path
     h.close()
 
 
+def test_an_audio_reply_is_budgeted_as_what_is_sent_back_not_as_its_audio_data(tmp_path: Path, provider) -> None:
+    """A three-second spoken reply (gpt-4o-audio-preview) carries ~190,000 characters of
+    base64 audio that no request ever sends again: counting them broke the session."""
+    wav = b"RIFF" + bytes((i * 7919) % 251 for i in range(3 * 24_000 * 2))
+    audio = {"id": "audio_67c1", "expires_at": 1729018505, "data": base64.b64encode(wav).decode(),
+             "transcript": "Yes, the build is green."}
+    provider.queue(Reply(raw=chat_completion("gpt-4o-audio-preview", {"content": None, "refusal": None,
+                                                                      "audio": audio})))
+    reply = litellm.completion(model="openai/gpt-4o-audio-preview", api_base=provider.base_url, api_key="k",
+                               messages=[{"role": "user", "content": "Is the build green?"}])
+    h = Harness(tmp_path / "a.db", summarizer="extractive")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o-audio-preview"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [
+        user("Is the build green?"), reply.choices[0].message, user("Thanks. And the docs?")]}))
+    request = ok(h.do({"type": "prepare_turn", "session_id": "s"}))
+    assert request["messages"][1] == {"role": "assistant", "content": "Yes, the build is green."}
+    assert request["compaction"] is None and request["usage"]["used_tokens"] < 100
+    stored = ok(h.do({"type": "get_history", "session_id": "s"}))["messages"][1]
+    assert stored["provider_state"]["data"]["audio"] == audio  # kept as it came
+    h.close()
+
+
 def _append_schema() -> dict[str, Any]:
     document = COMMAND_ADAPTER.json_schema()  # what the HTTP server's OpenAPI document is made of
     return {**document["$defs"]["AppendMessages"], "$defs": document["$defs"]}
