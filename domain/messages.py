@@ -367,6 +367,27 @@ class Message(_Frozen):
             message._provider_reasoning = True
         return message
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+        # What the validator accepts, not only the fields: a provider message's JSON as
+        # litellm gives it (``reasoning_content``, ``tool_calls: null``, fields we do not
+        # know on an assistant message); other roles stay strict.
+        json_schema = handler(core_schema)
+        schema = handler.resolve_ref_schema(json_schema)
+        properties = schema["properties"]
+        properties["reasoning_content"] = {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "litellm's name for `reasoning`",
+        }
+        calls = properties["tool_calls"]
+        properties["tool_calls"] = {
+            "title": calls.pop("title"), "default": calls.pop("default"), "anyOf": [calls, {"type": "null"}]
+        }
+        del schema["additionalProperties"]
+        schema["if"] = {"properties": {"role": {"not": {"const": "assistant"}}}}
+        schema["then"] = {"properties": {name: True for name in properties}, "additionalProperties": False}
+        return json_schema
+
     @model_validator(mode="after")
     def _role_rules(self) -> Message:
         if self.role != "assistant" and self.tool_calls:

@@ -138,4 +138,33 @@ def _append_schema() -> dict[str, Any]:
     return {**document["$defs"]["AppendMessages"], "$defs": document["$defs"]}
 
 
+def test_the_openapi_message_schema_accepts_the_json_of_a_litellm_message(tmp_path: Path, provider) -> None:
+    """What the server stores as it comes, its schema must not refuse: a litellm message's
+    JSON has ``tool_calls: null`` and litellm's ``reasoning_content``."""
+    provider.queue(Reply(raw=chat_completion("gpt-4o", {"content": "Hello."})),
+                   Reply(raw=chat_completion("deepseek-reasoner", {"content": "Hi.", "reasoning_content": "Greet."})))
+    plain = litellm.completion(model="openai/gpt-4o", api_base=provider.base_url, api_key="k",
+                               messages=[{"role": "user", "content": "hi"}]).choices[0].message
+    thought = litellm.completion(model=DEEPSEEK, api_base=provider.base_url, api_key="k",
+                                 messages=[{"role": "user", "content": "hi"}]).choices[0].message
+    schema = _append_schema()
+    for message in (plain, thought):
+        command = {"type": "append_messages", "session_id": "s",
+                   "messages": [user("hi"), json.loads(message.model_dump_json())]}
+        jsonschema.validate(command, schema)
+    h = Harness(tmp_path / "o.db", summarizer="extractive")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do(command))
+    # still as strict as the server where the server is strict: a host's typo
+    refused = {"type": "append_messages", "session_id": "s", "messages": [{"role": "user", "content": "x", "contnet": 1}]}
+    assert not h.do(refused)["ok"]
+    try:
+        jsonschema.validate(refused, schema)
+    except jsonschema.ValidationError:
+        pass
+    else:
+        raise AssertionError("the schema accepts a user message the server refuses")
+    h.close()
+
+
 # ------------------------------------------------------------------- legacy
