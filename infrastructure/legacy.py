@@ -14,6 +14,7 @@ refused or deleted session does not stop the others; the report says so per sess
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections import Counter
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from context_compaction.application.bus import MessageBus
 from context_compaction.application.services import mutate
@@ -188,6 +191,10 @@ def import_legacy(
             except ContextCompactionError as exc:
                 # This session only: what it had imported stays, the others go on.
                 entry.refused = f"{exc.code}: {exc.message}"
+            except ValidationError as exc:  # e.g. an id or model name past the limits
+                error = exc.errors()[0]
+                where = ".".join(str(part) for part in error["loc"])
+                entry.refused = f"invalid_command: {where}: {error['msg']}"
             done += conn.execute(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ?", (entry.session_id,)
             ).fetchone()[0]
@@ -216,7 +223,7 @@ class _LegacyFile:
 
         svc = bus.services
         sid = entry.session_id
-        start_id = f"legacy:{sid}:start"
+        start_id = _start_command_id(sid)
         existing = svc.read_model.session(sid)
         if existing is not None and svc.read_model.command(start_id) is None:
             raise InvalidCommand(
@@ -268,6 +275,16 @@ class _LegacyFile:
                 skipped_messages=len(entry.skipped), legacy_seq_upto=read_upto,
                 last_compressed_message_at=int(marker) if marker is not None else None,
                 created_at=svc.now()))
+
+
+def _start_command_id(session_id: str) -> str:
+    """``legacy:<id>:start``, or with a digest of the id where that would pass the
+    256 characters a command id may have."""
+    command_id = f"legacy:{session_id}:start"
+    if len(command_id) <= 256:
+        return command_id
+    digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"legacy:{digest}:start"
 
 
 def _open_calls(svc: Any, session_id: str) -> list[str]:

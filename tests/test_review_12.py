@@ -168,3 +168,23 @@ def test_the_openapi_message_schema_accepts_the_json_of_a_litellm_message(tmp_pa
 
 
 # ------------------------------------------------------------------- legacy
+def test_a_legacy_session_id_near_the_length_limit_imports_and_never_stops_the_others(
+    tmp_path: Path, harness: Harness
+) -> None:
+    legacy = tmp_path / "picobot.db"
+    build_legacy_db(legacy)
+    conn = sqlite3.connect(legacy)
+    near, over = "a" * 250, "b" * 300  # both sort before the fixture's sessions
+    for sid in (near, over):
+        conn.execute("INSERT INTO sessions VALUES (?, 'gpt-4o', ?, ?, NULL)", (sid, BASE_MS, BASE_MS))
+        conn.execute("INSERT INTO messages (session_id, seq, role, content, created_at) VALUES (?, 1, 'user', 'hi', ?)",
+                     (sid, BASE_MS))
+    conn.commit()
+    conn.close()
+    report = import_legacy(harness.bus, legacy)
+    per = {s["session_id"]: s for s in report.to_dict()["per_session"]}
+    assert per[near]["status"] == "imported" and per[near]["imported"] == 1
+    assert per[over]["status"] == "refused" and "session_id" in per[over]["refused"]
+    assert per["feishu:oc:dialog-1"]["imported"] == 6 and per["cli:local"]["imported"] == 2
+    again = import_legacy(harness.bus, legacy)  # a second run finds the long one's import
+    assert {s["session_id"]: s["already_present"] for s in again.to_dict()["per_session"]}[near] == 1
