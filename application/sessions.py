@@ -201,13 +201,19 @@ def _same_messages(stored: list[MessageRecord], messages: list[Message]) -> bool
         state = record.get("provider_state")
         producer = (state["provider"], state["model"]) if state else None
         again = message.to_record(producer)
-        if _canonical({k: record.get(k) for k in _BODY}) != _canonical({k: again[k] for k in _BODY}):
+        if _canonical(record) != _canonical(again):
             return False
     return True
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+def _canonical(record: Any) -> str:
+    body = {k: record.get(k) for k in _BODY}
+    state = body["provider_state"]
+    if state and not state.get("data") and not state.get("tool_call_fields"):
+        # A binding without private data: the same message (reasoning spelled as the
+        # contract's `reasoning` or as litellm's `reasoning_content`).
+        body["provider_state"] = None
+    return json.dumps(body, sort_keys=True, ensure_ascii=False)
 
 
 def _record_chars(message: Any) -> int:

@@ -108,6 +108,12 @@ def test_reasoning_content_goes_back_to_the_model_that_produced_it_only(tmp_path
     provider.queue(Reply(text="ok"))
     litellm.completion(model=DEEPSEEK, api_base=provider.base_url, api_key="k", messages=own)
     assert provider.requests[-1].body["messages"][1]["reasoning_content"] == "The test races on the ledger."
+    # Either spelling of the same reasoning is the same payload for a command id.
+    message = reply.choices[0].message
+    ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "k1", "messages": [message]}))
+    spelled = {"role": "assistant", "content": message.content, "reasoning": message.reasoning_content}
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "k1",
+                    "messages": [spelled]}))["duplicate"] is True
     h.close()
 
 
