@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import InvalidMessage
 
@@ -335,50 +335,45 @@ class Message(_Frozen):
     annotations: _Objects = None
     audio: dict[str, Any] | None = None
     images: _Objects = None
-    _provider_reasoning: bool = PrivateAttr(default=False)
-    """The reasoning came as litellm's ``reasoning_content``: provider output, bound to
-    its producer like the other provider fields (ADR 0017)."""
+    reasoning_content: str | None = Field(default=None, description="litellm's name for `reasoning`")
+    """Set (to ``reasoning``) when the reasoning came as litellm's ``reasoning_content``:
+    provider output, bound to its producer like the other provider fields (ADR 0017).
+    Not stored itself."""
 
-    @model_validator(mode="wrap")
+    @model_validator(mode="before")
     @classmethod
-    def _provider_shapes(cls, data: Any, handler: Any) -> Any:
+    def _provider_shapes(cls, data: Any) -> Any:
         if type(data) is not dict and isinstance(data, BaseModel) and not isinstance(data, Message):
             data = data.model_dump()  # a litellm Message, as the provider returned it
         problem = json_problem(data)
         if problem:
             raise ValueError(problem)
         if not isinstance(data, dict) or data.keys() <= _PLAIN_KEYS and data.get("tool_calls", ()) is not None:
-            return handler(data)
+            return data
         data = dict(data)
-        provider_reasoning = False
         if "reasoning_content" in data:  # litellm's name for the provider's reasoning text
-            value = data.pop("reasoning_content")
-            if data.get("reasoning") is None:
-                data["reasoning"] = value
-                provider_reasoning = value is not None and data.get("role") == "assistant"
+            if data.get("reasoning") is None and data.get("role") == "assistant":
+                data["reasoning"] = data["reasoning_content"]
+            elif data.get("reasoning") is None:
+                data["reasoning"] = data.pop("reasoning_content")
+            else:
+                del data["reasoning_content"]
         if "tool_calls" in data and data["tool_calls"] is None:
             data["tool_calls"] = ()
         if data.get("role") == "assistant":
             # A provider produced it: never refuse it for a field we do not know.
             for key in [k for k in data if k not in _INPUT_KEYS]:
                 del data[key]
-        message = handler(data)
-        if provider_reasoning:
-            message._provider_reasoning = True
-        return message
+        return data
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
         # What the validator accepts, not only the fields: a provider message's JSON as
-        # litellm gives it (``reasoning_content``, ``tool_calls: null``, fields we do not
-        # know on an assistant message); other roles stay strict.
+        # litellm gives it (``tool_calls: null``, fields we do not know on an assistant
+        # message); other roles stay strict.
         json_schema = handler(core_schema)
         schema = handler.resolve_ref_schema(json_schema)
         properties = schema["properties"]
-        properties["reasoning_content"] = {
-            "anyOf": [{"type": "string"}, {"type": "null"}],
-            "description": "litellm's name for `reasoning`",
-        }
         calls = properties["tool_calls"]
         properties["tool_calls"] = {
             "title": calls.pop("title"), "default": calls.pop("default"), "anyOf": [calls, {"type": "null"}]
@@ -449,12 +444,7 @@ class Message(_Frozen):
         if self.role != "assistant" or self.provider_state is not None:
             return False
         data, calls = self._provider_output()
-        return bool(data or calls) or self._bound_reasoning
-
-    @property
-    def _bound_reasoning(self) -> bool:
-        """Reasoning a provider returned (``reasoning_content``): replayed to it only."""
-        return self.reasoning is not None and self._provider_reasoning
+        return bool(data or calls) or self.reasoning_content is not None
 
     def _provider_state(self, producer: tuple[str, str] | None) -> dict[str, Any] | None:
         state = self.provider_state
@@ -462,11 +452,11 @@ class Message(_Frozen):
             state is None
             and not self.tool_calls
             and _PROVIDER_FIELD_SET.isdisjoint(self.model_fields_set)
-            and not self._bound_reasoning
+            and self.reasoning_content is None
         ):
             return None  # the common case, decided without collecting anything
         data, calls = self._provider_output()
-        if state is None and not data and not calls and not self._bound_reasoning:
+        if state is None and not data and not calls and self.reasoning_content is None:
             return None
         if state is not None:
             provider, model = state.provider, state.model
@@ -484,7 +474,7 @@ _PROVIDER_FIELD_SET = frozenset(PROVIDER_FIELDS)
 _PLAIN_KEYS = frozenset(
     ("role", "content", "reasoning", "tool_calls", "tool_call_id", "name", "turn_id", "steering", "provider_state")
 )
-_INPUT_KEYS = frozenset((*Message.model_fields, "reasoning_content"))
+_INPUT_KEYS = frozenset(Message.model_fields)
 
 
 def _has_content(content: Content) -> bool:
