@@ -336,9 +336,9 @@ class Message(_Frozen):
     audio: dict[str, Any] | None = None
     images: _Objects = None
     reasoning_content: str | None = Field(default=None, description="litellm's name for `reasoning`")
-    """Set (to ``reasoning``) when the reasoning came as litellm's ``reasoning_content``:
-    provider output, bound to its producer like the other provider fields (ADR 0017).
-    Not stored itself."""
+    """litellm's spelling of ``reasoning``: given, it also marks the reasoning as provider
+    output, bound to its producer like the other provider fields (ADR 0017). Never
+    stored itself (the record keeps ``reasoning``)."""
 
     @model_validator(mode="before")
     @classmethod
