@@ -27,6 +27,7 @@ from context_compaction.application.ports import (
 )
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
+from context_compaction.domain.summary import storable_text
 
 from context_compaction.domain.errors import StorageError
 
@@ -430,7 +431,7 @@ class ReadModelProjector:
                 sid,
                 e.generation,
                 e.parent_checkpoint_id,
-                e.summary,
+                storable_text(e.summary),  # (summaries of older versions may hold NUL)
                 e.first_retained_seq,
                 e.source_max_seq,
                 e.trigger_reason,
@@ -466,7 +467,7 @@ class ReadModelProjector:
         cur.execute(
             "INSERT INTO {t}rm_invalidations (session_id, version, kind, ranges, excluded,"
             " reason, generation, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (sid, e.originator_version, e.kind, _dumps(e.ranges), excluded, e.reason,
+            (sid, e.originator_version, e.kind, _dumps(e.ranges), excluded, storable_text(e.reason),
              e.generation, e.created_at),
         )
         self._touch(

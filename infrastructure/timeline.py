@@ -15,6 +15,7 @@ from eventsourcing.persistence import Notification
 
 from context_compaction.application.ports import TimelineEntry, TimelineStore
 from context_compaction.domain.session import Session
+from context_compaction.domain.summary import storable_text
 
 from .database import Database
 from .readmodel import ReadModelProjector
@@ -118,7 +119,7 @@ class TimelineFollower:
                             key=timeline_key(event.checkpoint_id),
                             session_id=session_id,
                             checkpoint_id=event.checkpoint_id,
-                            content=event.summary,
+                            content=storable_text(event.summary),
                             created_at=event.created_at,
                         )
                     )
