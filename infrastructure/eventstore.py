@@ -13,8 +13,9 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
@@ -30,7 +31,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLite
 from eventsourcing.utils import Environment, get_topic
 
 from context_compaction.application.ports import ConcurrencyConflict
-from context_compaction.domain.errors import SessionNotFound, StorageError
+from context_compaction.domain.errors import ContextCompactionError, SessionNotFound, StorageError
 from context_compaction.domain.session import Session, session_aggregate_id
 
 from .database import Cur, Database, Dialect, StorageBusy, is_transient, storage_errors
@@ -38,6 +39,49 @@ from .readmodel import SCHEMA_VERSION, EventsTable, ReadModelProjector, SqlReadM
 from .transcoding import PlainJSONTranscoder
 
 log = logging.getLogger("context_compaction.eventstore")
+
+
+T = TypeVar("T")
+
+
+class LockedWriter(Protocol):
+    """A write transaction holding the database's writer lock from its start: no other
+    connection inserts events until it ends (ADR 0021)."""
+
+    def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]: ...
+
+    def insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None: ...
+
+
+class _ImmediateTransaction(SQLiteTransaction):
+    """eventsourcing's transaction (commit, rollback, error mapping), begun IMMEDIATE:
+    it takes the write lock before its first read."""
+
+    def __enter__(self) -> SQLiteCursor:
+        cursor = self.connection.cursor()
+        cursor.execute("BEGIN IMMEDIATE")
+        return cursor
+
+
+class _SQLiteLockedWriter:
+    def __init__(self, recorder: ProjectingSQLiteRecorder, c: SQLiteCursor) -> None:
+        self.recorder = recorder
+        self.c = c
+
+    def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
+        raw = self.c.sqlite_cursor
+        raw.execute(
+            self.recorder.select_events_statement
+            + "AND originator_version>? ORDER BY originator_version ASC",
+            (originator_id.hex, version),
+        )
+        return [
+            StoredEvent(originator_id, row["originator_version"], row["topic"], bytes(row["state"]))
+            for row in raw.fetchall()
+        ]
+
+    def insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        return self.recorder._insert_events(self.c, stored_events, **kwargs)
 
 
 class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
@@ -57,6 +101,16 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         try:
             with SQLiteTransaction(conn, commit=True) as c, c:
                 return self._insert_events(c, stored_events, **kwargs)
+        finally:
+            pool.put_connection(conn)
+
+    @contextmanager
+    def locked_writer(self) -> Iterator[LockedWriter]:
+        pool = self.datastore.pool
+        conn = pool.get_connection(is_writer=True)
+        try:
+            with _ImmediateTransaction(conn, commit=True) as c, c:
+                yield _SQLiteLockedWriter(self, c)
         finally:
             pool.put_connection(conn)
 
@@ -117,6 +171,7 @@ class EventMapper(Mapper[UUID]):
 def _postgres_recorder_class() -> type:
     from eventsourcing.postgres import PostgresApplicationRecorder
     from psycopg.rows import tuple_row
+    from psycopg.sql import SQL
 
     class ProjectingPostgresRecorder(PostgresApplicationRecorder):
         def __init__(
@@ -142,16 +197,51 @@ def _postgres_recorder_class() -> type:
                 return []
             with self.datastore.get_connection() as conn, conn.transaction():
                 with conn.cursor() as curs:
-                    self._insert_stored_events(curs, stored_events, **kwargs)
-                    ids = [row["notification_id"] for row in curs.fetchall()]
-                    snapshots = kwargs.get("snapshots")
-                    if snapshots:
-                        self.snapshot_recorder._insert_stored_events(curs, snapshots)
-                events = kwargs.get("projected_events")
-                if events is not None:
-                    cur = Cur(conn.cursor(row_factory=tuple_row), self.dialect)
-                    self.projector.project_inline(cur, ids, events)
+                    return self._insert_on(conn, curs, stored_events, **kwargs)
+
+        def _insert_on(
+            self, conn: Any, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
+        ) -> list[int]:
+            self._insert_stored_events(curs, stored_events, **kwargs)
+            ids = [row["notification_id"] for row in curs.fetchall()]
+            snapshots = kwargs.get("snapshots")
+            if snapshots:
+                self.snapshot_recorder._insert_stored_events(curs, snapshots)
+            events = kwargs.get("projected_events")
+            if events is not None:
+                cur = Cur(conn.cursor(row_factory=tuple_row), self.dialect)
+                self.projector.project_inline(cur, ids, events)
             return ids
+
+        @contextmanager
+        def locked_writer(self) -> Iterator[LockedWriter]:
+            # The events table's EXCLUSIVE lock is the one every event insert takes
+            # (eventsourcing orders notifications by it): held from the start, no other
+            # writer can insert until this transaction ends.
+            with self.datastore.get_connection() as conn, conn.transaction():
+                with conn.cursor() as curs:
+                    self._lock_table(curs)
+                    yield _PostgresLockedWriter(self, conn, curs)
+
+    class _PostgresLockedWriter:
+        def __init__(self, recorder: ProjectingPostgresRecorder, conn: Any, curs: Any) -> None:
+            self.recorder = recorder
+            self.conn = conn
+            self.curs = curs
+
+        def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
+            self.curs.execute(
+                self.recorder.select_events_statement
+                + SQL(" AND originator_version > %s ORDER BY originator_version ASC"),
+                (originator_id, version),
+            )
+            return [
+                StoredEvent(originator_id, row["originator_version"], row["topic"], bytes(row["state"]))
+                for row in self.curs.fetchall()
+            ]
+
+        def insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+            return self.recorder._insert_on(self.conn, self.curs, stored_events, **kwargs)
 
     return ProjectingPostgresRecorder
 
@@ -236,7 +326,16 @@ class SessionsApplication(Application[UUID]):
         processing_event.saved_kwargs.update(kwargs)
         return self._record(processing_event)
 
-    def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Recording[UUID]]:
+    def save_with(self, writer: LockedWriter, session: Session) -> None:
+        """``save``, inside ``writer``'s transaction."""
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        processing_event.events.extend(session.collect_events())
+        processing_event.aggregates[session.id] = session
+        self._record(processing_event, writer)
+
+    def _record(
+        self, processing_event: ProcessingEvent[UUID], writer: LockedWriter | None = None
+    ) -> list[Recording[UUID]]:
         # eventsourcing's EventStore.put minus what only followers use: a Recording and
         # a Notification object per event, and its repository cache. Nothing follows
         # this application (the read model is projected in the same transaction) and
@@ -246,9 +345,8 @@ class SessionsApplication(Application[UUID]):
         kwargs["projected_events"] = list(events)
         kwargs["snapshots"] = self._due_snapshots(processing_event)
         to_stored_event = self.mapper.to_stored_event
-        self.recorder.insert_events(
-            [to_stored_event(e) for e in events], tracking=processing_event.tracking, **kwargs
-        )
+        insert = self.recorder.insert_events if writer is None else writer.insert
+        insert([to_stored_event(e) for e in events], tracking=processing_event.tracking, **kwargs)
         return []
 
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
@@ -363,21 +461,56 @@ class SqlEventStore:
     def save(self, session: Session) -> None:
         try:
             self.app.save(session)
-        except IntegrityError as exc:
-            self.forget(session.session_id)
-            # Another writer appended this version first (optimistic concurrency).
-            raise ConcurrencyConflict(str(exc)) from exc
         except Exception as exc:
             self.forget(session.session_id)
-            if is_transient(exc):
-                self.db.recover()
-                raise ConcurrencyConflict(f"{type(exc).__name__}", busy=True) from exc
-            if isinstance(exc, (PersistenceError, sqlite3.Error)) or type(
-                exc
-            ).__module__.startswith("psycopg"):
-                raise StorageError(f"storage failed: {type(exc).__name__}") from exc
-            raise
+            failure = self._write_failure(exc)
+            if failure is exc:
+                raise
+            raise failure from exc
         self._remember(session.session_id, session)
+
+    def decide_exclusively(
+        self, session_id: str, decide: Callable[[Session], T]
+    ) -> tuple[T, Session, bool]:
+        """Bring the session up to date, decide and save, all in one transaction that
+        holds the database's writer lock: no other writer can come in between, so
+        this cannot conflict (ADR 0021). The path of a command that lost a race."""
+        session = self.load(session_id, allow_stale=True)  # the held copy or a cold load
+        to_domain_event = self.app.mapper.to_domain_event
+        try:
+            with self.app.recorder.locked_writer() as writer:  # type: ignore[attr-defined]
+                for stored in writer.events_after(session.id, session.version):
+                    to_domain_event(stored).mutate(session)
+                result = decide(session)
+                saved = bool(session.pending_events)
+                if saved:
+                    self.app.save_with(writer, session)
+        except ContextCompactionError:
+            if session.pending_events:  # (refusals come before any event; be sure)
+                self.forget(session_id)
+            raise
+        except Exception as exc:
+            self.forget(session_id)
+            failure = self._write_failure(exc)
+            if failure is exc:
+                raise
+            raise failure from exc
+        self._remember(session_id, session)
+        return result, session, saved
+
+    def _write_failure(self, exc: Exception) -> Exception:
+        """What a failed write means to the command loop (``exc`` itself: a bug)."""
+        if isinstance(exc, IntegrityError):
+            # Another writer appended this version first (optimistic concurrency).
+            return ConcurrencyConflict(str(exc))
+        if is_transient(exc):
+            self.db.recover()
+            return ConcurrencyConflict(f"{type(exc).__name__}", busy=True)
+        if isinstance(exc, (PersistenceError, sqlite3.Error)) or type(exc).__module__.startswith(
+            "psycopg"
+        ):
+            return StorageError(f"storage failed: {type(exc).__name__}")
+        return exc
 
 
 def build_store(
