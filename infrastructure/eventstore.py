@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.domain import CanMutateAggregate, Snapshot
 from eventsourcing.persistence import (
     IntegrityError,
     Mapper,
@@ -31,12 +32,17 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLite
 from eventsourcing.utils import Environment, get_topic
 
 from context_compaction.application.ports import ConcurrencyConflict
-from context_compaction.domain.errors import ContextCompactionError, SessionNotFound, StorageError
+from context_compaction.domain.errors import (
+    ContextCompactionError,
+    CorruptEvent,
+    SessionNotFound,
+    StorageError,
+)
 from context_compaction.domain.session import Session, session_aggregate_id
 
 from .database import Cur, Database, Dialect, StorageBusy, is_transient, storage_errors
 from .readmodel import SCHEMA_VERSION, EventsTable, ReadModelProjector, SqlReadModel
-from .transcoding import PlainJSONTranscoder
+from .transcoding import PlainJSONTranscoder, corrupt_event, naming_session, required_fields
 
 log = logging.getLogger("context_compaction.eventstore")
 
@@ -142,14 +148,80 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         return ids
 
 
+def _event_classes() -> dict[str, type]:
+    """Stored topic → class, for our own event classes only (and the snapshot)."""
+    classes: dict[str, type] = {get_topic(Snapshot): Snapshot}
+    for value in vars(Session).values():
+        if isinstance(value, type) and issubclass(value, CanMutateAggregate):
+            classes[get_topic(value)] = value
+    return classes
+
+
 class EventMapper(Mapper[UUID]):
     """eventsourcing's ``Mapper``, encoding events on a direct path when no compressor
-    or cipher is configured (our store configures neither, ADR 0005).
+    or cipher is configured (our store configures neither, ADR 0005), and decoding
+    only what our own classes can be (ADR 0022).
 
     Same stored form as the base class (topic, state without the originator fields,
     ``class_version`` when above 1); per event it skips the generic steps, which are
     a tenth of an append's CPU: one event per message.
+
+    A stored topic is looked up in an allow-list of our event classes, never imported
+    (eventsourcing would import any module a topic names). A row that does not decode
+    into one of them with every field its class needs is ``CorruptEvent``, naming the
+    aggregate and version.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._classes = _event_classes()
+        self._required = {cls: required_fields(cls) for cls in self._classes.values()}
+        self._aggregates = {get_topic(Session): Session}
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        cls = self._classes.get(stored_event.topic)
+        if cls is None:
+            raise self._corrupt(stored_event, "unknown event topic")
+        try:
+            state = stored_event.state
+            if self.cipher is not None:
+                state = self.cipher.decrypt(state)
+            if self.compressor is not None:
+                state = self.compressor.decompress(state)
+            event_state = self.transcoder.decode(state)
+        except Exception as exc:  # noqa: BLE001 - any undecodable row is the same fault
+            raise self._corrupt(stored_event, f"state does not decode: {type(exc).__name__}") from None
+        if not isinstance(event_state, dict):
+            raise self._corrupt(stored_event, "state is not an object")
+        event_state["originator_id"] = stored_event.originator_id
+        event_state["originator_version"] = stored_event.originator_version
+        class_version = getattr(cls, "class_version", 1)
+        from_version = event_state.pop("class_version", 1)
+        try:
+            while from_version < class_version:
+                getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(event_state)
+                from_version += 1
+        except Exception as exc:  # noqa: BLE001
+            raise self._corrupt(stored_event, f"cannot upcast: {type(exc).__name__}") from None
+        missing = self._required[cls] - event_state.keys()
+        if missing:
+            raise self._corrupt(stored_event, f"missing {', '.join(sorted(missing)[:4])}")
+        if cls is Snapshot and self._aggregates.get(event_state["topic"]) is None:
+            raise self._corrupt(stored_event, "snapshot of an unknown aggregate topic")
+        domain_event = object.__new__(cls)
+        object.__setattr__(domain_event, "__dict__", event_state)
+        return domain_event
+
+    @staticmethod
+    def _corrupt(stored_event: StoredEvent, problem: str) -> CorruptEvent:
+        oid = stored_event.originator_id
+        notification_id = getattr(stored_event, "id", None)
+        return corrupt_event(
+            problem,
+            version=stored_event.originator_version,
+            aggregate_id=oid.hex if isinstance(oid, UUID) else str(oid),
+            notification_id=notification_id if isinstance(notification_id, int) else None,
+        )
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         if self.compressor is not None or self.cipher is not None:
@@ -407,6 +479,8 @@ class SqlEventStore:
                 break
             except AggregateNotFoundError:
                 raise SessionNotFound(f"session {session_id!r} does not exist") from None
+            except CorruptEvent as exc:
+                raise naming_session(exc, session_id) from None
             except StorageBusy:
                 if attempt == 4:
                     raise StorageError("the database stayed busy while loading") from None
@@ -434,6 +508,9 @@ class SqlEventStore:
         except (StorageBusy, StorageError):
             self.forget(session_id)
             return None
+        except CorruptEvent as exc:
+            self.forget(session_id)
+            raise naming_session(exc, session_id) from None
         for domain_event in newer:
             domain_event.mutate(session)
         return session
@@ -485,6 +562,9 @@ class SqlEventStore:
                 saved = bool(session.pending_events)
                 if saved:
                     self.app.save_with(writer, session)
+        except CorruptEvent as exc:
+            self.forget(session_id)
+            raise naming_session(exc, session_id) from None
         except ContextCompactionError:
             if session.pending_events:  # (refusals come before any event; be sure)
                 self.forget(session_id)

@@ -18,6 +18,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import Mapper, Notification
+from eventsourcing.utils import get_topic
 
 from context_compaction.application.services import AUTO_COMMAND_PREFIX
 from context_compaction.application.ports import (
@@ -32,7 +33,7 @@ from context_compaction.domain.summary import storable_text
 from context_compaction.domain.errors import StorageError
 
 from .database import Cur, Database, StorageBusy
-from .transcoding import PlainJSONTranscoder
+from .transcoding import PlainJSONTranscoder, corrupt_event, required_fields
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -176,13 +177,34 @@ def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
     )
 
 
-def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> MessageRecord:
-    """(seq, event state, visible) → the message as stored.
+_MESSAGE_TOPIC = get_topic(Session.MessageAppended)
+_MESSAGE_FIELDS = required_fields(Session.MessageAppended)
+
+
+def _message(
+    row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]], session_id: str
+) -> MessageRecord:
+    """(seq, event state, visible, topic, version) → the message as stored.
 
     The freshly decoded event state is ours: it becomes the record, minus the event's
     envelope fields (a restore decodes every tail message, so no copy per message).
+    A damaged row is ``CorruptEvent``: never half a message.
     """
-    record = decode(bytes(row[1]))
+    try:
+        record = decode(bytes(row[1]))
+    except Exception as exc:  # noqa: BLE001 - any undecodable row is the same fault
+        raise corrupt_event(
+            f"state does not decode: {type(exc).__name__}", version=row[4], session_id=session_id
+        ) from None
+    if row[3] != _MESSAGE_TOPIC:
+        raise corrupt_event("not a MessageAppended event", version=row[4], session_id=session_id)
+    if not isinstance(record, dict) or not _MESSAGE_FIELDS <= record.keys():
+        missing = sorted(_MESSAGE_FIELDS - record.keys()) if isinstance(record, dict) else ["state"]
+        raise corrupt_event(
+            f"missing {', '.join(missing[:4])}", version=row[4], session_id=session_id
+        )
+    if not isinstance(record["role"], str):
+        raise corrupt_event("role is not a string", version=row[4], session_id=session_id)
     for name in _ENVELOPE_FIELDS:
         record.pop(name, None)
     for name in _BODY_FIELDS:
@@ -226,7 +248,7 @@ class EventsTable:
         self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns)
         # Message bodies live once, in the events; the read model points at them.
         self.messages_sql = (
-            "SELECT m.seq, e.state, m.visible FROM {t}rm_messages m"
+            "SELECT m.seq, e.state, m.visible, e.topic, e.originator_version FROM {t}rm_messages m"
             f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
             " WHERE m.session_id = ? AND m.seq >= ?"
         )
@@ -641,7 +663,7 @@ class SqlReadModel:
             sql += " AND m.visible = 1"
         sql += " ORDER BY m.seq"
         decode = self.projector.decode_state
-        return [_message(r, decode) for r in cur.execute(sql, params).fetchall()]
+        return [_message(r, decode, session_id) for r in cur.execute(sql, params).fetchall()]
 
     def session_view(
         self, session_id: str, *, tail_only: bool = True, after_seq: int = 0
