@@ -167,9 +167,9 @@ def _mutate(
                 busy += 1
                 if busy >= BUSY_ATTEMPTS:
                     raise StorageError(
-                        "the database stayed locked or unreachable; nothing was written, "
-                        "retry the command",
-                        details={"session_id": session_id, "attempts": busy},
+                        f"the database stayed locked or unreachable ({conflict}); nothing "
+                        "was written, retry the command",
+                        details={"session_id": session_id, "attempts": busy, "cause": str(conflict)},
                     ) from None
             else:
                 exclusive = True  # another writer won: the next attempt cannot lose

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import random
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
@@ -23,7 +22,6 @@ from eventsourcing.domain import CanMutateAggregate, Snapshot
 from eventsourcing.persistence import (
     IntegrityError,
     Mapper,
-    PersistenceError,
     Recording,
     StoredEvent,
     Transcoder,
@@ -40,7 +38,17 @@ from context_compaction.domain.errors import (
 )
 from context_compaction.domain.session import Session, session_aggregate_id
 
-from .database import Cur, Database, Dialect, StorageBusy, is_transient, storage_errors
+from .database import (
+    Cur,
+    Database,
+    Dialect,
+    StorageBusy,
+    is_transient,
+    quote_identifier,
+    storage_cause,
+    storage_errors,
+    storage_failure,
+)
 from .readmodel import SCHEMA_VERSION, EventsTable, ReadModelProjector, SqlReadModel
 from .transcoding import PlainJSONTranscoder, corrupt_event, naming_session, required_fields
 
@@ -371,21 +379,24 @@ class SessionsApplication(Application[UUID]):
 
     def construct_recorder(self) -> Any:
         datastore = self.factory.datastore  # type: ignore[attr-defined]
-        if self._dialect.is_postgres:
-            table = f"{self.name.lower()}_events"
-            self.projector = ReadModelProjector(
-                EventsTable("postgres", table, self._postgres_schema)
-            )
-            recorder = _postgres_recorder_class()(
-                datastore, self.projector, self._dialect, events_table_name=table
-            )
-        else:
+        if not self._dialect.is_postgres:
             self.projector = ReadModelProjector(EventsTable("sqlite", "stored_events"))
-            recorder = ProjectingSQLiteRecorder(datastore, self.projector, self._dialect)
-        if self._dialect.is_postgres:
-            # Always: besides creating tables it registers the composite type adapters.
-            with storage_errors():
-                recorder.create_table()
+            return ProjectingSQLiteRecorder(datastore, self.projector, self._dialect)
+        if datastore.lock_timeout:
+            # Every connection of the pool (reads, catch-up, schema statements) waits for
+            # a lock no longer than eventsourcing lets its inserts wait; without it a
+            # table locked elsewhere blocks a query indefinitely. libpq passes it at
+            # connect (no statement per transaction), so it is set before the pool
+            # opens: constructing the recorder opens it.
+            datastore.pool.kwargs["options"] = f"-c lock_timeout={int(datastore.lock_timeout)}s"
+        table = f"{self.name.lower()}_events"
+        self.projector = ReadModelProjector(EventsTable("postgres", table, self._postgres_schema))
+        recorder = _postgres_recorder_class()(
+            datastore, self.projector, self._dialect, events_table_name=table
+        )
+        # Always: besides creating tables it registers the composite type adapters.
+        with storage_errors():
+            recorder.create_table()
         return recorder
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
@@ -481,9 +492,12 @@ class SqlEventStore:
                 raise SessionNotFound(f"session {session_id!r} does not exist") from None
             except CorruptEvent as exc:
                 raise naming_session(exc, session_id) from None
-            except StorageBusy:
+            except StorageBusy as exc:
                 if attempt == 4:
-                    raise StorageError("the database stayed busy while loading") from None
+                    raise StorageError(
+                        f"the database stayed busy while loading: {exc.details.get('cause')}",
+                        details=exc.details,
+                    ) from None
                 self.db.recover()
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         assert isinstance(session, Session)
@@ -585,12 +599,8 @@ class SqlEventStore:
             return ConcurrencyConflict(str(exc))
         if is_transient(exc):
             self.db.recover()
-            return ConcurrencyConflict(f"{type(exc).__name__}", busy=True)
-        if isinstance(exc, (PersistenceError, sqlite3.Error)) or type(exc).__module__.startswith(
-            "psycopg"
-        ):
-            return StorageError(f"storage failed: {type(exc).__name__}")
-        return exc
+            return ConcurrencyConflict(storage_cause(exc), busy=True)
+        return storage_failure(exc) or exc
 
 
 def build_store(

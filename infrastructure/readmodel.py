@@ -32,7 +32,7 @@ from context_compaction.domain.summary import storable_text
 
 from context_compaction.domain.errors import StorageError
 
-from .database import Cur, Database, StorageBusy
+from .database import Cur, Database, StorageBusy, quote_identifier
 from .transcoding import PlainJSONTranscoder, corrupt_event, required_fields
 
 log = logging.getLogger("context_compaction.readmodel")
@@ -229,7 +229,7 @@ class EventsTable:
 
     def __init__(self, dialect_name: str, table: str, schema: str | None = None) -> None:
         if dialect_name == "postgres":
-            qualified = f'"{schema or "public"}"."{table}"'
+            qualified = f"{quote_identifier(schema or 'public')}.{quote_identifier(table)}"
             self.id_column = "notification_id"
             self.lock_sql = f"LOCK TABLE {qualified} IN EXCLUSIVE MODE"
         else:
@@ -589,6 +589,7 @@ class SqlReadModel:
         """``fresh()`` whose lag check is a first query: its one row starts with
         (newest notification id, read-model position); it is handed on with the cursor."""
         for attempt in range(4):
+            handed_on = False
             try:
                 with self.db.read() as cur:
                     head = cur.execute(head_sql, params).fetchone()
@@ -596,10 +597,11 @@ class SqlReadModel:
                     assert head is not None
                     if position >= newest or attempt == 3:
                         # (after 3 catch-ups writers keep arriving; their rows are inline)
+                        handed_on = True
                         yield cur, head
                         return
             except StorageBusy:
-                if attempt == 3:
+                if handed_on or attempt == 3:  # the caller's own queries are not ours to redo
                     raise
                 self.db.recover()
                 continue
