@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -50,6 +51,25 @@ def opening(target: DatabaseTarget) -> Iterator[None]:
         if storage_failure(exc) is None:
             raise
         raise _cannot_open(target, _connect_cause(exc), exc) from exc
+
+
+def _create_private_file(target: DatabaseTarget) -> None:
+    """A new SQLite file is created readable by its owner only: it holds whole
+    conversations. SQLite gives its -wal and -shm files the database file's mode."""
+    if target.dialect.is_postgres:
+        return
+    path = target.env["SQLITE_DBNAME"]
+    if path.startswith("file:"):  # an SQLite URI (in-memory databases among them)
+        return
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass  # an existing file keeps the mode its owner gave it
+    except OSError as exc:
+        raise StorageError(
+            f"cannot create the database file {path}: {exc.strerror}",
+            details={"database": target.description, "cause": exc.strerror},
+        ) from None
 
 
 def _cannot_open(target: DatabaseTarget, cause: str, exc: BaseException) -> StorageError:
@@ -180,6 +200,7 @@ def bootstrap(
     if settings.snapshot_interval:
         env["IS_SNAPSHOTTING_ENABLED"] = "y"
     with opening(target):
+        _create_private_file(target)
         with _schema_lock(target):
             app, events, read_model, db = build_store(
                 env,
