@@ -33,7 +33,7 @@ from context_compaction.domain.summary import storable_text
 from context_compaction.domain.errors import StorageError
 
 from .database import Cur, Database, StorageBusy, quote_identifier
-from .transcoding import PlainJSONTranscoder, corrupt_event, required_fields
+from .transcoding import PlainJSONTranscoder, corrupt_event
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -178,33 +178,35 @@ def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
 
 
 _MESSAGE_TOPIC = get_topic(Session.MessageAppended)
-_MESSAGE_FIELDS = required_fields(Session.MessageAppended)
 
 
-def _message(
-    row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]], session_id: str
-) -> MessageRecord:
-    """(seq, event state, visible, topic, version) → the message as stored.
+class _DamagedMessage(Exception):
+    """A message row that cannot be served (``_messages`` names it as ``CorruptEvent``)."""
+
+    def __init__(self, seq: int, problem: str) -> None:
+        super().__init__(problem)
+        self.seq = seq
+        self.problem = problem
+
+
+def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> MessageRecord:
+    """(seq, event state, visible, is a MessageAppended row) → the message as stored.
 
     The freshly decoded event state is ours: it becomes the record, minus the event's
     envelope fields (a restore decodes every tail message, so no copy per message).
-    A damaged row is ``CorruptEvent``: never half a message.
+    A row that is no message is refused, never served as half of one; the event mapper
+    checks every field when the aggregate or ``verify`` reads the row.
     """
     try:
         record = decode(bytes(row[1]))
     except Exception as exc:  # noqa: BLE001 - any undecodable row is the same fault
-        raise corrupt_event(
-            f"state does not decode: {type(exc).__name__}", version=row[4], session_id=session_id
-        ) from None
-    if row[3] != _MESSAGE_TOPIC:
-        raise corrupt_event("not a MessageAppended event", version=row[4], session_id=session_id)
-    if not isinstance(record, dict) or not _MESSAGE_FIELDS <= record.keys():
-        missing = sorted(_MESSAGE_FIELDS - record.keys()) if isinstance(record, dict) else ["state"]
-        raise corrupt_event(
-            f"missing {', '.join(missing[:4])}", version=row[4], session_id=session_id
-        )
-    if not isinstance(record["role"], str):
-        raise corrupt_event("role is not a string", version=row[4], session_id=session_id)
+        raise _DamagedMessage(row[0], f"state does not decode: {type(exc).__name__}") from None
+    if not row[3]:
+        raise _DamagedMessage(row[0], "unknown event topic")
+    if type(record) is not dict or "role" not in record:
+        raise _DamagedMessage(row[0], "missing role")
+    if type(record["role"]) is not str:
+        raise _DamagedMessage(row[0], "role is not a string")
     for name in _ENVELOPE_FIELDS:
         record.pop(name, None)
     for name in _BODY_FIELDS:
@@ -248,9 +250,14 @@ class EventsTable:
         self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns)
         # Message bodies live once, in the events; the read model points at them.
         self.messages_sql = (
-            "SELECT m.seq, e.state, m.visible, e.topic, e.originator_version FROM {t}rm_messages m"
+            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_messages m"
             f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
             " WHERE m.session_id = ? AND m.seq >= ?"
+        )
+        self.message_version_sql = (
+            "SELECT e.originator_version FROM {t}rm_messages m"
+            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+            " WHERE m.session_id = ? AND m.seq = ?"
         )
         self.select_sql = (
             f"SELECT {self.id_column}, originator_id, originator_version, topic, state"
@@ -665,7 +672,16 @@ class SqlReadModel:
             sql += " AND m.visible = 1"
         sql += " ORDER BY m.seq"
         decode = self.projector.decode_state
-        return [_message(r, decode, session_id) for r in cur.execute(sql, params).fetchall()]
+        rows = cur.execute(sql, params).fetchall()
+        try:
+            return [_message(r, decode) for r in rows]
+        except _DamagedMessage as damaged:
+            row = cur.execute(
+                self.projector.events_table.message_version_sql, (session_id, damaged.seq)
+            ).fetchone()
+            raise corrupt_event(
+                damaged.problem, version=int(row[0]) if row else None, session_id=session_id
+            ) from None
 
     def session_view(
         self, session_id: str, *, tail_only: bool = True, after_seq: int = 0
