@@ -46,11 +46,11 @@ def opening(target: DatabaseTarget) -> Iterator[None]:
         yield
     except StorageError as exc:  # (StorageBusy included)
         cause = exc.details.get("cause") or storage_cause(exc)
-        raise _cannot_open(target, cause, exc) from exc
+        raise _cannot_open(target, cause) from exc
     except Exception as exc:
         if storage_failure(exc) is None:
             raise
-        raise _cannot_open(target, _connect_cause(exc), exc) from exc
+        raise _cannot_open(target, _connect_cause(exc)) from exc
 
 
 def _create_private_file(target: DatabaseTarget) -> None:
@@ -65,14 +65,12 @@ def _create_private_file(target: DatabaseTarget) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
         pass  # an existing file keeps the mode its owner gave it
-    except OSError as exc:
-        raise StorageError(
-            f"cannot create the database file {path}: {exc.strerror}",
-            details={"database": target.description, "cause": exc.strerror},
-        ) from None
+    except OSError as exc:  # (``opening`` names the file)
+        cause = exc.strerror or type(exc).__name__
+        raise StorageError(cause, details={"cause": cause}) from None
 
 
-def _cannot_open(target: DatabaseTarget, cause: str, exc: BaseException) -> StorageError:
+def _cannot_open(target: DatabaseTarget, cause: str) -> StorageError:
     details: dict[str, Any] = {"database": target.description, "cause": cause}
     if target.dialect.is_postgres:
         env = target.env

@@ -44,7 +44,6 @@ from .database import (
     Dialect,
     StorageBusy,
     is_transient,
-    quote_identifier,
     storage_cause,
     storage_errors,
     storage_failure,
@@ -579,9 +578,12 @@ class SqlEventStore:
         except CorruptEvent as exc:
             self.forget(session_id)
             raise naming_session(exc, session_id) from None
-        except ContextCompactionError:
-            if session.pending_events:  # (refusals come before any event; be sure)
-                self.forget(session_id)
+        except ContextCompactionError as exc:
+            if not isinstance(exc, StorageError) and not session.pending_events:
+                raise  # decide's refusal: the copy it saw is current and unchanged
+            self.forget(session_id)
+            if isinstance(exc, StorageBusy):
+                raise self._write_failure(exc) from exc
             raise
         except Exception as exc:
             self.forget(session_id)

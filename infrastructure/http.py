@@ -94,7 +94,6 @@ def create_app(
     bus: MessageBus, *, token: "str | None", max_body_bytes: int, public_docs: bool = False
 ) -> Any:
     from fastapi import FastAPI, Request
-    from fastapi.exceptions import RequestValidationError
     from fastapi.openapi.docs import get_swagger_ui_html
     from fastapi.responses import HTMLResponse, JSONResponse
     from starlette.concurrency import run_in_threadpool
@@ -130,12 +129,7 @@ def create_app(
         return JSONResponse(_error(code, str(exc.detail)), status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
 
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(_error("invalid_command", "the request does not match its schema"),
-                            status_code=400)
-
-    @app.exception_handler(Exception)
+    @app.exception_handler(Exception)  # the last resort: still an envelope
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("request failed unexpectedly", extra={"error_class": type(exc).__name__})
         return JSONResponse(_error("internal_error", f"unexpected {type(exc).__name__}"),

@@ -16,8 +16,9 @@ from typing import Any
 import orjson
 import pytest
 
+from cli_inprocess import run_cli
 from context_compaction.domain.session import session_aggregate_id
-from context_compaction.infrastructure.cli import EXIT_DIFFERENT, main
+from context_compaction.infrastructure.cli import EXIT_DIFFERENT
 from helpers import Harness, assistant, err, ok, tool, user
 
 DAMAGED_VERSION = 3  # Started is 1; the second message of the first turn
@@ -118,10 +119,10 @@ def test_verify_names_the_damaged_row_and_reports_a_difference(
     _fill(harness, "other")
     _damage(harness, "s", DAMAGED_VERSION, **DAMAGES[damage])
     harness.bus.close()
-    assert main(["verify", "--db", harness.url]) == EXIT_DIFFERENT
+    assert run_cli(["verify", "--db", harness.url]) == EXIT_DIFFERENT
     text = capsys.readouterr().out
     assert f"session 's', version {DAMAGED_VERSION}" in text, text
-    assert main(["verify", "--db", harness.url, "--json"]) == EXIT_DIFFERENT
+    assert run_cli(["verify", "--db", harness.url, "--json"]) == EXIT_DIFFERENT
     report = json.loads(capsys.readouterr().out)
     assert [(row["session_id"], row["version"]) for row in report["damaged_events"]] == [("s", DAMAGED_VERSION)]
     assert report["ok"] is False

@@ -17,9 +17,10 @@ import psycopg
 import pytest
 
 from backends import POSTGRES_URL, RUN_ID
+from cli_inprocess import run_cli
 from context_compaction import Settings, bootstrap
 from context_compaction.domain.errors import InvalidCommand, StorageError
-from context_compaction.infrastructure.cli import EXIT_FAILED, main
+from context_compaction.infrastructure.cli import EXIT_FAILED
 from helpers import Harness, err, ok, user
 
 
@@ -42,7 +43,7 @@ def test_a_database_held_exclusively_by_another_process_is_a_storage_error_at_st
         assert raised.value.code == "storage_error"
         assert "locked by another connection" in raised.value.message
         assert str(path) in raised.value.message
-        assert main(["sessions", "--db", str(path)]) == EXIT_FAILED
+        assert run_cli(["sessions", "--db", str(path)]) == EXIT_FAILED
         assert "error: storage_error: cannot open the database" in capsys.readouterr().err
     finally:
         holder.execute("ROLLBACK")
@@ -84,7 +85,7 @@ def test_an_unreachable_postgres_is_named_by_host_and_port_never_by_password(
     message = raised.value.message
     assert message == "PostgreSQL at 127.0.0.1:1 (database 'ctxc') is unreachable: connection refused"
     assert "s3cret" not in str(raised.value.to_dict())
-    assert main(["sessions", "--db", url]) == EXIT_FAILED
+    assert run_cli(["sessions", "--db", url]) == EXIT_FAILED
     out = capsys.readouterr()
     assert "127.0.0.1:1" in out.err and "s3cret" not in out.err + out.out
 
