@@ -30,8 +30,9 @@ def _session(h: Harness) -> None:
 
 
 def test_a_database_held_exclusively_by_another_process_is_a_storage_error_at_start(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CTXC_SQLITE_LOCK_TIMEOUT", "1")  # for the CLI run below
     path = tmp_path / "held.db"
     bootstrap(Settings(database_url=f"sqlite:///{path}")).close()
     holder = sqlite3.connect(path, isolation_level=None)
