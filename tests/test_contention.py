@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from backends import MakeHarness
-from helpers import ok
+from helpers import ok, user
 
 WORKER = str(Path(__file__).with_name("contention_worker.py"))
 PROCESSES, APPENDS = 8, 300
@@ -60,3 +60,25 @@ def test_eight_processes_appending_to_one_session_never_give_up(make_harness: Ma
     slowest = max(r["seconds"] for r in results)
     print(f"\n{h.url.split(':')[0]}: {PROCESSES} processes x {APPENDS} appends on one session: "
           f"{dict(codes)} in {elapsed:.1f} s; slowest append {slowest:.2f} s")
+
+
+def test_a_write_that_lost_a_race_is_decided_again_under_the_writer_lock(make_harness: MakeHarness) -> None:
+    h = make_harness("race")
+    a, b = h.bus, h.new_bus()  # two processes' worth of caches on one database
+    ok(a.dispatch_json({"type": "start_session", "session_id": "one", "model": "gpt-4o"}))
+    ok(a.dispatch_json({"type": "append_messages", "session_id": "one", "messages": [user("a1")]}))
+    ok(b.dispatch_json({"type": "append_messages", "session_id": "one", "messages": [user("b1")]}))
+    # a's held copy is one version behind: its optimistic save conflicts, the locked retry wins.
+    assert ok(a.dispatch_json({"type": "append_messages", "session_id": "one", "messages": [user("a2")]}))["seqs"] == [3]
+    assert "one" in a.services._contended, "the retry took the locked path"
+    # On that path a refusal still changes nothing, and the next command still succeeds.
+    events = h.events()
+    ok(b.dispatch_json({"type": "append_messages", "session_id": "one", "messages": [user("b2")]}))
+    refused = a.dispatch_json({"type": "append_messages", "session_id": "one",
+                               "messages": [{"role": "tool", "tool_call_id": "nope", "content": "x"}]})
+    assert refused["error"]["code"] == "invalid_message"
+    assert h.events() == events + 1
+    assert ok(a.dispatch_json({"type": "invalidate_history", "session_id": "one", "kind": "rewind",
+                               "to_seq": 3}))["context_generation"] == 1
+    history = ok(b.dispatch_json({"type": "get_history", "session_id": "one", "include_invalidated": True}))
+    assert [m["content"] for m in history["messages"]] == ["a1", "b1", "a2", "b2"]
