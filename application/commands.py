@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -20,9 +21,20 @@ from pydantic import (
 
 from context_compaction.domain.messages import MAX_INT, Message, json_problem
 
-SessionId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
-CommandId = Annotated[str, StringConstraints(min_length=1, max_length=256)]
-ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256)]
+
+def _no_nul(value: str) -> str:
+    # These land in TEXT columns, which PostgreSQL refuses NUL in: refused on both
+    # backends alike, before anything is written (message content may hold NUL).
+    if "\x00" in value:
+        raise ValueError("must not contain NUL (\\u0000)")
+    return value
+
+
+NoNul = AfterValidator(_no_nul)
+SessionId = Annotated[str, StringConstraints(min_length=1, max_length=256), NoNul]
+CommandId = Annotated[str, StringConstraints(min_length=1, max_length=256), NoNul]
+ModelName = Annotated[str, StringConstraints(min_length=1, max_length=256), NoNul]
+RequestId = Annotated[str, StringConstraints(min_length=1, max_length=128), NoNul]
 PositiveInt = Annotated[StrictInt, Field(gt=0, le=MAX_INT)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=MAX_INT)]
 Seq = Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
@@ -77,7 +89,7 @@ class InvalidateHistory(Command):
     to_seq: NonNegativeInt | None = None
     seqs: list[Seq] | None = Field(default=None, max_length=100_000)
     expand_tool_groups: StrictBool = False
-    reason: Annotated[str, StringConstraints(max_length=2000)] = ""
+    reason: Annotated[str, StringConstraints(max_length=2000), NoNul] = ""
 
 
 class DeleteSession(Command):
@@ -126,7 +138,7 @@ class RecordUsage(Command):
 
     type: Literal["record_usage"] = "record_usage"
     session_id: SessionId
-    request_id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    request_id: RequestId
     prompt_tokens: NonNegativeInt
 
 
@@ -135,7 +147,7 @@ class RecoverOverflow(Command):
 
     type: Literal["recover_overflow"] = "recover_overflow"
     session_id: SessionId
-    request_id: Annotated[str, StringConstraints(min_length=1, max_length=128)]
+    request_id: RequestId
     error_message: Annotated[str, StringConstraints(max_length=100_000)] = ""
     tool_progress: StrictBool = False
 
@@ -151,7 +163,7 @@ class GetContextUsage(TurnInputsMixin):
 class RecallTimeline(Command):
     type: Literal["recall_timeline"] = "recall_timeline"
     session_id: SessionId
-    query: Annotated[str, StringConstraints(max_length=1000)] | None = None
+    query: Annotated[str, StringConstraints(max_length=1000), NoNul] | None = None
     limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 20
 
 

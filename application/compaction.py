@@ -19,6 +19,7 @@ from context_compaction.domain.summary import (
     SummarySource,
     build_summary_source,
     prompt_overhead,
+    storable_text,
     summary_prompt,
 )
 
@@ -153,7 +154,7 @@ def summarize_candidate(
         max_output_tokens=summary_budget.output_reserve,
     )
     result = svc.summarizer.summarize(request)
-    summary = result.text.strip()
+    summary = storable_text(result.text).strip()
     if not summary:
         raise SummaryFailed("the summarizer returned an empty summary")
     summary_tokens = count(summary)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from context_compaction.domain.budget import FIXED_PARTS, Budget, resolve_window
@@ -50,28 +50,33 @@ def checkpoint_ref(row: CheckpointRow | None) -> CheckpointRef | None:
     )
 
 
-@dataclass
-class SessionContext:
-    """One consistent snapshot of a session, ready to project and count."""
+class _Cached:
+    """What the cache keeps of one session between commands: it grows by appends.
 
-    session: SessionRow
-    checkpoint: CheckpointRow | None
-    records: list[MessageRecord]
-    """Visible raw messages from the checkpoint boundary on (all visible ones when
-    there is no usable checkpoint), in seq order."""
-    notes: list[str] = field(default_factory=list)
-    tokens: dict[str, dict[int, int]] = field(default_factory=dict)
-    counted: dict[str, int] = field(default_factory=dict)
-    builders: dict[ProviderIdentity | None, ProjectionBuilder] = field(default_factory=dict)
-    lock: threading.RLock = field(default_factory=threading.RLock)
+    Only touched under ``lock``; commands never see it, they get a ``SessionContext``
+    snapshot of it (``snapshot``), so a reader extending it can never change what a
+    command in another thread is reading.
+    """
 
-    @property
-    def checkpoint_ref(self) -> CheckpointRef | None:
-        return checkpoint_ref(self.checkpoint)
+    __slots__ = ("builders", "checkpoint", "counted", "lock", "notes", "records", "session", "tokens")
 
-    @property
-    def last_seq(self) -> int:
-        return self.records[-1]["seq"] if self.records else 0
+    def __init__(
+        self,
+        session: SessionRow,
+        checkpoint: CheckpointRow | None,
+        records: list[MessageRecord],
+        notes: list[str],
+    ) -> None:
+        self.session = session
+        self.checkpoint = checkpoint
+        self.records = records  # append-only: a snapshot's records are always a prefix
+        self.notes = notes
+        self.tokens: dict[str, dict[int, int]] = {}
+        """Per encoding, seq → tokens; only ever gains keys, and a seq's count never
+        changes (its message is immutable), so snapshots read it without the lock."""
+        self.counted: dict[str, int] = {}
+        self.builders: dict[ProviderIdentity | None, ProjectionBuilder] = {}
+        self.lock = threading.RLock()
 
     def extend(self, session: SessionRow, records: list[MessageRecord]) -> None:
         self.session = session
@@ -81,14 +86,80 @@ class SessionContext:
                 builder.extend(records)
 
     def builder(self, identity: ProviderIdentity | None) -> ProjectionBuilder:
+        """The shared builder for ``identity``, fed with every cached record."""
         found = self.builders.get(identity)
         if found is None:
             found = self.builders[identity] = ProjectionBuilder(identity)
             found.extend(self.records)
         return found
 
+    def snapshot(self) -> SessionContext:
+        return SessionContext(self.session, self.checkpoint, list(self.records), list(self.notes), self)
+
+
+class SessionContext:
+    """One consistent snapshot of a session, ready to project and count.
+
+    Its session row, checkpoint and records never change; the per-message work
+    (token counts, converted provider messages) is shared with the cache, and used
+    only while it still describes exactly these records.
+    """
+
+    __slots__ = ("_own_builders", "_shared", "checkpoint", "notes", "records", "session")
+
+    def __init__(
+        self,
+        session: SessionRow,
+        checkpoint: CheckpointRow | None,
+        records: list[MessageRecord],
+        notes: list[str],
+        shared: _Cached,
+    ) -> None:
+        self.session = session
+        self.checkpoint = checkpoint
+        self.records = records
+        """Visible raw messages from the checkpoint boundary on (all visible ones when
+        there is no usable checkpoint), in seq order."""
+        self.notes = notes
+        self._shared = shared
+        self._own_builders: dict[ProviderIdentity | None, ProjectionBuilder] = {}
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Hold it while using a ``builder``."""
+        return self._shared.lock
+
+    @property
+    def tokens(self) -> dict[str, dict[int, int]]:
+        """Per encoding, seq → tokens; covers ``records`` once ``record_tokens`` ran."""
+        return self._shared.tokens
+
+    @property
+    def checkpoint_ref(self) -> CheckpointRef | None:
+        return checkpoint_ref(self.checkpoint)
+
+    @property
+    def last_seq(self) -> int:
+        return self.records[-1]["seq"] if self.records else 0
+
+    def builder(self, identity: ProviderIdentity | None) -> ProjectionBuilder:
+        """A projection builder fed with exactly ``records`` (call with ``lock`` held).
+
+        The shared one while the cache holds no more than this snapshot; once another
+        command extended it, one of this snapshot's own (rebuilt once: the cost of
+        losing a race, never a wrong projection).
+        """
+        with self._shared.lock:
+            if len(self._shared.records) == len(self.records):
+                return self._shared.builder(identity)
+            own = self._own_builders.get(identity)
+            if own is None:
+                own = self._own_builders[identity] = ProjectionBuilder(identity)
+                own.extend(self.records)
+            return own
+
     def projection(self, identity: ProviderIdentity | None) -> ContextProjection:
-        with self.lock:
+        with self._shared.lock:
             return self.builder(identity).build(
                 checkpoint=self.checkpoint_ref,
                 context_generation=self.session.context_generation,
@@ -98,11 +169,11 @@ class SessionContext:
     def history_tokens(
         self, projection: ContextProjection, identity: ProviderIdentity | None, encoding: str
     ) -> int:
-        with self.lock:
+        with self._shared.lock:
             return self.builder(identity).history_tokens(projection, self.tokens[encoding], encoding)
 
 
-def _usable(session: SessionRow, cached: SessionContext) -> bool:
+def _usable(session: SessionRow, cached: _Cached) -> bool:
     """May ``cached`` be extended to ``session`` by appends alone?"""
     return (
         not cached.notes
@@ -118,32 +189,33 @@ class ContextCache:
 
     def __init__(self, max_messages: int = 200_000) -> None:
         self.max_messages = max_messages
-        self._items: OrderedDict[str, SessionContext] = OrderedDict()
+        self._items: OrderedDict[str, _Cached] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, svc: Services, session_id: str, *, allow_deleted: bool = False) -> SessionContext:
+        """A snapshot of the session as stored now; other commands never change it."""
         with self._lock:
             cached = self._items.get(session_id)
             if cached is not None:
                 self._items.move_to_end(session_id)
         if cached is not None:
             with cached.lock:
-                view = svc.read_model.session_view(session_id, after_seq=cached.last_seq)
+                view = svc.read_model.session_view(session_id, after_seq=_last_seq(cached.records))
                 if view is None:
                     self.drop(session_id)
                     raise SessionNotFound(f"session {session_id!r} does not exist")
                 if _usable(view.session, cached):
                     cached.extend(view.session, view.messages)
                     _check_live(cached.session, allow_deleted)
-                    return cached
+                    return cached.snapshot()
         ctx = load_context(svc, session_id, allow_deleted=allow_deleted)
         if not ctx.notes:
-            self._store(session_id, ctx)
+            self._store(session_id, ctx._shared)
         return ctx
 
-    def _store(self, session_id: str, ctx: SessionContext) -> None:
+    def _store(self, session_id: str, cached: _Cached) -> None:
         with self._lock:
-            self._items[session_id] = ctx
+            self._items[session_id] = cached
             self._items.move_to_end(session_id)
             total = sum(len(c.records) for c in self._items.values())
             while total > self.max_messages and len(self._items) > 1:
@@ -153,6 +225,10 @@ class ContextCache:
     def drop(self, session_id: str) -> None:
         with self._lock:
             self._items.pop(session_id, None)
+
+
+def _last_seq(records: list[MessageRecord]) -> int:
+    return records[-1]["seq"] if records else 0
 
 
 def _check_live(session: SessionRow, allow_deleted: bool) -> None:
@@ -181,7 +257,7 @@ def load_context(svc: Services, session_id: str, *, allow_deleted: bool = False)
             else None
         )
         if not notes and not problem:
-            return SessionContext(session, view.checkpoint, list(view.messages))
+            return _Cached(session, view.checkpoint, list(view.messages), []).snapshot()
         full = svc.read_model.session_view(session_id, tail_only=False)
         if full is None or full.session.version != session.version:
             continue  # the session moved between the two reads; read again
@@ -190,7 +266,7 @@ def load_context(svc: Services, session_id: str, *, allow_deleted: bool = False)
             "checkpoint unusable, projecting raw history",
             extra={"session_id": session_id, "checkpoint_id": session.active_checkpoint_id},
         )
-        return SessionContext(session, None, list(full.messages), notes)
+        return _Cached(session, None, list(full.messages), notes).snapshot()
     raise SessionNotFound(f"session {session_id!r} kept changing; try again")
 
 
@@ -204,26 +280,33 @@ def project(ctx: SessionContext, identity: ProviderIdentity | None) -> ContextPr
 
 # -------------------------------------------------------------------- tokens
 def record_tokens(svc: Services, ctx: SessionContext, encoding: str) -> dict[int, int]:
-    """Token count per seq of ``ctx.records``; a message is tokenized once per encoding."""
+    """Token count per seq of ``ctx.records``; a message is tokenized once per encoding.
+
+    Counts go into the cache shared by snapshots of the session: the first snapshot
+    to need a message counts it, the others find it.
+    """
     counter = svc.tokens
     key = counter.cache_key(encoding)
-    with ctx.lock:
-        known = ctx.tokens.get(encoding)
+    shared = ctx._shared
+    with shared.lock:
+        known = shared.tokens.get(encoding)
         if known is None:
             first = ctx.records[0]["seq"] if ctx.records else 1
-            known = ctx.tokens[encoding] = (
+            known = shared.tokens[encoding] = (
                 svc.token_cache.token_counts(ctx.session.session_id, key, first)
                 if ctx.records
                 else {}
             )
-            ctx.counted[encoding] = 0
-        start = ctx.counted.get(encoding, 0)
+            shared.counted[encoding] = 0
+        # ``ctx.records`` is a prefix of the shared records: whatever the shared
+        # count already covers needs no look.
+        start = shared.counted.get(encoding, 0)
         missing = {
             r["seq"]: counter.count_record(r, encoding)
             for r in ctx.records[start:]
             if r["seq"] not in known
         }
-        ctx.counted[encoding] = len(ctx.records)
+        shared.counted[encoding] = max(start, len(ctx.records))
         if missing:
             known.update(missing)
     if missing:

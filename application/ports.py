@@ -5,15 +5,17 @@ Infrastructure implements them; tests may substitute fakes that record.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from context_compaction.domain.budget import LearnedWindow
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
 from context_compaction.domain.summary import SummarySource
+
+T = TypeVar("T")
 
 
 class ConcurrencyConflict(Exception):
@@ -144,6 +146,16 @@ class EventStore(Protocol):
 
         Raises ``ConcurrencyConflict`` when another writer got there first (or the
         database was busy): the caller reloads and decides again.
+        """
+        ...
+
+    def decide_exclusively(
+        self, session_id: str, decide: Callable[[Session], T]
+    ) -> tuple[T, Session, bool]:
+        """Load the current session, ``decide`` and save its events while holding the
+        database's writer lock, so that no other writer comes in between; returns
+        (decision, session, saved). ``decide`` must not touch the database. Raises what
+        ``decide`` raises (nothing saved), or ``ConcurrencyConflict(busy=True)``.
         """
         ...
 

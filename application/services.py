@@ -43,8 +43,15 @@ _LOCKS_GUARD = threading.Lock()
 #: the event (``command_generated``), never told apart by this prefix (ADR 0019).
 AUTO_COMMAND_PREFIX = "auto"
 
-#: Attempts for one command against concurrent writers (optimistic concurrency).
-COMMAND_ATTEMPTS = 12
+#: How long one command keeps trying against concurrent writers (ADR 0021): time, not
+#: a count of attempts, so that a command never fails because others were busy. Only
+#: the first attempt is optimistic; after a conflict the command decides again holding
+#: the database's writer lock, which cannot conflict.
+COMMAND_DEADLINE_SECONDS = 60.0
+#: After a lost race, commands on that session go straight to the locked path for this
+#: long: under sustained contention an optimistic attempt would only lose again, and
+#: each lost attempt held the writer lock for a whole insert.
+CONTENDED_SECONDS = 2.0
 #: Attempts while the database stays locked/unreachable; each already waited for the
 #: driver's own timeout, so a few more are enough.
 BUSY_ATTEMPTS = 3
@@ -67,6 +74,8 @@ class Services:
     contexts: ContextCache = field(default_factory=lambda: _context_cache())
     extra: dict[str, Any] = field(default_factory=dict)
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
+    _contended: dict[str, float] = field(default_factory=dict, repr=False)
+    """session → monotonic time until which its writers take the locked path."""
 
     def now(self) -> str:
         return self.clock.now().astimezone(UTC).isoformat(timespec="microseconds")
@@ -104,59 +113,81 @@ def mutate(
     session_id: str,
     decide: Callable[[Session], T],
     *,
-    attempts: int = COMMAND_ATTEMPTS,
+    deadline_seconds: float = COMMAND_DEADLINE_SECONDS,
 ) -> tuple[T, Session, bool]:
-    """Load → decide → save, again from a fresh load when another writer won the race.
+    """Load → decide → save; after a lost race, decide again under the writer lock.
 
     ``decide`` runs the aggregate's command method; if it raises, nothing is saved.
     Returns the decision, the session and whether any event was saved.
     """
     with services.session_lock(session_id):
-        return _mutate(services, session_id, decide, attempts)
+        return _mutate(services, session_id, decide, deadline_seconds)
 
 
 def _mutate(
-    services: Services, session_id: str, decide: Callable[[Session], T], attempts: int
+    services: Services, session_id: str, decide: Callable[[Session], T], deadline_seconds: float
 ) -> tuple[T, Session, bool]:
+    now = time.monotonic()
+    give_up_at = now + deadline_seconds
     busy = 0
     stale_ok = True
-    for attempt in range(attempts):
-        # Decide on the held copy (no read round trip); if it was stale, the save below
-        # conflicts and the next attempt reloads.
-        session = services.events.load(session_id, allow_stale=stale_ok)
-        refusal: ContextCompactionError | None = None
+    exclusive = services._contended.get(session_id, 0.0) > now
+    attempt = 0
+    while True:
+        attempt += 1
         try:
-            result = decide(session)
-        except ContextCompactionError as exc:
-            refusal = exc
-        if refusal is not None or not session.pending_events:
-            # A refusal or a no-op must come from the current state, never an old copy.
-            if stale_ok and not services.events.is_current(session):
-                stale_ok = False
-                continue
-            if refusal is not None:
-                raise refusal
-            return result, session, False
-        try:
+            if exclusive:
+                return services.events.decide_exclusively(session_id, decide)
+            # Optimistic: decide on the held copy (no read round trip); if it was
+            # stale, the save below conflicts.
+            session = services.events.load(session_id, allow_stale=stale_ok)
+            refusal: ContextCompactionError | None = None
+            try:
+                result = decide(session)
+            except ContextCompactionError as exc:
+                refusal = exc
+            if refusal is not None or not session.pending_events:
+                # A refusal or a no-op must come from the current state, never an old copy.
+                if stale_ok and not services.events.is_current(session):
+                    stale_ok = False
+                    continue
+                if refusal is not None:
+                    raise refusal
+                return result, session, False
             services.events.save(session)
+            return result, session, True
         except ConcurrencyConflict as conflict:
             stale_ok = False
             if conflict.busy:
                 busy += 1
                 if busy >= BUSY_ATTEMPTS:
                     raise StorageError(
-                        "the database stayed locked or unreachable; nothing was written, "
-                        "retry the command",
-                        details={"session_id": session_id, "attempts": busy},
+                        f"the database stayed locked or unreachable ({conflict}); nothing "
+                        "was written, retry the command",
+                        details={"session_id": session_id, "attempts": busy, "cause": str(conflict)},
                     ) from None
+            else:
+                exclusive = True  # another writer won: the next attempt cannot lose
+                _mark_contended(services, session_id)
+            if time.monotonic() >= give_up_at:
+                raise StorageError(
+                    f"gave up after {deadline_seconds:g} s: the session kept changing under "
+                    "this command; nothing was written, retry the command",
+                    details={"session_id": session_id, "attempts": attempt},
+                ) from None
             log.debug(
                 "write conflict, retrying",
-                extra={"session_id": session_id, "attempt": attempt + 1, "busy": conflict.busy},
+                extra={"session_id": session_id, "attempt": attempt, "busy": conflict.busy},
             )
-            time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
-            continue
-        return result, session, True
-    raise StorageError(
-        f"gave up after {attempts} attempts: the session kept changing under this command",
-        details={"session_id": session_id, "attempts": attempts},
-    )
+            if conflict.busy:
+                time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
+
+
+def _mark_contended(services: Services, session_id: str) -> None:
+    now = time.monotonic()
+    contended = services._contended
+    with _LOCKS_GUARD:
+        if len(contended) > 1000:  # forget sessions whose contention is over
+            for key in [k for k, until in contended.items() if until <= now]:
+                del contended[key]
+        contended[session_id] = now + CONTENDED_SECONDS

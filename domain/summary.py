@@ -36,6 +36,10 @@ TOOL_OUTPUT_CHARS = 6_000
 TEXT_CHARS = 12_000
 ARGUMENT_CHARS = 600
 
+#: What a NUL character becomes in text derived from messages. Summaries are stored in
+#: TEXT columns, and PostgreSQL's refuse NUL; the raw messages keep theirs (events).
+NUL_STANDIN = "\ufffd"
+
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(;[\w=-]+)*;base64,([A-Za-z0-9+/=\s]{16,})")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
 
@@ -105,6 +109,11 @@ class SummarySource:
         }
 
 
+def storable_text(text: str) -> str:
+    """``text`` with every NUL replaced by ``NUL_STANDIN``: fit for any TEXT column."""
+    return text.replace("\x00", NUL_STANDIN) if "\x00" in text else text
+
+
 def describe_binary(text: str) -> str:
     """Replace data URLs and long base64 runs with their type and size."""
 
@@ -154,23 +163,27 @@ def to_entry(record: MessageRecord, tool_names: dict[str, str]) -> SourceEntry:
     """One record, sanitized (never its reasoning or provider state: spec §10.2)."""
     raw = content_text(record.get("content"))
     original = len(raw)
-    text = describe_binary(raw)
+    text = describe_binary(storable_text(raw))
     limit = TOOL_OUTPUT_CHARS if record["role"] == "tool" else TEXT_CHARS
     text, truncated = head_tail(text, limit)
     calls = []
     for call in record.get("tool_calls") or []:
-        args, _ = head_tail(describe_binary(call.get("arguments") or ""), ARGUMENT_CHARS)
-        calls.append((call["id"], call["name"], args))
-        tool_names[call["id"]] = call["name"]
+        args = describe_binary(storable_text(call.get("arguments") or ""))
+        args, _ = head_tail(args, ARGUMENT_CHARS)
+        name = storable_text(call["name"])
+        calls.append((storable_text(call["id"]), name, args))
+        tool_names[call["id"]] = name
     call_id = record.get("tool_call_id")
+    name = record.get("name") or (tool_names.get(call_id) if call_id else None)
+    turn_id = record.get("turn_id")
     return SourceEntry(
         seq=record["seq"],
         role=record["role"],
         text=text,
-        turn_id=record.get("turn_id"),
+        turn_id=storable_text(turn_id) if turn_id else turn_id,
         steering=bool(record.get("steering")),
-        tool_name=record.get("name") or (tool_names.get(call_id) if call_id else None),
-        tool_call_id=call_id,
+        tool_name=storable_text(name) if name else name,
+        tool_call_id=storable_text(call_id) if call_id else call_id,
         tool_calls=tuple(calls),
         original_chars=original,
         truncated=truncated,
@@ -190,7 +203,7 @@ def build_summary_source(
     truncated = sum(1 for e in entries if e.truncated)
     notes: list[str] = []
     remaining = budget_tokens
-    prev = previous_summary.strip() if previous_summary else None
+    prev = storable_text(previous_summary).strip() if previous_summary else None
     if prev:
         share = max(budget_tokens // 2, 1)
         prev_tokens = count(prev)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,10 +18,10 @@ from context_compaction.application.ports import Clock, IdFactory
 from context_compaction.application.services import Services
 from context_compaction.application.sessions import HANDLERS as SESSION_HANDLERS
 from context_compaction.application.settings import Settings
-from context_compaction.domain.errors import InvalidCommand
+from context_compaction.domain.errors import InvalidCommand, StorageError
 
 from .catalog import LiteLLMCatalog
-from .database import Dialect
+from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import build_store
 from .summarizers import ExtractiveSummarizer, LiteLLMSummarizer
 from .system import RandomIds, SystemClock
@@ -33,6 +35,92 @@ class DatabaseTarget:
     env: dict[str, str]
     schema: str | None
     description: str
+    """Where, without credentials: ``sqlite:///FILE`` or ``postgresql://HOST:PORT/DB``."""
+
+
+@contextmanager
+def opening(target: DatabaseTarget) -> Iterator[None]:
+    """Errors while opening the database become ``storage_error`` naming the database
+    (never its password) and the cause."""
+    try:
+        yield
+    except StorageError as exc:  # (StorageBusy included)
+        cause = exc.details.get("cause") or storage_cause(exc)
+        raise _cannot_open(target, cause) from exc
+    except Exception as exc:
+        if storage_failure(exc) is None:
+            raise
+        raise _cannot_open(target, _connect_cause(exc)) from exc
+
+
+def _create_private_file(target: DatabaseTarget) -> None:
+    """A new SQLite file is created readable by its owner only: it holds whole
+    conversations. SQLite gives its -wal and -shm files the database file's mode."""
+    if target.dialect.is_postgres:
+        return
+    path = target.env["SQLITE_DBNAME"]
+    if path.startswith("file:"):  # an SQLite URI (in-memory databases among them)
+        return
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass  # an existing file keeps the mode its owner gave it
+    except OSError as exc:  # (``opening`` names the file)
+        cause = exc.strerror or type(exc).__name__
+        raise StorageError(cause, details={"cause": cause}) from None
+
+
+def _cannot_open(target: DatabaseTarget, cause: str) -> StorageError:
+    details: dict[str, Any] = {"database": target.description, "cause": cause}
+    if target.dialect.is_postgres:
+        env = target.env
+        details.update(host=env["POSTGRES_HOST"], port=int(env["POSTGRES_PORT"]))
+        where = (
+            f"PostgreSQL at {env['POSTGRES_HOST']}:{env['POSTGRES_PORT']} "
+            f"(database {env['POSTGRES_DBNAME']!r})"
+        )
+        if cause in _UNREACHABLE:
+            return StorageError(f"{where} is unreachable: {cause}", details=details)
+        return StorageError(f"{where} cannot be used: {cause}", details=details)
+    return StorageError(f"cannot open the database {target.description}: {cause}", details=details)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A connection that could not be made (no server answered), as opposed to an
+    error the server reported."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__module__.startswith("psycopg"):
+            return getattr(seen, "sqlstate", None) is None
+        seen = seen.__cause__
+    return False
+
+
+def _connect_cause(exc: BaseException) -> str:
+    """Why a connection failed, from libpq's text reduced to a known phrase (its text
+    names host and port and never the password, but we say it ourselves)."""
+    cause = storage_cause(exc)
+    if not _unreachable(exc):
+        return cause
+    text = str(exc).lower()
+    for needle, phrase in _CONNECT_FAILURES:
+        if needle in text:
+            return phrase
+    return "cannot connect"
+
+
+_CONNECT_FAILURES = (
+    ("refused", "connection refused"),
+    ("timeout", "connection timed out"),
+    ("timed out", "connection timed out"),
+    ("translate host name", "unknown host"),
+    ("name or service not known", "unknown host"),
+    ("no route", "no route to host"),
+    ("password", "authentication failed"),
+    ("authentication", "authentication failed"),
+    ("does not exist", "the database or role does not exist"),
+)
+_UNREACHABLE = {"connection refused", "connection timed out", "unknown host", "no route to host", "cannot connect"}
 
 
 def parse_database_url(settings: Settings) -> DatabaseTarget:
@@ -61,6 +149,13 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         query = parse_qs(parsed.query)
         pg = settings.postgres
         schema = (query.get("schema") or [None])[0] or pg.schema_name or "public"
+        if not _SCHEMA_NAME.fullmatch(schema):
+            # We quote it wherever we use it, but eventsourcing names its composite types
+            # as "schema.type" text, which PostgreSQL parses (and folds to lower case).
+            raise InvalidCommand(
+                "the PostgreSQL schema name must be 1..63 lower-case letters, digits or "
+                "underscores, starting with a letter or underscore"
+            )
         env = {
             "PERSISTENCE_MODULE": "eventsourcing.postgres:PostgresFactory",
             "POSTGRES_DBNAME": (parsed.path or "/").lstrip("/") or "postgres",
@@ -86,6 +181,9 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
     )
 
 
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
 def bootstrap(
     settings: Settings | None = None,
     *,
@@ -99,13 +197,15 @@ def bootstrap(
     env = dict(target.env)
     if settings.snapshot_interval:
         env["IS_SNAPSHOTTING_ENABLED"] = "y"
-    with _schema_lock(target):
-        app, events, read_model, db = build_store(
-            env,
-            snapshot_interval=settings.snapshot_interval,
-            dialect=target.dialect,
-            postgres_schema=target.schema,
-        )
+    with opening(target):
+        _create_private_file(target)
+        with _schema_lock(target):
+            app, events, read_model, db = build_store(
+                env,
+                snapshot_interval=settings.snapshot_interval,
+                dialect=target.dialect,
+                postgres_schema=target.schema,
+            )
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
     summarizer = overrides.pop("summarizer", None) or (
         ExtractiveSummarizer()
@@ -187,7 +287,7 @@ def _schema_lock(target: DatabaseTarget) -> Iterator[None]:
         conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
         try:
             if target.schema not in (None, "public"):
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{target.schema}"')
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(target.schema)}")
             yield
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))

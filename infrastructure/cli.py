@@ -6,7 +6,7 @@ Exit codes:
   0  success
   1  the command failed; its contract error code is printed (``error: <code>: <message>``)
   2  usage error (unknown command or option)
-  3  ``verify`` found a difference between the read model and the events
+  3  ``verify`` found a difference between the read model and the events, or a damaged event
   4  unexpected internal error
 """
 
@@ -244,12 +244,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- parser
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ctxc",
         description="Event-sourced LLM session history and context compaction.",
         epilog="Exit codes: 0 ok, 1 command failed (error code printed), 2 usage, "
-               "3 verify found a difference, 4 internal error.",
+               "3 verify found a difference or a damaged event, 4 internal error.",
     )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", help="SQLite file or database URL (default: $CTXC_DATABASE_URL or ./ctxc.db)")
@@ -299,6 +313,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", help="bearer token (default: $CTXC_HTTP_TOKEN)")
     p.add_argument("--insecure-local", action="store_true", help="allow no token when bound to loopback")
     p.add_argument("--max-body-bytes", type=int, default=None, help="request size limit (default: settings)")
+    p.add_argument("--max-connections", type=_positive_int, default=256,
+                   help="open connections at most; the longest-waiting idle one is closed for a new one")
+    p.add_argument("--request-timeout", type=_positive_float, default=10.0,
+                   help="seconds for a request (headers and body) to arrive")
+    p.add_argument("--idle-timeout", type=_positive_int, default=5,
+                   help="seconds an idle keep-alive connection stays open")
+    p.add_argument("--public-docs", action="store_true",
+                   help="serve /docs and /openapi.json without the token")
     return parser
 
 

@@ -122,8 +122,62 @@ class SQLiteFactory(BaseSQLiteFactory):
         pool.__class__ = StatementCachingPool
 
 
-class StorageBusy(Exception):
-    """A transient database condition (locked, busy, connection dropped): retry."""
+class StorageBusy(StorageError):
+    """A transient database condition (locked, busy, connection dropped): retry.
+
+    A ``storage_error`` when it reaches the caller after the retries.
+    """
+
+
+def quote_identifier(name: str) -> str:
+    """``name`` as one SQL identifier (a schema name from configuration is data)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+# Causes worth telling an operator, by SQLite result code and PostgreSQL SQLSTATE. The
+# drivers' message texts are not used: they can quote values (data) back.
+_SQLITE_CAUSES = {
+    "SQLITE_FULL": "the disk is full",
+    "SQLITE_IOERR": "disk I/O error",
+    "SQLITE_READONLY": "the database is read-only",
+    "SQLITE_CANTOPEN": "the database file cannot be opened",
+    "SQLITE_PERM": "permission denied",
+    "SQLITE_CORRUPT": "the database file is damaged",
+    "SQLITE_NOTADB": "the file is not a database",
+    "SQLITE_NOMEM": "out of memory",
+    "SQLITE_BUSY": "the database is locked by another connection",
+    "SQLITE_LOCKED": "the database is locked by another connection",
+}
+_POSTGRES_CAUSES = {
+    "53100": "the disk is full",
+    "53200": "the server is out of memory",
+    "53300": "the server has too many connections",
+    "55P03": "a lock wait timed out (another connection holds the table)",
+    "57014": "the statement was canceled (timeout)",
+    "57P01": "the server is shutting down",
+    "57P03": "the server is not accepting connections yet",
+    "25006": "the database is read-only",
+    "28000": "authentication failed",
+    "28P01": "authentication failed",
+    "3D000": "the database does not exist",
+    "3F000": "the schema does not exist",
+    "42501": "permission denied",
+}
+
+
+def storage_cause(exc: BaseException) -> str:
+    """A short cause of a database error that names what went wrong, never data."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, sqlite3.Error):
+            name = getattr(seen, "sqlite_errorname", None) or ""
+            base = "_".join(name.split("_")[:2])  # SQLITE_IOERR_WRITE -> SQLITE_IOERR
+            return _SQLITE_CAUSES.get(name) or _SQLITE_CAUSES.get(base) or name or type(seen).__name__
+        sqlstate = getattr(seen, "sqlstate", None)
+        if isinstance(sqlstate, str) and type(seen).__module__.startswith("psycopg"):
+            return _POSTGRES_CAUSES.get(sqlstate) or f"{type(seen).__name__} (SQLSTATE {sqlstate})"
+        seen = seen.__cause__
+    return type(exc).__name__
 
 
 class Dialect:
@@ -131,7 +185,7 @@ class Dialect:
         self.name = name
         self.schema = schema
         self._cache: dict[str, str] = {}
-        prefix = f'"{schema}".' if (name == "postgres" and schema) else ""
+        prefix = f"{quote_identifier(schema)}." if (name == "postgres" and schema) else ""
         self._format = {
             "t": prefix,
             "INT": "BIGINT" if name == "postgres" else "INTEGER",
@@ -209,18 +263,27 @@ def storage_errors() -> Iterator[None]:
     """Translate driver errors: transient ones to ``StorageBusy``, others to ``StorageError``."""
     try:
         yield
-    except (StorageError, StorageBusy):
+    except StorageError:  # (StorageBusy included)
         raise
-    except (PersistenceError, sqlite3.Error) as exc:
-        if is_transient(exc):
-            raise StorageBusy(f"{type(exc).__name__}: {exc}") from exc
-        raise StorageError(f"storage failed: {type(exc).__name__}") from exc
     except Exception as exc:
-        if type(exc).__module__.startswith("psycopg"):
-            if is_transient(exc):
-                raise StorageBusy(f"{type(exc).__name__}: {exc}") from exc
-            raise StorageError(f"storage failed: {type(exc).__name__}") from exc
-        raise
+        failure = storage_failure(exc)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
+def storage_failure(exc: BaseException) -> StorageError | None:
+    """A driver error as ``StorageBusy`` (transient) or ``StorageError`` naming its
+    cause; None for anything that is not a database error."""
+    if not (
+        isinstance(exc, (PersistenceError, sqlite3.Error))
+        or type(exc).__module__.startswith("psycopg")  # (psycopg_pool too)
+    ):
+        return None
+    cause = storage_cause(exc)
+    if is_transient(exc):
+        return StorageBusy(f"the database is busy or unreachable: {cause}", details={"cause": cause})
+    return StorageError(f"storage failed: {cause}", details={"cause": cause})
 
 
 class Database:

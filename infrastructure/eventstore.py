@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import logging
 import random
-import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.domain import CanMutateAggregate, Snapshot
 from eventsourcing.persistence import (
     IntegrityError,
     Mapper,
-    PersistenceError,
     Recording,
     StoredEvent,
     Transcoder,
@@ -30,14 +30,71 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLite
 from eventsourcing.utils import Environment, get_topic
 
 from context_compaction.application.ports import ConcurrencyConflict
-from context_compaction.domain.errors import SessionNotFound, StorageError
+from context_compaction.domain.errors import (
+    ContextCompactionError,
+    CorruptEvent,
+    SessionNotFound,
+    StorageError,
+)
 from context_compaction.domain.session import Session, session_aggregate_id
 
-from .database import Cur, Database, Dialect, StorageBusy, is_transient, storage_errors
+from .database import (
+    Cur,
+    Database,
+    Dialect,
+    StorageBusy,
+    is_transient,
+    storage_cause,
+    storage_errors,
+    storage_failure,
+)
 from .readmodel import SCHEMA_VERSION, EventsTable, ReadModelProjector, SqlReadModel
-from .transcoding import PlainJSONTranscoder
+from .transcoding import PlainJSONTranscoder, corrupt_event, naming_session, required_fields
 
 log = logging.getLogger("context_compaction.eventstore")
+
+
+T = TypeVar("T")
+
+
+class LockedWriter(Protocol):
+    """A write transaction holding the database's writer lock from its start: no other
+    connection inserts events until it ends (ADR 0021)."""
+
+    def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]: ...
+
+    def insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None: ...
+
+
+class _ImmediateTransaction(SQLiteTransaction):
+    """eventsourcing's transaction (commit, rollback, error mapping), begun IMMEDIATE:
+    it takes the write lock before its first read."""
+
+    def __enter__(self) -> SQLiteCursor:
+        cursor = self.connection.cursor()
+        cursor.execute("BEGIN IMMEDIATE")
+        return cursor
+
+
+class _SQLiteLockedWriter:
+    def __init__(self, recorder: ProjectingSQLiteRecorder, c: SQLiteCursor) -> None:
+        self.recorder = recorder
+        self.c = c
+
+    def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
+        raw = self.c.sqlite_cursor
+        raw.execute(
+            self.recorder.select_events_statement
+            + "AND originator_version>? ORDER BY originator_version ASC",
+            (originator_id.hex, version),
+        )
+        return [
+            StoredEvent(originator_id, row["originator_version"], row["topic"], bytes(row["state"]))
+            for row in raw.fetchall()
+        ]
+
+    def insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+        return self.recorder._insert_events(self.c, stored_events, **kwargs)
 
 
 class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
@@ -57,6 +114,16 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         try:
             with SQLiteTransaction(conn, commit=True) as c, c:
                 return self._insert_events(c, stored_events, **kwargs)
+        finally:
+            pool.put_connection(conn)
+
+    @contextmanager
+    def locked_writer(self) -> Iterator[LockedWriter]:
+        pool = self.datastore.pool
+        conn = pool.get_connection(is_writer=True)
+        try:
+            with _ImmediateTransaction(conn, commit=True) as c, c:
+                yield _SQLiteLockedWriter(self, c)
         finally:
             pool.put_connection(conn)
 
@@ -88,14 +155,80 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         return ids
 
 
+def _event_classes() -> dict[str, type]:
+    """Stored topic → class, for our own event classes only (and the snapshot)."""
+    classes: dict[str, type] = {get_topic(Snapshot): Snapshot}
+    for value in vars(Session).values():
+        if isinstance(value, type) and issubclass(value, CanMutateAggregate):
+            classes[get_topic(value)] = value
+    return classes
+
+
 class EventMapper(Mapper[UUID]):
     """eventsourcing's ``Mapper``, encoding events on a direct path when no compressor
-    or cipher is configured (our store configures neither, ADR 0005).
+    or cipher is configured (our store configures neither, ADR 0005), and decoding
+    only what our own classes can be (ADR 0022).
 
     Same stored form as the base class (topic, state without the originator fields,
     ``class_version`` when above 1); per event it skips the generic steps, which are
     a tenth of an append's CPU: one event per message.
+
+    A stored topic is looked up in an allow-list of our event classes, never imported
+    (eventsourcing would import any module a topic names). A row that does not decode
+    into one of them with every field its class needs is ``CorruptEvent``, naming the
+    aggregate and version.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._classes = _event_classes()
+        self._required = {cls: required_fields(cls) for cls in self._classes.values()}
+        self._aggregates = {get_topic(Session): Session}
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        cls = self._classes.get(stored_event.topic)
+        if cls is None:
+            raise self._corrupt(stored_event, "unknown event topic")
+        try:
+            state = stored_event.state
+            if self.cipher is not None:
+                state = self.cipher.decrypt(state)
+            if self.compressor is not None:
+                state = self.compressor.decompress(state)
+            event_state = self.transcoder.decode(state)
+        except Exception as exc:  # noqa: BLE001 - any undecodable row is the same fault
+            raise self._corrupt(stored_event, f"state does not decode: {type(exc).__name__}") from None
+        if not isinstance(event_state, dict):
+            raise self._corrupt(stored_event, "state is not an object")
+        event_state["originator_id"] = stored_event.originator_id
+        event_state["originator_version"] = stored_event.originator_version
+        class_version = getattr(cls, "class_version", 1)
+        from_version = event_state.pop("class_version", 1)
+        try:
+            while from_version < class_version:
+                getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(event_state)
+                from_version += 1
+        except Exception as exc:  # noqa: BLE001
+            raise self._corrupt(stored_event, f"cannot upcast: {type(exc).__name__}") from None
+        missing = self._required[cls] - event_state.keys()
+        if missing:
+            raise self._corrupt(stored_event, f"missing {', '.join(sorted(missing)[:4])}")
+        if cls is Snapshot and self._aggregates.get(event_state["topic"]) is None:
+            raise self._corrupt(stored_event, "snapshot of an unknown aggregate topic")
+        domain_event = object.__new__(cls)
+        object.__setattr__(domain_event, "__dict__", event_state)
+        return domain_event
+
+    @staticmethod
+    def _corrupt(stored_event: StoredEvent, problem: str) -> CorruptEvent:
+        oid = stored_event.originator_id
+        notification_id = getattr(stored_event, "id", None)
+        return corrupt_event(
+            problem,
+            version=stored_event.originator_version,
+            aggregate_id=oid.hex if isinstance(oid, UUID) else str(oid),
+            notification_id=notification_id if isinstance(notification_id, int) else None,
+        )
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         if self.compressor is not None or self.cipher is not None:
@@ -117,6 +250,7 @@ class EventMapper(Mapper[UUID]):
 def _postgres_recorder_class() -> type:
     from eventsourcing.postgres import PostgresApplicationRecorder
     from psycopg.rows import tuple_row
+    from psycopg.sql import SQL
 
     class ProjectingPostgresRecorder(PostgresApplicationRecorder):
         def __init__(
@@ -142,16 +276,51 @@ def _postgres_recorder_class() -> type:
                 return []
             with self.datastore.get_connection() as conn, conn.transaction():
                 with conn.cursor() as curs:
-                    self._insert_stored_events(curs, stored_events, **kwargs)
-                    ids = [row["notification_id"] for row in curs.fetchall()]
-                    snapshots = kwargs.get("snapshots")
-                    if snapshots:
-                        self.snapshot_recorder._insert_stored_events(curs, snapshots)
-                events = kwargs.get("projected_events")
-                if events is not None:
-                    cur = Cur(conn.cursor(row_factory=tuple_row), self.dialect)
-                    self.projector.project_inline(cur, ids, events)
+                    return self._insert_on(conn, curs, stored_events, **kwargs)
+
+        def _insert_on(
+            self, conn: Any, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
+        ) -> list[int]:
+            self._insert_stored_events(curs, stored_events, **kwargs)
+            ids = [row["notification_id"] for row in curs.fetchall()]
+            snapshots = kwargs.get("snapshots")
+            if snapshots:
+                self.snapshot_recorder._insert_stored_events(curs, snapshots)
+            events = kwargs.get("projected_events")
+            if events is not None:
+                cur = Cur(conn.cursor(row_factory=tuple_row), self.dialect)
+                self.projector.project_inline(cur, ids, events)
             return ids
+
+        @contextmanager
+        def locked_writer(self) -> Iterator[LockedWriter]:
+            # The events table's EXCLUSIVE lock is the one every event insert takes
+            # (eventsourcing orders notifications by it): held from the start, no other
+            # writer can insert until this transaction ends.
+            with self.datastore.get_connection() as conn, conn.transaction():
+                with conn.cursor() as curs:
+                    self._lock_table(curs)
+                    yield _PostgresLockedWriter(self, conn, curs)
+
+    class _PostgresLockedWriter:
+        def __init__(self, recorder: ProjectingPostgresRecorder, conn: Any, curs: Any) -> None:
+            self.recorder = recorder
+            self.conn = conn
+            self.curs = curs
+
+        def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
+            self.curs.execute(
+                self.recorder.select_events_statement
+                + SQL(" AND originator_version > %s ORDER BY originator_version ASC"),
+                (originator_id, version),
+            )
+            return [
+                StoredEvent(originator_id, row["originator_version"], row["topic"], bytes(row["state"]))
+                for row in self.curs.fetchall()
+            ]
+
+        def insert(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
+            return self.recorder._insert_on(self.conn, self.curs, stored_events, **kwargs)
 
     return ProjectingPostgresRecorder
 
@@ -209,21 +378,24 @@ class SessionsApplication(Application[UUID]):
 
     def construct_recorder(self) -> Any:
         datastore = self.factory.datastore  # type: ignore[attr-defined]
-        if self._dialect.is_postgres:
-            table = f"{self.name.lower()}_events"
-            self.projector = ReadModelProjector(
-                EventsTable("postgres", table, self._postgres_schema)
-            )
-            recorder = _postgres_recorder_class()(
-                datastore, self.projector, self._dialect, events_table_name=table
-            )
-        else:
+        if not self._dialect.is_postgres:
             self.projector = ReadModelProjector(EventsTable("sqlite", "stored_events"))
-            recorder = ProjectingSQLiteRecorder(datastore, self.projector, self._dialect)
-        if self._dialect.is_postgres:
-            # Always: besides creating tables it registers the composite type adapters.
-            with storage_errors():
-                recorder.create_table()
+            return ProjectingSQLiteRecorder(datastore, self.projector, self._dialect)
+        if datastore.lock_timeout:
+            # Every connection of the pool (reads, catch-up, schema statements) waits for
+            # a lock no longer than eventsourcing lets its inserts wait; without it a
+            # table locked elsewhere blocks a query indefinitely. libpq passes it at
+            # connect (no statement per transaction), so it is set before the pool
+            # opens: constructing the recorder opens it.
+            datastore.pool.kwargs["options"] = f"-c lock_timeout={int(datastore.lock_timeout)}s"
+        table = f"{self.name.lower()}_events"
+        self.projector = ReadModelProjector(EventsTable("postgres", table, self._postgres_schema))
+        recorder = _postgres_recorder_class()(
+            datastore, self.projector, self._dialect, events_table_name=table
+        )
+        # Always: besides creating tables it registers the composite type adapters.
+        with storage_errors():
+            recorder.create_table()
         return recorder
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
@@ -236,7 +408,16 @@ class SessionsApplication(Application[UUID]):
         processing_event.saved_kwargs.update(kwargs)
         return self._record(processing_event)
 
-    def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Recording[UUID]]:
+    def save_with(self, writer: LockedWriter, session: Session) -> None:
+        """``save``, inside ``writer``'s transaction."""
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        processing_event.events.extend(session.collect_events())
+        processing_event.aggregates[session.id] = session
+        self._record(processing_event, writer)
+
+    def _record(
+        self, processing_event: ProcessingEvent[UUID], writer: LockedWriter | None = None
+    ) -> list[Recording[UUID]]:
         # eventsourcing's EventStore.put minus what only followers use: a Recording and
         # a Notification object per event, and its repository cache. Nothing follows
         # this application (the read model is projected in the same transaction) and
@@ -246,9 +427,8 @@ class SessionsApplication(Application[UUID]):
         kwargs["projected_events"] = list(events)
         kwargs["snapshots"] = self._due_snapshots(processing_event)
         to_stored_event = self.mapper.to_stored_event
-        self.recorder.insert_events(
-            [to_stored_event(e) for e in events], tracking=processing_event.tracking, **kwargs
-        )
+        insert = self.recorder.insert_events if writer is None else writer.insert
+        insert([to_stored_event(e) for e in events], tracking=processing_event.tracking, **kwargs)
         return []
 
     def _take_snapshots(self, processing_event: ProcessingEvent[UUID]) -> None:
@@ -309,9 +489,14 @@ class SqlEventStore:
                 break
             except AggregateNotFoundError:
                 raise SessionNotFound(f"session {session_id!r} does not exist") from None
-            except StorageBusy:
+            except CorruptEvent as exc:
+                raise naming_session(exc, session_id) from None
+            except StorageBusy as exc:
                 if attempt == 4:
-                    raise StorageError("the database stayed busy while loading") from None
+                    raise StorageError(
+                        f"the database stayed busy while loading: {exc.details.get('cause')}",
+                        details=exc.details,
+                    ) from None
                 self.db.recover()
                 time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         assert isinstance(session, Session)
@@ -336,6 +521,9 @@ class SqlEventStore:
         except (StorageBusy, StorageError):
             self.forget(session_id)
             return None
+        except CorruptEvent as exc:
+            self.forget(session_id)
+            raise naming_session(exc, session_id) from None
         for domain_event in newer:
             domain_event.mutate(session)
         return session
@@ -363,21 +551,58 @@ class SqlEventStore:
     def save(self, session: Session) -> None:
         try:
             self.app.save(session)
-        except IntegrityError as exc:
-            self.forget(session.session_id)
-            # Another writer appended this version first (optimistic concurrency).
-            raise ConcurrencyConflict(str(exc)) from exc
         except Exception as exc:
             self.forget(session.session_id)
-            if is_transient(exc):
-                self.db.recover()
-                raise ConcurrencyConflict(f"{type(exc).__name__}", busy=True) from exc
-            if isinstance(exc, (PersistenceError, sqlite3.Error)) or type(
-                exc
-            ).__module__.startswith("psycopg"):
-                raise StorageError(f"storage failed: {type(exc).__name__}") from exc
-            raise
+            failure = self._write_failure(exc)
+            if failure is exc:
+                raise
+            raise failure from exc
         self._remember(session.session_id, session)
+
+    def decide_exclusively(
+        self, session_id: str, decide: Callable[[Session], T]
+    ) -> tuple[T, Session, bool]:
+        """Bring the session up to date, decide and save, all in one transaction that
+        holds the database's writer lock: no other writer can come in between, so
+        this cannot conflict (ADR 0021). The path of a command that lost a race."""
+        session = self.load(session_id, allow_stale=True)  # the held copy or a cold load
+        to_domain_event = self.app.mapper.to_domain_event
+        try:
+            with self.app.recorder.locked_writer() as writer:  # type: ignore[attr-defined]
+                for stored in writer.events_after(session.id, session.version):
+                    to_domain_event(stored).mutate(session)
+                result = decide(session)
+                saved = bool(session.pending_events)
+                if saved:
+                    self.app.save_with(writer, session)
+        except CorruptEvent as exc:
+            self.forget(session_id)
+            raise naming_session(exc, session_id) from None
+        except ContextCompactionError as exc:
+            if not isinstance(exc, StorageError) and not session.pending_events:
+                raise  # decide's refusal: the copy it saw is current and unchanged
+            self.forget(session_id)
+            if isinstance(exc, StorageBusy):
+                raise self._write_failure(exc) from exc
+            raise
+        except Exception as exc:
+            self.forget(session_id)
+            failure = self._write_failure(exc)
+            if failure is exc:
+                raise
+            raise failure from exc
+        self._remember(session_id, session)
+        return result, session, saved
+
+    def _write_failure(self, exc: Exception) -> Exception:
+        """What a failed write means to the command loop (``exc`` itself: a bug)."""
+        if isinstance(exc, IntegrityError):
+            # Another writer appended this version first (optimistic concurrency).
+            return ConcurrencyConflict(str(exc))
+        if is_transient(exc):
+            self.db.recover()
+            return ConcurrencyConflict(storage_cause(exc), busy=True)
+        return storage_failure(exc) or exc
 
 
 def build_store(

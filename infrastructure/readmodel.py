@@ -18,6 +18,7 @@ from typing import Any
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, Mapper, Notification
+from eventsourcing.utils import get_topic
 
 from context_compaction.application.ports import (
     CheckpointRow,
@@ -28,11 +29,12 @@ from context_compaction.application.ports import (
 from context_compaction.domain.budget import LearnedWindow
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
+from context_compaction.domain.summary import storable_text
 
 from context_compaction.domain.errors import StorageError
 
-from .database import Cur, Database, StorageBusy
-from .transcoding import PlainJSONTranscoder
+from .database import Cur, Database, StorageBusy, quote_identifier
+from .transcoding import PlainJSONTranscoder, corrupt_event
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -186,13 +188,36 @@ def _checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
     )
 
 
+_MESSAGE_TOPIC = get_topic(Session.MessageAppended)
+
+
+class _DamagedMessage(Exception):
+    """A message row that cannot be served (``_messages`` names it as ``CorruptEvent``)."""
+
+    def __init__(self, seq: int, problem: str) -> None:
+        super().__init__(problem)
+        self.seq = seq
+        self.problem = problem
+
+
 def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> MessageRecord:
-    """(seq, event state, visible) → the message as stored.
+    """(seq, event state, visible, is a MessageAppended row) → the message as stored.
 
     The freshly decoded event state is ours: it becomes the record, minus the event's
     envelope fields (a restore decodes every tail message, so no copy per message).
+    A row that is no message is refused, never served as half of one; the event mapper
+    checks every field when the aggregate or ``verify`` reads the row.
     """
-    record = decode(bytes(row[1]))
+    try:
+        record = decode(bytes(row[1]))
+    except Exception as exc:  # noqa: BLE001 - any undecodable row is the same fault
+        raise _DamagedMessage(row[0], f"state does not decode: {type(exc).__name__}") from None
+    if not row[3]:
+        raise _DamagedMessage(row[0], "unknown event topic")
+    if type(record) is not dict or "role" not in record:
+        raise _DamagedMessage(row[0], "missing role")
+    if type(record["role"]) is not str:
+        raise _DamagedMessage(row[0], "role is not a string")
     for name in _ENVELOPE_FIELDS:
         record.pop(name, None)
     for name in _BODY_FIELDS:
@@ -217,7 +242,7 @@ class EventsTable:
 
     def __init__(self, dialect_name: str, table: str, schema: str | None = None) -> None:
         if dialect_name == "postgres":
-            qualified = f'"{schema or "public"}"."{table}"'
+            qualified = f"{quote_identifier(schema or 'public')}.{quote_identifier(table)}"
             self.id_column = "notification_id"
             self.lock_sql = f"LOCK TABLE {qualified} IN EXCLUSIVE MODE"
         else:
@@ -236,9 +261,14 @@ class EventsTable:
         self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns)
         # Message bodies live once, in the events; the read model points at them.
         self.messages_sql = (
-            "SELECT m.seq, e.state, m.visible FROM {t}rm_messages m"
+            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_messages m"
             f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
             " WHERE m.session_id = ? AND m.seq >= ?"
+        )
+        self.message_version_sql = (
+            "SELECT e.originator_version FROM {t}rm_messages m"
+            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+            " WHERE m.session_id = ? AND m.seq = ?"
         )
         self.select_sql = (
             f"SELECT {self.id_column}, originator_id, originator_version, topic, state"
@@ -467,7 +497,7 @@ class ReadModelProjector:
                 sid,
                 e.generation,
                 e.parent_checkpoint_id,
-                e.summary,
+                storable_text(e.summary),  # (summaries of older versions may hold NUL)
                 e.first_retained_seq,
                 e.source_max_seq,
                 e.trigger_reason,
@@ -503,7 +533,7 @@ class ReadModelProjector:
         cur.execute(
             "INSERT INTO {t}rm_invalidations (session_id, version, kind, ranges, excluded,"
             " reason, generation, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (sid, e.originator_version, e.kind, _dumps(e.ranges), excluded, e.reason,
+            (sid, e.originator_version, e.kind, _dumps(e.ranges), excluded, storable_text(e.reason),
              e.generation, e.created_at),
         )
         self._touch(
@@ -618,6 +648,7 @@ class SqlReadModel:
         """``fresh()`` whose lag check is a first query: its one row starts with
         (newest notification id, read-model position); it is handed on with the cursor."""
         for attempt in range(4):
+            handed_on = False
             try:
                 with self.db.read() as cur:
                     head = cur.execute(head_sql, params).fetchone()
@@ -625,10 +656,11 @@ class SqlReadModel:
                     assert head is not None
                     if position >= newest or attempt == 3:
                         # (after 3 catch-ups writers keep arriving; their rows are inline)
+                        handed_on = True
                         yield cur, head
                         return
             except StorageBusy:
-                if attempt == 3:
+                if handed_on or attempt == 3:  # the caller's own queries are not ours to redo
                     raise
                 self.db.recover()
                 continue
@@ -692,7 +724,16 @@ class SqlReadModel:
             sql += " AND m.visible = 1"
         sql += " ORDER BY m.seq"
         decode = self.projector.decode_state
-        return [_message(r, decode) for r in cur.execute(sql, params).fetchall()]
+        rows = cur.execute(sql, params).fetchall()
+        try:
+            return [_message(r, decode) for r in rows]
+        except _DamagedMessage as damaged:
+            row = cur.execute(
+                self.projector.events_table.message_version_sql, (session_id, damaged.seq)
+            ).fetchone()
+            raise corrupt_event(
+                damaged.problem, version=int(row[0]) if row else None, session_id=session_id
+            ) from None
 
     def session_view(
         self, session_id: str, *, tail_only: bool = True, after_seq: int = 0

@@ -14,7 +14,9 @@ from uuid import UUID
 from eventsourcing.persistence import Notification
 
 from context_compaction.application.ports import TimelineEntry, TimelineStore
+from context_compaction.domain.errors import CorruptEvent
 from context_compaction.domain.session import Session
+from context_compaction.domain.summary import storable_text
 
 from .database import Database
 from .readmodel import ReadModelProjector
@@ -102,15 +104,21 @@ class TimelineFollower:
                 return written
             for row in rows:
                 originator_id = row[1] if isinstance(row[1], UUID) else UUID(str(row[1]))
-                event = self.projector.mapper.to_domain_event(
-                    Notification(
-                        id=int(row[0]),
-                        originator_id=originator_id,
-                        originator_version=int(row[2]),
-                        topic=row[3],
-                        state=bytes(row[4]),
+                try:
+                    event = self.projector.mapper.to_domain_event(
+                        Notification(
+                            id=int(row[0]),
+                            originator_id=originator_id,
+                            originator_version=int(row[2]),
+                            topic=row[3],
+                            state=bytes(row[4]),
+                        )
                     )
-                )
+                except CorruptEvent as exc:
+                    # Derived, best-effort data: a damaged row costs its entry, not
+                    # every entry after it (``ctxc verify`` reports the row).
+                    log.warning("timeline skipped a damaged event", extra=dict(exc.details))
+                    event = None
                 if isinstance(event, Session.CheckpointCommitted) and not event.degraded:
                     session_id = self._session_id(originator_id)
                     self.store.put(
@@ -118,7 +126,7 @@ class TimelineFollower:
                             key=timeline_key(event.checkpoint_id),
                             session_id=session_id,
                             checkpoint_id=event.checkpoint_id,
-                            content=event.summary,
+                            content=storable_text(event.summary),
                             created_at=event.created_at,
                         )
                     )

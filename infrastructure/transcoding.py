@@ -11,11 +11,14 @@ stored and returned exactly as given, whatever its shape.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any
 
 import orjson
 from eventsourcing.persistence import Transcoder, Transcoding
+
+from context_compaction.domain.errors import CorruptEvent
 
 # Fields holding datetimes: every event's ``timestamp``; a snapshot's ``timestamp`` and
 # the aggregate's ``_created_on`` / ``_modified_on`` inside its ``state``.
@@ -60,3 +63,54 @@ class PlainJSONTranscoder(Transcoder):
                     if key in state:
                         state[key] = _as_datetime(state[key])
         return obj
+
+
+def corrupt_event(
+    problem: str,
+    *,
+    version: int | None,
+    session_id: str | None = None,
+    aggregate_id: str | None = None,
+    notification_id: int | None = None,
+) -> CorruptEvent:
+    """The error for a stored event that cannot be read: it names the row (session or
+    aggregate, version) and the problem, never the content."""
+    where = f"session {session_id!r}" if session_id is not None else f"aggregate {aggregate_id}"
+    details: dict[str, Any] = {"version": version, "problem": problem}
+    for key, value in (
+        ("session_id", session_id),
+        ("aggregate_id", aggregate_id),
+        ("notification_id", notification_id),
+    ):
+        if value is not None:
+            details[key] = value
+    return CorruptEvent(
+        f"the stored event at version {version} of {where} is damaged ({problem}); "
+        "`ctxc verify` lists every damaged row",
+        details=details,
+    )
+
+
+def naming_session(exc: CorruptEvent, session_id: str) -> CorruptEvent:
+    """``exc`` (raised where only the aggregate id was known) naming the session."""
+    if "session_id" in exc.details:
+        return exc
+    return corrupt_event(
+        exc.details.get("problem", "unreadable"),
+        version=exc.details.get("version"),
+        session_id=session_id,
+        aggregate_id=exc.details.get("aggregate_id"),
+        notification_id=exc.details.get("notification_id"),
+    )
+
+
+def required_fields(cls: type) -> frozenset[str]:
+    """What a stored state must hold for event class ``cls`` (the originator id and
+    version come from the row itself)."""
+    return frozenset(
+        f.name
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+        and f.name not in ("originator_id", "originator_version")
+    )

@@ -11,6 +11,8 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteDatastore
 
+from context_compaction.domain.errors import CorruptEvent
+
 from .database import Database, Dialect
 from .readmodel import PROJECTED_TABLES, SCHEMA, EventsTable, ReadModelProjector, SqlReadModel
 
@@ -31,20 +33,40 @@ class TableDiff:
 
 
 @dataclass
+class DamagedRow:
+    """A stored event that cannot be read (``corrupt_event``): where, and why."""
+
+    notification_id: int
+    session_id: str | None
+    aggregate_id: str
+    version: int
+    problem: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def text(self) -> str:
+        owner = f"session {self.session_id!r}" if self.session_id else f"aggregate {self.aggregate_id}"
+        return f"notification {self.notification_id}: {owner}, version {self.version}: {self.problem}"
+
+
+@dataclass
 class VerifyReport:
     events: int
     position: int
     newest: int
     tables: dict[str, TableDiff]
+    damaged: list[DamagedRow] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(t.ok for t in self.tables.values())
+        return not self.damaged and all(t.ok for t in self.tables.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "events": self.events,
+            "damaged_events": [row.to_dict() for row in self.damaged[:100]],
             "read_model_position": self.position,
             "newest_notification": self.newest,
             "tables": {
@@ -56,6 +78,11 @@ class VerifyReport:
 
     def text(self) -> str:
         lines = [f"replayed {self.events:,} events into a scratch read model"]
+        if self.damaged:
+            lines.append(f"DAMAGED events ({len(self.damaged)}), skipped in the replay:")
+            lines += [f"  {row.text()}" for row in self.damaged[:20]]
+            if len(self.damaged) > 20:
+                lines.append(f"  ... {len(self.damaged) - 20} more (--json lists 100)")
         if self.position < self.newest:
             lines.append(f"note: the live read model is {self.newest - self.position} notifications behind "
                          "(queries catch up on demand); compared at its position")
@@ -66,7 +93,13 @@ class VerifyReport:
                 if keys:
                     shown = ", ".join(keys[:5]) + (" ..." if len(keys) > 5 else "")
                     lines.append(f"    {label} ({len(keys)}): {shown}")
-        lines.append("read model matches the events" if self.ok else "read model DIFFERS from the events")
+        if self.damaged:
+            lines.append("stored events are DAMAGED")
+        lines.append(
+            "read model matches the events"
+            if all(t.ok for t in self.tables.values())
+            else "read model DIFFERS from the events"
+        )
         return "\n".join(lines)
 
 
@@ -84,6 +117,9 @@ def verify(
             table: cur.execute(f"SELECT * FROM {{t}}{table} ORDER BY {order}").fetchall()
             for table, order in PROJECTED_TABLES.items()
         }
+        sessions = dict(cur.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
+    damaged: list[DamagedRow] = []
+    broken: set[Any] = set()
     with tempfile.TemporaryDirectory(prefix="ctxc-verify-") as tmp:
         datastore = SQLiteDatastore(str(Path(tmp) / "scratch.db"))
         try:
@@ -99,8 +135,17 @@ def verify(
                 notes = app.recorder.select_notifications(start=start, limit=BATCH, stop=position)
                 if not notes:
                     break
+                decoded = []
+                for note in notes:
+                    if note.originator_id in broken:
+                        continue  # its session is unreadable from the damaged row on
+                    try:
+                        decoded.append((note.id, app.mapper.to_domain_event(note)))
+                    except CorruptEvent as exc:
+                        damaged.append(_damaged(note, exc, sessions))
+                        broken.add(note.originator_id)
                 with scratch.write() as cur:
-                    projector.apply_all(cur, [(note.id, app.mapper.to_domain_event(note)) for note in notes])
+                    projector.apply_all(cur, decoded)
                 events += len(notes)
                 start = notes[-1].id + 1
                 if on_progress is not None:
@@ -113,7 +158,18 @@ def verify(
         finally:
             datastore.close()
     tables = {name: _diff(name, live[name], rebuilt[name]) for name in PROJECTED_TABLES}
-    return VerifyReport(events=events, position=position, newest=newest, tables=tables)
+    return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged)
+
+
+def _damaged(note: Any, exc: CorruptEvent, sessions: dict[str, str]) -> DamagedRow:
+    aggregate_id = note.originator_id.hex if hasattr(note.originator_id, "hex") else str(note.originator_id)
+    return DamagedRow(
+        notification_id=int(note.id),
+        session_id=sessions.get(aggregate_id),
+        aggregate_id=aggregate_id,
+        version=int(note.originator_version),
+        problem=str(exc.details.get("problem", exc.message)),
+    )
 
 
 def _diff(table: str, live: list[tuple[Any, ...]], rebuilt: list[tuple[Any, ...]]) -> TableDiff:

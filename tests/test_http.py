@@ -99,7 +99,7 @@ def test_an_oversize_request_is_413(server: Server) -> None:
 
 
 def test_the_openapi_document_comes_from_the_command_models(server: Server) -> None:
-    document = httpx.get(f"{server.url}/openapi.json").json()
+    document = httpx.get(f"{server.url}/openapi.json", headers=AUTH).json()
     body = document["paths"]["/v1/commands"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     kinds = {ref["$ref"].rsplit("/", 1)[1] for ref in body["oneOf"]}
     assert {"StartSession", "AppendMessages", "PrepareTurn", "Compact", "GetContextUsage"} <= kinds
@@ -126,7 +126,7 @@ def test_schemathesis_finds_no_server_error(server: Server) -> None:
     """Fuzz every operation of our own OpenAPI document over HTTP: no 5xx, only envelopes."""
     from hypothesis import given
 
-    schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+    schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json", headers=AUTH)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.path for op in operations} == {"/healthz", "/v1/commands"}
     seen: dict[int, int] = {}

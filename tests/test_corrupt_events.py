@@ -1,0 +1,129 @@
+"""Damaged event rows are ``corrupt_event``, named by session and version (issue 13, item 4).
+
+A row whose state is not JSON, whose topic is not one of our event classes, or whose
+state lacks the fields of its class is never decoded into half an event: every command
+that reads it answers ``corrupt_event`` with the session and version, other sessions
+are untouched, no module named by a stored topic is ever imported, and ``ctxc verify``
+lists the row and exits with its "difference found" code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import orjson
+import pytest
+
+from cli_inprocess import run_cli
+from context_compaction.domain.session import session_aggregate_id
+from context_compaction.infrastructure.cli import EXIT_DIFFERENT
+from helpers import Harness, assistant, err, ok, tool, user
+
+DAMAGED_VERSION = 3  # Started is 1; the second message of the first turn
+
+
+def _fill(h: Harness, session_id: str) -> None:
+    ok(h.do({"type": "start_session", "session_id": session_id, "model": "gpt-4o"}))
+    for i in range(1, 5):
+        ok(h.do({"type": "append_messages", "session_id": session_id, "messages": [
+            user(f"turn {i}: look at src/m{i}.py " + "please " * 60, turn_id=f"t{i}"),
+            assistant(None, calls=[(f"c{i}", "read_file", "{}")], turn_id=f"t{i}"),
+            tool(f"c{i}", "print('x')\n" * 80),
+            assistant(f"m{i} prints x", turn_id=f"t{i}")]}))
+
+
+def _row(h: Harness, session_id: str, version: int) -> tuple[str, Any]:
+    """(events table, originator id as stored) of one event row."""
+    table = h.bus.services.extra["app"].projector.events_table.qualified
+    oid = session_aggregate_id(session_id)
+    return table, (oid if h.is_postgres else oid.hex)
+
+
+def _damage(h: Harness, session_id: str, version: int, *, state: bytes | None = None,
+            topic: str | None = None) -> None:
+    table, oid = _row(h, session_id, version)
+    db = h.bus.services.extra["db"]
+    with db.write() as cur:
+        if state is not None:
+            cur.execute(f"UPDATE {table} SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                        (state, oid, version))
+        if topic is not None:
+            cur.execute(f"UPDATE {table} SET topic = ? WHERE originator_id = ? AND originator_version = ?",
+                        (topic, oid, version))
+        assert cur.rowcount == 1
+
+
+def _stored_state(h: Harness, session_id: str, version: int) -> dict[str, Any]:
+    table, oid = _row(h, session_id, version)
+    db = h.bus.services.extra["db"]
+    with db.read() as cur:
+        row = cur.execute(f"SELECT state FROM {table} WHERE originator_id = ? AND originator_version = ?",
+                          (oid, version)).fetchone()
+    assert row is not None
+    return orjson.loads(bytes(row[0]))  # type: ignore[no-any-return]
+
+
+DAMAGES = {
+    "bad_json": {"state": b'{"seq": 2, "role": "assis'},
+    "unknown_topic": {"topic": "topic_canary:Anything"},
+    "empty_state": {"state": b"{}"},
+}
+
+COMMANDS = [
+    {"type": "append_messages", "session_id": "s", "messages": [user("more")]},
+    {"type": "get_history", "session_id": "s"},
+    {"type": "get_projection", "session_id": "s"},
+    {"type": "get_context_usage", "session_id": "s"},
+    {"type": "prepare_turn", "session_id": "s", "system_prompt": "hi", "tools": []},
+    {"type": "compact", "session_id": "s"},
+    {"type": "invalidate_history", "session_id": "s", "kind": "clear"},
+    {"type": "replay_session", "session_id": "s"},
+]
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_event_row_is_corrupt_event_on_every_command_of_its_session(
+    harness: Harness, damage: str
+) -> None:
+    _fill(harness, "s")
+    _fill(harness, "other")
+    _damage(harness, "s", DAMAGED_VERSION, **DAMAGES[damage])
+    bus = harness.reopen()  # a process that has not seen the row intact
+    for command in COMMANDS:
+        error = err(bus.dispatch_json(command), "corrupt_event")
+        assert error["details"]["session_id"] == "s", (command["type"], error)
+        assert error["details"]["version"] == DAMAGED_VERSION, (command["type"], error)
+        assert "'s'" in error["message"] and str(DAMAGED_VERSION) in error["message"]
+    assert "topic_canary" not in sys.modules, "a stored topic imported a module"
+    # The other session is untouched.
+    ok(bus.dispatch_json({"type": "append_messages", "session_id": "other", "messages": [user("more")]}))
+    assert len(ok(bus.dispatch_json({"type": "get_history", "session_id": "other"}))["messages"]) == 17
+
+
+def test_a_message_whose_role_is_not_text_is_never_served(harness: Harness) -> None:
+    _fill(harness, "s")
+    state = _stored_state(harness, "s", DAMAGED_VERSION)
+    state["role"] = None
+    _damage(harness, "s", DAMAGED_VERSION, state=orjson.dumps(state))
+    error = err(harness.reopen().dispatch_json({"type": "get_history", "session_id": "s"}), "corrupt_event")
+    assert error["details"] == {"version": DAMAGED_VERSION, "problem": "role is not a string", "session_id": "s"}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_verify_names_the_damaged_row_and_reports_a_difference(
+    harness: Harness, damage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(harness, "s")
+    _fill(harness, "other")
+    _damage(harness, "s", DAMAGED_VERSION, **DAMAGES[damage])
+    harness.bus.close()
+    assert run_cli(["verify", "--db", harness.url]) == EXIT_DIFFERENT
+    text = capsys.readouterr().out
+    assert f"session 's', version {DAMAGED_VERSION}" in text, text
+    assert run_cli(["verify", "--db", harness.url, "--json"]) == EXIT_DIFFERENT
+    report = json.loads(capsys.readouterr().out)
+    assert [(row["session_id"], row["version"]) for row in report["damaged_events"]] == [("s", DAMAGED_VERSION)]
+    assert report["ok"] is False
+    assert "topic_canary" not in sys.modules

@@ -1,0 +1,3 @@
+"""Imported by nothing: a stored topic naming this module must never load it (issue 13)."""
+
+IMPORTED = True
