@@ -49,7 +49,14 @@ from .database import (
     storage_failure,
 )
 from .readmodel import SCHEMA_VERSION, EventsTable, ReadModelProjector, SqlReadModel
-from .transcoding import PlainJSONTranscoder, corrupt_event, naming_session, required_fields
+from .transcoding import (
+    PlainJSONTranscoder,
+    corrupt_event,
+    field_checks,
+    message_problem,
+    naming_session,
+    required_fields,
+)
 
 log = logging.getLogger("context_compaction.eventstore")
 
@@ -183,6 +190,7 @@ class EventMapper(Mapper[UUID]):
         super().__init__(*args, **kwargs)
         self._classes = _event_classes()
         self._required = {cls: required_fields(cls) for cls in self._classes.values()}
+        self._checks = {cls: field_checks(cls) for cls in self._classes.values()}
         self._aggregates = {get_topic(Session): Session}
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
@@ -213,6 +221,13 @@ class EventMapper(Mapper[UUID]):
         missing = self._required[cls] - event_state.keys()
         if missing:
             raise self._corrupt(stored_event, f"missing {', '.join(sorted(missing)[:4])}")
+        for name, test in self._checks[cls]:
+            if name in event_state and not test(event_state[name]):
+                raise self._corrupt(stored_event, f"{name} has the wrong type")
+        if cls is Session.MessageAppended:
+            problem = message_problem(event_state)
+            if problem is not None:
+                raise self._corrupt(stored_event, problem)
         if cls is Snapshot and self._aggregates.get(event_state["topic"]) is None:
             raise self._corrupt(stored_event, "snapshot of an unknown aggregate topic")
         domain_event = object.__new__(cls)

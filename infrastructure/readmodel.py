@@ -34,7 +34,7 @@ from context_compaction.domain.summary import storable_text
 from context_compaction.domain.errors import StorageError
 
 from .database import Cur, Database, StorageBusy, quote_identifier
-from .transcoding import PlainJSONTranscoder, corrupt_event
+from .transcoding import PlainJSONTranscoder, corrupt_event, message_problem
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -214,10 +214,13 @@ def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> M
         raise _DamagedMessage(row[0], f"state does not decode: {type(exc).__name__}") from None
     if not row[3]:
         raise _DamagedMessage(row[0], "unknown event topic")
-    if type(record) is not dict or "role" not in record:
-        raise _DamagedMessage(row[0], "missing role")
-    if type(record["role"]) is not str:
-        raise _DamagedMessage(row[0], "role is not a string")
+    if type(record) is not dict:
+        raise _DamagedMessage(row[0], "state is not an object")
+    problem = message_problem(record)
+    if problem is None and record["seq"] != row[0]:
+        problem = "seq differs from its read-model row"
+    if problem is not None:
+        raise _DamagedMessage(row[0], problem)
     for name in _ENVELOPE_FIELDS:
         record.pop(name, None)
     for name in _BODY_FIELDS:

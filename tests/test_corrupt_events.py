@@ -127,3 +127,72 @@ def test_verify_names_the_damaged_row_and_reports_a_difference(
     assert [(row["session_id"], row["version"]) for row in report["damaged_events"]] == [("s", DAMAGED_VERSION)]
     assert report["ok"] is False
     assert "topic_canary" not in sys.modules
+
+
+# ------------------------------------------------ valid JSON, wrong types (review of issue 13)
+def _fill_with_history_events(h: Harness, session_id: str) -> None:
+    """Messages, a checkpoint and a rewind: one stored event of every common kind."""
+    _fill(h, session_id)
+    assert ok(h.do({"type": "compact", "session_id": session_id}))["status"] == "compacted"
+    ok(h.do({"type": "append_messages", "session_id": session_id, "messages": [user("later")]}))
+    ok(h.do({"type": "invalidate_history", "session_id": session_id, "kind": "rewind", "to_seq": 16}))
+
+
+def _version_of(h: Harness, session_id: str, event: str) -> int:
+    table, oid = _row(h, session_id, 1)
+    rows = h.query(f"SELECT originator_version FROM {table} WHERE originator_id = ? AND topic = ?"
+                   " ORDER BY originator_version", (oid, f"context_compaction:Session.{event}"))
+    return int(rows[0][0])
+
+
+#: (event, field, stored value): JSON that decodes but is not what the event class holds.
+WRONG_TYPES = [
+    ("MessageAppended", "seq", "3"),
+    ("MessageAppended", "seq", None),
+    ("MessageAppended", "role", 5),
+    ("MessageAppended", "tool_calls", {"id": "c1"}),
+    ("MessageAppended", "tool_calls", ["c1"]),
+    ("MessageAppended", "tool_calls", [{}]),
+    ("MessageAppended", "tool_calls", [{"id": 5, "name": "read_file", "arguments": "{}"}]),
+    ("MessageAppended", "tool_calls", [{"id": "c1", "name": 5, "arguments": {}}]),
+    ("MessageAppended", "provider_state", "openai"),
+    ("MessageAppended", "content", {"text": "x"}),
+    ("MessageAppended", "content", [{"type": "text", "text": 5}]),
+    ("MessageAppended", "turn_id", 5),
+    ("Started", "model", None),
+    ("CheckpointCommitted", "generation", "1"),
+    ("CheckpointCommitted", "first_retained_seq", "x"),
+    ("CheckpointCommitted", "summary", 5),
+    ("HistoryInvalidated", "ranges", "1-3"),
+    ("HistoryInvalidated", "ranges", [[5]]),
+    ("HistoryInvalidated", "generation", None),
+]
+
+
+@pytest.mark.parametrize(("event", "field", "value"), WRONG_TYPES, ids=lambda v: repr(v)[:20])
+def test_a_stored_field_of_the_wrong_type_is_corrupt_event_never_internal_error(
+    make_harness: Any, event: str, field: str, value: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    h = make_harness("main", context_compaction={"keep_recent_tokens": 300})
+    _fill_with_history_events(h, "s")
+    ok(h.do({"type": "start_session", "session_id": "other", "model": "gpt-4o"}))
+    # The third message (a tool call) for message fields: its tool group is in every replay.
+    version = DAMAGED_VERSION if event == "MessageAppended" else _version_of(h, "s", event)
+    state = _stored_state(h, "s", version)
+    state[field] = value
+    _damage(h, "s", version, state=orjson.dumps(state))
+    bus = h.reopen()
+    for command in [*COMMANDS, {"type": "list_checkpoints", "session_id": "s"},
+                    {"type": "recall_timeline", "session_id": "s"}]:
+        envelope = bus.dispatch_json(command)
+        if envelope["ok"]:
+            continue  # (a read that never touches the damaged row)
+        error = err(envelope, "corrupt_event")
+        assert (error["details"]["session_id"], error["details"]["version"]) == ("s", version), error
+    for command in COMMANDS[:1] + COMMANDS[6:]:  # writes and replays decode every event
+        err(bus.dispatch_json(command), "corrupt_event")
+    ok(bus.dispatch_json({"type": "append_messages", "session_id": "other", "messages": [user("hi")]}))
+    bus.close()
+    assert run_cli(["verify", "--db", h.url, "--json"]) == EXIT_DIFFERENT
+    report = json.loads(capsys.readouterr().out)
+    assert [(row["session_id"], row["version"]) for row in report["damaged_events"]] == [("s", version)]
