@@ -17,7 +17,12 @@ from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import (
+    AggregateNotFoundError,
+    Application,
+    ProcessingEvent,
+    project_aggregate,
+)
 from eventsourcing.domain import CanMutateAggregate, Snapshot
 from eventsourcing.persistence import (
     IntegrityError,
@@ -36,7 +41,7 @@ from context_compaction.domain.errors import (
     SessionNotFound,
     StorageError,
 )
-from context_compaction.domain.session import Session, session_aggregate_id
+from context_compaction.domain.session import Session, session_aggregate_id, snapshot_problem
 
 from .database import (
     Cur,
@@ -228,8 +233,12 @@ class EventMapper(Mapper[UUID]):
             problem = message_problem(event_state)
             if problem is not None:
                 raise self._corrupt(stored_event, problem)
-        if cls is Snapshot and self._aggregates.get(event_state["topic"]) is None:
-            raise self._corrupt(stored_event, "snapshot of an unknown aggregate topic")
+        if cls is Snapshot:
+            if self._aggregates.get(event_state["topic"]) is None:
+                raise self._corrupt(stored_event, "snapshot of an unknown aggregate topic")
+            problem = snapshot_problem(event_state["state"])
+            if problem is not None:
+                raise self._corrupt(stored_event, f"snapshot: {problem}")
         domain_event = object.__new__(cls)
         object.__setattr__(domain_event, "__dict__", event_state)
         return domain_event
@@ -505,7 +514,8 @@ class SqlEventStore:
             except AggregateNotFoundError:
                 raise SessionNotFound(f"session {session_id!r} does not exist") from None
             except CorruptEvent as exc:
-                raise naming_session(exc, session_id) from None
+                session = self._from_events(session_id, aggregate_id, version, exc)
+                break
             except StorageBusy as exc:
                 if attempt == 4:
                     raise StorageError(
@@ -518,6 +528,28 @@ class SqlEventStore:
         if version is None:
             self._remember(session_id, session)
         return session
+
+    def _from_events(
+        self, session_id: str, aggregate_id: UUID, version: int | None, damaged: CorruptEvent
+    ) -> Session:
+        """The session rebuilt from its events alone, when ``damaged`` may be its snapshot:
+        a snapshot is a cache of the events, so a damaged one costs a full replay, not the
+        session (ADR 0022). A damaged event is raised as such."""
+        if self.app.snapshots is None:
+            raise naming_session(damaged, session_id) from None
+        try:
+            with storage_errors():
+                session = project_aggregate(None, self.app.events.get(aggregate_id, lte=version))
+        except CorruptEvent as exc:
+            raise naming_session(exc, session_id) from None
+        if session is None:
+            raise SessionNotFound(f"session {session_id!r} does not exist")
+        log.warning(
+            "damaged snapshot skipped, the session was replayed from its events",
+            extra={"session_id": session_id, "version": damaged.details.get("version"),
+                   "problem": damaged.details.get("problem")},
+        )
+        return session  # type: ignore[no-any-return]
 
     def _cached(self, session_id: str, *, fast_forward: bool) -> Session | None:
         with self._lock:

@@ -196,3 +196,56 @@ def test_a_stored_field_of_the_wrong_type_is_corrupt_event_never_internal_error(
     assert run_cli(["verify", "--db", h.url, "--json"]) == EXIT_DIFFERENT
     report = json.loads(capsys.readouterr().out)
     assert [(row["session_id"], row["version"]) for row in report["damaged_events"]] == [("s", version)]
+
+
+# ------------------------------------------------ snapshots are a cache (review of issue 13)
+def _damage_latest_snapshot(h: Harness, session_id: str, change: Any) -> None:
+    app = h.bus.services.extra["app"]
+    table = app.snapshots.recorder.events_table_name
+    table = table if h.is_postgres else table  # (qualified by the search path on PostgreSQL)
+    _, oid = _row(h, session_id, 1)
+    db = h.bus.services.extra["db"]
+    with db.read() as cur:
+        version, state = cur.execute(
+            f"SELECT originator_version, state FROM {{t}}{table} WHERE originator_id = ?"
+            " ORDER BY originator_version DESC LIMIT 1", (oid,)).fetchone()
+    stored = change(orjson.loads(bytes(state)))
+    with db.write() as cur:
+        cur.execute(f"UPDATE {{t}}{table} SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                    (stored if isinstance(stored, bytes) else orjson.dumps(stored), oid, version))
+        assert cur.rowcount == 1
+
+
+def _set_state(key: str, value: Any) -> Any:
+    def change(snapshot: dict[str, Any]) -> dict[str, Any]:
+        snapshot["state"][key] = value
+        return snapshot
+    return change
+
+
+SNAPSHOT_DAMAGES = {
+    "bad_json": lambda snapshot: b'{"topic": "context_compaction:Ses',
+    "unknown_aggregate": lambda snapshot: {**snapshot, "topic": "os:system"},
+    "next_seq_text": _set_state("next_seq", "17"),
+    "open_calls_list": _set_state("open_calls", ["c1"]),
+    "tool_groups_broken": _set_state("tool_groups", [{"seq": 2}]),
+    "no_session_id": lambda snapshot: {**snapshot, "state": {k: v for k, v in snapshot["state"].items()
+                                                             if k != "session_id"}},
+}
+
+
+@pytest.mark.parametrize("damage", sorted(SNAPSHOT_DAMAGES))
+def test_a_damaged_snapshot_is_skipped_and_the_session_replayed_from_its_events(
+    make_harness: Any, damage: str
+) -> None:
+    h = make_harness("main", snapshot_interval=5)
+    _fill(h, "s")
+    before = [ok(h.do(command)) for command in COMMANDS[1:4]]
+    _damage_latest_snapshot(h, "s", SNAPSHOT_DAMAGES[damage])
+    bus = h.reopen()
+    assert [ok(bus.dispatch_json(command)) for command in COMMANDS[1:4]] == before
+    seqs = ok(bus.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("more")]}))["seqs"]
+    assert seqs == [17]
+    ok(bus.dispatch_json({"type": "replay_session", "session_id": "s", "at_version": 10}))
+    assert ok(bus.dispatch_json({"type": "invalidate_history", "session_id": "s", "kind": "rewind",
+                                 "to_seq": 16}))["context_generation"] == 1
