@@ -28,10 +28,10 @@ from context_compaction.application.ports import (
 )
 from context_compaction.domain.budget import LearnedWindow
 from context_compaction.domain.messages import MessageRecord
-from context_compaction.domain.session import Session
+from context_compaction.domain.session import Session, session_aggregate_id
 from context_compaction.domain.summary import storable_text
 
-from context_compaction.domain.errors import StorageError
+from context_compaction.domain.errors import CorruptEvent, StorageError
 
 from .database import Cur, Database, StorageBusy, quote_identifier
 from .transcoding import PlainJSONTranscoder, corrupt_event, message_problem
@@ -42,7 +42,10 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+#: The oldest version whose tables still have today's shape (later versions only added
+#: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
+SAME_SHAPE_SINCE = 5
 _SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
@@ -90,7 +93,15 @@ SCHEMA: tuple[str, ...] = (
     " key TEXT PRIMARY KEY, session_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
     " content TEXT NOT NULL, created_at TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
+    # Sessions whose events the read model could not project (a damaged row met while
+    # catching up): their queries answer corrupt_event instead of a partial state.
+    "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
+    " aggregate_id TEXT PRIMARY KEY, notification_id {INT} NOT NULL, version {INT} NOT NULL,"
+    " problem TEXT NOT NULL){WR}",
 )
+#: Rebuilt with the projected tables, but not compared by ``verify`` (which lists
+#: damaged rows itself, also those the live read model projected before the damage).
+DAMAGE_TABLE = "rm_damaged"
 
 #: Tables that are a pure function of the events (compared by ``verify``).
 PROJECTED_TABLES: dict[str, str] = {
@@ -113,6 +124,12 @@ _CHECKPOINT_COLS = (
     " tokens_before, tokens_after, degraded, summary_source, created_at, version"
 )
 _N_SESSION_COLS = len(_SESSION_COLS.split(","))
+# The session row and whether the read model met a damaged event of it (rm_damaged).
+_SESSION_SQL = (
+    "SELECT " + ", ".join("s." + c.strip() for c in _SESSION_COLS.split(",")) + ", d.version, d.problem"
+    " FROM (SELECT 1 AS one) o LEFT JOIN {t}rm_sessions s ON s.session_id = ?"
+    " LEFT JOIN {t}rm_damaged d ON d.aggregate_id = ?"
+)
 # Newest notification, read-model position, the session row and its active checkpoint:
 # the whole head of a session view in one round trip (always exactly one row).
 _SESSION_VIEW_SQL = (
@@ -120,8 +137,10 @@ _SESSION_VIEW_SQL = (
     + ", ".join("s." + c.strip() for c in _SESSION_COLS.split(","))
     + ", "
     + ", ".join("c." + c.strip() for c in _CHECKPOINT_COLS.split(","))
-    + " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
+    + ", d.version, d.problem"
+    " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
     " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = s.active_checkpoint_id"
+    " LEFT JOIN {{t}}rm_damaged d ON d.aggregate_id = ?"
 )
 _BODY_FIELDS = (
     "role",
@@ -344,6 +363,7 @@ class ReadModelProjector:
         assert self.mapper is not None, "projector used before the application wired it"
         last = after
         upper = before if before is not None else 2**62
+        damaged = {row[0] for row in cur.execute(f"SELECT aggregate_id FROM {{t}}{DAMAGE_TABLE}").fetchall()}
         while True:
             rows = cur.execute(self.events_table.select_sql, (last, upper, batch)).fetchall()
             if not rows:
@@ -358,10 +378,31 @@ class ReadModelProjector:
                     topic=row[3],
                     state=bytes(row[4]),
                 )
-                decoded.append((notification.id, self.mapper.to_domain_event(notification)))
                 last = notification.id
+                if originator_id.hex in damaged:
+                    continue  # unreadable from its damaged row on
+                try:
+                    decoded.append((notification.id, self.mapper.to_domain_event(notification)))
+                except CorruptEvent as exc:
+                    # One damaged row stops its own session, never the catch-up of all.
+                    self._damaged(cur, notification, exc)
+                    damaged.add(originator_id.hex)
             self.apply_all(cur, decoded)
             self._advance(cur, last)
+
+    @staticmethod
+    def _damaged(cur: Cur, notification: Notification, exc: CorruptEvent) -> None:
+        problem = str(exc.details.get("problem", "unreadable"))
+        cur.execute(
+            f"INSERT INTO {{t}}{DAMAGE_TABLE} (aggregate_id, notification_id, version, problem)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (aggregate_id) DO NOTHING",
+            (notification.originator_id.hex, notification.id, notification.originator_version, problem),
+        )
+        log.warning(
+            "read model skipped a damaged event and the rest of its session",
+            extra={"aggregate_id": notification.originator_id.hex, "notification_id": notification.id,
+                   "version": notification.originator_version, "problem": problem},
+        )
 
     def apply_all(self, cur: Cur, events: Sequence[tuple[int, Any]], *, strict: bool = False) -> None:
         """Apply (notification id, event) pairs in order; runs of appended messages of one
@@ -578,6 +619,12 @@ class ReadModelProjector:
         self._touch(cur, sid, e)
 
 
+def _refuse_damaged(session_id: str, damage: Sequence[Any]) -> None:
+    """``damage`` is (version, problem) of the session's row in ``rm_damaged``, or Nones."""
+    if damage[0] is not None:
+        raise corrupt_event(str(damage[1]), version=int(damage[0]), session_id=session_id)
+
+
 class ProjectionOutOfOrder(Exception):
     """The read model saw an event it cannot place: a bug or a corrupted database."""
 
@@ -594,11 +641,11 @@ class SqlReadModel:
         """Create the read-model tables; ``previous`` is the schema version the database
         was marked with (``schema_version()``), None for a new one."""
         with self.db.connection_cursor() as cur:
-            if previous is not None and previous < SCHEMA_VERSION:
+            if previous is not None and previous < SAME_SHAPE_SINCE:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the next read replays the events into the new ones (catch-up
                 # from position 0), exactly as after losing them.
-                for table in PROJECTED_TABLES:
+                for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
                     cur.execute(f"DROP TABLE IF EXISTS {{t}}{table}")
                 cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
                 log.warning(
@@ -672,7 +719,7 @@ class SqlReadModel:
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""
         with self.db.write(self.projector.events_table.lock_sql) as cur:
-            for table in PROJECTED_TABLES:
+            for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
                 cur.execute(f"DELETE FROM {{t}}{table}")
             cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
             return self.projector.replay(cur, after=0)
@@ -684,11 +731,10 @@ class SqlReadModel:
 
     @staticmethod
     def _session(cur: Cur, session_id: str) -> SessionRow | None:
-        row = cur.execute(
-            "SELECT " + _SESSION_COLS + " FROM {t}rm_sessions WHERE session_id = ?",
-            (session_id,),
-        ).fetchone()
-        return _session_row(row) if row else None
+        row = cur.execute(_SESSION_SQL, (session_id, session_aggregate_id(session_id).hex)).fetchone()
+        assert row is not None
+        _refuse_damaged(session_id, row[-2:])
+        return _session_row(row) if row[0] is not None else None
 
     def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]:
         with self.fresh() as cur:
@@ -708,6 +754,11 @@ class SqlReadModel:
         include_invalidated: bool = False,
     ) -> list[MessageRecord]:
         with self.fresh() as cur:
+            damage = cur.execute(
+                f"SELECT version, problem FROM {{t}}{DAMAGE_TABLE} WHERE aggregate_id = ?",
+                (session_aggregate_id(session_id).hex,),
+            ).fetchone()
+            _refuse_damaged(session_id, damage or (None, None))
             return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated)
 
     def _messages(
@@ -743,12 +794,14 @@ class SqlReadModel:
     ) -> SessionSnapshotView | None:
         # One round trip for the lag check, the session row and its checkpoint.
         sql = self.projector.events_table.session_view_sql
-        with self._fresh(sql, (session_id,)) as (cur, head):
+        params = (session_id, session_aggregate_id(session_id).hex)
+        with self._fresh(sql, params) as (cur, head):
             return self._session_view(cur, session_id, head[2:], tail_only, after_seq)
 
     def _session_view(
         self, cur: Cur, session_id: str, row: Sequence[Any], tail_only: bool, after_seq: int
     ) -> SessionSnapshotView | None:
+        _refuse_damaged(session_id, row[-2:])
         if row[0] is None:
             return None
         session = _session_row(row[:_N_SESSION_COLS])

@@ -249,3 +249,38 @@ def test_a_damaged_snapshot_is_skipped_and_the_session_replayed_from_its_events(
     ok(bus.dispatch_json({"type": "replay_session", "session_id": "s", "at_version": 10}))
     assert ok(bus.dispatch_json({"type": "invalidate_history", "session_id": "s", "kind": "rewind",
                                  "to_seq": 16}))["context_generation"] == 1
+
+
+# ---------------------------------------- the read model catching up (review of issue 13)
+@pytest.mark.parametrize(("version", "state"), [(DAMAGED_VERSION, b'{"seq": 2, "role": "assis'), (1, b"{}")],
+                         ids=["message", "started"])
+def test_a_damaged_row_met_while_the_read_model_catches_up_stops_only_its_session(
+    harness: Harness, version: int, state: bytes
+) -> None:
+    _fill(harness, "s")
+    _fill(harness, "other")
+    _damage(harness, "s", version, state=state)
+    # A read model rebuilt from the events (as after a schema upgrade) meets the row.
+    harness.execute("UPDATE {t}rm_position SET notification_id = 1 WHERE name = 'schema'")
+    bus = harness.reopen()
+    assert len(ok(bus.dispatch_json({"type": "get_history", "session_id": "other"}))["messages"]) == 16
+    ok(bus.dispatch_json({"type": "append_messages", "session_id": "other", "messages": [user("more")]}))
+    ok(bus.dispatch_json({"type": "prepare_turn", "session_id": "other", "system_prompt": "hi", "tools": []}))
+    ok(bus.dispatch_json({"type": "list_sessions"}))
+    for command in [*COMMANDS, {"type": "list_checkpoints", "session_id": "s"}]:
+        error = err(bus.dispatch_json(command), "corrupt_event")
+        assert (error["details"]["session_id"], error["details"]["version"]) == ("s", version), error
+
+
+def test_a_version_5_read_model_gains_the_damage_table_without_a_rebuild(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    _fill(harness, "s")
+    harness.execute("DROP TABLE {t}rm_damaged")
+    harness.execute("UPDATE {t}rm_position SET notification_id = 5 WHERE name = 'schema'")
+    position = harness.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")
+    bus = harness.reopen()
+    assert len(ok(bus.dispatch_json({"type": "get_history", "session_id": "s"}))["messages"]) == 16
+    assert harness.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'") == position
+    assert harness.count("rm_damaged") == 0
+    assert "rebuilding" not in caplog.text
