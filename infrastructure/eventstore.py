@@ -13,6 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from types import MethodType
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
@@ -364,6 +365,17 @@ def snapshot_step(interval: int, version: int) -> int:
     return interval * (1 << (ratio.bit_length() - 1)) if ratio > 1 else interval
 
 
+def _without_inner_retries(recorder: Any) -> None:
+    """eventsourcing retries each PostgreSQL query ten times on an ``OperationalError``,
+    a lock wait that timed out among them; inside our own retries (loading a session,
+    the command loop) that made fifty lock waits of one command. The recorder's reads
+    are used undecorated: the callers' loops decide how often to try again."""
+    for name in ("select_events", "select_notifications", "max_notification_id"):
+        inner = getattr(getattr(type(recorder), name, None), "__wrapped__", None)
+        if inner is not None:
+            setattr(recorder, name, MethodType(inner, recorder))
+
+
 class SessionsApplication(Application[UUID]):
     """Sessions as event-sourced aggregates; snapshots every ``snapshot_interval`` events
     (more sparsely as a session grows, see ``snapshot_step``)."""
@@ -387,6 +399,9 @@ class SessionsApplication(Application[UUID]):
         self.projector.mapper = self.mapper
         if self.snapshots is not None:
             self.recorder.snapshot_recorder = self.snapshots.recorder  # type: ignore[attr-defined]
+        if dialect.is_postgres:
+            for recorder in (self.recorder, getattr(self.snapshots, "recorder", None)):
+                _without_inner_retries(recorder)
 
     def construct_env(self, name: str, env: Any = None) -> Environment:
         # Only the configuration we pass: eventsourcing would also merge os.environ,
