@@ -189,3 +189,28 @@ def test_sqlite_files_are_created_readable_by_their_owner_only(tmp_path: Path) -
         assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == {f.name: 0o600 for f in files}
     finally:
         bus.close()
+
+
+@pytest.mark.parametrize("form", ["file:{path}", "file:{path}?mode=rwc&cache=private", "file://{path}"])
+def test_sqlite_uri_files_are_created_readable_by_their_owner_only(tmp_path: Path, form: str) -> None:
+    path = tmp_path / "uri private.db"
+    quoted = str(path).replace(" ", "%20")
+    previous = os.umask(0o022)
+    try:
+        bus = bootstrap(Settings(database_url="sqlite:///" + form.format(path=quoted), summarizer="extractive"))
+    finally:
+        os.umask(previous)
+    try:
+        assert bus.dispatch_json({"type": "start_session", "session_id": "s", "model": "gpt-4o"})["ok"]
+        files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+        assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == {f.name: 0o600 for f in files}
+    finally:
+        bus.close()
+
+
+def test_a_read_write_sqlite_uri_never_creates_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "absent.db"
+    with pytest.raises(Exception) as raised:
+        bootstrap(Settings(database_url=f"sqlite:///file:{path}?mode=rw", summarizer="extractive"))
+    assert getattr(raised.value, "code", None) == "storage_error"
+    assert not path.exists()
