@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -359,50 +360,86 @@ class ReadModelProjector:
         self._advance(cur, ids[-1])
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
-        """Apply stored notifications with ``after < id < before``; returns the last id."""
-        assert self.mapper is not None, "projector used before the application wired it"
+        """Apply stored notifications with ``after < id < before``; returns the last id.
+
+        One damaged row stops its own session (``rm_damaged``), never the catch-up of all.
+        """
         last = after
         upper = before if before is not None else 2**62
         damaged = {row[0] for row in cur.execute(f"SELECT aggregate_id FROM {{t}}{DAMAGE_TABLE}").fetchall()}
+
+        def note(notification: Notification, problem: str) -> None:
+            cur.execute(
+                f"INSERT INTO {{t}}{DAMAGE_TABLE} (aggregate_id, notification_id, version, problem)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (aggregate_id) DO NOTHING",
+                (notification.originator_id.hex, notification.id, notification.originator_version, problem),
+            )
+            log.warning(
+                "read model skipped a damaged event and the rest of its session",
+                extra={"aggregate_id": notification.originator_id.hex, "notification_id": notification.id,
+                       "version": notification.originator_version, "problem": problem},
+            )
+
         while True:
             rows = cur.execute(self.events_table.select_sql, (last, upper, batch)).fetchall()
             if not rows:
                 return last
-            decoded: list[tuple[int, Any]] = []
-            for row in rows:
-                originator_id = row[1] if isinstance(row[1], UUID) else UUID(str(row[1]))
-                notification = Notification(
+            notifications = [
+                Notification(
                     id=int(row[0]),
-                    originator_id=originator_id,
+                    originator_id=row[1] if isinstance(row[1], UUID) else UUID(str(row[1])),
                     originator_version=int(row[2]),
                     topic=row[3],
                     state=bytes(row[4]),
                 )
-                last = notification.id
-                if originator_id.hex in damaged:
-                    continue  # unreadable from its damaged row on
-                try:
-                    decoded.append((notification.id, self.mapper.to_domain_event(notification)))
-                except CorruptEvent as exc:
-                    # One damaged row stops its own session, never the catch-up of all.
-                    self._damaged(cur, notification, exc)
-                    damaged.add(originator_id.hex)
-            self.apply_all(cur, decoded)
+                for row in rows
+            ]
+            self.apply_stored(cur, notifications, damaged, note)
+            last = notifications[-1].id
             self._advance(cur, last)
 
-    @staticmethod
-    def _damaged(cur: Cur, notification: Notification, exc: CorruptEvent) -> None:
-        problem = str(exc.details.get("problem", "unreadable"))
-        cur.execute(
-            f"INSERT INTO {{t}}{DAMAGE_TABLE} (aggregate_id, notification_id, version, problem)"
-            " VALUES (?, ?, ?, ?) ON CONFLICT (aggregate_id) DO NOTHING",
-            (notification.originator_id.hex, notification.id, notification.originator_version, problem),
-        )
-        log.warning(
-            "read model skipped a damaged event and the rest of its session",
-            extra={"aggregate_id": notification.originator_id.hex, "notification_id": notification.id,
-                   "version": notification.originator_version, "problem": problem},
-        )
+    def apply_stored(
+        self,
+        cur: Cur,
+        notifications: Sequence[Notification],
+        damaged: set[str],
+        on_damage: Callable[[Notification, str], None],
+    ) -> None:
+        """Decode and apply stored notifications in order (replay, ``verify``).
+
+        A row that does not decode, or does not fit its session's earlier events (a seq
+        already taken, an event before its session started), goes to ``on_damage``; it
+        and the rest of its session (aggregate ids in ``damaged``, which grows) are left
+        out. A batch is applied whole, and again event by event only when it fails.
+        """
+        assert self.mapper is not None, "projector used before the application wired it"
+        decoded: list[tuple[Notification, Any]] = []
+        for notification in notifications:
+            if notification.originator_id.hex in damaged:
+                continue  # unreadable from its damaged row on
+            try:
+                decoded.append((notification, self.mapper.to_domain_event(notification)))
+            except CorruptEvent as exc:
+                on_damage(notification, str(exc.details.get("problem", "unreadable")))
+                damaged.add(notification.originator_id.hex)
+        try:
+            with _savepoint(cur):
+                self.apply_all(cur, [(n.id, event) for n, event in decoded])
+            return
+        except Exception as exc:  # noqa: BLE001 - sorted out below
+            if not _misfit(exc):
+                raise
+        for notification, event in decoded:
+            if notification.originator_id.hex in damaged:
+                continue
+            try:
+                with _savepoint(cur):
+                    self.apply_all(cur, [(notification.id, event)])
+            except Exception as exc:  # noqa: BLE001
+                if not _misfit(exc):
+                    raise
+                on_damage(notification, "does not fit the session's earlier events")
+                damaged.add(notification.originator_id.hex)
 
     def apply_all(self, cur: Cur, events: Sequence[tuple[int, Any]], *, strict: bool = False) -> None:
         """Apply (notification id, event) pairs in order; runs of appended messages of one
@@ -617,6 +654,26 @@ class ReadModelProjector:
              e.legacy_seq_upto, e.last_compressed_message_at, e.created_at),
         )
         self._touch(cur, sid, e)
+
+
+@contextmanager
+def _savepoint(cur: Cur) -> Iterator[None]:
+    cur.execute("SAVEPOINT ctxc_apply")
+    try:
+        yield
+    except BaseException:
+        cur.execute("ROLLBACK TO SAVEPOINT ctxc_apply")
+        raise
+    finally:
+        cur.execute("RELEASE SAVEPOINT ctxc_apply")
+
+
+def _misfit(exc: BaseException) -> bool:
+    """A stored event the read model cannot place: a key it repeats (a driver's
+    integrity error) or a session it does not know."""
+    if isinstance(exc, (ProjectionOutOfOrder, sqlite3.IntegrityError, IntegrityError)):
+        return True
+    return type(exc).__module__.startswith("psycopg") and str(getattr(exc, "sqlstate", "")).startswith("23")
 
 
 def _refuse_damaged(session_id: str, damage: Sequence[Any]) -> None:

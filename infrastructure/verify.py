@@ -11,8 +11,6 @@ from typing import Any
 
 from eventsourcing.sqlite import SQLiteDatastore
 
-from context_compaction.domain.errors import CorruptEvent
-
 from .database import Database, Dialect
 from .readmodel import PROJECTED_TABLES, SCHEMA, EventsTable, ReadModelProjector, SqlReadModel
 
@@ -119,7 +117,7 @@ def verify(
         }
         sessions = dict(cur.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
     damaged: list[DamagedRow] = []
-    broken: set[Any] = set()
+    broken: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="ctxc-verify-") as tmp:
         datastore = SQLiteDatastore(str(Path(tmp) / "scratch.db"))
         try:
@@ -131,21 +129,17 @@ def verify(
             projector.mapper = app.mapper
             events = 0
             start = 1
+
+            def on_damage(note: Any, problem: str) -> None:
+                damaged.append(_damaged(note, problem, sessions))
+
             while start <= position:
                 notes = app.recorder.select_notifications(start=start, limit=BATCH, stop=position)
                 if not notes:
                     break
-                decoded = []
-                for note in notes:
-                    if note.originator_id in broken:
-                        continue  # its session is unreadable from the damaged row on
-                    try:
-                        decoded.append((note.id, app.mapper.to_domain_event(note)))
-                    except CorruptEvent as exc:
-                        damaged.append(_damaged(note, exc, sessions))
-                        broken.add(note.originator_id)
                 with scratch.write() as cur:
-                    projector.apply_all(cur, decoded)
+                    # (a session is left out from its damaged row on)
+                    projector.apply_stored(cur, notes, broken, on_damage)
                 events += len(notes)
                 start = notes[-1].id + 1
                 if on_progress is not None:
@@ -161,14 +155,14 @@ def verify(
     return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged)
 
 
-def _damaged(note: Any, exc: CorruptEvent, sessions: dict[str, str]) -> DamagedRow:
+def _damaged(note: Any, problem: str, sessions: dict[str, str]) -> DamagedRow:
     aggregate_id = note.originator_id.hex if hasattr(note.originator_id, "hex") else str(note.originator_id)
     return DamagedRow(
         notification_id=int(note.id),
         session_id=sessions.get(aggregate_id),
         aggregate_id=aggregate_id,
         version=int(note.originator_version),
-        problem=str(exc.details.get("problem", exc.message)),
+        problem=problem,
     )
 
 

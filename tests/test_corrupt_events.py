@@ -252,14 +252,23 @@ def test_a_damaged_snapshot_is_skipped_and_the_session_replayed_from_its_events(
 
 
 # ---------------------------------------- the read model catching up (review of issue 13)
-@pytest.mark.parametrize(("version", "state"), [(DAMAGED_VERSION, b'{"seq": 2, "role": "assis'), (1, b"{}")],
-                         ids=["message", "started"])
+def _seq_taken(h: Harness) -> bytes:
+    """The damaged message's state with the seq of the message before it: each field
+    has its type, yet the row does not fit the session's earlier events."""
+    state = _stored_state(h, "s", DAMAGED_VERSION)
+    state["seq"] = DAMAGED_VERSION - 2
+    return orjson.dumps(state)
+
+
+@pytest.mark.parametrize(("version", "state"), [(DAMAGED_VERSION, b'{"seq": 2, "role": "assis'), (1, b"{}"),
+                                                (DAMAGED_VERSION, _seq_taken)],
+                         ids=["message", "started", "seq_taken"])
 def test_a_damaged_row_met_while_the_read_model_catches_up_stops_only_its_session(
-    harness: Harness, version: int, state: bytes
+    harness: Harness, version: int, state: Any
 ) -> None:
     _fill(harness, "s")
     _fill(harness, "other")
-    _damage(harness, "s", version, state=state)
+    _damage(harness, "s", version, state=state if isinstance(state, bytes) else state(harness))
     # A read model rebuilt from the events (as after a schema upgrade) meets the row.
     harness.execute("UPDATE {t}rm_position SET notification_id = 1 WHERE name = 'schema'")
     bus = harness.reopen()
@@ -268,6 +277,8 @@ def test_a_damaged_row_met_while_the_read_model_catches_up_stops_only_its_sessio
     ok(bus.dispatch_json({"type": "prepare_turn", "session_id": "other", "system_prompt": "hi", "tools": []}))
     ok(bus.dispatch_json({"type": "list_sessions"}))
     for command in [*COMMANDS, {"type": "list_checkpoints", "session_id": "s"}]:
+        if callable(state) and command["type"] in ("append_messages", "invalidate_history"):
+            continue  # (its events still decode: the session's own state is intact)
         error = err(bus.dispatch_json(command), "corrupt_event")
         assert (error["details"]["session_id"], error["details"]["version"]) == ("s", version), error
 
@@ -284,3 +295,15 @@ def test_a_version_5_read_model_gains_the_damage_table_without_a_rebuild(
     assert harness.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'") == position
     assert harness.count("rm_damaged") == 0
     assert "rebuilding" not in caplog.text
+
+
+def test_verify_lists_a_row_that_does_not_fit_its_sessions_earlier_events(
+    harness: Harness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(harness, "s")
+    _fill(harness, "other")
+    _damage(harness, "s", DAMAGED_VERSION, state=_seq_taken(harness))
+    harness.bus.close()
+    assert run_cli(["verify", "--db", harness.url, "--json"]) == EXIT_DIFFERENT
+    report = json.loads(capsys.readouterr().out)
+    assert [(row["session_id"], row["version"]) for row in report["damaged_events"]] == [("s", DAMAGED_VERSION)]
