@@ -178,15 +178,16 @@ def message_problem(record: dict[str, Any]) -> str | None:
 
     Beyond the field types: the inner shapes the projection, token counts and summaries
     read (content parts, flat tool calls, provider state). Texts name fields, never data.
+    Runs for every message a restore reads: plain checks, no allocation.
     """
-    seq = record.get("seq")
+    get = record.get
+    seq = get("seq")
     if type(seq) is not int or seq < 1:
         return "seq is not a positive integer"
-    if "role" not in record:
-        return "missing role"
-    if type(record["role"]) is not str:
-        return "role is not a string"
-    content = record.get("content")
+    role = get("role")
+    if type(role) is not str:
+        return "missing role" if "role" not in record else "role is not a string"
+    content = get("content")
     if content is not None and type(content) is not str:
         if type(content) is not list:
             return "content is neither text nor a list of parts"
@@ -198,12 +199,12 @@ def message_problem(record: dict[str, Any]) -> str | None:
                 return "a content part's text is not a string"
             if image is not None and (type(image) is not dict or type(image.get("url", "")) is not str):
                 return "a content part's image_url has no url"
-    for name in ("reasoning", "tool_call_id", "name", "turn_id"):
-        value = record.get(name)
+    for name in _OPTIONAL_TEXT:
+        value = get(name)
         if value is not None and type(value) is not str:
             return f"{name} is not a string"
-    calls = record.get("tool_calls")
-    if calls is not None:
+    calls = get("tool_calls")
+    if calls:
         if type(calls) is not list:
             return "tool_calls is not a list"
         for call in calls:
@@ -212,7 +213,7 @@ def message_problem(record: dict[str, Any]) -> str | None:
             arguments = call.get("arguments")
             if arguments is not None and type(arguments) is not str:
                 return "a tool call's arguments are not text"
-    state = record.get("provider_state")
+    state = get("provider_state")
     if state is not None:
         if type(state) is not dict or type(state.get("provider")) is not str or type(state.get("model")) is not str:
             return "provider_state names no provider and model"
@@ -222,3 +223,6 @@ def message_problem(record: dict[str, Any]) -> str | None:
         if fields is not None and (type(fields) is not dict or any(type(v) is not dict for v in fields.values())):
             return "provider_state tool_call_fields is not an object of objects"
     return None
+
+
+_OPTIONAL_TEXT = ("reasoning", "tool_call_id", "name", "turn_id")
