@@ -8,8 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
+from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteDatastore
+
+from context_compaction.domain.errors import CorruptEvent
 
 from .database import Database, Dialect
 from .readmodel import PROJECTED_TABLES, SCHEMA, EventsTable, ReadModelProjector, SqlReadModel
@@ -32,9 +36,10 @@ class TableDiff:
 
 @dataclass
 class DamagedRow:
-    """A stored event that cannot be read (``corrupt_event``): where, and why."""
+    """A stored event that cannot be read (``corrupt_event``): where, and why. A damaged
+    snapshot (no notification id) is skipped when loading: the events are replayed."""
 
-    notification_id: int
+    notification_id: int | None
     session_id: str | None
     aggregate_id: str
     version: int
@@ -45,7 +50,8 @@ class DamagedRow:
 
     def text(self) -> str:
         owner = f"session {self.session_id!r}" if self.session_id else f"aggregate {self.aggregate_id}"
-        return f"notification {self.notification_id}: {owner}, version {self.version}: {self.problem}"
+        where = f"notification {self.notification_id}" if self.notification_id is not None else "snapshot"
+        return f"{where}: {owner}, version {self.version}: {self.problem}"
 
 
 @dataclass
@@ -55,16 +61,18 @@ class VerifyReport:
     newest: int
     tables: dict[str, TableDiff]
     damaged: list[DamagedRow] = field(default_factory=list)
+    damaged_snapshots: list[DamagedRow] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.damaged and all(t.ok for t in self.tables.values())
+        return not self.damaged and not self.damaged_snapshots and all(t.ok for t in self.tables.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "events": self.events,
             "damaged_events": [row.to_dict() for row in self.damaged[:100]],
+            "damaged_snapshots": [row.to_dict() for row in self.damaged_snapshots[:100]],
             "read_model_position": self.position,
             "newest_notification": self.newest,
             "tables": {
@@ -81,6 +89,10 @@ class VerifyReport:
             lines += [f"  {row.text()}" for row in self.damaged[:20]]
             if len(self.damaged) > 20:
                 lines.append(f"  ... {len(self.damaged) - 20} more (--json lists 100)")
+        if self.damaged_snapshots:
+            lines.append(f"DAMAGED snapshots ({len(self.damaged_snapshots)}), skipped when loading "
+                         "(their sessions are replayed from the events; the row can be deleted):")
+            lines += [f"  {row.text()}" for row in self.damaged_snapshots[:20]]
         if self.position < self.newest:
             lines.append(f"note: the live read model is {self.newest - self.position} notifications behind "
                          "(queries catch up on demand); compared at its position")
@@ -152,13 +164,34 @@ def verify(
         finally:
             datastore.close()
     tables = {name: _diff(name, live[name], rebuilt[name]) for name in PROJECTED_TABLES}
-    return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged)
+    return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged,
+                        damaged_snapshots=_damaged_snapshots(app, read_model, sessions))
 
 
-def _damaged(note: Any, problem: str, sessions: dict[str, str]) -> DamagedRow:
+def _damaged_snapshots(app: Any, read_model: SqlReadModel, sessions: dict[str, str]) -> list[DamagedRow]:
+    """Snapshot rows the mapper refuses (a cache of the events, so only reported)."""
+    if app.snapshots is None:
+        return []
+    table = app.snapshots.recorder.events_table_name
+    found = []
+    with read_model.db.read() as cur:
+        cur.execute(f"SELECT originator_id, originator_version, topic, state FROM {{t}}{table}")
+        while rows := cur.raw.fetchmany(BATCH):
+            for oid, version, topic, state in rows:
+                stored = StoredEvent(oid if isinstance(oid, UUID) else UUID(str(oid)), int(version), topic,
+                                     bytes(state))
+                try:
+                    app.mapper.to_domain_event(stored)
+                except CorruptEvent as exc:
+                    found.append(_damaged(stored, str(exc.details.get("problem", "unreadable")), sessions,
+                                          notification_id=None))
+    return found
+
+
+def _damaged(note: Any, problem: str, sessions: dict[str, str], **where: Any) -> DamagedRow:
     aggregate_id = note.originator_id.hex if hasattr(note.originator_id, "hex") else str(note.originator_id)
     return DamagedRow(
-        notification_id=int(note.id),
+        notification_id=where.get("notification_id", getattr(note, "id", None)),
         session_id=sessions.get(aggregate_id),
         aggregate_id=aggregate_id,
         version=int(note.originator_version),

@@ -236,7 +236,7 @@ SNAPSHOT_DAMAGES = {
 
 @pytest.mark.parametrize("damage", sorted(SNAPSHOT_DAMAGES))
 def test_a_damaged_snapshot_is_skipped_and_the_session_replayed_from_its_events(
-    make_harness: Any, damage: str
+    make_harness: Any, damage: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     h = make_harness("main", snapshot_interval=5)
     _fill(h, "s")
@@ -249,6 +249,11 @@ def test_a_damaged_snapshot_is_skipped_and_the_session_replayed_from_its_events(
     ok(bus.dispatch_json({"type": "replay_session", "session_id": "s", "at_version": 10}))
     assert ok(bus.dispatch_json({"type": "invalidate_history", "session_id": "s", "kind": "rewind",
                                  "to_seq": 16}))["context_generation"] == 1
+    bus.close()
+    assert run_cli(["verify", "--db", h.url, "--json"]) == EXIT_DIFFERENT  # the operator hears of it
+    report = json.loads(capsys.readouterr().out)
+    assert [(row["session_id"], row["version"]) for row in report["damaged_snapshots"]] == [("s", 17)]
+    assert report["damaged_events"] == []
 
 
 # ---------------------------------------- the read model catching up (review of issue 13)
