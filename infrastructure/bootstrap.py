@@ -58,11 +58,12 @@ def _create_private_file(target: DatabaseTarget) -> None:
     conversations. SQLite gives its -wal and -shm files the database file's mode."""
     if target.dialect.is_postgres:
         return
-    path: str | None = target.env["SQLITE_DBNAME"]
+    path = target.env["SQLITE_DBNAME"]
     if path.startswith("file:"):  # an SQLite URI (in-memory databases among them)
-        path = _uri_file(path)
-        if path is None:
+        in_uri = _uri_file(path)
+        if in_uri is None:
             return
+        path = in_uri
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:

@@ -13,8 +13,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
-from types import MethodType
 from contextlib import contextmanager
+from types import MethodType
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 

@@ -183,15 +183,15 @@ def _damaged_snapshots(app: Any, read_model: SqlReadModel, sessions: dict[str, s
                 try:
                     app.mapper.to_domain_event(stored)
                 except CorruptEvent as exc:
-                    found.append(_damaged(stored, str(exc.details.get("problem", "unreadable")), sessions,
-                                          notification_id=None))
+                    found.append(_damaged(stored, str(exc.details.get("problem", "unreadable")), sessions))
     return found
 
 
-def _damaged(note: Any, problem: str, sessions: dict[str, str], **where: Any) -> DamagedRow:
+def _damaged(note: Any, problem: str, sessions: dict[str, str]) -> DamagedRow:
+    """A notification, or a snapshot row (which has no notification id)."""
     aggregate_id = note.originator_id.hex if hasattr(note.originator_id, "hex") else str(note.originator_id)
     return DamagedRow(
-        notification_id=where.get("notification_id", getattr(note, "id", None)),
+        notification_id=getattr(note, "id", None),
         session_id=sessions.get(aggregate_id),
         aggregate_id=aggregate_id,
         version=int(note.originator_version),
