@@ -189,8 +189,8 @@ def _mutate(
             )
             if conflict.busy:
                 time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
-            if after_conflict is not None:
-                after_conflict()
+            if after_conflict is not None and not conflict.busy:
+                after_conflict()  # (a busy save learned nothing: its retry's save tells)
 
 
 def _mark_contended(services: Services, session_id: str) -> None:
