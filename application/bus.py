@@ -17,9 +17,13 @@ from context_compaction.domain.errors import (
 from context_compaction.domain.messages import json_problem
 
 from .commands import COMMAND_ADAPTER, Command, command_types
+from .context import detached
+from .results import ProjectionResult, TurnRequest
 from .services import Services
 
 log = logging.getLogger("context_compaction.bus")
+
+_SHARING_MESSAGES = (TurnRequest, ProjectionResult)
 
 Handler = Callable[[Any, Services], BaseModel]
 
@@ -41,6 +45,14 @@ class MessageBus:
     # ---------------------------------------------------------------- typed
     def dispatch(self, command: Command) -> Any:
         """Run one command; raises ``ContextCompactionError`` (with ``.code``) on failure."""
+        result = self._handle(command)
+        if isinstance(result, _SHARING_MESSAGES):
+            # Their messages come from the process's cached projection: the typed caller
+            # gets its own copy to mark or edit (``dispatch_json`` serializes anyway).
+            result.messages = detached(result.messages)
+        return result
+
+    def _handle(self, command: Command) -> Any:
         if self._closed:
             raise InvalidCommand("the bus is closed")
         handler = self.handlers.get(type(command))
@@ -57,8 +69,7 @@ class MessageBus:
         """
         try:
             command = self.parse(data)
-            result = self.dispatch(command)
-            return {"ok": True, "result": _jsonable(result)}
+            return {"ok": True, "result": _jsonable(self._handle(command))}
         except ContextCompactionError as exc:
             return {"ok": False, "error": exc.to_dict()}
         except Exception as exc:  # noqa: BLE001 - the envelope promise

@@ -270,6 +270,21 @@ def load_context(svc: Services, session_id: str, *, allow_deleted: bool = False)
     raise SessionNotFound(f"session {session_id!r} kept changing; try again")
 
 
+def detached(value: Any) -> Any:
+    """A copy of JSON-shaped ``value`` that shares no dict or list with it.
+
+    Provider messages of a projection are shared with the cache (the incremental
+    builder converts each message once, and a message's content list is its stored
+    record's); a caller that is handed them gets this copy to change as it likes.
+    """
+    kind = type(value)
+    if kind is dict:
+        return {key: detached(item) for key, item in value.items()}
+    if kind is list:
+        return [detached(item) for item in value]
+    return value
+
+
 def current_context(svc: Services, session_id: str, *, allow_deleted: bool = False) -> SessionContext:
     return svc.contexts.get(svc, session_id, allow_deleted=allow_deleted)
 

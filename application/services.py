@@ -114,18 +114,26 @@ def mutate(
     decide: Callable[[Session], T],
     *,
     deadline_seconds: float = COMMAND_DEADLINE_SECONDS,
+    after_conflict: Callable[[], None] | None = None,
 ) -> tuple[T, Session, bool]:
     """Load → decide → save; after a lost race, decide again under the writer lock.
 
-    ``decide`` runs the aggregate's command method; if it raises, nothing is saved.
+    ``decide`` runs the aggregate's command method; if it raises, nothing is saved. It
+    must not use the database: it may run holding the writer lock (ADR 0021). What has
+    to be looked up again after a lost race goes in ``after_conflict``, which runs
+    before the next decision, outside that lock, and may raise to end the command.
     Returns the decision, the session and whether any event was saved.
     """
     with services.session_lock(session_id):
-        return _mutate(services, session_id, decide, deadline_seconds)
+        return _mutate(services, session_id, decide, deadline_seconds, after_conflict)
 
 
 def _mutate(
-    services: Services, session_id: str, decide: Callable[[Session], T], deadline_seconds: float
+    services: Services,
+    session_id: str,
+    decide: Callable[[Session], T],
+    deadline_seconds: float,
+    after_conflict: Callable[[], None] | None,
 ) -> tuple[T, Session, bool]:
     now = time.monotonic()
     give_up_at = now + deadline_seconds
@@ -181,6 +189,8 @@ def _mutate(
             )
             if conflict.busy:
                 time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
+            if after_conflict is not None and not conflict.busy:
+                after_conflict()  # (a busy save learned nothing: its retry's save tells)
 
 
 def _mark_contended(services: Services, session_id: str) -> None:

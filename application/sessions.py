@@ -136,16 +136,14 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
     generated = cmd.command_id is None
     command_id = cmd.command_id or svc.ids.new_id(AUTO_COMMAND_PREFIX)
     needs_producer = any(m.has_provider_output for m in cmd.messages)
-    attempts = 0
+
+    def taken_meanwhile() -> None:
+        # A save conflicted: another command may have taken this id meanwhile.
+        taken = svc.read_model.command(command_id)
+        if taken is not None and (taken.session_id, taken.kind) != (cmd.session_id, "append_messages"):
+            raise _idempotency_conflict(command_id, "for another command")
 
     def decide(session: Session) -> list[int]:
-        nonlocal attempts
-        attempts += 1
-        if attempts > 1 and not generated:
-            # A save conflicted: another command may have taken this id meanwhile.
-            taken = svc.read_model.command(command_id)
-            if taken is not None and (taken.session_id, taken.kind) != (cmd.session_id, "append_messages"):
-                raise _idempotency_conflict(command_id, "for another command")
         producer = None
         if needs_producer:
             model = cmd.model or session.model
@@ -158,7 +156,9 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
             command_generated=generated,
         )
 
-    seqs, session, saved = mutate(svc, cmd.session_id, decide)
+    seqs, session, saved = mutate(
+        svc, cmd.session_id, decide, after_conflict=None if generated else taken_meanwhile
+    )
     if not saved and not generated:
         # The aggregate knew the id (a concurrent duplicate won the race): the same
         # payload gets the original result, another one a conflict.

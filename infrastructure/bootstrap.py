@@ -60,7 +60,10 @@ def _create_private_file(target: DatabaseTarget) -> None:
         return
     path = target.env["SQLITE_DBNAME"]
     if path.startswith("file:"):  # an SQLite URI (in-memory databases among them)
-        return
+        in_uri = _uri_file(path)
+        if in_uri is None:
+            return
+        path = in_uri
     try:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
@@ -68,6 +71,17 @@ def _create_private_file(target: DatabaseTarget) -> None:
     except OSError as exc:  # (``opening`` names the file)
         cause = exc.strerror or type(exc).__name__
         raise StorageError(cause, details={"cause": cause}) from None
+
+
+def _uri_file(uri: str) -> str | None:
+    """The file an SQLite ``file:`` URI may create (None: in memory, or a mode that
+    never creates one, which must keep failing on a missing file)."""
+    parsed = urlparse(uri)
+    mode = (parse_qs(parsed.query).get("mode") or ["rwc"])[-1]
+    path = unquote(parsed.path)
+    if mode != "rwc" or parsed.netloc not in ("", "localhost") or path in ("", ":memory:"):
+        return None
+    return path
 
 
 def _cannot_open(target: DatabaseTarget, cause: str) -> StorageError:

@@ -51,17 +51,28 @@ def _bus(args: argparse.Namespace, **extra: Any) -> Any:
     return bootstrap(settings)
 
 
+# What a terminal acts on instead of showing: C0 controls (newline aside), DEL, C1
+# controls, bidi embeddings, overrides and isolates. Stored text (messages, ids, tool
+# names) is data: it reaches the operator's terminal escaped, never as a command to it.
+_SHOWN = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+_SHOWN.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+
+
+def _shown(text: str) -> str:
+    return text.translate(_SHOWN)
+
+
 def _emit(args: argparse.Namespace, result: Any, text: str) -> int:
     if args.json:
         data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
-        print(text)
+        print(_shown(text))
     return EXIT_OK
 
 
 def _table(rows: list[list[Any]], header: list[str]) -> str:
-    cells = [[str(c) for c in header]] + [["" if c is None else str(c) for c in row] for row in rows]
+    cells = [[str(c) for c in header]] + [["" if c is None else _shown(str(c)) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -220,7 +231,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(report.text())
+        print(_shown(report.text()))
     return EXIT_OK if report.ok else EXIT_DIFFERENT
 
 
@@ -233,7 +244,7 @@ def cmd_import_legacy(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(report.text())
+        print(_shown(report.text()))
     return EXIT_OK
 
 
@@ -334,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     except ContextCompactionError as exc:
         if args.json:
             print(json.dumps({"ok": False, "error": exc.to_dict()}))
-        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
+        print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130

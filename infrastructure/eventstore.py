@@ -14,10 +14,16 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from types import MethodType
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import (
+    AggregateNotFoundError,
+    Application,
+    ProcessingEvent,
+    project_aggregate,
+)
 from eventsourcing.domain import CanMutateAggregate, Snapshot
 from eventsourcing.persistence import (
     IntegrityError,
@@ -36,7 +42,7 @@ from context_compaction.domain.errors import (
     SessionNotFound,
     StorageError,
 )
-from context_compaction.domain.session import Session, session_aggregate_id
+from context_compaction.domain.session import Session, session_aggregate_id, snapshot_problem
 
 from .database import (
     Cur,
@@ -49,7 +55,14 @@ from .database import (
     storage_failure,
 )
 from .readmodel import SCHEMA_VERSION, EventsTable, ReadModelProjector, SqlReadModel
-from .transcoding import PlainJSONTranscoder, corrupt_event, naming_session, required_fields
+from .transcoding import (
+    PlainJSONTranscoder,
+    corrupt_event,
+    field_checks,
+    message_problem,
+    naming_session,
+    required_fields,
+)
 
 log = logging.getLogger("context_compaction.eventstore")
 
@@ -183,6 +196,7 @@ class EventMapper(Mapper[UUID]):
         super().__init__(*args, **kwargs)
         self._classes = _event_classes()
         self._required = {cls: required_fields(cls) for cls in self._classes.values()}
+        self._checks = {cls: field_checks(cls) for cls in self._classes.values()}
         self._aggregates = {get_topic(Session): Session}
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
@@ -213,8 +227,19 @@ class EventMapper(Mapper[UUID]):
         missing = self._required[cls] - event_state.keys()
         if missing:
             raise self._corrupt(stored_event, f"missing {', '.join(sorted(missing)[:4])}")
-        if cls is Snapshot and self._aggregates.get(event_state["topic"]) is None:
-            raise self._corrupt(stored_event, "snapshot of an unknown aggregate topic")
+        for name, test in self._checks[cls]:
+            if name in event_state and not test(event_state[name]):
+                raise self._corrupt(stored_event, f"{name} has the wrong type")
+        if cls is Session.MessageAppended:
+            problem = message_problem(event_state)
+            if problem is not None:
+                raise self._corrupt(stored_event, problem)
+        if cls is Snapshot:
+            if self._aggregates.get(event_state["topic"]) is None:
+                raise self._corrupt(stored_event, "snapshot of an unknown aggregate topic")
+            problem = snapshot_problem(event_state["state"])
+            if problem is not None:
+                raise self._corrupt(stored_event, f"snapshot: {problem}")
         domain_event = object.__new__(cls)
         object.__setattr__(domain_event, "__dict__", event_state)
         return domain_event
@@ -340,6 +365,17 @@ def snapshot_step(interval: int, version: int) -> int:
     return interval * (1 << (ratio.bit_length() - 1)) if ratio > 1 else interval
 
 
+def _without_inner_retries(recorder: Any) -> None:
+    """eventsourcing retries each PostgreSQL query ten times on an ``OperationalError``,
+    a lock wait that timed out among them; inside our own retries (loading a session,
+    the command loop) that made fifty lock waits of one command. The recorder's reads
+    are used undecorated: the callers' loops decide how often to try again."""
+    for name in ("select_events", "select_notifications", "max_notification_id"):
+        inner = getattr(getattr(type(recorder), name, None), "__wrapped__", None)
+        if inner is not None:
+            setattr(recorder, name, MethodType(inner, recorder))
+
+
 class SessionsApplication(Application[UUID]):
     """Sessions as event-sourced aggregates; snapshots every ``snapshot_interval`` events
     (more sparsely as a session grows, see ``snapshot_step``)."""
@@ -363,6 +399,9 @@ class SessionsApplication(Application[UUID]):
         self.projector.mapper = self.mapper
         if self.snapshots is not None:
             self.recorder.snapshot_recorder = self.snapshots.recorder  # type: ignore[attr-defined]
+        if dialect.is_postgres:
+            for recorder in (self.recorder, getattr(self.snapshots, "recorder", None)):
+                _without_inner_retries(recorder)
 
     def construct_env(self, name: str, env: Any = None) -> Environment:
         # Only the configuration we pass: eventsourcing would also merge os.environ,
@@ -490,7 +529,8 @@ class SqlEventStore:
             except AggregateNotFoundError:
                 raise SessionNotFound(f"session {session_id!r} does not exist") from None
             except CorruptEvent as exc:
-                raise naming_session(exc, session_id) from None
+                session = self._from_events(session_id, aggregate_id, version, exc)
+                break
             except StorageBusy as exc:
                 if attempt == 4:
                     raise StorageError(
@@ -503,6 +543,28 @@ class SqlEventStore:
         if version is None:
             self._remember(session_id, session)
         return session
+
+    def _from_events(
+        self, session_id: str, aggregate_id: UUID, version: int | None, damaged: CorruptEvent
+    ) -> Session:
+        """The session rebuilt from its events alone, when ``damaged`` may be its snapshot:
+        a snapshot is a cache of the events, so a damaged one costs a full replay, not the
+        session (ADR 0022). A damaged event is raised as such."""
+        if self.app.snapshots is None:
+            raise naming_session(damaged, session_id) from None
+        try:
+            with storage_errors():
+                session = project_aggregate(None, self.app.events.get(aggregate_id, lte=version))
+        except CorruptEvent as exc:
+            raise naming_session(exc, session_id) from None
+        if session is None:
+            raise SessionNotFound(f"session {session_id!r} does not exist")
+        log.warning(
+            "damaged snapshot skipped, the session was replayed from its events",
+            extra={"session_id": session_id, "version": damaged.details.get("version"),
+                   "problem": damaged.details.get("problem")},
+        )
+        return session  # type: ignore[no-any-return]
 
     def _cached(self, session_id: str, *, fast_forward: bool) -> Session | None:
         with self._lock:

@@ -5,7 +5,7 @@ the same envelopes; the OpenAPI document is generated from the pydantic command 
 ``GET /healthz`` checks the database. Bearer-token auth: without a token the server
 refuses to start unless it is bound to loopback with ``--insecure-local``; ``/docs`` and
 ``/openapi.json`` need the token too unless ``--public-docs``. Every error, the HTTP
-layer's own included (404, 405, 408, 503), is an envelope.
+layer's own included (400, 404, 405, 408, 503), is an envelope.
 
 The edge (ADR 0020): at most ``--max-connections`` open connections, the oldest one
 still waiting for its request closed to make room; a request must arrive complete within
@@ -275,6 +275,13 @@ def guarded_protocol(*, max_connections: int, request_timeout: float) -> type:
                 self.transport.write(_raw_response(
                     408, "Request Timeout", "request_timeout",
                     f"the request did not arrive within {request_timeout:g} s"))
+            self.transport.close()
+
+        def send_400_response(self, msg: str) -> None:
+            # h11 refused the bytes as HTTP (uvicorn's own answer is plain text).
+            self._cancel_timer()
+            self.transport.write(_raw_response(
+                400, "Bad Request", "invalid_command", "the request is not valid HTTP/1.1"))
             self.transport.close()
 
         def _make_room(self) -> None:

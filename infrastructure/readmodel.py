@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -28,13 +29,13 @@ from context_compaction.application.ports import (
 )
 from context_compaction.domain.budget import LearnedWindow
 from context_compaction.domain.messages import MessageRecord
-from context_compaction.domain.session import Session
+from context_compaction.domain.session import Session, session_aggregate_id
 from context_compaction.domain.summary import storable_text
 
-from context_compaction.domain.errors import StorageError
+from context_compaction.domain.errors import CorruptEvent, StorageError
 
 from .database import Cur, Database, StorageBusy, quote_identifier
-from .transcoding import PlainJSONTranscoder, corrupt_event
+from .transcoding import PlainJSONTranscoder, corrupt_event, message_problem
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -42,7 +43,10 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+#: The oldest version whose tables still have today's shape (later versions only added
+#: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
+SAME_SHAPE_SINCE = 5
 _SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
@@ -90,7 +94,15 @@ SCHEMA: tuple[str, ...] = (
     " key TEXT PRIMARY KEY, session_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
     " content TEXT NOT NULL, created_at TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
+    # Sessions whose events the read model could not project (a damaged row met while
+    # catching up): their queries answer corrupt_event instead of a partial state.
+    "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
+    " aggregate_id TEXT PRIMARY KEY, notification_id {INT} NOT NULL, version {INT} NOT NULL,"
+    " problem TEXT NOT NULL){WR}",
 )
+#: Rebuilt with the projected tables, but not compared by ``verify`` (which lists
+#: damaged rows itself, also those the live read model projected before the damage).
+DAMAGE_TABLE = "rm_damaged"
 
 #: Tables that are a pure function of the events (compared by ``verify``).
 PROJECTED_TABLES: dict[str, str] = {
@@ -113,6 +125,12 @@ _CHECKPOINT_COLS = (
     " tokens_before, tokens_after, degraded, summary_source, created_at, version"
 )
 _N_SESSION_COLS = len(_SESSION_COLS.split(","))
+# The session row and whether the read model met a damaged event of it (rm_damaged).
+_SESSION_SQL = (
+    "SELECT " + ", ".join("s." + c.strip() for c in _SESSION_COLS.split(",")) + ", d.version, d.problem"
+    " FROM (SELECT 1 AS one) o LEFT JOIN {t}rm_sessions s ON s.session_id = ?"
+    " LEFT JOIN {t}rm_damaged d ON d.aggregate_id = ?"
+)
 # Newest notification, read-model position, the session row and its active checkpoint:
 # the whole head of a session view in one round trip (always exactly one row).
 _SESSION_VIEW_SQL = (
@@ -120,8 +138,10 @@ _SESSION_VIEW_SQL = (
     + ", ".join("s." + c.strip() for c in _SESSION_COLS.split(","))
     + ", "
     + ", ".join("c." + c.strip() for c in _CHECKPOINT_COLS.split(","))
-    + " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
+    + ", d.version, d.problem"
+    " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
     " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = s.active_checkpoint_id"
+    " LEFT JOIN {{t}}rm_damaged d ON d.aggregate_id = ?"
 )
 _BODY_FIELDS = (
     "role",
@@ -214,10 +234,13 @@ def _message(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> M
         raise _DamagedMessage(row[0], f"state does not decode: {type(exc).__name__}") from None
     if not row[3]:
         raise _DamagedMessage(row[0], "unknown event topic")
-    if type(record) is not dict or "role" not in record:
-        raise _DamagedMessage(row[0], "missing role")
-    if type(record["role"]) is not str:
-        raise _DamagedMessage(row[0], "role is not a string")
+    if type(record) is not dict:
+        raise _DamagedMessage(row[0], "state is not an object")
+    problem = message_problem(record)
+    if problem is None and record["seq"] != row[0]:
+        problem = "seq differs from its read-model row"
+    if problem is not None:
+        raise _DamagedMessage(row[0], problem)
     for name in _ENVELOPE_FIELDS:
         record.pop(name, None)
     for name in _BODY_FIELDS:
@@ -337,28 +360,86 @@ class ReadModelProjector:
         self._advance(cur, ids[-1])
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
-        """Apply stored notifications with ``after < id < before``; returns the last id."""
-        assert self.mapper is not None, "projector used before the application wired it"
+        """Apply stored notifications with ``after < id < before``; returns the last id.
+
+        One damaged row stops its own session (``rm_damaged``), never the catch-up of all.
+        """
         last = after
         upper = before if before is not None else 2**62
+        damaged = {row[0] for row in cur.execute(f"SELECT aggregate_id FROM {{t}}{DAMAGE_TABLE}").fetchall()}
+
+        def note(notification: Notification, problem: str) -> None:
+            cur.execute(
+                f"INSERT INTO {{t}}{DAMAGE_TABLE} (aggregate_id, notification_id, version, problem)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (aggregate_id) DO NOTHING",
+                (notification.originator_id.hex, notification.id, notification.originator_version, problem),
+            )
+            log.warning(
+                "read model skipped a damaged event and the rest of its session",
+                extra={"aggregate_id": notification.originator_id.hex, "notification_id": notification.id,
+                       "version": notification.originator_version, "problem": problem},
+            )
+
         while True:
             rows = cur.execute(self.events_table.select_sql, (last, upper, batch)).fetchall()
             if not rows:
                 return last
-            decoded: list[tuple[int, Any]] = []
-            for row in rows:
-                originator_id = row[1] if isinstance(row[1], UUID) else UUID(str(row[1]))
-                notification = Notification(
+            notifications = [
+                Notification(
                     id=int(row[0]),
-                    originator_id=originator_id,
+                    originator_id=row[1] if isinstance(row[1], UUID) else UUID(str(row[1])),
                     originator_version=int(row[2]),
                     topic=row[3],
                     state=bytes(row[4]),
                 )
-                decoded.append((notification.id, self.mapper.to_domain_event(notification)))
-                last = notification.id
-            self.apply_all(cur, decoded)
+                for row in rows
+            ]
+            self.apply_stored(cur, notifications, damaged, note)
+            last = notifications[-1].id
             self._advance(cur, last)
+
+    def apply_stored(
+        self,
+        cur: Cur,
+        notifications: Sequence[Notification],
+        damaged: set[str],
+        on_damage: Callable[[Notification, str], None],
+    ) -> None:
+        """Decode and apply stored notifications in order (replay, ``verify``).
+
+        A row that does not decode, or does not fit its session's earlier events (a seq
+        already taken, an event before its session started), goes to ``on_damage``; it
+        and the rest of its session (aggregate ids in ``damaged``, which grows) are left
+        out. A batch is applied whole, and again event by event only when it fails.
+        """
+        assert self.mapper is not None, "projector used before the application wired it"
+        decoded: list[tuple[Notification, Any]] = []
+        for notification in notifications:
+            if notification.originator_id.hex in damaged:
+                continue  # unreadable from its damaged row on
+            try:
+                decoded.append((notification, self.mapper.to_domain_event(notification)))
+            except CorruptEvent as exc:
+                on_damage(notification, str(exc.details.get("problem", "unreadable")))
+                damaged.add(notification.originator_id.hex)
+        try:
+            with _savepoint(cur):
+                self.apply_all(cur, [(n.id, event) for n, event in decoded])
+            return
+        except Exception as exc:  # noqa: BLE001 - sorted out below
+            if not _misfit(exc):
+                raise
+        for notification, event in decoded:
+            if notification.originator_id.hex in damaged:
+                continue
+            try:
+                with _savepoint(cur):
+                    self.apply_all(cur, [(notification.id, event)])
+            except Exception as exc:  # noqa: BLE001
+                if not _misfit(exc):
+                    raise
+                on_damage(notification, "does not fit the session's earlier events")
+                damaged.add(notification.originator_id.hex)
 
     def apply_all(self, cur: Cur, events: Sequence[tuple[int, Any]], *, strict: bool = False) -> None:
         """Apply (notification id, event) pairs in order; runs of appended messages of one
@@ -575,6 +656,32 @@ class ReadModelProjector:
         self._touch(cur, sid, e)
 
 
+@contextmanager
+def _savepoint(cur: Cur) -> Iterator[None]:
+    cur.execute("SAVEPOINT ctxc_apply")
+    try:
+        yield
+    except BaseException:
+        cur.execute("ROLLBACK TO SAVEPOINT ctxc_apply")
+        raise
+    finally:
+        cur.execute("RELEASE SAVEPOINT ctxc_apply")
+
+
+def _misfit(exc: BaseException) -> bool:
+    """A stored event the read model cannot place: a key it repeats (a driver's
+    integrity error) or a session it does not know."""
+    if isinstance(exc, (ProjectionOutOfOrder, sqlite3.IntegrityError, IntegrityError)):
+        return True
+    return type(exc).__module__.startswith("psycopg") and str(getattr(exc, "sqlstate", "")).startswith("23")
+
+
+def _refuse_damaged(session_id: str, damage: Sequence[Any]) -> None:
+    """``damage`` is (version, problem) of the session's row in ``rm_damaged``, or Nones."""
+    if damage[0] is not None:
+        raise corrupt_event(str(damage[1]), version=int(damage[0]), session_id=session_id)
+
+
 class ProjectionOutOfOrder(Exception):
     """The read model saw an event it cannot place: a bug or a corrupted database."""
 
@@ -591,11 +698,11 @@ class SqlReadModel:
         """Create the read-model tables; ``previous`` is the schema version the database
         was marked with (``schema_version()``), None for a new one."""
         with self.db.connection_cursor() as cur:
-            if previous is not None and previous < SCHEMA_VERSION:
+            if previous is not None and previous < SAME_SHAPE_SINCE:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the next read replays the events into the new ones (catch-up
                 # from position 0), exactly as after losing them.
-                for table in PROJECTED_TABLES:
+                for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
                     cur.execute(f"DROP TABLE IF EXISTS {{t}}{table}")
                 cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
                 log.warning(
@@ -669,7 +776,7 @@ class SqlReadModel:
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""
         with self.db.write(self.projector.events_table.lock_sql) as cur:
-            for table in PROJECTED_TABLES:
+            for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
                 cur.execute(f"DELETE FROM {{t}}{table}")
             cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
             return self.projector.replay(cur, after=0)
@@ -681,11 +788,10 @@ class SqlReadModel:
 
     @staticmethod
     def _session(cur: Cur, session_id: str) -> SessionRow | None:
-        row = cur.execute(
-            "SELECT " + _SESSION_COLS + " FROM {t}rm_sessions WHERE session_id = ?",
-            (session_id,),
-        ).fetchone()
-        return _session_row(row) if row else None
+        row = cur.execute(_SESSION_SQL, (session_id, session_aggregate_id(session_id).hex)).fetchone()
+        assert row is not None
+        _refuse_damaged(session_id, row[-2:])
+        return _session_row(row) if row[0] is not None else None
 
     def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]:
         with self.fresh() as cur:
@@ -705,6 +811,11 @@ class SqlReadModel:
         include_invalidated: bool = False,
     ) -> list[MessageRecord]:
         with self.fresh() as cur:
+            damage = cur.execute(
+                f"SELECT version, problem FROM {{t}}{DAMAGE_TABLE} WHERE aggregate_id = ?",
+                (session_aggregate_id(session_id).hex,),
+            ).fetchone()
+            _refuse_damaged(session_id, damage or (None, None))
             return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated)
 
     def _messages(
@@ -740,12 +851,14 @@ class SqlReadModel:
     ) -> SessionSnapshotView | None:
         # One round trip for the lag check, the session row and its checkpoint.
         sql = self.projector.events_table.session_view_sql
-        with self._fresh(sql, (session_id,)) as (cur, head):
+        params = (session_id, session_aggregate_id(session_id).hex)
+        with self._fresh(sql, params) as (cur, head):
             return self._session_view(cur, session_id, head[2:], tail_only, after_seq)
 
     def _session_view(
         self, cur: Cur, session_id: str, row: Sequence[Any], tail_only: bool, after_seq: int
     ) -> SessionSnapshotView | None:
+        _refuse_damaged(session_id, row[-2:])
         if row[0] is None:
             return None
         session = _session_row(row[:_N_SESSION_COLS])

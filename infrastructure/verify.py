@@ -8,7 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
+from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteDatastore
 
 from context_compaction.domain.errors import CorruptEvent
@@ -34,9 +36,10 @@ class TableDiff:
 
 @dataclass
 class DamagedRow:
-    """A stored event that cannot be read (``corrupt_event``): where, and why."""
+    """A stored event that cannot be read (``corrupt_event``): where, and why. A damaged
+    snapshot (no notification id) is skipped when loading: the events are replayed."""
 
-    notification_id: int
+    notification_id: int | None
     session_id: str | None
     aggregate_id: str
     version: int
@@ -47,7 +50,8 @@ class DamagedRow:
 
     def text(self) -> str:
         owner = f"session {self.session_id!r}" if self.session_id else f"aggregate {self.aggregate_id}"
-        return f"notification {self.notification_id}: {owner}, version {self.version}: {self.problem}"
+        where = f"notification {self.notification_id}" if self.notification_id is not None else "snapshot"
+        return f"{where}: {owner}, version {self.version}: {self.problem}"
 
 
 @dataclass
@@ -57,16 +61,18 @@ class VerifyReport:
     newest: int
     tables: dict[str, TableDiff]
     damaged: list[DamagedRow] = field(default_factory=list)
+    damaged_snapshots: list[DamagedRow] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.damaged and all(t.ok for t in self.tables.values())
+        return not self.damaged and not self.damaged_snapshots and all(t.ok for t in self.tables.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "events": self.events,
             "damaged_events": [row.to_dict() for row in self.damaged[:100]],
+            "damaged_snapshots": [row.to_dict() for row in self.damaged_snapshots[:100]],
             "read_model_position": self.position,
             "newest_notification": self.newest,
             "tables": {
@@ -83,6 +89,10 @@ class VerifyReport:
             lines += [f"  {row.text()}" for row in self.damaged[:20]]
             if len(self.damaged) > 20:
                 lines.append(f"  ... {len(self.damaged) - 20} more (--json lists 100)")
+        if self.damaged_snapshots:
+            lines.append(f"DAMAGED snapshots ({len(self.damaged_snapshots)}), skipped when loading "
+                         "(their sessions are replayed from the events; the row can be deleted):")
+            lines += [f"  {row.text()}" for row in self.damaged_snapshots[:20]]
         if self.position < self.newest:
             lines.append(f"note: the live read model is {self.newest - self.position} notifications behind "
                          "(queries catch up on demand); compared at its position")
@@ -119,7 +129,7 @@ def verify(
         }
         sessions = dict(cur.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
     damaged: list[DamagedRow] = []
-    broken: set[Any] = set()
+    broken: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="ctxc-verify-") as tmp:
         datastore = SQLiteDatastore(str(Path(tmp) / "scratch.db"))
         try:
@@ -131,21 +141,17 @@ def verify(
             projector.mapper = app.mapper
             events = 0
             start = 1
+
+            def on_damage(note: Any, problem: str) -> None:
+                damaged.append(_damaged(note, problem, sessions))
+
             while start <= position:
                 notes = app.recorder.select_notifications(start=start, limit=BATCH, stop=position)
                 if not notes:
                     break
-                decoded = []
-                for note in notes:
-                    if note.originator_id in broken:
-                        continue  # its session is unreadable from the damaged row on
-                    try:
-                        decoded.append((note.id, app.mapper.to_domain_event(note)))
-                    except CorruptEvent as exc:
-                        damaged.append(_damaged(note, exc, sessions))
-                        broken.add(note.originator_id)
                 with scratch.write() as cur:
-                    projector.apply_all(cur, decoded)
+                    # (a session is left out from its damaged row on)
+                    projector.apply_stored(cur, notes, broken, on_damage)
                 events += len(notes)
                 start = notes[-1].id + 1
                 if on_progress is not None:
@@ -158,17 +164,38 @@ def verify(
         finally:
             datastore.close()
     tables = {name: _diff(name, live[name], rebuilt[name]) for name in PROJECTED_TABLES}
-    return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged)
+    return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged,
+                        damaged_snapshots=_damaged_snapshots(app, read_model, sessions))
 
 
-def _damaged(note: Any, exc: CorruptEvent, sessions: dict[str, str]) -> DamagedRow:
+def _damaged_snapshots(app: Any, read_model: SqlReadModel, sessions: dict[str, str]) -> list[DamagedRow]:
+    """Snapshot rows the mapper refuses (a cache of the events, so only reported)."""
+    if app.snapshots is None:
+        return []
+    table = app.snapshots.recorder.events_table_name
+    found = []
+    with read_model.db.read() as cur:
+        cur.execute(f"SELECT originator_id, originator_version, topic, state FROM {{t}}{table}")
+        while rows := cur.raw.fetchmany(BATCH):
+            for oid, version, topic, state in rows:
+                stored = StoredEvent(oid if isinstance(oid, UUID) else UUID(str(oid)), int(version), topic,
+                                     bytes(state))
+                try:
+                    app.mapper.to_domain_event(stored)
+                except CorruptEvent as exc:
+                    found.append(_damaged(stored, str(exc.details.get("problem", "unreadable")), sessions))
+    return found
+
+
+def _damaged(note: Any, problem: str, sessions: dict[str, str]) -> DamagedRow:
+    """A notification, or a snapshot row (which has no notification id)."""
     aggregate_id = note.originator_id.hex if hasattr(note.originator_id, "hex") else str(note.originator_id)
     return DamagedRow(
-        notification_id=int(note.id),
+        notification_id=getattr(note, "id", None),
         session_id=sessions.get(aggregate_id),
         aggregate_id=aggregate_id,
         version=int(note.originator_version),
-        problem=str(exc.details.get("problem", exc.message)),
+        problem=problem,
     )
 
 

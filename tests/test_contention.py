@@ -1,10 +1,10 @@
 """Many processes appending to ONE session never fail because others were busy
 (issue 13, item 3).
 
-Writers of one session are serialized by the database (ADR 0021): on PostgreSQL a
-transaction-scoped advisory lock keyed by the session, on SQLite the one writer lock
-taken before the session is read; the retry budget for anything left is time, not a
-count of attempts.
+A write that lost a race decides again holding the database's writer lock (ADR 0021):
+on PostgreSQL the events table's EXCLUSIVE lock, on SQLite ``BEGIN IMMEDIATE``, taken
+before the session's newer events are read; the retry budget for anything left is
+time, not a count of attempts.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,19 @@ def test_a_write_that_lost_a_race_is_decided_again_under_the_writer_lock(make_ha
                                "to_seq": 3}))["context_generation"] == 1
     history = ok(b.dispatch_json({"type": "get_history", "session_id": "one", "include_invalidated": True}))
     assert [m["content"] for m in history["messages"]] == ["a1", "b1", "a2", "b2"]
+
+
+def test_the_locked_retry_decides_without_another_connection(pg_databases: Any) -> None:
+    """The decision under the writer lock never reads the database (ADR 0021): with a
+    pool of one connection, a host command id's lost race still succeeds at once (it
+    waited for a second connection, then gave up as "the session kept changing")."""
+    h = pg_databases.harness("one-connection", postgres={"pool_size": 1, "max_overflow": 0})
+    a, b = h.bus, h.new_bus()
+    ok(a.dispatch_json({"type": "start_session", "session_id": "one", "model": "gpt-4o"}))
+    ok(a.dispatch_json({"type": "append_messages", "session_id": "one", "messages": [user("a1")]}))
+    ok(b.dispatch_json({"type": "append_messages", "session_id": "one", "messages": [user("b1")]}))
+    began = time.monotonic()
+    result = ok(a.dispatch_json({"type": "append_messages", "session_id": "one", "command_id": "host-1",
+                                 "messages": [user("a2")]}))
+    assert result["seqs"] == [3] and time.monotonic() - began < 5
+    assert "one" in a.services._contended, "the retry took the locked path"

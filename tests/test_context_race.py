@@ -87,3 +87,30 @@ def test_compaction_beside_appends_and_reads_on_one_bus_never_fails_internally(m
     projection = ok(harness.do({"type": "get_projection", "session_id": SESSION}))
     replay = ok(harness.do({"type": "replay_session", "session_id": SESSION}))
     assert replay["projection"]["messages"] == projection["messages"]
+
+
+def test_a_host_changing_the_request_it_was_given_changes_nothing_cached(harness: Harness) -> None:
+    """Typed results are the caller's own: marking a request for prompt caching (or
+    editing it before sending) must not reach the projection later commands get."""
+    from context_compaction import commands
+
+    bus = harness.bus
+    ok(bus.dispatch_json({"type": "start_session", "session_id": "s", "model": "gpt-4o-mini"}))
+    ok(bus.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [
+        *_turn("t1"), user([{"type": "text", "text": "and now?"}], turn_id="t2")]}))
+    before = ok(bus.dispatch_json({"type": "get_projection", "session_id": "s"}))["messages"]
+    for request in (bus.dispatch(commands.PrepareTurn(session_id="s", system_prompt="terse", tools=[])).messages,
+                    bus.dispatch(commands.GetProjection(session_id="s")).messages):
+        for message in request:
+            if isinstance(message["content"], list):  # (in place: Anthropic's cache marks)
+                message["content"][0]["cache_control"] = {"type": "ephemeral"}
+                message["content"].append({"type": "text", "text": "added"})
+            else:
+                message["content"] = "changed by the host"
+            message["cache_control"] = {"type": "ephemeral"}
+            for call in message.get("tool_calls") or []:
+                call["function"]["arguments"] = "{}changed"
+        request.append({"role": "user", "content": "appended by the host"})
+    assert ok(bus.dispatch_json({"type": "get_projection", "session_id": "s"}))["messages"] == before
+    replay = ok(bus.dispatch_json({"type": "replay_session", "session_id": "s"}))
+    assert replay["projection"]["messages"] == before

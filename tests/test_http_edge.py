@@ -142,6 +142,23 @@ def test_docs_need_the_token_and_every_error_is_an_envelope(edge_server: str) ->
     assert r.status_code == 405 and r.json()["error"]["code"] == "method_not_allowed"
 
 
+def test_a_request_that_is_not_http_gets_a_400_envelope(edge_server: str) -> None:
+    """h11 refuses it before any application code runs; uvicorn answered in plain text."""
+    port = int(edge_server.rsplit(":", 1)[1])
+    for raw in (b"GARBAGE\r\n\r\n", b"POST /v1/commands HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+                b"GET /healthz HTTP/1.1\r\nHost x\r\n\r\n"):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+            client.sendall(raw)
+            reply = b""
+            while chunk := client.recv(4096):
+                reply += chunk
+        head, _, body = reply.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400"), reply
+        assert b"content-type: application/json" in head.lower(), reply
+        assert httpx.Response(400, content=body).json()["error"]["code"] == "invalid_command", reply
+    assert _answered(edge_server, within=5).status_code == 200
+
+
 def test_public_docs_serve_the_documents_without_the_token(tmp_path: Path) -> None:
     for url in _serve(tmp_path, "--public-docs"):
         assert httpx.get(f"{url}/openapi.json").json()["paths"].keys() == {"/healthz", "/v1/commands"}
@@ -172,3 +189,28 @@ def test_sqlite_files_are_created_readable_by_their_owner_only(tmp_path: Path) -
         assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == {f.name: 0o600 for f in files}
     finally:
         bus.close()
+
+
+@pytest.mark.parametrize("form", ["file:{path}", "file:{path}?mode=rwc&cache=private", "file://{path}"])
+def test_sqlite_uri_files_are_created_readable_by_their_owner_only(tmp_path: Path, form: str) -> None:
+    path = tmp_path / "uri private.db"
+    quoted = str(path).replace(" ", "%20")
+    previous = os.umask(0o022)
+    try:
+        bus = bootstrap(Settings(database_url="sqlite:///" + form.format(path=quoted), summarizer="extractive"))
+    finally:
+        os.umask(previous)
+    try:
+        assert bus.dispatch_json({"type": "start_session", "session_id": "s", "model": "gpt-4o"})["ok"]
+        files = [path, Path(f"{path}-wal"), Path(f"{path}-shm")]
+        assert {f.name: stat.S_IMODE(f.stat().st_mode) for f in files} == {f.name: 0o600 for f in files}
+    finally:
+        bus.close()
+
+
+def test_a_read_write_sqlite_uri_never_creates_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "absent.db"
+    with pytest.raises(Exception) as raised:
+        bootstrap(Settings(database_url=f"sqlite:///file:{path}?mode=rw", summarizer="extractive"))
+    assert getattr(raised.value, "code", None) == "storage_error"
+    assert not path.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,28 @@ def test_a_full_disk_says_so_and_writes_nothing(make_harness: Any) -> None:
     with db.write() as cur:
         cur.execute("PRAGMA max_page_count = 1073741823")
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("x" * 200_000)]}))
+
+
+def test_a_locked_events_table_fails_a_write_in_a_few_lock_timeouts_not_fifty(pg_databases: Any) -> None:
+    """Loading the session retries a busy read a few times; eventsourcing's own ten
+    retries of every event query inside each of them made it fifty lock waits."""
+    h: Harness = pg_databases.harness("locked-events", postgres={"lock_timeout": 1})
+    _session(h)
+    schema = h.url.split("schema=")[1]
+    fresh = h.new_bus()  # holds no copy of the session: it must load it
+    locker = psycopg.connect(POSTGRES_URL)
+    locker.execute(f'LOCK TABLE "{schema}".contextcompaction_events IN ACCESS EXCLUSIVE MODE')
+    try:
+        began = time.monotonic()
+        result = fresh.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("x")]})
+        elapsed = time.monotonic() - began
+    finally:
+        locker.rollback()
+        locker.close()
+    error = err(result, "storage_error")
+    assert "lock wait timed out" in error["message"], error
+    assert elapsed < 12, f"{elapsed:.0f} s for a write against a table locked elsewhere"
+    assert ok(fresh.dispatch_json({"type": "get_history", "session_id": "s"}))["messages"][0]["content"] == "hello"
 
 
 @pytest.mark.postgres
