@@ -11,10 +11,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, Budget, SummaryBudget
+from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
-from context_compaction.domain.errors import StaleCandidate, SummaryFailed
-from context_compaction.domain.projection import CheckpointRef, build_projection
+from context_compaction.domain.errors import SessionNotFound, StaleCandidate, SummaryFailed
 from context_compaction.domain.summary import (
     SummarySource,
     build_summary_source,
@@ -25,17 +24,10 @@ from context_compaction.domain.summary import (
 
 from . import commands as c
 from . import results as r
-from .context import (
-    Draft,
-    SessionContext,
-    TurnInputs,
-    budget_for,
-    build_draft,
-    current_context,
-    draft_for,
-)
 from .ports import SummaryRequest
 from .services import Services, mutate
+from .session_context import SessionContext
+from .turncontext import TurnContext, prepare_context
 
 log = logging.getLogger("context_compaction.compaction")
 
@@ -91,45 +83,26 @@ def nothing_to_compact(
 
 
 def compact_context(
-    svc: Services,
-    session_id: str,
-    *,
-    reason: str,
-    model: str | None = None,
-    inputs: TurnInputs = TurnInputs(),
-    allow_turn_split: bool = False,
+    svc: Services, turn: TurnContext, *, reason: str, allow_turn_split: bool = False
 ) -> r.CompactOutcome:
     """Summarize the old part of the session into a new checkpoint, or change nothing."""
-    ctx = current_context(svc, session_id)
-    model = model or ctx.session.model
-    budget = budget_for(svc, ctx.session, model)
-    before = draft_for(svc, ctx, inputs, model)
-    tokens = ctx.tokens[before.encoding]
+    ctx = turn.ctx
     plan = plan_cut(
         ctx.records,
-        [tokens[m["seq"]] for m in ctx.records],
-        keep_tokens=budget.keep,
+        turn.record_counts(),
+        keep_tokens=turn.budget.keep,
         previous_first_retained=ctx.checkpoint.first_retained_seq if ctx.checkpoint else None,
         allow_turn_split=allow_turn_split,
     )
     if isinstance(plan, NothingToCompact):
-        return nothing_to_compact(ctx, reason, before.total, plan)
-    candidate = summarize_candidate(svc, ctx, plan, budget, before, tokens, inputs, model, reason)
+        return nothing_to_compact(ctx, reason, turn.draft.total, plan)
+    candidate = summarize_candidate(svc, turn, plan, reason)
     return commit_candidate(svc, candidate)
 
 
-def summarize_candidate(
-    svc: Services,
-    ctx: SessionContext,
-    plan: CutPlan,
-    budget: Budget,
-    before: Draft,
-    tokens: dict[int, int],
-    inputs: TurnInputs,
-    model: str,
-    reason: str,
-) -> Candidate:
+def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason: str) -> Candidate:
     """One summary call and the §10.4 validation; raises ``SummaryFailed``."""
+    ctx, budget, before = turn.ctx, turn.budget, turn.draft
     encoding = before.encoding
 
     def count(text: str) -> int:
@@ -148,7 +121,7 @@ def summarize_candidate(
     )
     request = SummaryRequest(
         session_id=ctx.session.session_id,
-        model=model,
+        model=turn.model,
         prompt=summary_prompt(source, summary_budget.output_reserve),
         source=source,
         max_output_tokens=summary_budget.output_reserve,
@@ -163,20 +136,10 @@ def summarize_candidate(
             f"the summary has {summary_tokens:,} tokens, over its {summary_budget.output_reserve:,} limit",
             details={"summary_tokens": summary_tokens, "limit": summary_budget.output_reserve},
         )
-    kept = [m for m in ctx.records if m["seq"] >= plan.first_retained_seq]
-    after_projection = build_projection(
-        checkpoint=CheckpointRef("candidate", summary, plan.first_retained_seq, 0),
-        messages=kept,
-        context_generation=ctx.session.context_generation + 1,
-        identity=svc.identity(model),
-    )
-    history = sum(tokens.get(seq, 0) for seq in after_projection.included_seqs)
-    orphans = [n for n in after_projection.diagnostics if n.startswith("dropped tool result")]
+    after = turn.draft_after_cut(svc, summary=summary, first_retained_seq=plan.first_retained_seq)
+    orphans = [n for n in after.projection.diagnostics if n.startswith("dropped tool result")]
     if orphans:
         raise SummaryFailed(f"the candidate boundary leaves orphan tool results: {orphans[0]}")
-    after = build_draft(
-        svc, after_projection, inputs, encoding=encoding, history_tokens=history, summary=summary
-    )
     if after.total >= before.total:
         raise SummaryFailed(
             f"compaction would not shrink the context ({before.total:,} -> {after.total:,} tokens)",
@@ -277,10 +240,8 @@ def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:
 
 # ------------------------------------------------------------------ handlers
 def compact(cmd: c.Compact, svc: Services) -> r.CompactOutcome:
-    from .turnstate import active_turn_guard
-
-    active_turn_guard(svc, cmd.session_id)
-    return compact_context(svc, cmd.session_id, reason="manual", model=cmd.model)
+    svc.turns.refuse_while_turn_runs(cmd.session_id)
+    return compact_context(svc, prepare_context(svc, cmd.session_id, model=cmd.model), reason="manual")
 
 
 def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:
@@ -302,6 +263,4 @@ def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:
 
 
 def _missing(session_id: str) -> None:
-    from context_compaction.domain.errors import SessionNotFound
-
     raise SessionNotFound(f"session {session_id!r} does not exist")

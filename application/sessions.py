@@ -24,7 +24,7 @@ from context_compaction.domain.session import Session
 
 from . import commands as c
 from . import results as r
-from .context import checkpoint_ref, current_context
+from .session_context import checkpoint_ref
 from .ports import CommandRecord, ConcurrencyConflict, SessionRow
 from .services import AUTO_COMMAND_PREFIX, Services, mutate
 
@@ -327,7 +327,7 @@ def projection_result(p: ContextProjection, version: int) -> r.ProjectionResult:
 
 
 def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
-    ctx = current_context(svc, cmd.session_id)
+    ctx = svc.contexts.get(svc.read_model, cmd.session_id)
     projection = ctx.projection(svc.identity(cmd.model or ctx.session.model))
     return projection_result(projection, ctx.session.version)
 
@@ -415,17 +415,3 @@ def session_info(row: SessionRow) -> r.SessionInfo:
 def list_sessions(cmd: c.ListSessions, svc: Services) -> r.SessionsResult:
     rows = svc.read_model.sessions(limit=cmd.limit, offset=cmd.offset)
     return r.SessionsResult(sessions=[session_info(x) for x in rows])
-
-
-HANDLERS: dict[type[c.Command], Any] = {
-    c.StartSession: start_session,
-    c.ConfigureSession: configure_session,
-    c.AppendMessages: append_messages,
-    c.InvalidateHistory: invalidate_history,
-    c.DeleteSession: delete_session,
-    c.GetHistory: get_history,
-    c.GetProjection: get_projection,
-    c.ReplaySession: replay_session,
-    c.ListCheckpoints: list_checkpoints,
-    c.ListSessions: list_sessions,
-}

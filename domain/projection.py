@@ -365,11 +365,3 @@ class ProjectionBuilder:
 def _chain(previous: bytes, message: dict[str, Any]) -> bytes:
     text = json.dumps(message, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return hashlib.blake2b(previous + text, digest_size=16).digest()
-
-
-def digest_messages(messages: Sequence[dict[str, Any]]) -> str:
-    """The same chained digest over plain messages (a request as it was sent)."""
-    digest = b""
-    for message in messages:
-        digest = _chain(digest, message)
-    return digest.hex()

@@ -35,7 +35,6 @@ SESSION_NAMESPACE = UUID("7d1c2f0e-4b7a-5c55-9a53-3f0c9b6e2a11")
 COMMAND_WINDOW = 512
 
 TRIGGER_REASONS = ("manual", "auto", "overflow")
-INVALIDATION_KINDS = ("clear", "rewind", "delete")
 
 
 def session_aggregate_id(session_id: str) -> UUID:
@@ -662,18 +661,6 @@ def snapshot_problem(state: dict[str, Any]) -> str | None:
     ):
         return "tool_groups has the wrong shape"
     return None
-
-
-EVENT_NAMES = (
-    "Started",
-    "ModelConfigured",
-    "MessageAppended",
-    "CheckpointCommitted",
-    "HistoryInvalidated",
-    "Deleted",
-    "LegacyImported",
-    "WindowLearned",
-)
 
 
 def _upcast_message_v1_v2(state: dict[str, Any]) -> None:

@@ -1,0 +1,110 @@
+"""The degraded checkpoint (spec §11.2, §11.3 steps 4-5): the oldest whole turns
+dropped without a summary, when a request must shrink and no summary could be had."""
+
+from __future__ import annotations
+
+from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
+from context_compaction.domain.errors import OverflowRetryExhausted
+from context_compaction.domain.overflow import describe_cut, degraded_summary
+from context_compaction.domain.projection import summary_message
+
+from . import results as r
+from .compaction import Candidate, commit_candidate
+from .services import Services
+from .turncontext import TurnContext
+
+
+#: The longest "what was cut" words (``describe_cut``): room for the breadcrumb is
+#: reserved before the cut is known.
+_LONGEST_CUT = (
+    f"{10**6} oldest turns and the first {10**6} messages of the turn at seq {10**9} "
+    f"(message seq {10**9}-{10**9})"
+)
+
+
+def degraded_checkpoint(
+    svc: Services, turn: TurnContext, *, window_cap: int | None = None
+) -> r.CompactOutcome:
+    """Spec §11.3 step 4-5: drop the oldest whole turns, no summary, ``degraded=True``.
+
+    ``window_cap`` (the size of a refused request, in our units): the request was over
+    the provider's real window, so the trim must cut below it.
+    """
+    turn = turn.with_window_cap(svc, window_cap)
+    ctx, budget, before = turn.ctx, turn.budget, turn.draft
+    counts = turn.record_counts()
+    previous = ctx.checkpoint.summary if ctx.checkpoint else None
+    last_problem = "nothing older than the newest turn to drop"
+    for keep_previous in ((True, False) if previous else (False,)):
+        prior = previous if keep_previous else None
+        reserve = svc.tokens.count_message(
+            summary_message(degraded_summary(omitted=_LONGEST_CUT, previous_summary=prior)),
+            before.encoding,
+        )
+        room = max(budget.threshold - before.fixed - reserve, 0)
+        plan = plan_cut(
+            ctx.records,
+            counts,
+            keep_tokens=room,
+            previous_first_retained=ctx.checkpoint.first_retained_seq if ctx.checkpoint else None,
+            allow_turn_split=True,
+        )
+        if isinstance(plan, NothingToCompact):
+            last_problem = plan.value
+            continue
+        candidate = _degraded_candidate(svc, turn, plan, prior)
+        if candidate.tokens_after <= budget.window or not keep_previous:
+            if candidate.tokens_after >= candidate.tokens_before:
+                last_problem = "trimming would not shrink the request"
+                continue
+            outcome = commit_candidate(svc, candidate)
+            _, _, cut = describe_cut(plan.summarize, plan.split_turn)
+            outcome.report = (
+                f"Context trimmed after overflow: {outcome.tokens_before:,} -> "
+                f"{outcome.tokens_after:,} tokens\n"
+                f"Dropped {cut} without a summary; "
+                f"kept {outcome.kept_turns} turn{'s' if outcome.kept_turns != 1 else ''} "
+                f"from message seq {outcome.first_retained_seq}\n"
+                "Raw history unchanged"
+            )
+            return outcome
+    raise OverflowRetryExhausted(
+        f"cannot shrink the context any further: {last_problem}",
+        details={"session_id": turn.session_id},
+    )
+
+
+def _degraded_candidate(
+    svc: Services, turn: TurnContext, plan: CutPlan, previous: str | None
+) -> Candidate:
+    ctx, before = turn.ctx, turn.draft
+    whole, partial, cut = describe_cut(plan.summarize, plan.split_turn)
+    text = degraded_summary(omitted=cut, previous_summary=previous)
+    after = turn.draft_after_cut(
+        svc, summary=text, first_retained_seq=plan.first_retained_seq, degraded=True
+    )
+    return Candidate(
+        session_id=ctx.session.session_id,
+        base_generation=ctx.session.context_generation,
+        parent_checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
+        summary=text,
+        first_retained_seq=plan.first_retained_seq,
+        source_max_seq=ctx.session.next_seq - 1,
+        reason="overflow",
+        tokens_before=before.total,
+        tokens_after=after.total,
+        kept_turns=plan.kept_turns,
+        degraded=True,
+        provider_kind="deterministic",
+        model=turn.model,
+        summary_source={
+            "source_messages": len(plan.summarize),
+            "omitted_messages": len(plan.summarize),
+            "truncated_messages": 0,
+            "omitted_turns": whole,
+            "omitted_messages_of_split_turn": partial,
+            "previous_summary_included": previous is not None,
+            "split_turn": plan.split_turn,
+            "strategy": "deterministic whole-turn trim (context overflow, no summary)",
+        },
+    )
