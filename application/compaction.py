@@ -9,9 +9,10 @@ check → re-read the projection from the stored state.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget
+from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SessionNotFound, StaleCandidate, SummaryFailed
 from context_compaction.domain.summary import (
@@ -32,24 +33,14 @@ from .turncontext import TurnContext, prepare_context
 log = logging.getLogger("context_compaction.compaction")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Candidate:
-    """A checkpoint that is not stored yet (spec §7.3 CompactionCandidate)."""
+    """A checkpoint that is not stored yet (spec §7.3 CompactionCandidate); its id and
+    time are given when it is committed."""
 
     session_id: str
-    base_generation: int
-    parent_checkpoint_id: str | None
-    summary: str
-    first_retained_seq: int
-    source_max_seq: int
-    reason: str
-    tokens_before: int
-    tokens_after: int
+    checkpoint: Checkpoint
     kept_turns: int
-    degraded: bool
-    provider_kind: str
-    model: str
-    summary_source: dict[str, object]
 
 
 def compaction_report(before: int, after: int, kept_turns: int, first_retained: int) -> str:
@@ -136,7 +127,16 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
             f"the summary has {summary_tokens:,} tokens, over its {summary_budget.output_reserve:,} limit",
             details={"summary_tokens": summary_tokens, "limit": summary_budget.output_reserve},
         )
-    after = turn.draft_after_cut(svc, summary=summary, first_retained_seq=plan.first_retained_seq)
+    checkpoint = turn.candidate(
+        summary=summary,
+        first_retained_seq=plan.first_retained_seq,
+        reason=reason,
+        provider_kind=result.provider_kind,
+        model=result.model,
+        degraded=False,
+        summary_source=source.metadata(),
+    )
+    after = turn.draft_with(svc, checkpoint)
     orphans = [n for n in after.projection.diagnostics if n.startswith("dropped tool result")]
     if orphans:
         raise SummaryFailed(f"the candidate boundary leaves orphan tool results: {orphans[0]}")
@@ -152,20 +152,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
             details={"tokens_after": after.total, "threshold": budget.threshold},
         )
     return Candidate(
-        session_id=ctx.session.session_id,
-        base_generation=ctx.session.context_generation,
-        parent_checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
-        summary=summary,
-        first_retained_seq=plan.first_retained_seq,
-        source_max_seq=ctx.session.next_seq - 1,
-        reason=reason,
-        tokens_before=before.total,
-        tokens_after=after.total,
-        kept_turns=plan.kept_turns,
-        degraded=False,
-        provider_kind=result.provider_kind,
-        model=result.model,
-        summary_source=source.metadata(),
+        ctx.session.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns
     )
 
 
@@ -176,66 +163,40 @@ def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:
         generation, _, _ = mutate(
             svc,
             candidate.session_id,
-            lambda s: s.commit_checkpoint(
-                expected_generation=candidate.base_generation,
-                checkpoint_id=checkpoint_id,
-                summary=candidate.summary,
-                first_retained_seq=candidate.first_retained_seq,
-                source_max_seq=candidate.source_max_seq,
-                trigger_reason=candidate.reason,
-                provider_kind=candidate.provider_kind,
-                model=candidate.model,
-                tokens_before=candidate.tokens_before,
-                tokens_after=candidate.tokens_after,
-                degraded=candidate.degraded,
-                summary_source=candidate.summary_source,
-                created_at=svc.now(),
-            ),
+            lambda s: s.commit_checkpoint(candidate.checkpoint.committed(checkpoint_id, svc.now())),
         )
     except StaleCandidate:
         log.warning(
             "stale compaction candidate discarded",
             extra={
                 "session_id": candidate.session_id,
-                "reason": candidate.reason,
-                "generation": candidate.base_generation,
+                "reason": candidate.checkpoint.trigger_reason,
+                "generation": candidate.checkpoint.generation - 1,
             },
         )
         raise
+    checkpoint = replace(candidate.checkpoint, checkpoint_id=checkpoint_id, generation=generation)
     log.info(
         "checkpoint committed",
         extra={
             "session_id": candidate.session_id,
             "checkpoint_id": checkpoint_id,
             "generation": generation,
-            "reason": candidate.reason,
-            "tokens_before": candidate.tokens_before,
-            "tokens_after": candidate.tokens_after,
-            "first_retained_seq": candidate.first_retained_seq,
-            "degraded": candidate.degraded,
+            "reason": checkpoint.trigger_reason,
+            "tokens_before": checkpoint.tokens_before,
+            "tokens_after": checkpoint.tokens_after,
+            "first_retained_seq": checkpoint.first_retained_seq,
+            "degraded": checkpoint.degraded,
         },
     )
     svc.checkpoint_committed()
     report = compaction_report(
-        candidate.tokens_before,
-        candidate.tokens_after,
+        checkpoint.tokens_before,
+        checkpoint.tokens_after,
         candidate.kept_turns,
-        candidate.first_retained_seq,
+        checkpoint.first_retained_seq,
     )
-    return r.CompactOutcome(
-        status="compacted",
-        checkpoint_id=checkpoint_id,
-        generation=generation,
-        tokens_before=candidate.tokens_before,
-        tokens_after=candidate.tokens_after,
-        first_retained_seq=candidate.first_retained_seq,
-        kept_turns=candidate.kept_turns,
-        degraded=candidate.degraded,
-        trigger_reason=candidate.reason,
-        report=report,
-        summary_source=dict(candidate.summary_source),
-        provider_kind=candidate.provider_kind,
-    )
+    return r.CompactOutcome.compacted(checkpoint, kept_turns=candidate.kept_turns, report=report)
 
 
 # ------------------------------------------------------------------ handlers

@@ -3,6 +3,8 @@ dropped without a summary, when a request must shrink and no summary could be ha
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import OverflowRetryExhausted
 from context_compaction.domain.overflow import describe_cut, degraded_summary
@@ -53,8 +55,9 @@ def degraded_checkpoint(
             last_problem = plan.value
             continue
         candidate = _degraded_candidate(svc, turn, plan, prior)
-        if candidate.tokens_after <= budget.window or not keep_previous:
-            if candidate.tokens_after >= candidate.tokens_before:
+        cp = candidate.checkpoint
+        if cp.tokens_after <= budget.window or not keep_previous:
+            if cp.tokens_after >= cp.tokens_before:
                 last_problem = "trimming would not shrink the request"
                 continue
             outcome = commit_candidate(svc, candidate)
@@ -77,26 +80,15 @@ def degraded_checkpoint(
 def _degraded_candidate(
     svc: Services, turn: TurnContext, plan: CutPlan, previous: str | None
 ) -> Candidate:
-    ctx, before = turn.ctx, turn.draft
     whole, partial, cut = describe_cut(plan.summarize, plan.split_turn)
     text = degraded_summary(omitted=cut, previous_summary=previous)
-    after = turn.draft_after_cut(
-        svc, summary=text, first_retained_seq=plan.first_retained_seq, degraded=True
-    )
-    return Candidate(
-        session_id=ctx.session.session_id,
-        base_generation=ctx.session.context_generation,
-        parent_checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
+    checkpoint = turn.candidate(
         summary=text,
         first_retained_seq=plan.first_retained_seq,
-        source_max_seq=ctx.session.next_seq - 1,
         reason="overflow",
-        tokens_before=before.total,
-        tokens_after=after.total,
-        kept_turns=plan.kept_turns,
-        degraded=True,
         provider_kind="deterministic",
         model=turn.model,
+        degraded=True,
         summary_source={
             "source_messages": len(plan.summarize),
             "omitted_messages": len(plan.summarize),
@@ -107,4 +99,8 @@ def _degraded_candidate(
             "split_turn": plan.split_turn,
             "strategy": "deterministic whole-turn trim (context overflow, no summary)",
         },
+    )
+    after = turn.draft_with(svc, checkpoint)
+    return Candidate(
+        turn.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns
     )

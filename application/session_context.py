@@ -20,8 +20,8 @@ from typing import Any
 
 from context_compaction.domain.errors import SessionDeleted, SessionNotFound
 from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.projection import (
-    CheckpointRef,
     ContextProjection,
     ProjectionBuilder,
     ProviderIdentity,
@@ -33,16 +33,9 @@ from .ports import CheckpointRow, ReadModel, SessionRow, TokenCountCache, TokenC
 log = logging.getLogger("context_compaction.context")
 
 
-def checkpoint_ref(row: CheckpointRow | None) -> CheckpointRef | None:
-    if row is None:
-        return None
-    return CheckpointRef(
-        checkpoint_id=row.checkpoint_id,
-        summary=row.summary,
-        first_retained_seq=row.first_retained_seq,
-        generation=row.generation,
-        degraded=row.degraded,
-    )
+def checkpoint_ref(row: CheckpointRow | None) -> Checkpoint | None:
+    """The checkpoint a read-model row holds (issue 14b: the seam for the row type)."""
+    return None if row is None else Checkpoint.from_row(row)
 
 
 class _Cached:
@@ -58,7 +51,7 @@ class _Cached:
     def __init__(
         self,
         session: SessionRow,
-        checkpoint: CheckpointRow | None,
+        checkpoint: Checkpoint | None,
         records: list[MessageRecord],
         notes: list[str],
     ) -> None:
@@ -105,7 +98,7 @@ class SessionContext:
     def __init__(
         self,
         session: SessionRow,
-        checkpoint: CheckpointRow | None,
+        checkpoint: Checkpoint | None,
         records: list[MessageRecord],
         notes: list[str],
         shared: _Cached,
@@ -130,10 +123,6 @@ class SessionContext:
         return self._shared.tokens
 
     @property
-    def checkpoint_ref(self) -> CheckpointRef | None:
-        return checkpoint_ref(self.checkpoint)
-
-    @property
     def last_seq(self) -> int:
         return self.records[-1]["seq"] if self.records else 0
 
@@ -156,7 +145,7 @@ class SessionContext:
     def projection(self, identity: ProviderIdentity | None) -> ContextProjection:
         with self._shared.lock:
             return self.builder(identity).build(
-                checkpoint=self.checkpoint_ref,
+                checkpoint=self.checkpoint,
                 context_generation=self.session.context_generation,
                 diagnostics=self.notes,
             )
@@ -250,13 +239,10 @@ def load_context(
         notes: list[str] = []
         if session.active_checkpoint_id and view.checkpoint is None:
             notes.append(f"active checkpoint {session.active_checkpoint_id} is missing")
-        problem = (
-            checkpoint_problem(checkpoint_ref(view.checkpoint), view.messages)
-            if view.checkpoint
-            else None
-        )
+        checkpoint = checkpoint_ref(view.checkpoint)
+        problem = checkpoint_problem(checkpoint, view.messages) if checkpoint else None
         if not notes and not problem:
-            return _Cached(session, view.checkpoint, list(view.messages), []).snapshot()
+            return _Cached(session, checkpoint, list(view.messages), []).snapshot()
         full = read_model.session_view(session_id, tail_only=False)
         if full is None or full.session.version != session.version:
             continue  # the session moved between the two reads; read again

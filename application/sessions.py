@@ -343,16 +343,16 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
     session = svc.events.load(cmd.session_id, version=cmd.at_version or row.version)
     identity = svc.identity(cmd.model or session.model)
     active = session.active_checkpoint
-    checkpoint = svc.read_model.checkpoint(active["checkpoint_id"]) if active else None
-    from_seq = active["first_retained_seq"] if active else 1
+    row = svc.read_model.checkpoint(active.checkpoint_id) if active else None
+    from_seq = active.first_retained_seq if active else 1
     notes: list[str] = []
     raw = svc.read_model.messages(
         cmd.session_id, from_seq=from_seq, upto_seq=session.max_seq, include_invalidated=True
     )
     tail = [m for m in raw if session.is_visible(m["seq"])]
-    ref = checkpoint_ref(checkpoint)
-    if active and checkpoint is None:
-        notes.append(f"active checkpoint {active['checkpoint_id']} is missing")
+    ref = checkpoint_ref(row)
+    if active and row is None:
+        notes.append(f"active checkpoint {active.checkpoint_id} is missing")
     problem = checkpoint_problem(ref, tail) if ref else None
     if notes or problem:
         notes += [problem] if problem else []
@@ -372,7 +372,7 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         session_id=cmd.session_id,
         version=session.version,
         context_generation=session.context_generation,
-        active_checkpoint_id=active["checkpoint_id"] if active else None,
+        active_checkpoint_id=active.checkpoint_id if active else None,
         next_seq=session.next_seq,
         deleted=session.deleted,
         model=session.model,

@@ -12,15 +12,14 @@ learned). /info, prepare_turn and compaction all count through it (acceptance 10
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from context_compaction.domain.budget import Budget, resolve_window
+from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.messages import MessageRecord
-from context_compaction.domain.projection import (
-    CheckpointRef,
-    ProviderIdentity,
-    build_projection,
-)
+from context_compaction.domain.projection import ProviderIdentity, build_projection
 
 from .calibration import CalibrationKey, fixed_digest
 from .drafts import Draft, TurnInputs, build_draft
@@ -100,16 +99,45 @@ class TurnContext:
         budget = budget_for(svc, self.ctx.session, self.model, window_cap=window_cap)
         return replace(self, budget=budget)
 
-    def draft_after_cut(
-        self, svc: Services, *, summary: str, first_retained_seq: int, degraded: bool = False
-    ) -> Draft:
-        """The request as it would be with a checkpoint (``summary``) before
-        ``first_retained_seq``: what a compaction candidate is measured by."""
-        kept = [m for m in self.ctx.records if m["seq"] >= first_retained_seq]
+    def candidate(
+        self,
+        *,
+        summary: str,
+        first_retained_seq: int,
+        reason: str,
+        provider_kind: str,
+        model: str,
+        degraded: bool,
+        summary_source: Mapping[str, Any],
+    ) -> Checkpoint:
+        """A checkpoint on top of this context, not stored yet: the next generation,
+        ``tokens_before`` this draft; ``tokens_after`` is measured by ``draft_with``."""
+        ctx = self.ctx
+        return Checkpoint(
+            checkpoint_id=CANDIDATE_ID,
+            generation=ctx.session.context_generation + 1,
+            parent_checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
+            summary=summary,
+            first_retained_seq=first_retained_seq,
+            source_max_seq=ctx.session.next_seq - 1,
+            trigger_reason=reason,
+            provider_kind=provider_kind,
+            model=model,
+            tokens_before=self.draft.total,
+            tokens_after=0,
+            degraded=degraded,
+            summary_source=summary_source,
+            created_at="",
+        )
+
+    def draft_with(self, svc: Services, checkpoint: Checkpoint) -> Draft:
+        """The request as it would be with ``checkpoint`` active: what a compaction
+        candidate is measured by."""
+        kept = [m for m in self.ctx.records if m["seq"] >= checkpoint.first_retained_seq]
         projection = build_projection(
-            checkpoint=CheckpointRef("candidate", summary, first_retained_seq, 0, degraded),
+            checkpoint=checkpoint,
             messages=kept,
-            context_generation=self.ctx.session.context_generation + 1,
+            context_generation=checkpoint.generation,
             identity=self.identity,
         )
         tokens = self.tokens
@@ -120,7 +148,7 @@ class TurnContext:
             self.inputs,
             encoding=self.draft.encoding,
             history_tokens=history,
-            summary=summary,
+            summary=checkpoint.summary,
         )
 
     def history_digest(self, count: int) -> str:
