@@ -23,6 +23,7 @@ from context_compaction.domain.errors import InvalidCommand, StorageError
 from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import build_store
+from .readmodel import SqlTokenCountCache
 from .summarizers import ExtractiveSummarizer, LiteLLMSummarizer
 from .system import RandomIds, SystemClock
 from .timeline import SqlTimelineStore, TimelineFollower
@@ -235,7 +236,7 @@ def bootstrap(
         ids=ids or RandomIds(),
         catalog=catalog,
         tokens=overrides.pop("tokens", None) or TiktokenCounter(catalog.provider_of),
-        token_cache=read_model,
+        token_cache=SqlTokenCountCache(db),
         summarizer=summarizer,
         timeline=timeline,
     )
