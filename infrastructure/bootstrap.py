@@ -151,7 +151,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         return DatabaseTarget(
             dialect=Dialect("sqlite"),
             env={
-                "PERSISTENCE_MODULE": "context_compaction.infrastructure.database:SQLiteFactory",
+                "PERSISTENCE_MODULE": "context_compaction.infrastructure.eventstore.internals:SQLiteFactory",
                 "SQLITE_DBNAME": path,
                 "SQLITE_LOCK_TIMEOUT": str(settings.sqlite_lock_timeout),
                 "CREATE_TABLE": "y",
