@@ -22,7 +22,7 @@ from context_compaction.domain.errors import InvalidCommand, StorageError
 
 from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
-from .eventstore import build_store
+from .eventstore import SessionsApplication, build_store
 from .readmodel import SqlTokenCountCache
 from .summarizers import ExtractiveSummarizer, LiteLLMSummarizer
 from .system import RandomIds, SystemClock
@@ -220,6 +220,9 @@ def bootstrap(
                 snapshot_interval=settings.snapshot_interval,
                 dialect=target.dialect,
                 postgres_schema=target.schema,
+                # e.g. a subclass that also is eventsourcing's ``Leader``, to prompt
+                # followers of the event feed after each save
+                application_class=overrides.pop("application_class", SessionsApplication),
             )
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
     summarizer = overrides.pop("summarizer", None) or (

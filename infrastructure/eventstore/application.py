@@ -57,6 +57,12 @@ class SessionsApplication(FastSaveApplication):
 
     name = "ContextCompaction"
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # PostgreSQL's table names derive from the name (contextcompaction_events, ...):
+        # a subclass (a Leader, say) keeps the stored data's.
+        cls.name = SessionsApplication.name
+
     def __init__(
         self,
         env: dict[str, str],
@@ -120,17 +126,17 @@ class SessionsApplication(FastSaveApplication):
             recorder.create_table()
         return recorder
 
-    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
-        """Save the sessions' pending events, their read-model rows and any snapshot
-        that is due in one transaction; ``locked_writer=`` saves inside that one."""
+    def record(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """Record the sessions' pending events, their read-model rows and any snapshot
+        that is due in one transaction (``locked_writer=``: inside that one)."""
         events = [e for session in objs for e in session.pending_events]
-        return super().save(
+        return super().record(
             *objs, projected_events=events, snapshots=self._due_snapshots(objs), **kwargs
         )
 
-    def save_with(self, writer: LockedWriter, session: Session) -> None:
-        """``save``, inside ``writer``'s transaction."""
-        self.save(session, locked_writer=writer)
+    def record_with(self, writer: LockedWriter, session: Session) -> list[Recording[UUID]]:
+        """``record``, inside ``writer``'s transaction (announce after it commits)."""
+        return self.record(session, locked_writer=writer)
 
     def _due_snapshots(self, sessions: tuple[Any, ...]) -> list[StoredEvent]:
         # Taken from the state we hold (no re-read) when this save crosses a step

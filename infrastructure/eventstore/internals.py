@@ -365,18 +365,31 @@ class FastSaveApplication(Application[UUID]):
     library's: ``_record`` (the event store's ``put``, its ``Recording`` objects and
     the repository cache) and ``_notify`` (followers, process applications).
 
+    ``save`` is ``record`` then ``announce``; a caller that records inside a
+    transaction of its own (``locked_writer=``) announces once that has committed, so
+    a follower is never prompted for events it cannot read yet.
+
     Snapshots are not taken by the library's ``_take_snapshots`` (a re-read and a
-    transaction of their own): subclasses pass them to ``save`` as ``snapshots=``,
+    transaction of their own): subclasses pass them to ``record`` as ``snapshots=``,
     written in the events' transaction (ADR 0016).
     """
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        recordings = self.record(*objs, **kwargs)
+        self.announce(recordings)
+        return recordings
+
+    def record(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """Record the aggregates' pending events; followers are not told yet."""
         processing_event: ProcessingEvent[UUID] = ProcessingEvent()
         for aggregate in objs:
             processing_event.events.extend(aggregate.collect_events())
             processing_event.aggregates[aggregate.id] = aggregate
         processing_event.saved_kwargs.update(kwargs)
-        recordings = self._record(processing_event)
+        return self._record(processing_event)
+
+    def announce(self, recordings: list[Recording[UUID]]) -> None:
+        """Tell followers about committed recordings (what ``Application.save`` does
+        after recording)."""
         self._notify(recordings)
-        self.notify(processing_event.events)  # (deprecated hook, kept for subclasses)
-        return recordings
+        self.notify([r.domain_event for r in recordings])  # (deprecated hook)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.persistence import IntegrityError
+from eventsourcing.persistence import IntegrityError, Recording
 
 from context_compaction.application.ports import ConcurrencyConflict
 from context_compaction.domain.errors import (
@@ -143,7 +143,7 @@ class SqlEventStore:
 
     def save(self, session: Session) -> None:
         try:
-            self.app.save(session)
+            recordings = self.app.record(session)
         except Exception as exc:
             self._evict(session.id)
             failure = self._write_failure(exc)
@@ -151,6 +151,18 @@ class SqlEventStore:
                 raise
             raise failure from exc
         self.cache.put(session.id, session)
+        self._announce(recordings)
+
+    def _announce(self, recordings: list[Recording[UUID]]) -> None:
+        """Prompt the application's followers, if any. The events are committed: a
+        follower that fails reads them from the notification log later, and the
+        command that wrote them has succeeded."""
+        if not recordings:
+            return
+        try:
+            self.app.announce(recordings)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("a follower of the event feed failed", extra={"error_class": type(exc).__name__})
 
     def decide_exclusively(
         self, session_id: str, decide: Callable[[Session], T]
@@ -166,8 +178,7 @@ class SqlEventStore:
                     to_domain_event(stored).mutate(session)
                 result = decide(session)
                 saved = bool(session.pending_events)
-                if saved:
-                    self.app.save_with(writer, session)
+                recordings = self.app.record_with(writer, session) if saved else []
         except CorruptEvent as exc:
             self._evict(session.id)
             raise naming_session(exc, session_id) from None
@@ -185,6 +196,7 @@ class SqlEventStore:
                 raise
             raise failure from exc
         self.cache.put(session.id, session)
+        self._announce(recordings)
         return result, session, saved
 
     def _write_failure(self, exc: Exception) -> Exception:
