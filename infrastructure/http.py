@@ -366,16 +366,16 @@ def serve(args: argparse.Namespace, settings: Any) -> int:
         )
         return 2
     from .bootstrap import bootstrap
-    from .logs import configure_logging
 
-    configure_logging(json_lines=settings.log_json, verbose=getattr(args, "verbose", False))
     bus = bootstrap(settings)
     limit = args.max_body_bytes or settings.limits.max_request_bytes
     app = create_app(bus, token=token, max_body_bytes=limit, public_docs=args.public_docs)
     max_connections = _fit_descriptors(args.max_connections)
     protocol = guarded_protocol(max_connections=max_connections, request_timeout=args.request_timeout)
-    log.warning("serving", extra={"host": args.host, "port": args.port, "auth": token is not None,
-                                  "max_connections": max_connections})
+    # The address an operator needs, shown without -v: this logger alone goes to INFO.
+    log.setLevel(logging.INFO)
+    url = f"http://{f'[{args.host}]' if ':' in args.host else args.host}:{args.port}"
+    log.info("serving", extra={"url": url, "auth": token is not None, "max_connections": max_connections})
     try:
         # The backlog is also how many connections asyncio accepts in one go before any
         # of them is seen: kept at the cap, a burst cannot exhaust the descriptors.
