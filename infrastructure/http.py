@@ -26,7 +26,6 @@ import sys
 from typing import Any
 
 from context_compaction.application.bus import MessageBus
-from context_compaction.application.commands import COMMAND_ADAPTER
 
 log = logging.getLogger("context_compaction.http")
 
@@ -134,22 +133,29 @@ def create_app(
         log.error("request failed unexpectedly", extra={"error_class": type(exc).__name__})
         return JSONResponse(_error("internal_error", f"unexpected {type(exc).__name__}"),
                             status_code=500)
-    command_schema = COMMAND_ADAPTER.json_schema(ref_template="#/components/schemas/{model}")
-    definitions = command_schema.pop("$defs", {})
-    envelope = {"application/json": {"schema": {"$ref": "#/components/schemas/Envelope"}}}
+    from .openapi import command_schemas, components, success_schema
+
+    command_schema, definitions = command_schemas()
+    failed = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
     responses: dict[int | str, Any] = {
-        code: {"description": text, "content": envelope}
-        for code, text in (
-            (200, "the command's result"),
-            (400, "invalid command or message"),
-            (401, "missing or wrong bearer token"),
-            (404, "unknown session or request"),
-            (409, "conflict: exists, stale candidate, turn in progress"),
-            (410, "the session is deleted"),
-            (413, "request too large"),
-            (422, "the command could not be carried out"),
-            (503, "storage unavailable, retry"),
-        )
+        200: {
+            "description": "the command's result, in the envelope its command schema names in "
+                           "`x-result-envelope` (`<Command>Envelope`)",
+            "content": {"application/json": {"schema": success_schema()}},
+        },
+        **{
+            code: {"description": text, "content": failed}
+            for code, text in (
+                (400, "invalid command or message"),
+                (401, "missing or wrong bearer token"),
+                (404, "unknown session or request"),
+                (409, "conflict: exists, stale candidate, turn in progress"),
+                (410, "the session is deleted"),
+                (413, "request too large"),
+                (422, "the command could not be carried out"),
+                (503, "storage unavailable, retry"),
+            )
+        },
     }
 
     @app.get("/healthz", responses={200: {"description": "ok"}, 503: {"description": "database unavailable"}})
@@ -191,8 +197,8 @@ def create_app(
             document = get_openapi(title=app.title, version=app.version, description=app.description,
                                    routes=app.routes)
             schemas = document.setdefault("components", {}).setdefault("schemas", {})
-            schemas.update(definitions)
-            schemas["Envelope"] = ENVELOPE_SCHEMA
+            schemas.update(components(sorted(STATUS), definitions))
+            schemas["Envelope"] = ENVELOPE_SCHEMA  # the untyped form, kept for existing clients
             document["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
             document["security"] = [{"bearer": []}]
             document["paths"]["/healthz"]["get"]["security"] = []  # probes need no token
