@@ -7,15 +7,22 @@ Each section measures ours and its reference in the same minutes and reports rat
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
-ALL = ["core", "pg"]
+HERE = Path(__file__).resolve().parent
+
+ALL = ["core", "pg", "json"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pg-writers", default="1,2,4,8", help="writer process counts")
     parser.add_argument("--pg-seconds", type=float, default=3.0, help="seconds each configuration appends")
+    parser.add_argument("--json-sizes", default="1000,10000", help="session sizes of the JSON section")
+    parser.add_argument("--json-turns", type=int, default=30, help="turns measured per size")
     parser.add_argument("--pg-prototypes", action="store_true",
                         help="also run the what-if variants of the write path (ADR 0030)")
 
@@ -26,7 +33,28 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
-    return {"pg": _pg}[name](args, report, text)
+    return {"pg": _pg, "json": _json}[name](args, report, text)
+
+
+def _in_process(script: str, *argv: str) -> dict[str, Any]:
+    """A section module run as its own process: its heap, caches and collector state
+    are its own (the core section leaves a large frozen heap behind)."""
+    out = subprocess.run([sys.executable, str(HERE / script), *argv], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{script} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def _json(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import jsonpath
+
+    result = _in_process("jsonpath.py", "--sizes", args.json_sizes, "--turns", str(args.json_turns))
+    report["json"] = result
+    text += ["", "JSON path (`dispatch_json` with the command as JSON text; + wire: the HTTP edge's "
+             "`json.dumps` of the envelope) against typed `dispatch`, interleaved turn by turn on "
+             "two copies of an uncompacted session:", ""]
+    text += jsonpath.markdown(result)
+    return [_target(*t) for t in jsonpath.targets(result)]
 
 
 def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
