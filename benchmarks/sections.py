@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json"]
+ALL = ["core", "pg", "json", "long"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pg-seconds", type=float, default=3.0, help="seconds each configuration appends")
     parser.add_argument("--json-sizes", default="1000,10000", help="session sizes of the JSON section")
     parser.add_argument("--json-turns", type=int, default=30, help="turns measured per size")
+    parser.add_argument("--long-sizes", default="1000,10000,100000", help="long-session sizes")
+    parser.add_argument("--long-turns", type=int, default=40, help="turns measured per long-session size")
     parser.add_argument("--pg-prototypes", action="store_true",
                         help="also run the what-if variants of the write path (ADR 0030)")
 
@@ -33,7 +35,7 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
-    return {"pg": _pg, "json": _json}[name](args, report, text)
+    return {"pg": _pg, "json": _json, "long": _long}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -75,3 +77,14 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
              f"psycopg {result['psycopg_impl']} implementation):", ""]
     text += pg.pg_markdown(result)
     return [_target(*t) for t in pg.pg_targets(result)]
+
+
+def _long(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import longsession
+
+    result = _in_process("longsession.py", "--sizes", args.long_sizes, "--turns", str(args.long_turns))
+    report["long"] = result
+    text += ["", f"Long sessions ({result['window']:,}-token window, automatic compaction on, extractive "
+             "summaries; per turn = append + prepare_turn, sizes interleaved turn by turn):", ""]
+    text += longsession.markdown(result)
+    return [_target(*t) for t in longsession.targets(result)]
