@@ -20,7 +20,8 @@ from context_compaction.domain.errors import InvalidCommand, StorageError
 
 from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
-from .eventstore import build_store
+from .eventstore import SessionsApplication, build_store
+from .readmodel import SqlTokenCountCache
 from .summarizers import ExtractiveSummarizer, LiteLLMSummarizer
 from .system import RandomIds, SystemClock
 from .timeline import SqlTimelineStore, TimelineFollower
@@ -148,7 +149,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         return DatabaseTarget(
             dialect=Dialect("sqlite"),
             env={
-                "PERSISTENCE_MODULE": "context_compaction.infrastructure.database:SQLiteFactory",
+                "PERSISTENCE_MODULE": "context_compaction.infrastructure.eventstore.internals:SQLiteFactory",
                 "SQLITE_DBNAME": path,
                 "SQLITE_LOCK_TIMEOUT": str(settings.sqlite_lock_timeout),
                 "CREATE_TABLE": "y",
@@ -217,6 +218,9 @@ def bootstrap(
                 snapshot_interval=settings.snapshot_interval,
                 dialect=target.dialect,
                 postgres_schema=target.schema,
+                # e.g. a subclass that also is eventsourcing's ``Leader``, to prompt
+                # followers of the event feed after each save
+                application_class=overrides.pop("application_class", SessionsApplication),
             )
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
     summarizer = overrides.pop("summarizer", None) or (
@@ -233,7 +237,7 @@ def bootstrap(
         ids=ids or RandomIds(),
         catalog=catalog,
         tokens=overrides.pop("tokens", None) or TiktokenCounter(catalog.provider_of),
-        token_cache=read_model,
+        token_cache=SqlTokenCountCache(db),
         summarizer=summarizer,
         timeline=timeline,
     )
