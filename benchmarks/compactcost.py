@@ -28,7 +28,7 @@ from workload import MODEL, median, ms, unique_turns
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
-from context_compaction.application.context import TurnInputs, budget_for, current_context, draft_for  # noqa: E402
+from context_compaction.application.turncontext import budget_for, prepare_context  # noqa: E402
 from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget  # noqa: E402
 from context_compaction.domain.cutpoint import CutPlan, plan_cut  # noqa: E402
 from context_compaction.domain.summary import build_summary_source, prompt_overhead  # noqa: E402
@@ -105,9 +105,8 @@ def main() -> int:
         used = build(base, args.tokens)
         bus = bootstrap(settings(base))
         svc = bus.services
-        ctx = current_context(svc, "s")
+        ctx = prepare_context(svc, "s", model=MODEL).ctx  # (counts every record's tokens)
         encoding = svc.tokens.encoding_for(MODEL)
-        draft_for(svc, ctx, TurnInputs(), MODEL)  # token counts of every record
         texts = texts_of(ctx.records)
         enc = offline_encoding(encoding)
         t: dict[str, list[float]] = {"floor": [], "plan_source": [], "end_to_end": []}

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from context_compaction.domain.checkpoint import Checkpoint
+
 from fakeprovider import FakeProvider, Reply
 from helpers import FAKE_MODEL, Harness, assistant, err, fingerprint, llm_settings, ok, tool, user
 
