@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import uuid
@@ -12,11 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from context_compaction.application.bus import Handler, MessageBus
-from context_compaction.application import commands as c
+from context_compaction.application.bus import MessageBus
+from context_compaction.application.handlers import HANDLERS
 from context_compaction.application.ports import Clock, IdFactory
 from context_compaction.application.services import Services
-from context_compaction.application.sessions import HANDLERS as SESSION_HANDLERS
 from context_compaction.application.settings import Settings
 from context_compaction.domain.errors import InvalidCommand, StorageError
 
@@ -244,32 +242,7 @@ def bootstrap(
     services.after_checkpoint.append(follower.catch_up)
     services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
     services.extra.update(overrides)
-    handlers = {
-        **SESSION_HANDLERS,
-        c.Compact: _on_first_use("compaction", "compact"),
-        c.GetContextUsage: _on_first_use("usage", "get_context_usage"),
-        c.RecallTimeline: _on_first_use("compaction", "recall_timeline"),
-        c.PrepareTurn: _on_first_use("turns", "prepare_turn"),
-        c.RecordUsage: _on_first_use("turns", "record_usage"),
-        c.RecoverOverflow: _on_first_use("turns", "recover_overflow"),
-    }
-    return MessageBus(services, handlers, on_close=app.close)
-
-
-def _on_first_use(module: str, name: str) -> Handler:
-    """The handler ``context_compaction.application.<module>.<name>``, imported when it
-    first runs: `ctxc` commands that never compact or build a turn start without that
-    code (ADR 0016)."""
-    target: Handler | None = None
-
-    def handler(command: Any, services: Services) -> Any:
-        nonlocal target
-        if target is None:
-            target = getattr(importlib.import_module(f"context_compaction.application.{module}"), name)
-        return target(command, services)
-
-    handler.__qualname__ = handler.__name__ = name
-    return handler
+    return MessageBus(services, HANDLERS, on_close=app.close)
 
 
 #: pg_advisory_lock key that serializes schema creation across processes.
