@@ -84,11 +84,15 @@ def test_checkpoints_projection_replay_and_timeline(demo_db: Path) -> None:
 def test_compact_uses_the_configured_summarizer(demo_db: Path, tmp_path: Path) -> None:
     config = tmp_path / "settings.json"
     config.write_text(json.dumps({"summarizer": "extractive", "context_compaction": {"keep_recent_tokens": 500}}))
+    data = json.loads(ctxc("compact", SID, "--json", "--db", str(demo_db), "--config", str(config)).stdout)
+    assert data["status"] == "compacted" and data["trigger_reason"] == "manual", data
+    cps = json.loads(ctxc("checkpoints", SID, "--json", "--db", str(demo_db)).stdout)["checkpoints"]
+    made = next(cp for cp in cps if cp["checkpoint_id"] == data["checkpoint_id"])
+    # Without the config file the default summarizer (llm on gpt-4o) would have been asked.
+    assert made["provider_kind"] == "extractive" and made["active"], made
     proc = ctxc("compact", SID, "--db", str(demo_db), "--config", str(config))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(("Context compacted:", "Nothing to compact"))
-    data = json.loads(ctxc("compact", SID, "--json", "--db", str(demo_db), "--config", str(config)).stdout)
-    assert data["status"] in ("compacted", "nothing_to_compact")
+    assert proc.stdout.startswith("Nothing to compact"), proc.stdout  # one kept turn is left
 
 
 def test_errors_print_the_contract_code_and_exit_1(demo_db: Path) -> None:
