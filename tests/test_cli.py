@@ -7,7 +7,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -183,14 +182,8 @@ def test_commands_that_call_no_model_start_fast_and_without_litellm(demo_db: Pat
              "print('LITELLM' if 'litellm' in sys.modules else 'no-litellm', time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split()[-2] == "no-litellm"
-    best = min(_timed(["sessions", "--db", str(demo_db)]) for _ in range(3))
-    assert best < 2.0, f"ctxc sessions took {best:.2f}s"  # generous here; benchmarks/ measures < 0.5 s
-
-
-def _timed(args: list[str]) -> float:
-    started = time.perf_counter()
-    assert ctxc(*args).returncode == 0
-    return time.perf_counter() - started
+    # How fast it starts is measured in benchmarks/ (``ctxc start``), not asserted here.
+    assert ctxc("sessions", "--db", str(demo_db)).returncode == 0
 
 
 def test_the_demo_shows_each_mechanism_for_real(tmp_path: Path) -> None:
