@@ -6,7 +6,13 @@ few bytes to 30 KB, base64 screenshots, steering and corrections. Every comparis
 measured in the same run, so the ratios hold on a noisy machine. Prints a markdown
 table and writes JSON (``benchmarks/results/latest.json``).
 
-    python benchmarks/run.py [--sizes 1000,5000,10000,20000] [--turns 15] [--out FILE]
+    python benchmarks/run.py [--sections core,pg,json,long,compaction] [--sizes 1000,5000,10000,20000]
+                             [--turns 15] [--out FILE]   (``make bench BENCH_ARGS="--sections pg"``)
+
+Sections: ``core`` (issue 6: per turn, peers, restore, SQLite append), ``pg``
+(PostgreSQL writers, ``pg.py``), ``json`` (the ``dispatch_json`` path, ``jsonpath.py``),
+``long`` (sessions up to 100k messages, ``longsession.py``), ``compaction`` (compaction
+cost against tiktoken, ``compactcost.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from context_compaction import commands as c  # noqa: E402
 from context_compaction.domain.messages import Message  # noqa: E402
 from context_compaction.infrastructure.scenario import iter_turns, session_messages  # noqa: E402
 from context_compaction.infrastructure.tokens import TiktokenCounter, offline_encoding  # noqa: E402
+
+import sections  # noqa: E402  (benchmarks/, beside this file)
 
 SYSTEM = "You are a careful coding agent working in /srv/payments-api."
 TOOLS = [{"type": "function", "function": {"name": n, "description": f"{n} tool",
@@ -341,12 +349,15 @@ def cli_start(path: Path) -> float:
 # ------------------------------------------------------------------ main
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sections", default=",".join(sections.ALL),
+                        help=f"comma-separated, of: {', '.join(sections.ALL)} (default: all)")
     parser.add_argument("--sizes", default="1000,5000,10000,20000")
     parser.add_argument("--turns", type=int, default=40, help="turns measured per size")
     parser.add_argument("--peer-repeats", type=int, default=3)
     parser.add_argument("--out", default=str(HERE / "results" / "latest.json"))
     parser.add_argument("--append-only", metavar="DB", help=argparse.SUPPRESS)
     parser.add_argument("--peers-only", metavar="N", type=int, help=argparse.SUPPRESS)
+    sections.add_arguments(parser)
     args = parser.parse_args()
     if args.peers_only:
         history = [m for turn in session_messages(args.peers_only) for m in turn]
@@ -355,13 +366,46 @@ def main() -> int:
     if args.append_only:
         print(json.dumps(append_throughput(Path(args.append_only), new_turns(400))))
         return 0
-    sizes = [int(x) for x in args.sizes.split(",")]
-    work = Path(tempfile.mkdtemp(prefix="ctxc-bench-"))
+    chosen = [x.strip() for x in args.sections.split(",") if x.strip()]
+    unknown = sorted(set(chosen) - set(sections.ALL))
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(unknown)}")
     report: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count()},
-        "sizes": {},
+                    "cpus": os.cpu_count(), "load_average": list(os.getloadavg())},
+        "sections": chosen,
+        "section_seconds": {},
     }
+    found: list[dict[str, Any]] = []
+    text: list[str] = []
+    if "core" in chosen:
+        t0 = time.perf_counter()
+        sizes = [int(x) for x in args.sizes.split(",")]
+        core(args, report, sizes)
+        found += targets(report, sizes)
+        text.append(markdown(report, sizes))
+        report["section_seconds"]["core"] = round(time.perf_counter() - t0, 1)
+    for name in chosen:
+        if name != "core":
+            t0 = time.perf_counter()
+            found += sections.run(name, args, report, text)
+            report["section_seconds"][name] = round(time.perf_counter() - t0, 1)
+    report["targets"] = found
+    text += ["", "| target | value | limit | |", "|---|---|---|---|"]
+    text += [f"| {t['target']} | {t['value']} | {t['limit']} | {'ok' if t['ok'] else 'MISSED'} |" for t in found]
+    text.append(f"\nSection wall times (s): {report['section_seconds']}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
+    print("\n".join(text))
+    print(f"\nJSON: {out}")
+    return 0 if all(t["ok"] for t in found) else 1
+
+
+def core(args: argparse.Namespace, report: dict[str, Any], sizes: list[int]) -> None:
+    """The issue-6 measurements: per turn, peers, restore, append throughput, accuracy."""
+    work = Path(tempfile.mkdtemp(prefix="ctxc-bench-"))
+    report["sizes"] = {}
     turns = new_turns(args.turns)
     try:
         built: dict[int, tuple[int, str]] = {}
@@ -419,13 +463,6 @@ def main() -> int:
         report["cli_start_s"] = cli_start(work / f"plain{min(sizes)}.db")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report["targets"] = targets(report, sizes)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
-    print(markdown(report, sizes))
-    print(f"\nJSON: {out}")
-    return 0 if all(t["ok"] for t in report["targets"]) else 1
 
 
 def targets(report: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
@@ -495,9 +532,6 @@ def markdown(report: dict[str, Any], sizes: list[int]) -> str:
     ]
     for model, acc in report["token_accuracy"].items():
         lines.append(f"| {model} | {acc['encoding']} | {acc['ratio']:.3f} |")
-    lines += ["", "| target | value | limit | |", "|---|---|---|---|"]
-    for t in report["targets"]:
-        lines.append(f"| {t['target']} | {t['value']} | {t['limit']} | {'ok' if t['ok'] else 'MISSED'} |")
     return "\n".join(lines)
 
 

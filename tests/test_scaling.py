@@ -5,6 +5,7 @@ The one deliberately timed test of the suite: it compares ratios, not absolute t
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from pathlib import Path
@@ -88,5 +89,54 @@ def test_per_turn_budget_cost_is_flat_from_400_to_4000_messages(tmp_path: Path) 
         large_times += per_turn_budget_seconds(large, 10_000 + r * 100, rounds=5)
     ratio = statistics.median(large_times) / statistics.median(small_times)
     assert ratio < 1.8, f"per-turn budget at 4,000 messages is {ratio:.2f}x the 400-message cost"
+    small.close()
+    large.close()
+
+
+# ------------------------------------------------------------------ JSON path
+def compacted_session(tmp_path: Path, messages: int) -> Harness:
+    """``messages`` fixture messages, then one compaction keeping ~2k tokens: the
+    projection (and so every prepare_turn result) is the same size at any N."""
+    h = Harness(tmp_path / f"j{messages}.db", summarizer="extractive",
+                context_compaction={"enabled": False, "keep_recent_tokens": 2000})
+    h.bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=None))
+    for start in range(0, messages // 4, 50):
+        batch = [m for n in range(start, min(start + 50, messages // 4)) for m in turn(n)]
+        h.bus.dispatch(commands.AppendMessages(session_id="s", messages=batch))
+    outcome = h.do({"type": "compact", "session_id": "s"})
+    assert outcome["ok"] and outcome["result"]["status"] == "compacted", outcome
+    return h
+
+
+def json_turn_seconds(h: Harness, start: int, rounds: int) -> list[float]:
+    """One turn through the JSON path as a service drives it: append, prepare_turn,
+    each from JSON text to the response's JSON text."""
+    times = []
+    for k in range(rounds):
+        append = json.dumps({"type": "append_messages", "session_id": "s", "messages": turn(start + k)})
+        prepare = json.dumps({"type": "prepare_turn", "session_id": "s",
+                              "system_prompt": "You are a careful agent."})
+        t0 = time.perf_counter()
+        appended = json.dumps(h.do(append))
+        request = json.dumps(h.do(prepare))
+        times.append(time.perf_counter() - t0)
+        assert '"ok": true' in appended and '"ok": true' in request, (appended[:300], request[:300])
+    return times
+
+
+def test_json_path_per_turn_cost_is_flat_from_400_to_4000_messages(tmp_path: Path) -> None:
+    small = compacted_session(tmp_path, 400)
+    large = compacted_session(tmp_path, 4000)
+    sizes = [len(small.do({"type": "get_projection", "session_id": "s"})["result"]["messages"]),
+             len(large.do({"type": "get_projection", "session_id": "s"})["result"]["messages"])]
+    assert sizes[0] == sizes[1] and sizes[0] < 100, sizes  # the same bounded tail at both sizes
+    json_turn_seconds(small, 20_000, 2)  # warm: handlers, schemas, caches
+    json_turn_seconds(large, 20_000, 2)
+    small_times, large_times = [], []
+    for r in range(3):  # interleaved, so machine noise hits both sizes alike
+        small_times += json_turn_seconds(small, 30_000 + r * 100, 5)
+        large_times += json_turn_seconds(large, 30_000 + r * 100, 5)
+    ratio = statistics.median(large_times) / statistics.median(small_times)
+    assert ratio < 1.8, f"a JSON-path turn at 4,000 messages costs {ratio:.2f}x the 400-message one"
     small.close()
     large.close()

@@ -1,0 +1,288 @@
+"""PostgreSQL append throughput with 1..8 writer processes, against raw psycopg INSERTs.
+
+Each writer is its own process with its own connection(s); all wait at one barrier,
+then append for a fixed time. One append is one scenario turn (~9 messages, tool
+outputs up to 30 KB): ours is ``AppendMessages`` through a bus of its own; raw is the
+same messages as ``json.dumps`` rows ``(session_id, seq, body)`` inserted with one
+``executemany`` and one COMMIT (the server's ``synchronous_commit``, ``on`` here, on
+both sides). Sessions are distinct (one per writer) or one shared session; raw has
+no version check, so its shared case only shares the session key.
+
+``--pg-prototypes`` adds what-if runs of ours with parts of the write path switched
+off in the writer processes (never in product code). They measure what each
+serialization point costs; they are not correct designs as they stand (ADR 0030).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing as mp
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+from workload import MODEL, median, ms, turn_stream
+
+DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
+URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+#: What-if variants of our write path (benchmark processes only): the name and what
+#: is switched off.
+PROTOTYPES = {
+    "no_notify": "NOTIFY per insert",
+    "no_lock": "NOTIFY + LOCK TABLE per insert",
+    "no_lock_no_position": "NOTIFY + LOCK TABLE + the rm_position row update",
+}
+
+
+def _settings(schema: str) -> Any:
+    from context_compaction import Settings
+
+    return Settings(database_url=f"{URL}?schema={schema}", summarizer="extractive",
+                    context_compaction={"enabled": False}, models={MODEL: {"token_limit": 100_000_000}})
+
+
+def apply_prototype(bus: Any, variant: str) -> None:
+    """Switch parts of this process's write path off (a measurement, not a design)."""
+    from eventsourcing.postgres import PostgresAggregateRecorder
+
+    recorder = bus.services.extra["app"].recorder
+    recorder._notify_channel = lambda curs: None
+    if variant in ("no_lock", "no_lock_no_position"):
+        # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it
+        # itself: EXCLUSIVE conflicts with the ROW EXCLUSIVE lock of every INSERT, so the
+        # contended path still excludes all other writers.
+        def insert(curs: Any, stored_events: Any, **kwargs: Any) -> None:
+            PostgresAggregateRecorder._insert_stored_events(recorder, curs, stored_events, **kwargs)
+
+        recorder._insert_stored_events = insert
+    if variant == "no_lock_no_position":
+        projector = recorder.projector
+
+        def project_inline(cur: Any, ids: Any, events: Any) -> None:
+            projector.apply_all(cur, list(zip(ids, events, strict=True)), strict=True)
+
+        projector.project_inline = project_inline
+
+
+def _ours(schema: str, session: str | None, index: int, variant: str | None,
+          barrier: Any, seconds: float, out: Any) -> None:
+    from context_compaction import bootstrap
+    from context_compaction import commands as c
+    from context_compaction.domain.errors import ContextCompactionError
+
+    bus = bootstrap(_settings(schema))
+    logging.disable(logging.CRITICAL)  # a prototype's failures would flood stderr
+    if variant:
+        apply_prototype(bus, variant)
+    sid = session or f"w{index}"
+    if session is None:
+        bus.dispatch(c.StartSession(session_id=sid, model=MODEL))
+    turns = turn_stream(f"w{index}")
+    bus.dispatch(c.AppendMessages(session_id=sid, messages=next(turns)))  # warm
+    errors: Counter[str] = Counter()
+    latencies: list[float] = []
+    barrier.wait()
+    end = time.perf_counter() + seconds
+    while True:
+        turn = next(turns)
+        t0 = time.perf_counter()
+        if t0 >= end:
+            break
+        try:
+            bus.dispatch(c.AppendMessages(session_id=sid, messages=turn))
+        except ContextCompactionError as exc:
+            errors[exc.code] += 1
+            continue
+        except Exception as exc:  # noqa: BLE001 - a prototype may break; count, go on
+            errors[type(exc).__name__] += 1
+            continue
+        t1 = time.perf_counter()
+        if t1 <= end:
+            latencies.append(t1 - t0)
+    bus.close()
+    out.put({"appends": len(latencies), "latencies": latencies, "errors": dict(errors)})
+
+
+def _raw(schema: str, session: str | None, index: int, variant: str | None,
+         barrier: Any, seconds: float, out: Any) -> None:
+    import psycopg
+
+    sid = session or f"w{index}"
+    turns = turn_stream(f"w{index}")
+    seq = index * 10**9
+    latencies: list[float] = []
+    errors: Counter[str] = Counter()
+    statement = f'INSERT INTO "{schema}".raw_m (session_id, seq, body) VALUES (%s, %s, %s)'
+    with psycopg.connect(DSN) as conn:
+
+        def append(turn: list[dict[str, Any]]) -> None:
+            nonlocal seq
+            rows = []
+            for message in turn:
+                seq += 1
+                rows.append((sid, seq, json.dumps(message)))
+            with conn.cursor() as cur:
+                cur.executemany(statement, rows)
+            conn.commit()
+
+        append(next(turns))  # warm
+        barrier.wait()
+        end = time.perf_counter() + seconds
+        while True:
+            turn = next(turns)
+            t0 = time.perf_counter()
+            if t0 >= end:
+                break
+            try:
+                append(turn)
+            except psycopg.Error as exc:
+                conn.rollback()
+                errors[type(exc).__name__] += 1
+                continue
+            t1 = time.perf_counter()
+            if t1 <= end:
+                latencies.append(t1 - t0)
+    out.put({"appends": len(latencies), "latencies": latencies, "errors": dict(errors)})
+
+
+def _writer(kind: str, *args: Any) -> None:
+    out = args[-1]
+    try:
+        (_raw if kind == "raw" else _ours)(*args)
+    except BaseException as exc:  # the parent must hear from every writer
+        out.put({"appends": 0, "latencies": [], "errors": {f"writer failed: {type(exc).__name__}": 1}})
+        raise
+
+
+def _prepare(kind: str, shared: bool) -> tuple[str, str | None]:
+    """A fresh schema with our tables (or the raw table) and, if shared, its session."""
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    if kind == "raw":
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+            conn.execute(f'CREATE TABLE "{schema}".raw_m (session_id text NOT NULL, seq bigint NOT NULL, '
+                         "body text NOT NULL, PRIMARY KEY (session_id, seq))")
+        return schema, ("shared" if shared else None)
+    from context_compaction import bootstrap
+    from context_compaction import commands as c
+
+    bus = bootstrap(_settings(schema))  # creates the schema and tables
+    if shared:
+        bus.dispatch(c.StartSession(session_id="shared", model=MODEL))
+    bus.close()
+    return schema, ("shared" if shared else None)
+
+
+def _drop(schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def run_config(kind: str, writers: int, shared: bool, seconds: float,
+               variant: str | None = None) -> dict[str, Any]:
+    schema, session = _prepare(kind, shared)
+    ctx = mp.get_context("fork")  # no connection is open in this process here
+    barrier = ctx.Barrier(writers, timeout=120)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(kind, schema, session, i, variant, barrier, seconds, out))
+             for i in range(writers)]
+    try:
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=180 + seconds) for _ in procs]
+        for p in procs:
+            p.join(timeout=30)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        _drop(schema)
+    appends = sum(r["appends"] for r in results)
+    latencies = [x for r in results for x in r["latencies"]]
+    errors: Counter[str] = Counter()
+    for r in results:
+        errors.update(r["errors"])
+    return {"appends_per_s": round(appends / seconds, 1), "p50_ms": ms(median(latencies)),
+            "p95_ms": ms(sorted(latencies)[int(0.95 * (len(latencies) - 1))]) if latencies else None,
+            "appends": appends, "give_ups": errors.get("storage_error", 0),
+            "errors": dict(errors)}
+
+
+def pg_available() -> str | None:
+    try:
+        import psycopg
+
+        with psycopg.connect(DSN, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:  # noqa: BLE001 - any failure: the section is skipped, and says why
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
+
+
+def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool) -> dict[str, Any]:
+    """Every configuration once; ours and raw alternate per writer count, so a change
+    in the machine's speed during the section hits both alike."""
+    out: dict[str, Any] = {"seconds": seconds, "writers": writer_counts, "distinct": {}, "shared": {}}
+    variants = list(PROTOTYPES) if prototypes else []
+    for n in writer_counts:
+        for mode in ("distinct", "shared"):
+            row = {"ours": run_config("ours", n, mode == "shared", seconds),
+                   "raw": run_config("raw", n, mode == "shared", seconds)}
+            for variant in variants:
+                row[variant] = run_config("ours", n, mode == "shared", seconds, variant)
+            row["ratio"] = round(row["ours"]["appends_per_s"] / row["raw"]["appends_per_s"], 3)
+            out[mode][str(n)] = row
+    return out
+
+
+def pg_targets(report: dict[str, Any]) -> list[tuple[str, float, str, bool]]:
+    """(name, value, limit, ok) for the issue-18 PostgreSQL targets."""
+    d = report["distinct"]
+    ns = sorted(int(n) for n in d)
+    lo, hi = str(ns[0]), str(ns[-1])
+    out = []
+    for n in (lo, hi):
+        ratio = d[n]["ratio"]
+        out.append((f"PG distinct sessions, {n} writer(s): ours / raw INSERT", ratio, ">= 0.5", ratio >= 0.5))
+    ours_drop = d[hi]["ours"]["appends_per_s"] / d[lo]["ours"]["appends_per_s"]
+    raw_drop = d[hi]["raw"]["appends_per_s"] / d[lo]["raw"]["appends_per_s"]
+    out.append((f"PG ours {hi} writers / {lo} writer, vs raw's {raw_drop:.2f}", round(ours_drop, 2),
+                f">= {raw_drop:.2f}", ours_drop >= raw_drop))
+    give_ups = sum(row["ours"]["give_ups"] for mode in ("distinct", "shared") for row in report[mode].values())
+    out.append(("PG give-ups (storage_error), all runs", give_ups, "0", give_ups == 0))
+    return out
+
+
+def pg_markdown(report: dict[str, Any]) -> list[str]:
+    variants = [v for v in PROTOTYPES if any(v in row for row in report["distinct"].values())]
+    head = "| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw | give-ups |"
+    rule = "|---|---|---|---|---|---|"
+    for v in variants:
+        head += f" prototype {v} |"
+        rule += "---|"
+    lines = [head, rule]
+    for mode in ("distinct", "shared"):
+        for n, row in report[mode].items():
+            o, r = row["ours"], row["raw"]
+            line = (f"| {n} | {mode} | {o['appends_per_s']:,.0f} ({o['p50_ms']:.1f} ms) | "
+                    f"{r['appends_per_s']:,.0f} ({r['p50_ms']:.1f} ms) | {row['ratio']:.2f} | {o['give_ups']} |")
+            for v in variants:
+                p = row[v]
+                line += f" {p['appends_per_s']:,.0f} ({p['p50_ms']:.1f} ms){' err ' + str(p['errors']) if p['errors'] else ''} |"
+            lines.append(line)
+    return lines
+
+
+if __name__ == "__main__":  # a quick look: python benchmarks/pg.py [N ...]
+    import sys
+
+    counts = [int(a) for a in sys.argv[1:]] or [1, 4]
+    result = pg_throughput(counts, 2.0, prototypes=True)
+    print("\n".join(pg_markdown(result)))

@@ -1,0 +1,101 @@
+"""The sections of ``make bench`` beyond the issue-6 core (issue 18), run from ``run.py``.
+
+Each section measures ours and its reference in the same minutes and reports ratios;
+``run`` returns the section's targets and appends its markdown to ``text``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+ALL = ["core", "pg", "json", "long", "compaction"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pg-writers", default="1,2,4,8", help="writer process counts")
+    parser.add_argument("--pg-seconds", type=float, default=3.0, help="seconds each configuration appends")
+    parser.add_argument("--json-sizes", default="1000,10000", help="session sizes of the JSON section")
+    parser.add_argument("--json-turns", type=int, default=30, help="turns measured per size")
+    parser.add_argument("--long-sizes", default="1000,10000,100000", help="long-session sizes")
+    parser.add_argument("--long-turns", type=int, default=40, help="turns measured per long-session size")
+    parser.add_argument("--pg-prototypes", action="store_true",
+                        help="also run the what-if variants of the write path (ADR 0030)")
+
+
+def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
+    return {"target": name, "value": value, "limit": limit, "ok": bool(ok)}
+
+
+def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    print(f"section {name} ...", file=sys.stderr, flush=True)
+    return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction}[name](args, report, text)
+
+
+def _in_process(script: str, *argv: str) -> dict[str, Any]:
+    """A section module run as its own process: its heap, caches and collector state
+    are its own (the core section leaves a large frozen heap behind)."""
+    out = subprocess.run([sys.executable, str(HERE / script), *argv], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{script} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def _json(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import jsonpath
+
+    result = _in_process("jsonpath.py", "--sizes", args.json_sizes, "--turns", str(args.json_turns))
+    report["json"] = result
+    text += ["", "JSON path (`dispatch_json` with the command as JSON text; + wire: the HTTP edge's "
+             "`json.dumps` of the envelope) against typed `dispatch`, interleaved turn by turn on "
+             "two copies of an uncompacted session:", ""]
+    text += jsonpath.markdown(result)
+    return [_target(*t) for t in jsonpath.targets(result)]
+
+
+def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import pg
+
+    missing = pg_reason = pg.pg_available()
+    if missing:
+        report["pg"] = {"skipped": pg_reason}
+        text += ["", f"PostgreSQL section skipped: {pg_reason}"]
+        return [_target("PG section ran", 0, "PostgreSQL at 127.0.0.1:5432", False)]
+    import psycopg
+
+    writers = [int(x) for x in args.pg_writers.split(",")]
+    result = pg.pg_throughput(writers, args.pg_seconds, args.pg_prototypes)
+    result["psycopg_impl"] = psycopg.pq.__impl__
+    report["pg"] = result
+    text += ["", f"PostgreSQL appends (one scenario turn each, {args.pg_seconds:g} s per row, "
+             f"psycopg {result['psycopg_impl']} implementation):", ""]
+    text += pg.pg_markdown(result)
+    return [_target(*t) for t in pg.pg_targets(result)]
+
+
+def _long(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import longsession
+
+    result = _in_process("longsession.py", "--sizes", args.long_sizes, "--turns", str(args.long_turns))
+    report["long"] = result
+    text += ["", f"Long sessions ({result['window']:,}-token window, automatic compaction on, extractive "
+             "summaries; per turn = append + prepare_turn, sizes interleaved turn by turn):", ""]
+    text += longsession.markdown(result)
+    return [_target(*t) for t in longsession.targets(result)]
+
+
+def _compaction(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import compactcost
+
+    result = _in_process("compactcost.py")
+    report["compaction"] = result
+    text += ["", "Compaction cost on a full 128K-token context (gpt-4o, o200k_base), against one tiktoken "
+             "pass over the same text (medians, the three alternating):", ""]
+    text += compactcost.markdown(result)
+    return []  # issue 18 asks for these ratios, with no limit on them
