@@ -27,6 +27,9 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_misspelled_variable_is_a_warning_with_the_closest_setting(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from context_compaction.application import settings as module
+
+    monkeypatch.setattr(module, "_reported", set())  # logged once per process: this test's process
     monkeypatch.setenv("CTXC_SUMARIZER", "extractive")
     monkeypatch.setenv("CTXC_CONTEXT_COMPACTON__RESERVE_TOKENS", "1")
     with caplog.at_level(logging.WARNING, logger="context_compaction.settings"), \
@@ -39,6 +42,10 @@ def test_a_misspelled_variable_is_a_warning_with_the_closest_setting(
     logged = [r for r in caplog.records if r.name == "context_compaction.settings"]
     assert {getattr(r, "variable", None) for r in logged} >= {"CTXC_SUMARIZER"}
     assert all("extractive" not in r.getMessage() for r in logged)  # never the value
+    with caplog.at_level(logging.WARNING, logger="context_compaction.settings"), \
+            pytest.warns(UnknownSettingWarning):
+        Settings()  # warned again, logged once per process
+    assert len([r for r in caplog.records if r.name == "context_compaction.settings"]) == len(logged)
 
 
 def test_a_warning_filter_turns_a_misspelling_into_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
