@@ -81,8 +81,11 @@ def _ours(schema: str, session: str | None, index: int, variant: str | None,
     if session is None:
         bus.dispatch(c.StartSession(session_id=sid, model=MODEL))
     turns = turn_stream(f"w{index}")
-    bus.dispatch(c.AppendMessages(session_id=sid, messages=next(turns)))  # warm
     errors: Counter[str] = Counter()
+    try:
+        bus.dispatch(c.AppendMessages(session_id=sid, messages=next(turns)))  # warm
+    except Exception as exc:  # noqa: BLE001 - a prototype may break here too; still meet the others
+        errors[type(exc).__name__] += 1
     latencies: list[float] = []
     barrier.wait()
     end = time.perf_counter() + seconds
