@@ -1,4 +1,5 @@
-# `make demo` and `make test` set up .venv on first use (and again when pyproject.toml changes).
+# `make demo` and `make test` set up .venv on first use (and again when pyproject.toml changes):
+# demo with the package alone, test (and install) with the test extra.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -6,14 +7,23 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install demo test bench clean
 
+DEMO_STAMP := $(VENV)/.installed-demo
+
+# The test toolchain (pytest, PostgreSQL driver, FastAPI, schemathesis, mypy, ...).
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	@touch $(STAMP)
+	@touch $(STAMP) $(DEMO_STAMP)
+
+# The demo needs the package alone: a first `make demo` installs no test toolchain.
+$(DEMO_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $(DEMO_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/ctxc demo
 
 test: $(STAMP)

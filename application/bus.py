@@ -17,7 +17,7 @@ from context_compaction.domain.errors import (
 from context_compaction.domain.messages import json_problem
 
 from .commands import COMMAND_ADAPTER, Command, command_types
-from .context import detached
+from .session_context import detached
 from .results import ProjectionResult, TurnRequest
 from .services import Services
 

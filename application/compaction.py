@@ -9,12 +9,12 @@ check → re-read the projection from the stored state.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, Budget, SummaryBudget
+from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget
+from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
-from context_compaction.domain.errors import StaleCandidate, SummaryFailed
-from context_compaction.domain.projection import CheckpointRef, build_projection
+from context_compaction.domain.errors import SessionNotFound, StaleCandidate, SummaryFailed
 from context_compaction.domain.summary import (
     SummarySource,
     build_summary_source,
@@ -25,39 +25,22 @@ from context_compaction.domain.summary import (
 
 from . import commands as c
 from . import results as r
-from .context import (
-    Draft,
-    SessionContext,
-    TurnInputs,
-    budget_for,
-    build_draft,
-    current_context,
-    draft_for,
-)
 from .ports import SummaryRequest
 from .services import Services, mutate
+from .session_context import SessionContext
+from .turncontext import TurnContext, prepare_context
 
 log = logging.getLogger("context_compaction.compaction")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Candidate:
-    """A checkpoint that is not stored yet (spec §7.3 CompactionCandidate)."""
+    """A checkpoint that is not stored yet (spec §7.3 CompactionCandidate); its id and
+    time are given when it is committed."""
 
     session_id: str
-    base_generation: int
-    parent_checkpoint_id: str | None
-    summary: str
-    first_retained_seq: int
-    source_max_seq: int
-    reason: str
-    tokens_before: int
-    tokens_after: int
+    checkpoint: Checkpoint
     kept_turns: int
-    degraded: bool
-    provider_kind: str
-    model: str
-    summary_source: dict[str, object]
 
 
 def compaction_report(before: int, after: int, kept_turns: int, first_retained: int) -> str:
@@ -91,45 +74,26 @@ def nothing_to_compact(
 
 
 def compact_context(
-    svc: Services,
-    session_id: str,
-    *,
-    reason: str,
-    model: str | None = None,
-    inputs: TurnInputs = TurnInputs(),
-    allow_turn_split: bool = False,
+    svc: Services, turn: TurnContext, *, reason: str, allow_turn_split: bool = False
 ) -> r.CompactOutcome:
     """Summarize the old part of the session into a new checkpoint, or change nothing."""
-    ctx = current_context(svc, session_id)
-    model = model or ctx.session.model
-    budget = budget_for(svc, ctx.session, model)
-    before = draft_for(svc, ctx, inputs, model)
-    tokens = ctx.tokens[before.encoding]
+    ctx = turn.ctx
     plan = plan_cut(
         ctx.records,
-        [tokens[m["seq"]] for m in ctx.records],
-        keep_tokens=budget.keep,
+        turn.record_counts(),
+        keep_tokens=turn.budget.keep,
         previous_first_retained=ctx.checkpoint.first_retained_seq if ctx.checkpoint else None,
         allow_turn_split=allow_turn_split,
     )
     if isinstance(plan, NothingToCompact):
-        return nothing_to_compact(ctx, reason, before.total, plan)
-    candidate = summarize_candidate(svc, ctx, plan, budget, before, tokens, inputs, model, reason)
+        return nothing_to_compact(ctx, reason, turn.draft.total, plan)
+    candidate = summarize_candidate(svc, turn, plan, reason)
     return commit_candidate(svc, candidate)
 
 
-def summarize_candidate(
-    svc: Services,
-    ctx: SessionContext,
-    plan: CutPlan,
-    budget: Budget,
-    before: Draft,
-    tokens: dict[int, int],
-    inputs: TurnInputs,
-    model: str,
-    reason: str,
-) -> Candidate:
+def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason: str) -> Candidate:
     """One summary call and the §10.4 validation; raises ``SummaryFailed``."""
+    ctx, budget, before = turn.ctx, turn.budget, turn.draft
     encoding = before.encoding
 
     def count(text: str) -> int:
@@ -148,7 +112,7 @@ def summarize_candidate(
     )
     request = SummaryRequest(
         session_id=ctx.session.session_id,
-        model=model,
+        model=turn.model,
         prompt=summary_prompt(source, summary_budget.output_reserve),
         source=source,
         max_output_tokens=summary_budget.output_reserve,
@@ -163,20 +127,19 @@ def summarize_candidate(
             f"the summary has {summary_tokens:,} tokens, over its {summary_budget.output_reserve:,} limit",
             details={"summary_tokens": summary_tokens, "limit": summary_budget.output_reserve},
         )
-    kept = [m for m in ctx.records if m["seq"] >= plan.first_retained_seq]
-    after_projection = build_projection(
-        checkpoint=CheckpointRef("candidate", summary, plan.first_retained_seq, 0),
-        messages=kept,
-        context_generation=ctx.session.context_generation + 1,
-        identity=svc.identity(model),
+    checkpoint = turn.candidate(
+        summary=summary,
+        first_retained_seq=plan.first_retained_seq,
+        reason=reason,
+        provider_kind=result.provider_kind,
+        model=result.model,
+        degraded=False,
+        summary_source=source.metadata(),
     )
-    history = sum(tokens.get(seq, 0) for seq in after_projection.included_seqs)
-    orphans = [n for n in after_projection.diagnostics if n.startswith("dropped tool result")]
+    after = turn.draft_with(svc, checkpoint)
+    orphans = [n for n in after.projection.diagnostics if n.startswith("dropped tool result")]
     if orphans:
         raise SummaryFailed(f"the candidate boundary leaves orphan tool results: {orphans[0]}")
-    after = build_draft(
-        svc, after_projection, inputs, encoding=encoding, history_tokens=history, summary=summary
-    )
     if after.total >= before.total:
         raise SummaryFailed(
             f"compaction would not shrink the context ({before.total:,} -> {after.total:,} tokens)",
@@ -189,20 +152,7 @@ def summarize_candidate(
             details={"tokens_after": after.total, "threshold": budget.threshold},
         )
     return Candidate(
-        session_id=ctx.session.session_id,
-        base_generation=ctx.session.context_generation,
-        parent_checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
-        summary=summary,
-        first_retained_seq=plan.first_retained_seq,
-        source_max_seq=ctx.session.next_seq - 1,
-        reason=reason,
-        tokens_before=before.total,
-        tokens_after=after.total,
-        kept_turns=plan.kept_turns,
-        degraded=False,
-        provider_kind=result.provider_kind,
-        model=result.model,
-        summary_source=source.metadata(),
+        ctx.session.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns
     )
 
 
@@ -213,74 +163,46 @@ def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:
         generation, _, _ = mutate(
             svc,
             candidate.session_id,
-            lambda s: s.commit_checkpoint(
-                expected_generation=candidate.base_generation,
-                checkpoint_id=checkpoint_id,
-                summary=candidate.summary,
-                first_retained_seq=candidate.first_retained_seq,
-                source_max_seq=candidate.source_max_seq,
-                trigger_reason=candidate.reason,
-                provider_kind=candidate.provider_kind,
-                model=candidate.model,
-                tokens_before=candidate.tokens_before,
-                tokens_after=candidate.tokens_after,
-                degraded=candidate.degraded,
-                summary_source=candidate.summary_source,
-                created_at=svc.now(),
-            ),
+            lambda s: s.commit_checkpoint(candidate.checkpoint.committed(checkpoint_id, svc.now())),
         )
     except StaleCandidate:
         log.warning(
             "stale compaction candidate discarded",
             extra={
                 "session_id": candidate.session_id,
-                "reason": candidate.reason,
-                "generation": candidate.base_generation,
+                "reason": candidate.checkpoint.trigger_reason,
+                "generation": candidate.checkpoint.generation - 1,
             },
         )
         raise
+    checkpoint = replace(candidate.checkpoint, checkpoint_id=checkpoint_id, generation=generation)
     log.info(
         "checkpoint committed",
         extra={
             "session_id": candidate.session_id,
             "checkpoint_id": checkpoint_id,
             "generation": generation,
-            "reason": candidate.reason,
-            "tokens_before": candidate.tokens_before,
-            "tokens_after": candidate.tokens_after,
-            "first_retained_seq": candidate.first_retained_seq,
-            "degraded": candidate.degraded,
+            "reason": checkpoint.trigger_reason,
+            "tokens_before": checkpoint.tokens_before,
+            "tokens_after": checkpoint.tokens_after,
+            "first_retained_seq": checkpoint.first_retained_seq,
+            "degraded": checkpoint.degraded,
         },
     )
     svc.checkpoint_committed()
     report = compaction_report(
-        candidate.tokens_before,
-        candidate.tokens_after,
+        checkpoint.tokens_before,
+        checkpoint.tokens_after,
         candidate.kept_turns,
-        candidate.first_retained_seq,
+        checkpoint.first_retained_seq,
     )
-    return r.CompactOutcome(
-        status="compacted",
-        checkpoint_id=checkpoint_id,
-        generation=generation,
-        tokens_before=candidate.tokens_before,
-        tokens_after=candidate.tokens_after,
-        first_retained_seq=candidate.first_retained_seq,
-        kept_turns=candidate.kept_turns,
-        degraded=candidate.degraded,
-        trigger_reason=candidate.reason,
-        report=report,
-        summary_source=dict(candidate.summary_source),
-        provider_kind=candidate.provider_kind,
-    )
+    return r.CompactOutcome.compacted(checkpoint, kept_turns=candidate.kept_turns, report=report)
 
 
 # ------------------------------------------------------------------ handlers
 def compact(cmd: c.Compact, svc: Services) -> r.CompactOutcome:
-    from .turnstate import active_turn_guard
-
-    active_turn_guard(svc, cmd.session_id)
-    return compact_context(svc, cmd.session_id, reason="manual", model=cmd.model)
+    svc.turns.refuse_while_turn_runs(cmd.session_id)
+    return compact_context(svc, prepare_context(svc, cmd.session_id, model=cmd.model), reason="manual")
 
 
 def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:
@@ -302,6 +224,4 @@ def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:
 
 
 def _missing(session_id: str) -> None:
-    from context_compaction.domain.errors import SessionNotFound
-
     raise SessionNotFound(f"session {session_id!r} does not exist")

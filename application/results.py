@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from context_compaction.domain.checkpoint import Checkpoint
+
 
 class Result(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -111,6 +113,23 @@ class CompactOutcome(Result):
     report: str
     summary_source: dict[str, Any] | None = None
     provider_kind: str | None = None
+
+    @classmethod
+    def compacted(cls, checkpoint: Checkpoint, *, kept_turns: int, report: str) -> CompactOutcome:
+        return cls(
+            status="compacted",
+            checkpoint_id=checkpoint.checkpoint_id,
+            generation=checkpoint.generation,
+            tokens_before=checkpoint.tokens_before,
+            tokens_after=checkpoint.tokens_after,
+            first_retained_seq=checkpoint.first_retained_seq,
+            kept_turns=kept_turns,
+            degraded=checkpoint.degraded,
+            trigger_reason=checkpoint.trigger_reason,
+            report=report,
+            summary_source=dict(checkpoint.summary_source),
+            provider_kind=checkpoint.provider_kind,
+        )
 
 
 class ContextUsage(Result):

@@ -21,12 +21,10 @@ from typing import Any
 
 from context_compaction.domain.errors import OverflowRetryExhausted
 from context_compaction.domain.overflow import parse_overflow, trim_request
-from context_compaction.domain.projection import SUMMARY_HEADER
 
 from . import commands as c
 from . import results as r
 from .ports import ChatProvider, ContextOverflow, ToolExecutor
-from .turnstate import memory_of
 
 log = logging.getLogger("context_compaction.runner")
 
@@ -79,7 +77,7 @@ class TurnRunner:
         steering: Callable[[], Sequence[str]] | None = None,
     ) -> TurnResult:
         """Run one turn to its final answer; returns what happened."""
-        memory = memory_of(self.bus.services)
+        memory = self.bus.services.turns
         with memory.lock:
             memory.active_turns[session_id] = memory.active_turns.get(session_id, 0) + 1
         try:
@@ -241,11 +239,6 @@ class TurnRunner:
             count=lambda m: svc.tokens.count_message(m, encoding),
         )
         return trimmed.messages
-
-
-def _is_summary(message: dict[str, Any]) -> bool:
-    content = message.get("content")
-    return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_HEADER)
 
 
 class _CommandIds:

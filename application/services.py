@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from context_compaction.domain.errors import ContextCompactionError, StorageError
 from context_compaction.domain.projection import ProviderIdentity
@@ -27,10 +27,9 @@ from .ports import (
     TokenCountCache,
     TokenCounter,
 )
+from .session_context import ContextCache
 from .settings import Settings
-
-if TYPE_CHECKING:
-    from .context import ContextCache
+from .turnstate import TurnMemory
 
 log = logging.getLogger("context_compaction")
 
@@ -71,8 +70,11 @@ class Services:
     timeline: TimelineStore
     after_checkpoint: list[Callable[[], None]] = field(default_factory=list)
     """Run after a checkpoint commits (the Timeline follower); failures are logged only."""
-    contexts: ContextCache = field(default_factory=lambda: _context_cache())
+    contexts: ContextCache = field(default_factory=ContextCache)
+    turns: TurnMemory = field(default_factory=TurnMemory)
+    """Requests, calibrations and per-turn attempts of this process (spec §7.2)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """What the composition root keeps for infrastructure (the store, the database)."""
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
     _contended: dict[str, float] = field(default_factory=dict, repr=False)
     """session → monotonic time until which its writers take the locked path."""
@@ -100,12 +102,6 @@ class Services:
                 log.warning(
                     "after-checkpoint hook failed", extra={"error_class": type(exc).__name__}
                 )
-
-
-def _context_cache() -> ContextCache:
-    from .context import ContextCache
-
-    return ContextCache()
 
 
 def mutate(

@@ -24,7 +24,7 @@ from context_compaction.domain.session import Session
 
 from . import commands as c
 from . import results as r
-from .context import checkpoint_ref, current_context
+from .session_context import checkpoint_ref
 from .ports import CommandRecord, ConcurrencyConflict, SessionRow
 from .services import AUTO_COMMAND_PREFIX, Services, mutate
 
@@ -327,7 +327,7 @@ def projection_result(p: ContextProjection, version: int) -> r.ProjectionResult:
 
 
 def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
-    ctx = current_context(svc, cmd.session_id)
+    ctx = svc.contexts.get(svc.read_model, cmd.session_id)
     projection = ctx.projection(svc.identity(cmd.model or ctx.session.model))
     return projection_result(projection, ctx.session.version)
 
@@ -343,16 +343,16 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
     session = svc.events.load(cmd.session_id, version=cmd.at_version or row.version)
     identity = svc.identity(cmd.model or session.model)
     active = session.active_checkpoint
-    checkpoint = svc.read_model.checkpoint(active["checkpoint_id"]) if active else None
-    from_seq = active["first_retained_seq"] if active else 1
+    row = svc.read_model.checkpoint(active.checkpoint_id) if active else None
+    from_seq = active.first_retained_seq if active else 1
     notes: list[str] = []
     raw = svc.read_model.messages(
         cmd.session_id, from_seq=from_seq, upto_seq=session.max_seq, include_invalidated=True
     )
     tail = [m for m in raw if session.is_visible(m["seq"])]
-    ref = checkpoint_ref(checkpoint)
-    if active and checkpoint is None:
-        notes.append(f"active checkpoint {active['checkpoint_id']} is missing")
+    ref = checkpoint_ref(row)
+    if active and row is None:
+        notes.append(f"active checkpoint {active.checkpoint_id} is missing")
     problem = checkpoint_problem(ref, tail) if ref else None
     if notes or problem:
         notes += [problem] if problem else []
@@ -372,7 +372,7 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         session_id=cmd.session_id,
         version=session.version,
         context_generation=session.context_generation,
-        active_checkpoint_id=active["checkpoint_id"] if active else None,
+        active_checkpoint_id=active.checkpoint_id if active else None,
         next_seq=session.next_seq,
         deleted=session.deleted,
         model=session.model,
@@ -415,17 +415,3 @@ def session_info(row: SessionRow) -> r.SessionInfo:
 def list_sessions(cmd: c.ListSessions, svc: Services) -> r.SessionsResult:
     rows = svc.read_model.sessions(limit=cmd.limit, offset=cmd.offset)
     return r.SessionsResult(sessions=[session_info(x) for x in rows])
-
-
-HANDLERS: dict[type[c.Command], Any] = {
-    c.StartSession: start_session,
-    c.ConfigureSession: configure_session,
-    c.AppendMessages: append_messages,
-    c.InvalidateHistory: invalidate_history,
-    c.DeleteSession: delete_session,
-    c.GetHistory: get_history,
-    c.GetProjection: get_projection,
-    c.ReplaySession: replay_session,
-    c.ListCheckpoints: list_checkpoints,
-    c.ListSessions: list_sessions,
-}

@@ -4,24 +4,45 @@ Nested fields use ``__`` in environment variables, e.g.
 ``CTXC_CONTEXT_COMPACTION__RESERVE_TOKENS=8192``; maps and sections take JSON, e.g.
 ``CTXC_MODELS='{"gpt-4o": {"token_limit": 64000}}'``. Variable names are not case
 sensitive; values given in code win over the environment (ADR 0012).
+
+A ``CTXC_*`` variable that names no setting is reported, not ignored: an
+``UnknownSettingWarning`` and a log warning naming it and the closest setting (ADR 0029).
+``CTXC_HTTP_TOKEN`` (``ctxc serve``) and ``CTXC_TEST_*`` (the test suite) are the only
+other variables of ours.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 ENV_PREFIX = "CTXC_"
 ENV_NESTED_DELIMITER = "__"
+#: ``CTXC_*`` variables that are ours but not settings.
+OTHER_VARIABLES = frozenset({"CTXC_HTTP_TOKEN"})
+OTHER_PREFIXES = ("CTXC_TEST_",)
+
+log = logging.getLogger("context_compaction.settings")
+
+
+class UnknownSettingWarning(UserWarning):
+    """A ``CTXC_*`` environment variable names no setting (most likely a typo)."""
+
+
+# Errors never echo a value: it may be an API key or a password in a URL.
+_CONFIG = ConfigDict(extra="forbid", defer_build=True, hide_input_in_errors=True)
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = _CONFIG
 
 
 class CompactionConfig(_Section):
@@ -52,7 +73,7 @@ class PostgresConfig(_Section):
     """Check each pooled connection before use. Off by default: a dropped connection
     fails fast and the command replaces every dead connection at once, then retries."""
     schema_name: str | None = Field(default=None, alias="schema")
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(**_CONFIG, populate_by_name=True)
 
 
 class Limits(_Section):
@@ -64,7 +85,7 @@ class Limits(_Section):
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True, defer_build=True)
+    model_config = ConfigDict(**_CONFIG, validate_default=True)
 
     database_url: str = "sqlite:///ctxc.db"
     context_compaction: CompactionConfig = Field(default_factory=CompactionConfig)
@@ -78,13 +99,22 @@ class Settings(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     log_json: bool = False
 
-    def __init__(self, **values: Any) -> None:
-        super().__init__(**_deep_merge(environment_values(os.environ), values))
+    # A validator rather than an ``__init__(**values: Any)``: pydantic's generated
+    # signature stays visible to type checkers, so a misspelled keyword is a type error.
+    @model_validator(mode="before")
+    @classmethod
+    def _under_environment(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        return _deep_merge(environment_values(os.environ), data)
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: Any) -> Settings:
         """Settings from a JSON file; keyword arguments override the file."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{path}: settings file is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: settings file must hold a JSON object")
         data.update(overrides)
@@ -98,8 +128,9 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
     """The ``CTXC_*`` variables that name a setting, as nested values for ``Settings``.
 
     ``__`` separates nesting levels; a variable naming a section or a map directly
-    holds JSON, and nested variables are merged into it. Other ``CTXC_*`` variables
-    (``CTXC_HTTP_TOKEN``, ...) are not settings and are left alone.
+    holds JSON, and nested variables are merged into it. ``CTXC_HTTP_TOKEN`` and
+    ``CTXC_TEST_*`` are not settings and are left alone; any other variable whose
+    first part names no setting is reported (``UnknownSettingWarning``).
     """
     fields = Settings.model_fields
     out: dict[str, Any] = {}
@@ -109,6 +140,7 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         path = key[len(ENV_PREFIX) :].lower().split(ENV_NESTED_DELIMITER)
         if path[0] not in fields:
+            _report_unknown(key)
             continue
         if len(path) > 1:
             nested.append((path, value))
@@ -129,6 +161,43 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
             node = child
         node[path[-1]] = value
     return out
+
+
+_reported: set[str] = set()
+
+
+def _report_unknown(key: str) -> None:
+    name = key.upper()
+    if name in OTHER_VARIABLES or name.startswith(OTHER_PREFIXES):
+        return
+    known = [ENV_PREFIX + f.upper() for f in Settings.model_fields]
+    close = difflib.get_close_matches(name.split(ENV_NESTED_DELIMITER)[0], known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else f"; settings are {', '.join(known)}"
+    text = f"environment variable {key} names no setting and is ignored{hint}"
+    # Warned every time (a filter may turn it into an error), logged once per process.
+    warnings.warn(text, UnknownSettingWarning, stacklevel=2)
+    if key not in _reported:
+        _reported.add(key)
+        log.warning("unknown setting variable ignored", extra={"variable": key, "suggestion": close[0] if close else None})
+
+
+def problems(exc: ValidationError, environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per invalid setting: its dotted name, the variable that set it when one
+    did, and why it is refused (never the value: it may be a secret)."""
+    environ = os.environ if environ is None else environ
+    upper = {k.upper(): k for k in environ}
+    lines = []
+    for error in exc.errors(include_input=False, include_url=False, include_context=False):
+        loc = [str(part) for part in error["loc"]]
+        variable = None
+        for depth in range(len(loc), 0, -1):  # the deepest variable that exists
+            name = ENV_PREFIX + ENV_NESTED_DELIMITER.join(loc[:depth]).upper()
+            if name in upper:
+                variable = upper[name]
+                break
+        where = ".".join(loc) or "settings"
+        lines.append(f"{where}{f' (from {variable})' if variable else ''}: {error['msg']}")
+    return lines
 
 
 def _holds_json(annotation: Any) -> bool:

@@ -14,21 +14,10 @@ from dataclasses import dataclass, field
 
 from context_compaction.domain.errors import TurnInProgress, UnknownRequest
 
-from .context import TurnInputs
-from .services import Services
+from .calibration import CalibrationKey, Calibrations
+from .drafts import TurnInputs
 
 MAX_REMEMBERED_REQUESTS = 10_000
-
-
-@dataclass(frozen=True)
-class CalibrationKey:
-    """What must be equal for a measured prompt size to be reused (spec §7.2)."""
-
-    provider: str
-    model: str
-    generation: int
-    checkpoint_id: str | None
-    fixed_digest: str
 
 
 @dataclass
@@ -50,20 +39,12 @@ class IssuedRequest:
     recovered: bool = False
 
 
-@dataclass(frozen=True)
-class Calibration:
-    key: CalibrationKey
-    history_count: int
-    history_digest: str
-    prompt_tokens: int
-
-
 @dataclass
 class TurnMemory:
     """The in-memory state of the turn lifecycle for one process."""
 
     requests: OrderedDict[str, IssuedRequest] = field(default_factory=OrderedDict)
-    calibration: dict[str, Calibration] = field(default_factory=dict)
+    calibrations: Calibrations = field(default_factory=Calibrations)
     summary_attempted: dict[str, int] = field(default_factory=dict)
     """session → turn key of the turn whose one summary attempt has been used."""
     overflow_recovered: dict[str, int] = field(default_factory=dict)
@@ -113,22 +94,14 @@ class TurnMemory:
                 return False
             request.recovered = True
             self.overflow_recovered[request.session_id] = request.turn_key
-            self.calibration.pop(request.session_id, None)
+            self.calibrations.forget(request.session_id)
             return True
 
-
-def memory_of(svc: Services) -> TurnMemory:
-    memory = svc.extra.get("turn_memory")
-    if memory is None:
-        memory = svc.extra.setdefault("turn_memory", TurnMemory())
-    return memory  # type: ignore[no-any-return]
-
-
-def active_turn_guard(svc: Services, session_id: str) -> None:
-    """Spec §11.1: /compact during a running turn never cancels it; it is refused."""
-    if memory_of(svc).active_turns.get(session_id):
-        raise TurnInProgress(
-            f"a turn is running in session {session_id!r}; /compact will not interrupt it. "
-            "Run it again when the turn has finished.",
-            details={"session_id": session_id},
-        )
+    def refuse_while_turn_runs(self, session_id: str) -> None:
+        """Spec §11.1: /compact during a running turn never cancels it; it is refused."""
+        if self.active_turns.get(session_id):
+            raise TurnInProgress(
+                f"a turn is running in session {session_id!r}; /compact will not interrupt it. "
+                "Run it again when the turn has finished.",
+                details={"session_id": session_id},
+            )

@@ -1,6 +1,6 @@
 """/info (spec §16, §21.10): the budget the trigger decides on, from the same code.
 
-``decided_usage`` is THE used-token figure: the provider-measured prompt of the last
+``decide_usage`` (turncontext.py) is THE used-token figure: the provider-measured prompt of the last
 request plus our estimate of what was added since, when the calibration key matches
 (spec §7.2), else the local estimate. ``prepare_turn`` decides on it; ``/info`` shows
 it, beside the pure local estimate (seed 003 rule 4 keeps statistics local).
@@ -8,16 +8,11 @@ it, beside the pure local estimate (seed 003 rule 4 keeps statistics local).
 
 from __future__ import annotations
 
-import hashlib
-import json
-
-from context_compaction.domain.budget import Budget
-
 from . import commands as c
 from . import results as r
-from .context import Draft, SessionContext, TurnInputs, budget_for, current_context, draft_for
+from .drafts import TurnInputs
 from .services import Services
-from .turnstate import CalibrationKey, memory_of
+from .turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
 
 USAGE_LABELS = {
     "estimated": "local estimate",
@@ -34,61 +29,15 @@ def inputs_of(cmd: c.TurnInputsMixin) -> TurnInputs:
     )
 
 
-# --------------------------------------------------------------- calibration
-def fixed_digest(draft: Draft) -> str:
-    fixed = [m for m in draft.messages[:1] if m.get("role") == "system"]
-    payload = json.dumps([fixed, draft.tools], sort_keys=True, ensure_ascii=False)
-    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def calibration_key(svc: Services, ctx: SessionContext, draft: Draft, model: str) -> CalibrationKey:
-    return CalibrationKey(
-        provider=svc.catalog.provider_of(model),
-        model=model,
-        generation=ctx.session.context_generation,
-        checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
-        fixed_digest=fixed_digest(draft),
-    )
-
-
-def decided_usage(
-    svc: Services, ctx: SessionContext, draft: Draft, model: str
-) -> tuple[CalibrationKey, int, str]:
-    """(calibration key, used tokens, usage source) for the request ``draft``.
-
-    ``measured + estimate(suffix)`` when the key matches and what was sent is an exact
-    prefix of what will be sent; the full local estimate otherwise (spec §7.2).
-    """
-    key = calibration_key(svc, ctx, draft, model)
-    cal = memory_of(svc).calibration.get(ctx.session.session_id)
-    projection = draft.projection
-    raw_count = len(projection.included_seqs)
-    if cal is None or cal.key != key or cal.history_count > raw_count:
-        return key, draft.total, "estimated"
-    identity = svc.identity(model)
-    with ctx.lock:
-        digest = ctx.builder(identity).history_digest(projection, cal.history_count)
-    if digest != cal.history_digest:
-        return key, draft.total, "estimated"
-    tokens = ctx.tokens[draft.encoding]
-    suffix = sum(tokens.get(seq, 0) for seq in projection.included_seqs[cal.history_count :])
-    return key, cal.prompt_tokens + suffix, "measured+estimated"
-
-
 # --------------------------------------------------------------------- /info
-def context_usage(
-    ctx: SessionContext,
-    draft: Draft,
-    budget: Budget,
-    *,
-    model: str,
-    used: int,
-    usage_source: str,
-) -> r.ContextUsage:
+def context_usage(turn: TurnContext, decision: UsageDecision) -> r.ContextUsage:
+    """The §16 figures of ``turn``'s request, ``decision`` being what the trigger uses."""
+    ctx, draft, budget = turn.ctx, turn.draft, turn.budget
+    used, usage_source = decision.used, decision.source
     cp = ctx.checkpoint
     usage = r.ContextUsage(
         session_id=ctx.session.session_id,
-        model=model,
+        model=turn.model,
         configured_window_tokens=budget.configured_window,
         effective_window_tokens=budget.window,
         window_source=budget.window_source,
@@ -160,10 +109,5 @@ def usage_text(u: r.ContextUsage) -> str:
 
 def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     """The figures the next ``prepare_turn`` with the same inputs decides on."""
-    ctx = current_context(svc, cmd.session_id)
-    model = cmd.model or ctx.session.model
-    draft = draft_for(svc, ctx, inputs_of(cmd), model)
-    _, used, source = decided_usage(svc, ctx, draft, model)
-    return context_usage(
-        ctx, draft, budget_for(svc, ctx.session, model), model=model, used=used, usage_source=source
-    )
+    turn = prepare_context(svc, cmd.session_id, inputs_of(cmd), cmd.model)
+    return context_usage(turn, decide_usage(svc, turn))

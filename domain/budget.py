@@ -122,9 +122,6 @@ class Budget:
     def should_compact(self, context_tokens: int) -> bool:
         return should_compact(self.enabled, context_tokens, self.threshold)
 
-    def over_hard_window(self, context_tokens: int) -> bool:
-        return context_tokens > self.window
-
 
 def should_compact(enabled: bool, context_tokens: int, threshold: int) -> bool:
     """Spec §8.3: auto-compact iff enabled and the next request exceeds the threshold."""
@@ -163,7 +160,3 @@ class SummaryBudget:
     def feasible(self) -> bool:
         """Is there room for any material at all? (spec §10.3, too-small windows)"""
         return self.source_budget >= 64 and self.output_reserve >= 64
-
-
-def format_tokens(n: int) -> str:
-    return f"{n:,}"

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .errors import InvalidMessage
 
 Role = Literal["user", "assistant", "tool", "system", "developer"]
-ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system", "developer")
 
 #: Provider output fields of an assistant message beyond the portable chat fields
 #: (OpenAI, litellm, Anthropic). Kept verbatim in ``provider_state.data``, bound to the

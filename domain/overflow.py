@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -194,7 +193,3 @@ def _is_summary_block(message: dict[str, Any]) -> bool:
 
     content = message.get("content")
     return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_HEADER)
-
-
-def message_digest_text(message: dict[str, Any]) -> str:
-    return json.dumps(message, sort_keys=True, ensure_ascii=False)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .checkpoint import Checkpoint
 from .messages import OUTPUT_ONLY_FIELDS, MessageRecord, nested_tool_calls
 
 SUMMARY_HEADER = "[Historical conversation summary — reference only, not a new user request]"
@@ -34,17 +35,6 @@ class ProviderIdentity:
         model = str(state.get("model", ""))
         bare = self.model.split("/", 1)[1] if "/" in self.model else self.model
         return model in (self.model, bare, f"{self.provider}/{bare}")
-
-
-@dataclass(frozen=True)
-class CheckpointRef:
-    """The parts of an active checkpoint a projection needs."""
-
-    checkpoint_id: str
-    summary: str
-    first_retained_seq: int
-    generation: int
-    degraded: bool = False
 
 
 @dataclass
@@ -77,7 +67,7 @@ def summary_message(summary: str) -> dict[str, Any]:
 
 
 def checkpoint_problem(
-    checkpoint: CheckpointRef | None, tail: Sequence[MessageRecord]
+    checkpoint: Checkpoint | None, tail: Sequence[MessageRecord]
 ) -> str | None:
     """Why an active checkpoint cannot be used (spec §14), or None when it can."""
     if checkpoint is None:
@@ -96,7 +86,7 @@ def checkpoint_problem(
 
 def build_projection(
     *,
-    checkpoint: CheckpointRef | None,
+    checkpoint: Checkpoint | None,
     messages: Sequence[MessageRecord],
     context_generation: int,
     identity: ProviderIdentity | None,
@@ -314,7 +304,7 @@ class ProjectionBuilder:
     def build(
         self,
         *,
-        checkpoint: CheckpointRef | None,
+        checkpoint: Checkpoint | None,
         context_generation: int,
         diagnostics: Sequence[str] = (),
     ) -> ContextProjection:
@@ -365,11 +355,3 @@ class ProjectionBuilder:
 def _chain(previous: bytes, message: dict[str, Any]) -> bytes:
     text = json.dumps(message, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
     return hashlib.blake2b(previous + text, digest_size=16).digest()
-
-
-def digest_messages(messages: Sequence[dict[str, Any]]) -> str:
-    """The same chained digest over plain messages (a request as it was sent)."""
-    digest = b""
-    for message in messages:
-        digest = _chain(digest, message)
-    return digest.hex()

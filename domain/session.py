@@ -11,7 +11,6 @@ live only in the events and the read model, so snapshots stay small (DESIGN §3)
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +25,28 @@ from .errors import (
     StaleCandidate,
     SummaryFailed,
 )
+from .checkpoint import TRIGGER_REASONS, Checkpoint, CheckpointMark
 from .messages import Message
+from .session_snapshot import snapshot_problem
+from .toolgroups import (
+    ToolGroup,
+    group_at,
+    group_containing,
+    group_split_by,
+    groups_from_json,
+    in_ranges,
+    merge_ranges,
+    seqs_to_ranges,
+    visible_groups,
+)
+
+__all__ = [
+    "COMMAND_WINDOW",
+    "Invalidation",
+    "Session",
+    "session_aggregate_id",
+    "snapshot_problem",
+]
 
 SESSION_NAMESPACE = UUID("7d1c2f0e-4b7a-5c55-9a53-3f0c9b6e2a11")
 
@@ -34,33 +54,11 @@ SESSION_NAMESPACE = UUID("7d1c2f0e-4b7a-5c55-9a53-3f0c9b6e2a11")
 #: the read model (ADR 0004), so a snapshot does not grow with every command.
 COMMAND_WINDOW = 512
 
-TRIGGER_REASONS = ("manual", "auto", "overflow")
-INVALIDATION_KINDS = ("clear", "rewind", "delete")
 
 
 def session_aggregate_id(session_id: str) -> UUID:
     """Deterministic aggregate id from the natural key (uuid5)."""
     return uuid5(SESSION_NAMESPACE, session_id)
-
-
-def merge_ranges(ranges: Sequence[Sequence[int]]) -> list[list[int]]:
-    """Sort and merge inclusive ``[lo, hi]`` ranges, joining adjacent ones."""
-    out: list[list[int]] = []
-    for lo, hi in sorted((int(r[0]), int(r[1])) for r in ranges if r[0] <= r[1]):
-        if out and lo <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return out
-
-
-def seqs_to_ranges(seqs: Sequence[int]) -> list[list[int]]:
-    return merge_ranges([[s, s] for s in seqs])
-
-
-def in_ranges(ranges: Sequence[Sequence[int]], seq: int) -> bool:
-    i = bisect_right(ranges, seq, key=lambda r: r[0]) - 1
-    return i >= 0 and ranges[i][0] <= seq <= ranges[i][1]
 
 
 class Session(Aggregate):
@@ -115,11 +113,11 @@ class Session(Aggregate):
         self.next_seq = 1
         self.message_count = 0
         self.context_generation = 0
-        self.active_checkpoint: dict[str, Any] | None = None
+        self.active_checkpoint = None
         self.checkpoint_count = 0
         self.invalidated: list[list[int]] = []
         self.open_calls: dict[str, int] = {}
-        self.tool_groups: list[dict[str, Any]] = []
+        self.tool_groups = []
         self.recent_commands: dict[str, list[int]] = {}
         self.deleted = False
 
@@ -135,20 +133,34 @@ class Session(Aggregate):
         span = self.recent_commands.get(command_id)
         return list(range(span[0], span[1] + 1)) if span else None
 
-    def tool_group_containing(self, seq: int) -> dict[str, Any] | None:
-        """The tool group (assistant call + its results) that ``seq`` belongs to."""
-        for group in self.tool_groups:
-            if group["seq"] == seq or any(r[0] == seq for r in group["results"]):
-                return group
-        return None
+    # Typed state read from snapshots: a snapshot sets the aggregate's ``__dict__`` to
+    # the stored JSON (eventsourcing's ``Snapshot.mutate``), so the typed values are
+    # made on first use, from snapshots of any age (the stored shape never changed).
+    @property
+    def active_checkpoint(self) -> CheckpointMark | None:
+        value = self.__dict__["active_checkpoint"]
+        if value is not None and type(value) is not CheckpointMark:
+            value = self.__dict__["active_checkpoint"] = CheckpointMark.from_json(value)
+        return value  # type: ignore[no-any-return]
 
-    def cut_splits_tool_group(self, first_retained_seq: int) -> dict[str, Any] | None:
-        """The group a cut before ``first_retained_seq`` would split (spec §9.3)."""
-        for group in self.tool_groups:
-            last = max((r[0] for r in group["results"]), default=group["seq"])
-            if group["seq"] < first_retained_seq <= last:
-                return group
-        return None
+    @active_checkpoint.setter
+    def active_checkpoint(self, value: CheckpointMark | None) -> None:
+        self.__dict__["active_checkpoint"] = value
+
+    @property
+    def tool_groups(self) -> list[ToolGroup]:
+        value = self.__dict__["tool_groups"]
+        if value and type(value[0]) is not ToolGroup:
+            value = self.__dict__["tool_groups"] = groups_from_json(value)
+        return value  # type: ignore[no-any-return]
+
+    @tool_groups.setter
+    def tool_groups(self, value: list[ToolGroup]) -> None:
+        self.__dict__["tool_groups"] = value
+
+    def tool_group_containing(self, seq: int) -> ToolGroup | None:
+        """The tool group (assistant call + its results) that ``seq`` belongs to."""
+        return group_containing(self.tool_groups, seq)
 
     def _ensure_live(self) -> None:
         if self.deleted:
@@ -301,13 +313,13 @@ class Session(Aggregate):
             ids = [c["id"] for c in tool_calls]
             for call_id in ids:
                 self.open_calls[call_id] = seq
-            self.tool_groups.append({"seq": seq, "calls": ids, "results": []})
+            self.tool_groups.append(ToolGroup(seq, ids, []))
         elif role == "tool" and tool_call_id is not None:
             assistant_seq = self.open_calls.pop(tool_call_id, None)
             if assistant_seq is not None:
-                group = self._group_at(assistant_seq)
+                group = group_at(self.tool_groups, assistant_seq)
                 if group is not None:
-                    group["results"].append([seq, tool_call_id])
+                    group.results.append((seq, tool_call_id))
         if command_id is not None:
             span = self.recent_commands.get(command_id)
             if span is None:
@@ -316,15 +328,6 @@ class Session(Aggregate):
                     del self.recent_commands[next(iter(self.recent_commands))]
             else:
                 span[1] = seq
-
-    def _group_at(self, assistant_seq: int) -> dict[str, Any] | None:
-        groups = self.tool_groups
-        if groups and groups[-1]["seq"] == assistant_seq:
-            return groups[-1]  # results mostly answer the latest call
-        i = bisect_right(groups, assistant_seq, key=lambda g: g["seq"]) - 1
-        if i >= 0 and groups[i]["seq"] == assistant_seq:
-            return groups[i]
-        return None
 
     # ----------------------------------------------------------- invalidate
     def invalidate(
@@ -378,8 +381,7 @@ class Session(Aggregate):
             group = self.tool_group_containing(seq)
             if group is None:
                 continue
-            members = {group["seq"], *(r[0] for r in group["results"])}
-            members = {m for m in members if self.is_visible(m)}
+            members = {m for m in group.members() if self.is_visible(m)}
             missing = members - wanted
             if missing and not expand_tool_groups:
                 raise InvalidMessage(
@@ -402,47 +404,22 @@ class Session(Aggregate):
         self.invalidated = merge_ranges([*self.invalidated, *ranges])
         self.context_generation = generation
         self.active_checkpoint = None
-        open_calls = {c: s for c, s in self.open_calls.items() if self.is_visible(s)}
-        groups = []
-        for group in self.tool_groups:
-            if not self.is_visible(group["seq"]):
-                continue
-            kept, reopened = [], []
-            for result in group["results"]:
-                (kept if self.is_visible(result[0]) else reopened).append(result)
-            group["results"] = kept
-            for _, call_id in reopened:
-                open_calls.setdefault(call_id, group["seq"])
-            groups.append(group)
-        self.tool_groups = groups
-        self.open_calls = open_calls
+        self.tool_groups, self.open_calls = visible_groups(
+            self.tool_groups, self.open_calls, self.is_visible
+        )
 
     # ----------------------------------------------------------- checkpoint
-    def commit_checkpoint(
-        self,
-        *,
-        expected_generation: int,
-        checkpoint_id: str,
-        summary: str,
-        first_retained_seq: int,
-        source_max_seq: int,
-        trigger_reason: str,
-        provider_kind: str,
-        model: str,
-        tokens_before: int,
-        tokens_after: int,
-        degraded: bool,
-        summary_source: dict[str, Any],
-        created_at: str,
-    ) -> int:
-        """Make a checkpoint active: the generation CAS of spec §12.1 (DESIGN §4).
+    def commit_checkpoint(self, checkpoint: Checkpoint) -> int:
+        """Make ``checkpoint`` active: the generation CAS of spec §12.1 (DESIGN §4).
 
-        Returns the new generation.
+        Its ``generation`` must be the session's next one (else ``StaleCandidate``); its
+        parent is recorded as the active checkpoint. Returns the new generation.
         """
         self._ensure_live()
         active = self.active_checkpoint
-        if active is not None and active["checkpoint_id"] == checkpoint_id:
+        if active is not None and active.checkpoint_id == checkpoint.checkpoint_id:
             return self.context_generation  # already committed (a retried, acknowledged-late commit)
+        expected_generation = checkpoint.generation - 1
         if expected_generation != self.context_generation:
             raise StaleCandidate(
                 f"context generation moved from {expected_generation} to "
@@ -452,45 +429,38 @@ class Session(Aggregate):
                     "context_generation": self.context_generation,
                 },
             )
-        if not summary.strip():
+        self._check_checkpoint(checkpoint)
+        record = checkpoint.to_record()
+        # The parent is the checkpoint active now, whatever the candidate saw (its
+        # context may have set aside an unusable checkpoint, spec §14).
+        record["parent_checkpoint_id"] = active.checkpoint_id if active else None
+        self._checkpoint_committed(**record)
+        return self.context_generation
+
+    def _check_checkpoint(self, checkpoint: Checkpoint) -> None:
+        first_retained_seq = checkpoint.first_retained_seq
+        if not checkpoint.summary.strip():
             raise SummaryFailed("the summary is empty")
-        if trigger_reason not in TRIGGER_REASONS:
-            raise InvalidCommand(f"unknown trigger reason {trigger_reason!r}")
+        if checkpoint.trigger_reason not in TRIGGER_REASONS:
+            raise InvalidCommand(f"unknown trigger reason {checkpoint.trigger_reason!r}")
         if not self.is_visible(first_retained_seq):
             raise InvalidCommand(
                 f"first_retained_seq {first_retained_seq} is not a visible message"
             )
         previous = self.active_checkpoint
-        if previous is not None and first_retained_seq <= previous["first_retained_seq"]:
+        if previous is not None and first_retained_seq <= previous.first_retained_seq:
             raise InvalidCommand(
                 f"first_retained_seq {first_retained_seq} does not advance past "
-                f"{previous['first_retained_seq']}"
+                f"{previous.first_retained_seq}"
             )
-        split = self.cut_splits_tool_group(first_retained_seq)
+        split = group_split_by(self.tool_groups, first_retained_seq)
         if split is not None:
             raise InvalidCommand(
                 f"first_retained_seq {first_retained_seq} falls inside the tool group "
-                f"that starts at seq {split['seq']}"
+                f"that starts at seq {split.seq}"
             )
-        if min(tokens_before, tokens_after) < 0:
+        if min(checkpoint.tokens_before, checkpoint.tokens_after) < 0:
             raise InvalidCommand("token figures must be >= 0")
-        self._checkpoint_committed(
-            checkpoint_id=checkpoint_id,
-            generation=self.context_generation + 1,
-            parent_checkpoint_id=previous["checkpoint_id"] if previous else None,
-            summary=summary,
-            first_retained_seq=first_retained_seq,
-            source_max_seq=source_max_seq,
-            trigger_reason=trigger_reason,
-            provider_kind=provider_kind,
-            model=model,
-            tokens_before=tokens_before,
-            tokens_after=tokens_after,
-            degraded=degraded,
-            summary_source=summary_source,
-            created_at=created_at,
-        )
-        return self.context_generation
 
     @event("CheckpointCommitted", topic="context_compaction:Session.CheckpointCommitted")
     def _checkpoint_committed(
@@ -510,11 +480,7 @@ class Session(Aggregate):
         summary_source: dict[str, Any],
         created_at: str,
     ) -> None:
-        self.active_checkpoint = {
-            "checkpoint_id": checkpoint_id,
-            "generation": generation,
-            "first_retained_seq": first_retained_seq,
-        }
+        self.active_checkpoint = CheckpointMark(checkpoint_id, generation, first_retained_seq)
         self.context_generation = generation
         self.checkpoint_count += 1
 
@@ -621,59 +587,6 @@ class Invalidation:
 def _check_limit(limit: int | None) -> None:
     if limit is not None and (isinstance(limit, bool) or limit <= 0):
         raise InvalidCommand("agent_token_limit must be a positive integer or null")
-
-
-def _pair(value: Any, second: type) -> bool:
-    return type(value) is list and len(value) == 2 and type(value[0]) is int and type(value[1]) is second
-
-
-def snapshot_problem(state: dict[str, Any]) -> str | None:
-    """What makes a stored snapshot of a Session unusable (None: usable as far as the
-    aggregate's methods read it). A snapshot is only a cache of the events: the store
-    replays the events instead of using one with a problem."""
-    for name, kind in (("session_id", str), ("model", str), ("created_at", str), ("next_seq", int),
-                       ("message_count", int), ("context_generation", int),
-                       ("checkpoint_count", int), ("deleted", bool)):
-        if type(state.get(name)) is not kind:
-            return f"{name} is missing or has the wrong type"
-    for name, kind in (("agent_token_limit", int), ("start_command_id", str),
-                       ("legacy_last_compressed_message_at", int)):
-        if state.get(name) is not None and type(state[name]) is not kind:
-            return f"{name} has the wrong type"
-    active = state.get("active_checkpoint")
-    if active is not None and not (
-        type(active) is dict and type(active.get("checkpoint_id")) is str
-        and type(active.get("generation")) is int and type(active.get("first_retained_seq")) is int
-    ):
-        return "active_checkpoint has the wrong shape"
-    invalidated, open_calls = state.get("invalidated"), state.get("open_calls")
-    if type(invalidated) is not list or not all(_pair(r, int) for r in invalidated):
-        return "invalidated is not a list of seq ranges"
-    if type(open_calls) is not dict or not all(type(v) is int for v in open_calls.values()):
-        return "open_calls is not an object of seqs"
-    commands, groups = state.get("recent_commands"), state.get("tool_groups")
-    if type(commands) is not dict or not all(_pair(v, int) for v in commands.values()):
-        return "recent_commands is not an object of seq spans"
-    if type(groups) is not list or not all(
-        type(g) is dict and type(g.get("seq")) is int
-        and type(g.get("calls")) is list and all(type(c) is str for c in g["calls"])
-        and type(g.get("results")) is list and all(_pair(r, str) for r in g["results"])
-        for g in groups
-    ):
-        return "tool_groups has the wrong shape"
-    return None
-
-
-EVENT_NAMES = (
-    "Started",
-    "ModelConfigured",
-    "MessageAppended",
-    "CheckpointCommitted",
-    "HistoryInvalidated",
-    "Deleted",
-    "LegacyImported",
-    "WindowLearned",
-)
 
 
 def _upcast_message_v1_v2(state: dict[str, Any]) -> None:

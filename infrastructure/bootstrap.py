@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import uuid
@@ -12,17 +11,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from context_compaction.application.bus import Handler, MessageBus
-from context_compaction.application import commands as c
+from context_compaction.application.bus import MessageBus
+from context_compaction.application.handlers import HANDLERS
 from context_compaction.application.ports import Clock, IdFactory
 from context_compaction.application.services import Services
-from context_compaction.application.sessions import HANDLERS as SESSION_HANDLERS
 from context_compaction.application.settings import Settings
 from context_compaction.domain.errors import InvalidCommand, StorageError
 
 from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
-from .eventstore import build_store
+from .eventstore import SessionsApplication, build_store
+from .readmodel import SqlTokenCountCache
 from .summarizers import ExtractiveSummarizer, LiteLLMSummarizer
 from .system import RandomIds, SystemClock
 from .timeline import SqlTimelineStore, TimelineFollower
@@ -150,7 +149,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         return DatabaseTarget(
             dialect=Dialect("sqlite"),
             env={
-                "PERSISTENCE_MODULE": "context_compaction.infrastructure.database:SQLiteFactory",
+                "PERSISTENCE_MODULE": "context_compaction.infrastructure.eventstore.internals:SQLiteFactory",
                 "SQLITE_DBNAME": path,
                 "SQLITE_LOCK_TIMEOUT": str(settings.sqlite_lock_timeout),
                 "CREATE_TABLE": "y",
@@ -219,6 +218,9 @@ def bootstrap(
                 snapshot_interval=settings.snapshot_interval,
                 dialect=target.dialect,
                 postgres_schema=target.schema,
+                # e.g. a subclass that also is eventsourcing's ``Leader``, to prompt
+                # followers of the event feed after each save
+                application_class=overrides.pop("application_class", SessionsApplication),
             )
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
     summarizer = overrides.pop("summarizer", None) or (
@@ -235,7 +237,7 @@ def bootstrap(
         ids=ids or RandomIds(),
         catalog=catalog,
         tokens=overrides.pop("tokens", None) or TiktokenCounter(catalog.provider_of),
-        token_cache=read_model,
+        token_cache=SqlTokenCountCache(db),
         summarizer=summarizer,
         timeline=timeline,
     )
@@ -244,32 +246,7 @@ def bootstrap(
     services.after_checkpoint.append(follower.catch_up)
     services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
     services.extra.update(overrides)
-    handlers = {
-        **SESSION_HANDLERS,
-        c.Compact: _on_first_use("compaction", "compact"),
-        c.GetContextUsage: _on_first_use("usage", "get_context_usage"),
-        c.RecallTimeline: _on_first_use("compaction", "recall_timeline"),
-        c.PrepareTurn: _on_first_use("turns", "prepare_turn"),
-        c.RecordUsage: _on_first_use("turns", "record_usage"),
-        c.RecoverOverflow: _on_first_use("turns", "recover_overflow"),
-    }
-    return MessageBus(services, handlers, on_close=app.close)
-
-
-def _on_first_use(module: str, name: str) -> Handler:
-    """The handler ``context_compaction.application.<module>.<name>``, imported when it
-    first runs: `ctxc` commands that never compact or build a turn start without that
-    code (ADR 0016)."""
-    target: Handler | None = None
-
-    def handler(command: Any, services: Services) -> Any:
-        nonlocal target
-        if target is None:
-            target = getattr(importlib.import_module(f"context_compaction.application.{module}"), name)
-        return target(command, services)
-
-    handler.__qualname__ = handler.__name__ = name
-    return handler
+    return MessageBus(services, HANDLERS, on_close=app.close)
 
 
 #: pg_advisory_lock key that serializes schema creation across processes.

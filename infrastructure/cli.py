@@ -4,10 +4,13 @@ Imports are lazy so that commands which never call a model start fast (no litell
 
 Exit codes:
   0  success
-  1  the command failed; its contract error code is printed (``error: <code>: <message>``)
-  2  usage error (unknown command or option)
+  1  the command failed; its contract error code is printed (``error: <code>: <message>``);
+     ``dispatch``: at least one line failed (each failure is in its envelope)
+  2  usage error: an unknown command or option, bad settings (file, environment), an
+     input file that cannot be read
   3  ``verify`` found a difference between the read model and the events, or a damaged event
   4  unexpected internal error
+  141  stdout was closed early (``ctxc history S | head -1``): quiet, as git exits on SIGPIPE
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process killed by SIGPIPE
+
+
+class UsageError(Exception):
+    """Something the operator gave (settings, a file) is unusable: exit 2, message as is."""
 
 
 # ------------------------------------------------------------------ helpers
@@ -32,23 +40,75 @@ def _database_url(value: str | None) -> str:
 
 
 def _settings(args: argparse.Namespace, **extra: Any) -> Any:
-    from context_compaction.application.settings import Settings
+    """The settings of this run; anything wrong with them is a ``UsageError`` naming the
+    setting, the variable or file it came from, and why."""
+    import warnings
 
+    from pydantic import ValidationError
+
+    from context_compaction.application.settings import Settings, UnknownSettingWarning, problems
+
+    from .logs import configure_logging
+
+    # Logging first, so that a misspelled CTXC_* variable is reported as a log line (the
+    # warning itself would repeat it in Python's own format).
+    configure_logging(json_lines=bool(getattr(args, "log_json", False)), verbose=getattr(args, "verbose", False))
+    warnings.simplefilter("ignore", UnknownSettingWarning)
     overrides = {"database_url": _database_url(args.db), **extra}
     if getattr(args, "log_json", False):
         overrides["log_json"] = True
-    if getattr(args, "config", None):
-        return Settings.from_file(args.config, **overrides)
-    return Settings(**overrides)
+    if getattr(args, "summarizer", None):
+        overrides["summarizer"] = args.summarizer
+    try:
+        if getattr(args, "config", None):
+            settings = Settings.from_file(args.config, **overrides)
+        else:
+            settings = Settings(**overrides)
+    except ValidationError as exc:
+        source = f" (settings file {args.config})" if getattr(args, "config", None) else ""
+        raise UsageError("bad settings" + source + ":\n  " + "\n  ".join(problems(exc))) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the settings file {args.config}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a file or variable that must hold JSON (never echoed)
+        raise UsageError(f"bad settings: {exc}") from None
+    if settings.log_json and not getattr(args, "log_json", False):
+        configure_logging(json_lines=True, verbose=getattr(args, "verbose", False))
+    return settings
 
 
 def _bus(args: argparse.Namespace, **extra: Any) -> Any:
     from .bootstrap import bootstrap
-    from .logs import configure_logging
 
     settings = _settings(args, **extra)
-    configure_logging(json_lines=settings.log_json, verbose=getattr(args, "verbose", False))
+    if getattr(args, "read_only", False):
+        _require_database(settings, args.command)
     return bootstrap(settings)
+
+
+def _require_database(settings: Any, command: str) -> None:
+    """A command that only reads refuses a missing SQLite file instead of creating an
+    empty database there (a typo in --db would otherwise leave files behind)."""
+    from urllib.parse import parse_qs, unquote, urlparse
+
+    from context_compaction.domain.errors import StorageError
+
+    from .bootstrap import parse_database_url
+
+    target = parse_database_url(settings)
+    if target.dialect.is_postgres:
+        return
+    path = target.env["SQLITE_DBNAME"]
+    if path.startswith("file:"):
+        parsed = urlparse(path)
+        if "memory" in parse_qs(parsed.query).get("mode", []) or unquote(parsed.path) in ("", ":memory:"):
+            return
+        path = unquote(parsed.path)
+    if not Path(path).exists():
+        raise StorageError(
+            f"no database at {path}: `ctxc {command}` only reads and creates none "
+            "(check --db or CTXC_DATABASE_URL)",
+            details={"database": f"sqlite:///{path}", "cause": "no such file"},
+        )
 
 
 # What a terminal acts on instead of showing: C0 controls (newline aside), DEL, C1
@@ -98,18 +158,21 @@ def _chars(value: Any) -> int:
 
 # ------------------------------------------------------------------ commands
 def cmd_dispatch(args: argparse.Namespace) -> int:
-    """JSON lines in (stdin), one envelope per line out (stdout)."""
+    """JSON lines in (stdin), one envelope per line out (stdout); exit 1 when any line
+    failed, so that a script notices without parsing every envelope."""
     bus = _bus(args)
+    failed = 0
     try:
         for line in sys.stdin:
             if not line.strip():
                 continue
             envelope = bus.dispatch_json(line)
+            failed += not envelope["ok"]
             sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
             sys.stdout.flush()
     finally:
         bus.close()
-    return EXIT_OK
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -165,10 +228,35 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_compact(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
+    from context_compaction.domain.errors import SummaryFailed
 
     with _bus(args) as bus:
-        result = bus.dispatch(c.Compact(session_id=args.session, model=args.model))
+        try:
+            result = bus.dispatch(c.Compact(session_id=args.session, model=args.model))
+        except SummaryFailed as exc:
+            row = bus.services.read_model.session(args.session)
+            model = args.model or (row.model if row is not None else None)
+            raise SummaryFailed(exc.message + _summary_hint(bus.services.settings, model),
+                                details=exc.details) from None
     return _emit(args, result, result.report)
+
+
+def _summary_hint(settings: Any, model: str | None) -> str:
+    """What to do about a failed summary call: the credentials litellm looked for and
+    did not find, and the offline summarizer."""
+    offline = "or summarize offline with --summarizer extractive (CTXC_SUMMARIZER=extractive)"
+    if model is None or settings.model_config_for(model).api_key is not None:
+        return f"; {offline}"
+    from .summarizers import import_litellm
+
+    try:
+        missing = import_litellm().validate_environment(model=model).get("missing_keys") or []
+    except Exception:  # noqa: BLE001 - a hint must never hide the error it explains
+        missing = []
+    if not missing:
+        return f"; check the credentials for model {model!r}, {offline}"
+    return (f"; no credentials for model {model!r}: set {' and '.join(missing)}, or "
+            f"models[{model!r}].api_key in the settings (CTXC_MODELS), {offline}")
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
@@ -255,84 +343,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- parser
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError("must be a positive number")
-    return value
+COMMANDS = {
+    "demo": cmd_demo,
+    "dispatch": cmd_dispatch,
+    "sessions": cmd_sessions,
+    "history": cmd_history,
+    "info": cmd_info,
+    "compact": cmd_compact,
+    "checkpoints": cmd_checkpoints,
+    "projection": cmd_projection,
+    "replay": cmd_replay,
+    "timeline": cmd_timeline,
+    "verify": cmd_verify,
+    "import-legacy": cmd_import_legacy,
+    "serve": cmd_serve,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ctxc",
-        description="Event-sourced LLM session history and context compaction.",
-        epilog="Exit codes: 0 ok, 1 command failed (error code printed), 2 usage, "
-               "3 verify found a difference or a damaged event, 4 internal error.",
-    )
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", help="SQLite file or database URL (default: $CTXC_DATABASE_URL or ./ctxc.db)")
-    common.add_argument("--config", help="JSON settings file")
-    common.add_argument("--json", action="store_true", help="machine-readable JSON output")
-    common.add_argument("--log-json", action="store_true", help="log as JSON lines on stderr")
-    common.add_argument("-v", "--verbose", action="store_true", help="log at INFO level on stderr")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from .cli_parser import build_parser as build
 
-    def add(name: str, func: Any, help_text: str, session: bool = False) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
-        if session:
-            p.add_argument("session", help="session id")
-        p.set_defaults(func=func)
-        return p
-
-    p = add("demo", cmd_demo, "run the offline demo session (no network, no API key)")
-    p.add_argument("--workdir", default="ctxc-demo", help="folder for the demo database (recreated)")
-    p.add_argument("--turns", type=int, default=12, help="turns in the scripted session")
-    add("dispatch", cmd_dispatch, "JSON commands on stdin, one envelope per line on stdout")
-    p = add("sessions", cmd_sessions, "list sessions")
-    p.add_argument("--limit", type=int, default=100)
-    p.add_argument("--offset", type=int, default=0)
-    p = add("history", cmd_history, "the raw message log of a session", session=True)
-    p.add_argument("--all", action="store_true", help="include invalidated (hidden) messages")
-    p = add("info", cmd_info, "context usage of a session (/info)", session=True)
-    p.add_argument("--model", help="budget for this model instead of the session's")
-    p.add_argument("--system-prompt", help="count this system prompt too")
-    p.add_argument("--system-prompt-file", help="count the system prompt in this file too")
-    p = add("compact", cmd_compact, "compact a session now (manual /compact)", session=True)
-    p.add_argument("--model", help="summarize with this model instead of the session's")
-    add("checkpoints", cmd_checkpoints, "the checkpoints of a session", session=True)
-    p = add("projection", cmd_projection, "the history part of the next request", session=True)
-    p.add_argument("--model", help="project for this model (provider-private state replay)")
-    p = add("replay", cmd_replay, "state and projection of a session as of a past version", session=True)
-    p.add_argument("--at-version", type=int, required=True, help="aggregate version to replay to")
-    p = add("timeline", cmd_timeline, "Timeline entries (checkpoint summaries) of a session", session=True)
-    p.add_argument("query", nargs="?", help="text to look for")
-    p.add_argument("--limit", type=int, default=20)
-    add("verify", cmd_verify, "rebuild the read model from the events in a scratch database and compare")
-    p = add("import-legacy", cmd_import_legacy, "import sessions from a legacy PicoBot SQLite file")
-    p.add_argument("file", help="the legacy SQLite file")
-    p.add_argument("--model", default="gpt-4o", help="model for sessions whose row names none")
-    p = add("serve", cmd_serve, "HTTP endpoint POST /v1/commands (needs the [http] extra)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--token", help="bearer token (default: $CTXC_HTTP_TOKEN)")
-    p.add_argument("--insecure-local", action="store_true", help="allow no token when bound to loopback")
-    p.add_argument("--max-body-bytes", type=int, default=None, help="request size limit (default: settings)")
-    p.add_argument("--max-connections", type=_positive_int, default=256,
-                   help="open connections at most; the longest-waiting idle one is closed for a new one")
-    p.add_argument("--request-timeout", type=_positive_float, default=10.0,
-                   help="seconds for a request (headers and body) to arrive")
-    p.add_argument("--idle-timeout", type=_positive_int, default=5,
-                   help="seconds an idle keep-alive connection stays open")
-    p.add_argument("--public-docs", action="store_true",
-                   help="serve /docs and /openapi.json without the token")
-    return parser
+    return build(COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -342,18 +373,52 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args.func(args))
+    except BrokenPipeError:
+        return _closed_pipe()
     except ContextCompactionError as exc:
         if args.json:
-            print(json.dumps({"ok": False, "error": exc.to_dict()}))
+            _print_or_closed(json.dumps({"ok": False, "error": exc.to_dict()}))
         print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
         return EXIT_FAILED
+    except UsageError as exc:
+        print(_shown(f"error: {exc}"), file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # a file named on the command line
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(_shown(f"error: {where}{exc.strerror or exc}"), file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # noqa: BLE001 - one line for an operator, details with -v
-        print(f"error: internal_error: unexpected {type(exc).__name__}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - one line for an operator, the traceback with -v
+        print(_shown(f"error: internal_error: unexpected {type(exc).__name__}: {_first_line(exc)}"),
+              file=sys.stderr)
         if getattr(args, "verbose", False):
             raise
         return EXIT_INTERNAL
+
+
+def _first_line(exc: BaseException, width: int = 300) -> str:
+    text = (str(exc).strip().splitlines() or ["(no message)"])[0]
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _print_or_closed(text: str) -> None:
+    try:
+        print(text)
+    except BrokenPipeError:
+        _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away (``| head``): say nothing, as git does on SIGPIPE.
+    What is still buffered goes to /dev/null, so the flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 def run() -> None:
@@ -365,7 +430,10 @@ def run() -> None:
     """
     code = main()
     logging.shutdown()
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the output fitted the buffer, and the reader left early
+        code = _closed_pipe()
     sys.stderr.flush()
     os._exit(code)
 

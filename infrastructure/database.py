@@ -13,113 +13,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from eventsourcing.persistence import (
-    ConnectionPoolClosedError,
-    ConnectionUnavailableError,
-    InterfaceError,
-    OperationalError,
-    PersistenceError,
-)
-from eventsourcing.sqlite import SQLITE3_DEFAULT_LOCK_TIMEOUT, SQLiteConnection, SQLiteConnectionPool
-from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
+from eventsourcing.persistence import OperationalError, PersistenceError
 
 from context_compaction.domain.errors import StorageError
-
-
-class StatementCachingPool(SQLiteConnectionPool):
-    """eventsourcing's SQLite pool, with a real prepared-statement cache.
-
-    eventsourcing opens connections with ``cached_statements=True``, which sqlite3 reads
-    as a cache of one statement, so every command re-prepares each of its statements.
-    Otherwise the same connection setup (WAL, autocommit, row factory).
-    """
-
-    def _create_connection(self) -> SQLiteConnection:
-        try:
-            c = sqlite3.connect(
-                database=self.db_name,
-                uri=True,
-                check_same_thread=False,
-                isolation_level=None,
-                cached_statements=256,
-                timeout=self.lock_timeout or SQLITE3_DEFAULT_LOCK_TIMEOUT,
-            )
-        except (sqlite3.Error, TypeError) as e:
-            raise InterfaceError(e) from e
-        if not self.is_sqlite_memory_mode and not self.is_journal_mode_wal:
-            mode = c.execute("PRAGMA journal_mode;").fetchone()[0]
-            if mode.lower() != "wal":
-                c.execute("PRAGMA journal_mode=WAL;")
-                self.journal_mode_was_changed_to_wal = True
-            self.is_journal_mode_wal = True
-        c.row_factory = sqlite3.Row
-        return SQLiteConnection(sqlite_conn=c, max_age=self.max_age)
-
-    # One writer at a time holds the pool's writer lock anyway, so a file database keeps
-    # one connection for writing beside the pool: a write then takes that lock and
-    # nothing else (the fairness semaphore and the pool's condition variables are
-    # Python-level locks, a tenth of an append's CPU; ADR 0016). In-memory databases,
-    # whose reads and writes exclude each other, keep the pool's full protocol.
-    _writer: SQLiteConnection | None = None
-
-    def get_connection(
-        self, timeout: float | None = None, *, is_writer: bool | None = None
-    ) -> SQLiteConnection:
-        if is_writer is not True or self._mutually_exclusive_read_write:
-            return super().get_connection(timeout, is_writer=is_writer)
-        wait = self.pool_timeout if timeout is None else timeout
-        if not self._writer_lock.acquire(timeout=wait):
-            raise ConnectionUnavailableError("Timed out waiting for return of writer")
-        try:
-            if self._closed:
-                raise ConnectionPoolClosedError
-            conn = self._writer
-            if conn is not None:
-                conn.in_use.acquire()  # the max-age timer closes it only while unused
-                if conn.closed:
-                    conn.in_use.release()
-                    conn = None
-            if conn is None:
-                conn = self._writer = self._create_connection()  # created in use
-                if self._closed:  # close() ran meanwhile: it may not have seen this one
-                    conn.close()
-                    raise ConnectionPoolClosedError
-        except BaseException:
-            self._writer_lock.release()
-            raise
-        conn.is_writer = True
-        self._num_writers += 1
-        return conn
-
-    def put_connection(self, conn: SQLiteConnection) -> None:
-        if conn is not self._writer or conn.is_writer is not True:
-            super().put_connection(conn)  # also refuses a writer put back twice
-            return
-        conn.is_writer = None
-        self._num_writers -= 1
-        if conn.closing:  # its max age is up: the next write opens a fresh one
-            conn.close()
-        conn.in_use.release()
-        self._writer_lock.release()
-
-    def close(self) -> None:
-        super().close()
-        writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.close()
-
-
-class SQLiteFactory(BaseSQLiteFactory):
-    """eventsourcing's SQLite factory with ``StatementCachingPool`` connections
-    (``PERSISTENCE_MODULE`` topic of SQLite stores)."""
-
-    def __init__(self, env: Any) -> None:
-        super().__init__(env)
-        pool = self.datastore.pool
-        assert type(pool) is SQLiteConnectionPool and pool.num_in_pool == 0
-        # Same state, one method overridden: swap the class of the still-empty pool
-        # rather than rebuild it from eventsourcing's private constructor arguments.
-        pool.__class__ = StatementCachingPool
 
 
 class StorageBusy(StorageError):
@@ -329,7 +225,7 @@ class Database:
                 with self.datastore.get_connection() as conn:
                     return Cur(conn.cursor(row_factory=tuple_row), self.dialect).execute(sql, params).fetchone()
             with self.datastore.get_connection(commit=False) as conn:
-                return Cur(conn._sqlite_conn.cursor(), self.dialect).execute(sql, params).fetchone()
+                return Cur(conn.cursor().sqlite_cursor, self.dialect).execute(sql, params).fetchone()
 
     @contextmanager
     def write(self, lock_sql: str | None = None, *, durable: bool = True) -> Iterator[Cur]:
@@ -354,8 +250,7 @@ class Database:
                     yield Cur(cur, self.dialect)
             else:
                 with self.datastore.get_connection(commit=True) as conn:
-                    raw_conn = conn._sqlite_conn
-                    cur = raw_conn.cursor()
+                    cur = conn.cursor().sqlite_cursor
                     if not durable:
                         cur.execute("PRAGMA synchronous=NORMAL")
                     try:
@@ -363,9 +258,9 @@ class Database:
                         try:
                             yield Cur(cur, self.dialect)
                         except BaseException:
-                            raw_conn.rollback()
+                            conn.rollback()
                             raise
-                        raw_conn.commit()
+                        conn.commit()
                     finally:
                         if not durable:  # the pooled connection goes back fully durable
                             cur.execute("PRAGMA synchronous=FULL")

@@ -26,7 +26,6 @@ import sys
 from typing import Any
 
 from context_compaction.application.bus import MessageBus
-from context_compaction.application.commands import COMMAND_ADAPTER
 
 log = logging.getLogger("context_compaction.http")
 
@@ -134,22 +133,29 @@ def create_app(
         log.error("request failed unexpectedly", extra={"error_class": type(exc).__name__})
         return JSONResponse(_error("internal_error", f"unexpected {type(exc).__name__}"),
                             status_code=500)
-    command_schema = COMMAND_ADAPTER.json_schema(ref_template="#/components/schemas/{model}")
-    definitions = command_schema.pop("$defs", {})
-    envelope = {"application/json": {"schema": {"$ref": "#/components/schemas/Envelope"}}}
+    from .openapi import command_schemas, components, success_schema
+
+    command_schema, definitions = command_schemas()
+    failed = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
     responses: dict[int | str, Any] = {
-        code: {"description": text, "content": envelope}
-        for code, text in (
-            (200, "the command's result"),
-            (400, "invalid command or message"),
-            (401, "missing or wrong bearer token"),
-            (404, "unknown session or request"),
-            (409, "conflict: exists, stale candidate, turn in progress"),
-            (410, "the session is deleted"),
-            (413, "request too large"),
-            (422, "the command could not be carried out"),
-            (503, "storage unavailable, retry"),
-        )
+        200: {
+            "description": "the command's result, in the envelope its command schema names in "
+                           "`x-result-envelope` (`<Command>Envelope`)",
+            "content": {"application/json": {"schema": success_schema()}},
+        },
+        **{
+            code: {"description": text, "content": failed}
+            for code, text in (
+                (400, "invalid command or message"),
+                (401, "missing or wrong bearer token"),
+                (404, "unknown session or request"),
+                (409, "conflict: exists, stale candidate, turn in progress"),
+                (410, "the session is deleted"),
+                (413, "request too large"),
+                (422, "the command could not be carried out"),
+                (503, "storage unavailable, retry"),
+            )
+        },
     }
 
     @app.get("/healthz", responses={200: {"description": "ok"}, 503: {"description": "database unavailable"}})
@@ -191,8 +197,8 @@ def create_app(
             document = get_openapi(title=app.title, version=app.version, description=app.description,
                                    routes=app.routes)
             schemas = document.setdefault("components", {}).setdefault("schemas", {})
-            schemas.update(definitions)
-            schemas["Envelope"] = ENVELOPE_SCHEMA
+            schemas.update(components(sorted(STATUS), definitions))
+            schemas["Envelope"] = ENVELOPE_SCHEMA  # the untyped form, kept for existing clients
             document["components"]["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
             document["security"] = [{"bearer": []}]
             document["paths"]["/healthz"]["get"]["security"] = []  # probes need no token
@@ -366,16 +372,16 @@ def serve(args: argparse.Namespace, settings: Any) -> int:
         )
         return 2
     from .bootstrap import bootstrap
-    from .logs import configure_logging
 
-    configure_logging(json_lines=settings.log_json, verbose=getattr(args, "verbose", False))
     bus = bootstrap(settings)
     limit = args.max_body_bytes or settings.limits.max_request_bytes
     app = create_app(bus, token=token, max_body_bytes=limit, public_docs=args.public_docs)
     max_connections = _fit_descriptors(args.max_connections)
     protocol = guarded_protocol(max_connections=max_connections, request_timeout=args.request_timeout)
-    log.warning("serving", extra={"host": args.host, "port": args.port, "auth": token is not None,
-                                  "max_connections": max_connections})
+    # The address an operator needs, shown without -v: this logger alone goes to INFO.
+    log.setLevel(logging.INFO)
+    url = f"http://{f'[{args.host}]' if ':' in args.host else args.host}:{args.port}"
+    log.info("serving", extra={"url": url, "auth": token is not None, "max_connections": max_connections})
     try:
         # The backlog is also how many connections asyncio accepts in one go before any
         # of them is seen: kept at the cap, a burst cannot exhaust the descriptors.

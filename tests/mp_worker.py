@@ -1,10 +1,13 @@
 """A worker OS process for the concurrency and crash tests (not a test module).
 
     python tests/mp_worker.py hammer URL WORKER_NO OPS SEED OUT_FILE
-    python tests/mp_worker.py crashloop URL SEED OUT_FILE
+    python tests/mp_worker.py crashloop URL SEED OUT_FILE [PAUSE_IN_COMMIT_SECONDS]
 
 Every acknowledged result is appended (and flushed) to OUT_FILE as one JSON line, so a
-parent can tell what was acknowledged even after killing the worker.
+parent can tell what was acknowledged even after killing the worker. With a pause, the
+crash loop holds each checkpoint commit open (inside the event transaction, after the
+checkpoint row is written) and first prints ``commit CHECKPOINT_ID`` on stdout, so the
+parent can kill it inside a compaction's commit.
 """
 
 from __future__ import annotations
@@ -82,10 +85,36 @@ def hammer(url: str, worker: int, ops: int, seed: int, out_path: str) -> None:
     bus.close()
 
 
-def crashloop(url: str, seed: int, out_path: str) -> None:
+def pause_checkpoint_commits(bus, seconds: float, armed) -> None:  # type: ignore[no-untyped-def]
+    """Hold every checkpoint commit open: a slow disk at the worst moment, for the kill.
+
+    The read model is projected inside the event transaction, so the pause sits between
+    the checkpoint's INSERTs and COMMIT.
+    """
+    import time
+
+    from context_compaction.domain.session import Session
+
+    projector = bus.services.extra["app"].projector
+    project = projector._handlers[Session.CheckpointCommitted]
+
+    def paused(cur, event):  # type: ignore[no-untyped-def]
+        project(cur, event)
+        if armed():
+            print(f"commit {event.checkpoint_id}", flush=True)
+            time.sleep(seconds)
+
+    projector._handlers[Session.CheckpointCommitted] = paused
+
+
+def crashloop(url: str, seed: int, out_path: str, pause: float = 0.0) -> None:
     """Batched appends and compactions until killed."""
     rng = random.Random(seed)
     bus = bootstrap(settings(url))
+    acknowledged = 0
+    if pause:
+        # Only once this process has acknowledged appends of its own: every trial adds some.
+        pause_checkpoint_commits(bus, pause, lambda: acknowledged >= 2)
     with open(out_path, "a", encoding="utf-8") as out:
         i = 0
         while True:
@@ -99,6 +128,7 @@ def crashloop(url: str, seed: int, out_path: str) -> None:
                                               "messages": batch(tag, 5, with_tools=True),
                                               "command_id": f"cmd-{tag}"})
                 out.write(json.dumps({"op": "append", "tag": tag, "envelope": envelope}) + "\n")
+                acknowledged += bool(envelope["ok"])
             out.flush()
 
 
@@ -107,6 +137,6 @@ if __name__ == "__main__":
     if mode == "hammer":
         hammer(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
     elif mode == "crashloop":
-        crashloop(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+        crashloop(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]) if len(sys.argv) > 5 else 0.0)
     else:
         raise SystemExit(f"unknown mode {mode}")

@@ -169,7 +169,10 @@ def test_the_default_database_comes_from_the_environment(tmp_path: Path) -> None
                 env={"CTXC_DATABASE_URL": f"sqlite:///{db}"})
     assert proc.returncode == 0 and db.exists()
     assert "e" in ctxc("sessions", env={"CTXC_DATABASE_URL": f"sqlite:///{db}"}).stdout
-    assert ctxc("sessions", cwd=tmp_path).returncode == 0 and (tmp_path / "ctxc.db").exists()
+    # Without either, ./ctxc.db: a command that writes creates it, one that reads finds it.
+    start = json.dumps({"type": "start_session", "session_id": "d", "model": "m"}) + "\n"
+    assert ctxc("dispatch", stdin=start, cwd=tmp_path).returncode == 0 and (tmp_path / "ctxc.db").exists()
+    assert "d" in ctxc("sessions", cwd=tmp_path).stdout.split()
 
 
 def test_commands_that_call_no_model_start_fast_and_without_litellm(demo_db: Path) -> None:

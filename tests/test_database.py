@@ -1,4 +1,4 @@
-"""The SQLite pool's writer connection (infrastructure/database.py, ADR 0016)."""
+"""The SQLite pool's writer connection (infrastructure/eventstore/internals.py, ADR 0016)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from eventsourcing.persistence import (
     ConnectionUnavailableError,
 )
 
-from context_compaction.infrastructure.database import StatementCachingPool
+from context_compaction.infrastructure.eventstore.internals import StatementCachingPool
 
 
 def make_pool(tmp_path: Path, **kwargs: object) -> StatementCachingPool:

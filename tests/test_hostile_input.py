@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import string
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from backends import MakeHarness
-from context_compaction.application.commands import command_types
+from context_compaction.application.commands import COMMAND_ADAPTER, command_types
 from context_compaction.domain.errors import ALL_ERRORS
 from helpers import Harness, assistant, err, fingerprint, ok, tool, user
 
@@ -129,12 +131,14 @@ def test_no_command_for_one_session_reads_or_changes_another(harness: Harness) -
     b_projection = ok(h.do({"type": "get_projection", "session_id": "b"}))
     for command in (
         {"type": "invalidate_history", "session_id": "a", "kind": "clear"},
-        {"type": "append_messages", "session_id": "a", "command_id": "same-id", "messages": [user("again")]},
+        {"type": "append_messages", "session_id": "a", "command_id": "same-id",
+         "messages": [user("a secret"), assistant("a answer")]},  # a's own id again: a duplicate
+        {"type": "append_messages", "session_id": "a", "command_id": "a-2", "messages": [user("again")]},
         {"type": "compact", "session_id": "a"},
         {"type": "configure_session", "session_id": "a", "model": "gpt-4o-mini"},
         {"type": "delete_session", "session_id": "a"},
     ):
-        h.do(command)
+        ok(h.do(command))  # every one of them really ran on a
     assert b_rows() == b_before
     assert ok(h.do({"type": "get_projection", "session_id": "b"})) == b_projection
     history = ok(h.do({"type": "get_history", "session_id": "a", "include_invalidated": True}))["messages"]
@@ -259,3 +263,148 @@ def test_nesting_is_refused_past_the_limit_on_both_paths(depth: int, refused: bo
 
     assert (json_problem(_nested(depth, "x", innermost)) is not None) is refused
     assert json_problem(_nested(depth, "\ud800", innermost)) is not None
+
+
+# ------------------------------------------- mutated well-formed commands (issue 19)
+# The fuzz above mostly stops at schema validation. These start from commands that
+# would succeed on the seeded sessions and break one or two things the schema cannot
+# see (an unknown tool call, a seq past the end, another session's call id, a reused
+# command id, a tiny token limit), so "a failed command changes nothing" is checked
+# after the domain rules too.
+_sids = st.sampled_from(["s1", "other"])
+_call_ids = st.sampled_from(["c1", "other-call", "fresh-1", "fresh-2", "nope"])
+_command_ids = st.one_of(st.none(), st.sampled_from(["m-1", "m-2", "m-3"]))
+
+
+def _turn(text: str, call: str | None, answer: bool) -> list[dict]:
+    batch = [user(text)]
+    if call is not None:
+        batch += [assistant(None, [(call, "run", "{}")]), tool(call, f"{text} output")]
+    if answer:
+        batch.append(assistant(f"{text} done"))
+    return batch
+
+
+_well_formed = st.one_of(
+    st.builds(lambda sid, text, call, answer, cid: {"type": "append_messages", "session_id": sid,
+                                                    "messages": _turn(text, call, answer), "command_id": cid},
+              _sids, st.sampled_from(["read it", "fix it", "x" * 300]),
+              st.one_of(st.none(), _call_ids), st.booleans(), _command_ids),
+    st.builds(lambda sid, call, cid: {"type": "append_messages", "session_id": sid,
+                                      "messages": [tool(call, "late result")], "command_id": cid},
+              _sids, _call_ids, _command_ids),
+    st.builds(lambda sid, to: {"type": "invalidate_history", "session_id": sid, "kind": "rewind", "to_seq": to},
+              _sids, st.integers(0, 40)),
+    st.builds(lambda sid, seqs, expand: {"type": "invalidate_history", "session_id": sid, "kind": "delete",
+                                         "seqs": seqs, "expand_tool_groups": expand},
+              _sids, st.lists(st.integers(1, 40), min_size=1, max_size=3), st.booleans()),
+    st.builds(lambda sid: {"type": "invalidate_history", "session_id": sid, "kind": "clear"}, _sids),
+    st.builds(lambda sid: {"type": "compact", "session_id": sid}, _sids),
+    st.builds(lambda sid, model, limit: {"type": "configure_session", "session_id": sid, "model": model,
+                                         "agent_token_limit": limit},
+              _sids, st.sampled_from(["gpt-4o", "gpt-4o-mini"]), st.sampled_from([None, 50, 128_000])),
+    st.builds(lambda sid, prompt: {"type": "prepare_turn", "session_id": sid, "system_prompt": prompt},
+              _sids, st.sampled_from(["be brief", "rules " * 3000])),
+    st.builds(lambda sid, cid: {"type": "start_session", "session_id": sid, "model": "gpt-4o", "command_id": cid},
+              st.sampled_from(["s1", "other", "s1 "]), _command_ids),
+)
+
+
+def _mutate(command: dict, mutation: tuple[str, object]) -> dict:
+    what, value = mutation
+    command = json.loads(json.dumps(command))
+    messages = command.get("messages") or []
+    if what == "session" or not messages and what.startswith("message"):
+        command["session_id"] = value if what == "session" else "missing"
+    elif what == "message_role":
+        messages[0]["role"] = value
+    elif what == "message_call":
+        for m in messages:
+            if m["role"] == "tool":
+                m["tool_call_id"] = value
+    elif what == "message_drop":
+        messages.pop(min(int(value), len(messages) - 1))  # type: ignore[call-overload]
+        if not messages:
+            command["messages"] = [tool("orphan", "x")]
+    elif what == "message_duplicate_call":
+        command["messages"] = messages + [m for m in messages if m.get("tool_calls")]
+    elif what == "seq":
+        key = "to_seq" if "to_seq" in command else "seqs" if "seqs" in command else None
+        if key == "to_seq":
+            command[key] = value
+        elif key == "seqs":
+            command[key] = [value]
+    elif what == "command_id":
+        command["command_id"] = value
+    return command
+
+
+_mutations = st.one_of(
+    st.tuples(st.just("session"), st.sampled_from(["missing", "other", "s1"])),
+    st.tuples(st.just("message_role"), st.sampled_from(["tool", "assistant", "system"])),
+    st.tuples(st.just("message_call"), _call_ids),
+    st.tuples(st.just("message_drop"), st.integers(0, 3)),
+    st.tuples(st.just("message_duplicate_call"), st.none()),
+    st.tuples(st.just("seq"), st.integers(1, 10**6)),
+    st.tuples(st.just("command_id"), st.sampled_from(["m-1", "m-2", "m-3"])),
+)
+mutated_commands = st.builds(lambda c, ms: _mutate_all(c, ms), _well_formed, st.lists(_mutations, max_size=2))
+
+
+def _mutate_all(command: dict, mutations: list[tuple[str, object]]) -> dict:
+    for mutation in mutations:
+        command = _mutate(command, mutation)
+    return command
+
+
+def _state(h: Harness) -> tuple:
+    histories = tuple(
+        tuple((m["seq"], m["invalidated"]) for m in ok(h.do({"type": "get_history", "session_id": sid,
+                                                              "include_invalidated": True}))["messages"])
+        for sid in ("s1", "other"))
+    return fingerprint(h.bus), histories
+
+
+FUZZ_PAST_VALIDATION_FLOOR = 0.5
+
+
+def test_mutated_commands_on_real_sessions_change_nothing_when_refused(
+    fuzz_harness: Harness, record_property  # type: ignore[no-untyped-def]
+) -> None:
+    """Breakage tried: a save of the refused command's pending events (an invalidation
+    that first cleared, then refused the seqs, and got saved anyway) made this fail on
+    the first refused delete; the schema fuzz above did not notice it."""
+    h = fuzz_harness
+    tally: Counter[str] = Counter()
+
+    @settings(max_examples=120, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(command=mutated_commands)
+    def run(command: dict) -> None:
+        try:
+            COMMAND_ADAPTER.validate_python(command)
+            tally["past_validation"] += 1
+        except ValidationError:
+            pass
+        before = _state(h)
+        envelope = h.bus.dispatch_json(command)
+        json.dumps(envelope, allow_nan=False)
+        tally["cases"] += 1
+        if envelope["ok"]:
+            tally[f"ok:{command['type']}"] += 1
+            return
+        code = envelope["error"]["code"]
+        assert code in CODES and code != "internal_error", envelope
+        tally[f"refused:{code}"] += 1
+        assert _state(h) == before, (command, envelope)
+
+    run()
+    past, cases = tally["past_validation"], tally["cases"]
+    record_property("fuzz_cases", cases)
+    record_property("fuzz_past_validation", past)
+    print(f"\nFIGURE mutated-command fuzz[{'postgres' if h.is_postgres else 'sqlite'}]: {past}/{cases} "
+          f"past schema validation; {dict(sorted(tally.items()))}")
+    assert past >= FUZZ_PAST_VALIDATION_FLOOR * cases, tally
+    refusals = sum(n for k, n in tally.items() if k.startswith("refused:"))
+    assert refusals - (cases - past) >= 0.15 * cases, f"too few refusals after validation: {tally}"
+    assert tally["ok:append_messages"] >= 1 and tally["ok:compact"] >= 1, tally

@@ -14,6 +14,7 @@ import schemathesis
 from schemathesis import checks
 import uvicorn
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 from context_compaction import Settings, bootstrap
 from context_compaction.infrastructure.http import create_app, is_loopback
@@ -122,28 +123,82 @@ def test_serving_without_a_token_is_refused_unless_loopback_and_insecure_local(t
     assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
 
 
-def test_schemathesis_finds_no_server_error(server: Server) -> None:
-    """Fuzz every operation of our own OpenAPI document over HTTP: no 5xx, only envelopes."""
-    from hypothesis import given
+SEEDED_SESSIONS = ("s", "t")
+_fuzz_text = st.text(max_size=40)
+SEEDED_BODIES = st.one_of(
+    st.builds(lambda texts, command_id: {"type": "append_messages", "session_id": "s", "command_id": command_id,
+                                         "messages": [{"role": "user", "content": t} for t in texts]},
+              st.lists(_fuzz_text, min_size=1, max_size=3), st.one_of(st.none(), st.text(min_size=1, max_size=8))),
+    st.builds(lambda model: {"type": "compact", "session_id": "s", **model},
+              st.sampled_from([{}, {"model": "gpt-4o"}, {"model": "no-such-model"}])),
+)
 
+
+@pytest.fixture
+def fuzz_server(databases) -> Iterator[Server]:  # type: ignore[no-untyped-def]
+    """A server on this test's backend (SQLite file or PostgreSQL schema) with real sessions."""
+    bus = bootstrap(Settings(database_url=databases.url("http"), summarizer="extractive"))
+    for sid in SEEDED_SESSIONS:
+        bus.dispatch_json({"type": "start_session", "session_id": sid, "model": "gpt-4o"})
+    try:
+        with Server(create_app(bus, token=TOKEN, max_body_bytes=64_000)) as srv:
+            srv.bus = bus  # type: ignore[attr-defined]
+            yield srv
+    finally:
+        bus.close()
+
+
+def test_schemathesis_finds_no_server_error(fuzz_server: Server, backend: str, record_property) -> None:  # type: ignore[no-untyped-def]
+    """Fuzz every operation of our own OpenAPI document over HTTP: schema-valid and
+    schema-invalid requests, half of them aimed at sessions that exist. No 5xx, only
+    envelopes, invalid requests refused, and real commands (an append, a compaction)
+    succeed through the same door.
+
+    A quarter of the schema-valid requests carry a real append or compaction for the
+    live session "s" (random messages are almost never valid, and a random session id
+    never exists). Breakage tried: that seeding removed (no ``append_messages`` returned
+    200: the assertion on the command types fails).
+    """
+    from hypothesis import given
+    from schemathesis import GenerationMode
+
+    server = fuzz_server
     schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json", headers=AUTH)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.path for op in operations} == {"/healthz", "/v1/commands"}
     seen: dict[int, int] = {}
+    succeeded: dict[str, int] = {}
     for operation in operations:
+        commands = operation.path == "/v1/commands"
+        # (/healthz takes no input: nothing in it can be invalid.)
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE) if commands else (GenerationMode.POSITIVE,):
+            examples = (120 if mode is GenerationMode.POSITIVE else 60) if commands else 5
 
-        @settings(max_examples=150 if operation.path == "/v1/commands" else 5, deadline=None,
-                  suppress_health_check=list(HealthCheck))
-        @given(case=operation.as_strategy())
-        def fuzz(case) -> None:  # type: ignore[no-untyped-def]
-            response = case.call(base_url=server.url, headers=AUTH, timeout=30)
-            seen[response.status_code] = seen.get(response.status_code, 0) + 1
-            assert response.status_code < 500, (response.status_code, response.text[:300])
-            # Every check except "schema-valid data must be accepted": JSON Schema cannot say
-            # "no lone surrogates, no integers past 64 bits", which the bus refuses (400).
-            case.validate_response(response, excluded_checks=[checks.positive_data_acceptance])
-            if case.path == "/v1/commands":
-                assert response.json()["ok"] is (response.status_code == 200)
+            @settings(max_examples=examples, deadline=None, database=None,
+                      suppress_health_check=list(HealthCheck))
+            @given(case=operation.as_strategy(generation_mode=mode), data=st.data())
+            def fuzz(case, data) -> None:  # type: ignore[no-untyped-def]
+                if commands and mode is GenerationMode.POSITIVE and data.draw(st.integers(0, 3)) == 0:
+                    case.body = data.draw(SEEDED_BODIES)  # real work on a real session
+                body = case.body
+                if isinstance(body, dict) and isinstance(body.get("session_id"), str) and data.draw(st.booleans()):
+                    # (only "t" may be deleted: "s" stays alive for the rest of the run)
+                    body["session_id"] = "t" if body.get("type") == "delete_session" else "s"
+                response = case.call(base_url=server.url, headers=AUTH, timeout=30)
+                seen[response.status_code] = seen.get(response.status_code, 0) + 1
+                assert response.status_code < 500, (response.status_code, response.text[:300])
+                # Every check except "schema-valid data must be accepted": JSON Schema cannot
+                # say "no lone surrogates, no integers past 64 bits, a session that exists".
+                case.validate_response(response, excluded_checks=[checks.positive_data_acceptance])
+                if case.path == "/v1/commands":
+                    assert response.json()["ok"] is (response.status_code == 200)
+                    if response.status_code == 200:
+                        succeeded[body["type"]] = succeeded.get(body["type"], 0) + 1
 
-        fuzz()
-    assert seen.get(200, 0) > 0 and sum(n for code, n in seen.items() if 400 <= code < 500) > 0
+            fuzz()
+    record_property("schemathesis_status_codes", dict(sorted(seen.items())))
+    record_property("schemathesis_succeeded_types", dict(sorted(succeeded.items())))
+    print(f"\nFIGURE schemathesis[{backend}]: status codes {dict(sorted(seen.items()))}; "
+          f"200 per command type {dict(sorted(succeeded.items()))}")
+    assert sum(n for code, n in seen.items() if 400 <= code < 500) > 0
+    assert succeeded.get("append_messages", 0) >= 1 and succeeded.get("compact", 0) >= 1, succeeded

@@ -1,38 +1,53 @@
 """A stateful model test of the whole bus against a simple in-memory reference (issue 5).
 
-Rules: append, compact (the summarizer fails sometimes), clear, rewind, restore. After
-every step the invariants of spec §5 hold.
+Rules: append, compact (the summarizer fails sometimes), clear, rewind, delete, restore.
+After every step the invariants of spec §5 hold.
+
+The reference predicts every compaction (issue 19). Each turn is bigger than
+``keep_recent_tokens``, so the planner keeps exactly the newest complete turn (and any
+unfinished turn after it): a compaction commits iff an older visible turn lies past the
+active boundary, its first retained seq is the start of that newest complete turn, and
+the summary (a short fixed text) always shrinks the context. Each run must have
+compacted, cleared, rewound and deleted at least once, else it fails.
+
+Breakages tried (each made this fail): a compaction that never commits (the planner
+always answering "nothing to compact": "predicted compacted from seq 5"); a delete that
+succeeds without a change (its event dropped before the save: the generation check).
 """
 
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from backends import Databases, postgres_reachable
 from context_compaction.application.ports import SummaryResult
 from context_compaction.domain.errors import SummaryFailed
-from context_compaction.infrastructure.summarizers import ExtractiveSummarizer
 from helpers import Harness
 
 SID = "m"
+KEEP_RECENT_TOKENS = 60
+TALLY: dict[str, Counter[str]] = {"sqlite": Counter(), "postgres": Counter()}
 
 
 class FlakySummarizer:
+    """Fails when told to; otherwise a short summary, so a compaction always shrinks."""
+
     def __init__(self) -> None:
         self.fail = False
-        self.inner = ExtractiveSummarizer()
+        self.calls = 0
 
     def summarize(self, request):  # type: ignore[no-untyped-def]
+        self.calls += 1
         if self.fail:
             raise SummaryFailed("flaky summarizer failed")
-        result = self.inner.summarize(request)
-        return SummaryResult(text=result.text[:600], provider_kind="flaky", model="flaky")
+        return SummaryResult(text=f"Earlier turns, summary {self.calls}.", provider_kind="flaky", model="flaky")
 
 
 class SessionMachine(RuleBasedStateMachine):
@@ -44,7 +59,8 @@ class SessionMachine(RuleBasedStateMachine):
         self.dbs = Databases(self.backend, Path(self.tmp.name))
         self.summarizer = FlakySummarizer()
         self.h: Harness = self.dbs.harness("model", adapters={"summarizer": self.summarizer},
-                                           context_compaction={"keep_recent_tokens": 60, "reserve_tokens": 16384})
+                                           context_compaction={"keep_recent_tokens": KEEP_RECENT_TOKENS,
+                                                               "reserve_tokens": 16384})
         self.ok({"type": "start_session", "session_id": SID, "model": "gpt-4o"})
         self.messages: list[dict] = []  # every appended message, as the raw log must show it
         self.visible: set[int] = set()
@@ -52,10 +68,37 @@ class SessionMachine(RuleBasedStateMachine):
         self.first_retained: int | None = None
         self.turn = 0
         self.calls = 0
+        self.done: Counter[str] = Counter()
+        for tools in (1, 0):  # two complete turns: the first compaction can commit
+            self.append_turn(tools, 80)
 
     def teardown(self) -> None:
+        tally = TALLY[self.backend]
+        tally["examples"] += 1
+        tally.update(self.done)
+        tally["examples_compacted"] += bool(self.done["compacted"])
         self.dbs.cleanup()
         self.tmp.cleanup()
+
+    def visible_turns(self) -> list[list[int]]:
+        """Visible seqs past the active boundary, grouped by turn (turn ids are unique)."""
+        turns: dict[str, list[int]] = {}
+        for seq in sorted(self.visible):
+            if self.first_retained is None or seq >= self.first_retained:
+                turns.setdefault(self.messages[seq - 1]["turn_id"], []).append(seq)
+        return list(turns.values())
+
+    def predicted_cut(self) -> int | None:
+        """The first retained seq of a compaction now, or None for nothing to compact."""
+        turns = self.visible_turns()
+        if not turns:
+            return None
+        last = [self.messages[s - 1] for s in turns[-1]]
+        open_calls = {c["id"] for m in last for c in m.get("tool_calls") or []} - {
+            m.get("tool_call_id") for m in last}
+        complete = last[-1]["role"] == "assistant" and not last[-1].get("tool_calls") and not open_calls
+        newest_complete = len(turns) - 1 if complete else len(turns) - 2
+        return turns[newest_complete][0] if newest_complete > 0 else None
 
     def ok(self, command: dict) -> dict:
         envelope = self.h.do(command)
@@ -63,7 +106,16 @@ class SessionMachine(RuleBasedStateMachine):
         return envelope["result"]
 
     # ----------------------------------------------------------------- rules
-    @rule(tools=st.integers(0, 2), words=st.integers(1, 30))
+    @rule(tools=st.integers(0, 2), words=st.integers(80, 120), turns=st.integers(1, 3))
+    def append_turns(self, tools: int, words: int, turns: int) -> None:
+        for _ in range(turns):  # several turns per step: older turns to compact come soon
+            self.append_turn(tools, words)
+
+    # Registered twice: appends are twice as likely as any other rule, so two complete
+    # turns (what a compaction needs) come before the next invalidation.
+    more_turns = rule(tools=st.integers(0, 2), words=st.integers(80, 120), turns=st.integers(1, 3))(
+        lambda self, tools, words, turns: self.append_turns(tools, words, turns))
+
     def append_turn(self, tools: int, words: int) -> None:
         self.turn += 1
         tid = f"t{self.turn}"
@@ -80,35 +132,47 @@ class SessionMachine(RuleBasedStateMachine):
         self.messages += batch
         self.visible |= set(seqs)
 
-    @rule(fail=st.booleans())
+    @rule(fail=st.sampled_from([False, False, True]))
     def compact(self, fail: bool) -> None:
         self.summarizer.fail = fail
+        predicted = self.predicted_cut()
         envelope = self.h.do({"type": "compact", "session_id": SID})
-        event(f"compact: {envelope['error']['code'] if not envelope['ok'] else envelope['result']['status']}")
-        if not envelope["ok"]:
-            assert envelope["error"]["code"] == "summary_failed"
+        outcome = envelope["result"]["status"] if envelope["ok"] else envelope["error"]["code"]
+        event(f"compact: {outcome}")
+        if predicted is None:
+            assert outcome == "nothing_to_compact", ("predicted nothing to compact", envelope)
             return
-        outcome = envelope["result"]
-        if outcome["status"] == "nothing_to_compact":
+        if fail:
+            assert outcome == "summary_failed", ("predicted summary_failed", envelope)
             return
-        assert not fail
-        first = outcome["first_retained_seq"]
-        assert first in self.visible
-        assert self.first_retained is None or first > self.first_retained
-        assert self.messages[first - 1]["role"] == "user"  # a whole-turn boundary
+        assert outcome == "compacted", (f"predicted compacted from seq {predicted}", envelope)
+        result = envelope["result"]
+        assert result["first_retained_seq"] == predicted, (predicted, result)
+        assert self.messages[predicted - 1]["role"] == "user"  # a whole-turn boundary
+        assert self.first_retained is None or predicted > self.first_retained
         self.generation += 1
-        assert outcome["generation"] == self.generation
-        self.first_retained = first
+        assert result["generation"] == self.generation
+        self.first_retained = predicted
+        self.done["compacted"] += 1
 
-    @rule()
+    @rule(kind=st.sampled_from(["clear", "rewind", "rewind", "delete", "delete"]), amount=st.integers(0, 50))
+    def invalidate(self, kind: str, amount: int) -> None:
+        """One rule for the three invalidations: together no likelier than a compaction."""
+        if kind == "clear":
+            self.clear()
+        elif kind == "rewind":
+            self.rewind(amount % 13)
+        else:
+            self.delete_turn(amount)
+
     def clear(self) -> None:
         result = self.ok({"type": "invalidate_history", "session_id": SID, "kind": "clear"})
         self.generation += 1
         assert result["context_generation"] == self.generation
         self.visible.clear()
         self.first_retained = None
+        self.done["clear"] += 1
 
-    @rule(back=st.integers(0, 12))
     def rewind(self, back: int) -> None:
         to_seq = max(len(self.messages) - back, 0)
         self.ok({"type": "invalidate_history", "session_id": SID, "kind": "rewind", "to_seq": to_seq})
@@ -116,6 +180,21 @@ class SessionMachine(RuleBasedStateMachine):
             self.generation += 1
             self.visible = {s for s in self.visible if s <= to_seq}
             self.first_retained = None
+            self.done["rewind"] += 1
+
+    def delete_turn(self, pick: int) -> None:
+        turns: dict[str, list[int]] = {}
+        for seq in sorted(self.visible):
+            turns.setdefault(self.messages[seq - 1]["turn_id"], []).append(seq)
+        if not turns:
+            return
+        seqs = list(turns.values())[pick % len(turns)]
+        result = self.ok({"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": seqs})
+        self.generation += 1
+        assert result["context_generation"] == self.generation
+        self.visible -= set(seqs)
+        self.first_retained = None
+        self.done["delete"] += 1
 
     @rule()
     def restore(self) -> None:
@@ -149,26 +228,37 @@ class SessionMachine(RuleBasedStateMachine):
         assert len(users) == sum(1 for s in tail if self.messages[s - 1]["role"] == "user")
 
 
-SessionMachine.TestCase.settings = settings(
-    max_examples=25, stateful_step_count=25, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
-TestSessionMachineSQLite = SessionMachine.TestCase
-
-
 class PostgresSessionMachine(SessionMachine):
     backend = "postgres"
 
 
-PostgresSessionMachine.TestCase.settings = settings(
-    max_examples=8, stateful_step_count=20, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-)
+def run_and_check_every_rule_ran(machine: type[SessionMachine], backend: str, record_property,  # type: ignore[no-untyped-def]
+                                 examples: int, steps: int) -> None:
+    """Run the machine; a run in which a rule never took effect gets up to two more runs
+    of fresh examples (random examples can miss one), then fails."""
+    tally = TALLY[backend]
+    tally.clear()
+    wanted = ("compacted", "clear", "rewind", "delete")
+    for _ in range(3):
+        run_state_machine_as_test(machine, settings=settings(
+            max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+        if all(tally[what] for what in wanted):
+            break
+    for name, value in sorted(tally.items()):
+        record_property(f"model_{name}", value)
+    print(f"\nFIGURE model test[{backend}]: {dict(sorted(tally.items()))}")
+    for what in wanted:
+        assert tally[what] >= 1, f"no {what} happened in {tally['examples']} examples: {dict(tally)}"
+
+
+def test_session_machine_sqlite(record_property) -> None:  # type: ignore[no-untyped-def]
+    run_and_check_every_rule_ran(SessionMachine, "sqlite", record_property, examples=25, steps=25)
 
 
 @pytest.mark.postgres
-class TestSessionMachinePostgres(PostgresSessionMachine.TestCase):  # type: ignore[misc,valid-type]
-    def setUp(self) -> None:  # noqa: N802 - unittest API
-        problem = postgres_reachable()
-        if problem:
-            pytest.fail(f"PostgreSQL is not reachable: {problem}", pytrace=False)
+def test_session_machine_postgres(record_property) -> None:  # type: ignore[no-untyped-def]
+    problem = postgres_reachable()
+    if problem:
+        pytest.fail(f"PostgreSQL is not reachable: {problem}", pytrace=False)
+    run_and_check_every_rule_ran(PostgresSessionMachine, "postgres", record_property, examples=8, steps=25)

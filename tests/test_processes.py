@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -121,30 +122,113 @@ def test_processes_hammering_the_same_sessions_lose_nothing(make_harness: MakeHa
           f"{dict(outcomes)}; {stored} messages stored, {acked} acknowledged")
 
 
+def acknowledged_batches(path: Path) -> set[str]:
+    return {r["tag"] for r in records(path) if r["op"] == "append" and r["envelope"]["ok"]}
+
+
+def wait_for(proc: subprocess.Popen[bytes], ready, what: str, err: Path, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll until ``ready()``; the worker must stay alive meanwhile (its stderr is the failure)."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None, f"the worker exited ({proc.returncode}) before {what}:\n{tail(err)}"
+        assert time.monotonic() < deadline, f"nothing ({what}) within {timeout} s:\n{tail(err)}"
+        time.sleep(0.02)
+
+
+def tail(err: Path) -> str:
+    return err.read_text(encoding="utf-8", errors="replace")[-3000:] if err.exists() else "(no stderr)"
+
+
+def read_line(proc: subprocess.Popen[bytes], err: Path, what: str, timeout: float = 90.0) -> str:
+    assert proc.stdout is not None
+    readable, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert readable, f"nothing ({what}) within {timeout} s:\n{tail(err)}"
+    return proc.stdout.readline().decode()
+
+
+def read_model_position(h: Harness) -> tuple[int, int]:
+    newest, position = h.query(h.bus.services.extra["app"].projector.events_table.lag_sql)[0]
+    return int(position or 0), int(newest or 0)
+
+
+def kill(proc: subprocess.Popen[bytes], err: Path) -> None:
+    assert proc.poll() is None, f"the worker was not alive at the kill ({proc.returncode}):\n{tail(err)}"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, f"died of {proc.returncode}, not SIGKILL:\n{tail(err)}"
+
+
 @pytest.mark.slow
-def test_sigkill_during_appends_and_compactions_never_leaves_a_mix(make_harness: MakeHarness, tmp_path: Path) -> None:
-    trials = 12
+def test_sigkill_during_appends_and_compactions_never_leaves_a_mix(
+    make_harness: MakeHarness, tmp_path: Path, record_property  # type: ignore[no-untyped-def]
+) -> None:
+    """12 kills: most at a random moment after the worker's first acknowledged batch,
+    every third one inside a checkpoint commit (the worker holds the commit open and says
+    so on stdout; the checkpoint it was committing must not survive).
+
+    Breakages tried (each made this test fail): a worker that exits at once (``exit(0)``
+    before the loop: "exited before the first acknowledged batch"); a worker that never
+    compacts (no "commit" line: timeout); the read model projected after the event
+    transaction instead of inside it (the worker's inline projection made a no-op:
+    "read model at N, newest event M").
+    """
+    trials, commit_every = 12, 3
     h = make_harness("crash")
     ok(h.do({"type": "start_session", "session_id": "alpha", "model": "gpt-4o"}))
     rng = random.Random(20261129)
     out = tmp_path / "crash.jsonl"
     acknowledged: set[str] = set()
+    commit_kills = 0
     for trial in range(trials):
-        proc = spawn("crashloop", h.url, str(trial), str(out))
-        time.sleep(rng.uniform(0.9, 1.6))  # past the import, into the loop
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        err = tmp_path / f"trial{trial}.stderr"
+        in_commit = trial % commit_every == commit_every - 1
+        before = acknowledged_batches(out)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+        with open(err, "wb") as err_file:
+            proc = subprocess.Popen(
+                [sys.executable, WORKER, "crashloop", h.url, str(trial), str(out), "3" if in_commit else "0"],
+                env=env, stdout=subprocess.PIPE if in_commit else subprocess.DEVNULL, stderr=err_file)
+        try:
+            if in_commit:
+                line = read_line(proc, err, "a held-open checkpoint commit")
+                assert line.startswith("commit "), f"no commit reported ({line!r}):\n{tail(err)}"
+                checkpoint_id = line.split()[1]
+                kill(proc, err)
+                commit_kills += 1
+            else:
+                wait_for(proc, lambda: len(acknowledged_batches(out) - before) >= 1,
+                         "the first acknowledged batch", err)
+                time.sleep(rng.uniform(0.0, 0.6))  # into appends, summaries and commits
+                kill(proc, err)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        # Raw SQL before any read (reads catch up a lagging read model): the projection
+        # commits in the events' transaction, so it is never behind, even right after a kill.
+        position, newest = read_model_position(h)
+        assert position == newest, f"read model at {position}, newest event {newest}:\n{tail(err)}"
         h.reopen()
-        for r in records(out):
-            if r["op"] == "append" and r["envelope"]["ok"]:
-                acknowledged.add(r["tag"])
+        now = acknowledged_batches(out)
+        assert len(now - before) >= 1, f"trial {trial} acknowledged no batch:\n{tail(err)}"
+        acknowledged |= now
         facts = check_store(h, sessions=("alpha",))
         raw = facts["alpha"]["raw"]
         per_batch = Counter(m["turn_id"] for m in raw)
         assert all(n == 5 for n in per_batch.values()), f"a partial batch survived: {per_batch}"
         assert acknowledged <= set(per_batch), "an acknowledged batch was lost"
-        position, newest = h.query(
-            "SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")[0][0], h.events()
-        assert position >= newest  # caught up after the restart
-    print(f"\n{trials} SIGKILLs, {len(acknowledged)} acknowledged batches, "
-          f"{facts['alpha']['checkpoints']} checkpoints: no partial batch, no mixed projection")
+        if in_commit:
+            cps = ok(h.do({"type": "list_checkpoints", "session_id": "alpha"}))["checkpoints"]
+            assert checkpoint_id not in {cp["checkpoint_id"] for cp in cps}, "a checkpoint killed before COMMIT survived"
+    checkpoints = facts["alpha"]["checkpoints"]
+    assert checkpoints >= 1, "no compaction ever committed"
+    backend = "postgres" if h.is_postgres else "sqlite"
+    record_property("sigkill_trials", trials)
+    record_property("sigkill_inside_commit", commit_kills)
+    record_property("acknowledged_batches", len(acknowledged))
+    record_property("checkpoints", checkpoints)
+    print(f"\nFIGURE sigkill[{backend}]: {trials} SIGKILLs ({commit_kills} inside a checkpoint commit), "
+          f"{len(acknowledged)} acknowledged batches, {checkpoints} checkpoints: "
+          "no partial batch, no mixed projection")

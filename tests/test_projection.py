@@ -7,10 +7,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.projection import (
     SUMMARY_FOOTER,
     SUMMARY_HEADER,
-    CheckpointRef,
     ProjectionBuilder,
     ProviderIdentity,
     build_projection,
@@ -31,7 +31,12 @@ def rec(seq, role, *, calls=(), call_id=None, content="x", state=None, reasoning
 
 def test_the_summary_is_a_framed_user_message_before_the_tail() -> None:
     p = build_projection(
-        checkpoint=CheckpointRef("cp_1", "## Objective\nfix it", 5, 1),
+        checkpoint=Checkpoint(
+            checkpoint_id="cp_1", generation=1, parent_checkpoint_id=None,
+            summary="## Objective\nfix it", first_retained_seq=5, source_max_seq=4,
+            trigger_reason="manual", provider_kind="extractive", model="m",
+            tokens_before=100, tokens_after=10, degraded=False, summary_source={}, created_at="",
+        ),
         messages=[rec(5, "user"), rec(6, "assistant")],
         context_generation=1,
         identity=None,

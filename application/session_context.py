@@ -1,15 +1,14 @@
-"""The context a request sees: session state, its projection, its budget (spec §7).
+"""One consistent snapshot of a session from the read model (spec §7.1, seed 003 rule 6).
 
-``contexts.get`` returns one consistent snapshot of a session from the read model,
+``ContextCache.get`` returns one consistent snapshot of a session from the read model,
 kept in memory and extended by newly appended messages, so a turn costs O(new
-messages), not O(history) (seed 003 rule 6). The cached copy is never trusted blindly:
-every use re-reads the session row and the messages after the last one it holds, and
-any change of generation (checkpoint, clear, rewind, delete) reloads it.
+messages), not O(history). The cached copy is never trusted blindly: every use re-reads
+the session row and the messages after the last one it holds, and any change of
+generation (checkpoint, clear, rewind, delete) reloads it.
 
 ``record_tokens`` counts each message once per encoding (kept in memory and in the read
-model); ``build_draft`` assembles the full request (system, tools, knowledge, plan,
-projection) and its per-part breakdown; ``budget_for`` resolves window and thresholds.
-/info, prepare_turn and compaction all go through these (acceptance 10).
+model). This module needs the read model and the token ports only, never ``Services``:
+``Services`` holds the cache (no import circle, issue 14).
 """
 
 from __future__ import annotations
@@ -17,37 +16,26 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.budget import FIXED_PARTS, Budget, resolve_window
 from context_compaction.domain.errors import SessionDeleted, SessionNotFound
 from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.projection import (
-    CheckpointRef,
     ContextProjection,
     ProjectionBuilder,
     ProviderIdentity,
     checkpoint_problem,
-    summary_message,
 )
 
-from .ports import CheckpointRow, SessionRow
-from .services import Services
+from .ports import CheckpointRow, ReadModel, SessionRow, TokenCountCache, TokenCounter
 
 log = logging.getLogger("context_compaction.context")
 
 
-def checkpoint_ref(row: CheckpointRow | None) -> CheckpointRef | None:
-    if row is None:
-        return None
-    return CheckpointRef(
-        checkpoint_id=row.checkpoint_id,
-        summary=row.summary,
-        first_retained_seq=row.first_retained_seq,
-        generation=row.generation,
-        degraded=row.degraded,
-    )
+def checkpoint_ref(row: CheckpointRow | None) -> Checkpoint | None:
+    """The checkpoint a read-model row holds (issue 14b: the seam for the row type)."""
+    return None if row is None else Checkpoint.from_row(row)
 
 
 class _Cached:
@@ -63,7 +51,7 @@ class _Cached:
     def __init__(
         self,
         session: SessionRow,
-        checkpoint: CheckpointRow | None,
+        checkpoint: Checkpoint | None,
         records: list[MessageRecord],
         notes: list[str],
     ) -> None:
@@ -110,7 +98,7 @@ class SessionContext:
     def __init__(
         self,
         session: SessionRow,
-        checkpoint: CheckpointRow | None,
+        checkpoint: Checkpoint | None,
         records: list[MessageRecord],
         notes: list[str],
         shared: _Cached,
@@ -135,10 +123,6 @@ class SessionContext:
         return self._shared.tokens
 
     @property
-    def checkpoint_ref(self) -> CheckpointRef | None:
-        return checkpoint_ref(self.checkpoint)
-
-    @property
     def last_seq(self) -> int:
         return self.records[-1]["seq"] if self.records else 0
 
@@ -161,7 +145,7 @@ class SessionContext:
     def projection(self, identity: ProviderIdentity | None) -> ContextProjection:
         with self._shared.lock:
             return self.builder(identity).build(
-                checkpoint=self.checkpoint_ref,
+                checkpoint=self.checkpoint,
                 context_generation=self.session.context_generation,
                 diagnostics=self.notes,
             )
@@ -192,7 +176,9 @@ class ContextCache:
         self._items: OrderedDict[str, _Cached] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, svc: Services, session_id: str, *, allow_deleted: bool = False) -> SessionContext:
+    def get(
+        self, read_model: ReadModel, session_id: str, *, allow_deleted: bool = False
+    ) -> SessionContext:
         """A snapshot of the session as stored now; other commands never change it."""
         with self._lock:
             cached = self._items.get(session_id)
@@ -200,7 +186,7 @@ class ContextCache:
                 self._items.move_to_end(session_id)
         if cached is not None:
             with cached.lock:
-                view = svc.read_model.session_view(session_id, after_seq=_last_seq(cached.records))
+                view = read_model.session_view(session_id, after_seq=_last_seq(cached.records))
                 if view is None:
                     self.drop(session_id)
                     raise SessionNotFound(f"session {session_id!r} does not exist")
@@ -208,7 +194,7 @@ class ContextCache:
                     cached.extend(view.session, view.messages)
                     _check_live(cached.session, allow_deleted)
                     return cached.snapshot()
-        ctx = load_context(svc, session_id, allow_deleted=allow_deleted)
+        ctx = load_context(read_model, session_id, allow_deleted=allow_deleted)
         if not ctx.notes:
             self._store(session_id, ctx._shared)
         return ctx
@@ -236,14 +222,16 @@ def _check_live(session: SessionRow, allow_deleted: bool) -> None:
         raise SessionDeleted(f"session {session.session_id!r} is deleted")
 
 
-def load_context(svc: Services, session_id: str, *, allow_deleted: bool = False) -> SessionContext:
+def load_context(
+    read_model: ReadModel, session_id: str, *, allow_deleted: bool = False
+) -> SessionContext:
     """Read the session, its active checkpoint and tail in one snapshot (no cache).
 
     A broken checkpoint (missing row, empty summary, illegal boundary) falls back to
     all visible raw history with a diagnostic, and never asks a provider (spec §14).
     """
     for _ in range(5):
-        view = svc.read_model.session_view(session_id)
+        view = read_model.session_view(session_id)
         if view is None:
             raise SessionNotFound(f"session {session_id!r} does not exist")
         session = view.session
@@ -251,14 +239,11 @@ def load_context(svc: Services, session_id: str, *, allow_deleted: bool = False)
         notes: list[str] = []
         if session.active_checkpoint_id and view.checkpoint is None:
             notes.append(f"active checkpoint {session.active_checkpoint_id} is missing")
-        problem = (
-            checkpoint_problem(checkpoint_ref(view.checkpoint), view.messages)
-            if view.checkpoint
-            else None
-        )
+        checkpoint = checkpoint_ref(view.checkpoint)
+        problem = checkpoint_problem(checkpoint, view.messages) if checkpoint else None
         if not notes and not problem:
-            return _Cached(session, view.checkpoint, list(view.messages), []).snapshot()
-        full = svc.read_model.session_view(session_id, tail_only=False)
+            return _Cached(session, checkpoint, list(view.messages), []).snapshot()
+        full = read_model.session_view(session_id, tail_only=False)
         if full is None or full.session.version != session.version:
             continue  # the session moved between the two reads; read again
         notes += [problem] if problem else []
@@ -285,22 +270,17 @@ def detached(value: Any) -> Any:
     return value
 
 
-def current_context(svc: Services, session_id: str, *, allow_deleted: bool = False) -> SessionContext:
-    return svc.contexts.get(svc, session_id, allow_deleted=allow_deleted)
-
-
-def project(ctx: SessionContext, identity: ProviderIdentity | None) -> ContextProjection:
-    return ctx.projection(identity)
-
 
 # -------------------------------------------------------------------- tokens
-def record_tokens(svc: Services, ctx: SessionContext, encoding: str) -> dict[int, int]:
+# -------------------------------------------------------------------- tokens
+def record_tokens(
+    counter: TokenCounter, token_cache: TokenCountCache, ctx: SessionContext, encoding: str
+) -> dict[int, int]:
     """Token count per seq of ``ctx.records``; a message is tokenized once per encoding.
 
     Counts go into the cache shared by snapshots of the session: the first snapshot
     to need a message counts it, the others find it.
     """
-    counter = svc.tokens
     key = counter.cache_key(encoding)
     shared = ctx._shared
     with shared.lock:
@@ -308,7 +288,7 @@ def record_tokens(svc: Services, ctx: SessionContext, encoding: str) -> dict[int
         if known is None:
             first = ctx.records[0]["seq"] if ctx.records else 1
             known = shared.tokens[encoding] = (
-                svc.token_cache.token_counts(ctx.session.session_id, key, first)
+                token_cache.token_counts(ctx.session.session_id, key, first)
                 if ctx.records
                 else {}
             )
@@ -326,7 +306,7 @@ def record_tokens(svc: Services, ctx: SessionContext, encoding: str) -> dict[int
             known.update(missing)
     if missing:
         try:
-            svc.token_cache.store_token_counts(ctx.session.session_id, key, missing)
+            token_cache.store_token_counts(ctx.session.session_id, key, missing)
         except Exception as exc:  # noqa: BLE001 - a cache write must never fail a read
             log.warning(
                 "token count cache not written",
@@ -335,128 +315,3 @@ def record_tokens(svc: Services, ctx: SessionContext, encoding: str) -> dict[int
     return known
 
 
-# --------------------------------------------------------------------- draft
-@dataclass(frozen=True)
-class TurnInputs:
-    """The fixed parts of a request, given by the host for this turn."""
-
-    system_prompt: str | None = None
-    tools: tuple[dict[str, Any], ...] = ()
-    knowledge: str | None = None
-    active_plan: str | None = None
-
-
-def system_message(inputs: TurnInputs) -> dict[str, Any] | None:
-    """System prompt, then knowledge recall and the active plan as sections of it."""
-    parts = []
-    if inputs.system_prompt:
-        parts.append(inputs.system_prompt)
-    if inputs.knowledge:
-        parts.append(f"# Knowledge\n{inputs.knowledge}")
-    if inputs.active_plan:
-        parts.append(f"# Active plan\n{inputs.active_plan}")
-    if not parts:
-        return None
-    return {"role": "system", "content": "\n\n".join(parts)}
-
-
-@dataclass
-class Draft:
-    """A complete provider request, not yet sent, and what each part costs."""
-
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
-    breakdown: dict[str, int]
-    projection: ContextProjection
-    encoding: str
-
-    @property
-    def total(self) -> int:
-        return sum(self.breakdown.values())
-
-    @property
-    def fixed(self) -> int:
-        return sum(self.breakdown[p] for p in FIXED_PARTS)
-
-
-def build_draft(
-    svc: Services,
-    projection: ContextProjection,
-    inputs: TurnInputs,
-    *,
-    encoding: str,
-    history_tokens: int,
-    summary: str | None = None,
-) -> Draft:
-    """Assemble the request and count it part by part (spec §7.2: the NEXT full request).
-
-    Every token is attributed to one part; ``overhead`` is the request's own priming,
-    whatever the messages are (spec §16, §21.10).
-    """
-    counter = svc.tokens
-    system = system_message(inputs)
-    messages = ([system] if system else []) + projection.messages
-    knowledge = counter.count_text(inputs.knowledge, encoding) + 4 if inputs.knowledge else 0
-    plan = counter.count_text(inputs.active_plan, encoding) + 4 if inputs.active_plan else 0
-    system_tokens = 0
-    if inputs.system_prompt:
-        system_tokens += counter.count_message(
-            {"role": "system", "content": inputs.system_prompt}, encoding
-        )
-    elif system:
-        system_tokens += 4  # the system message's own overhead
-    summary_tokens = 0
-    if projection.summary_included:
-        block = summary_message(summary) if summary is not None else projection.messages[0]
-        summary_tokens = counter.count_message(block, encoding)
-    breakdown = {
-        "overhead": counter.request_overhead,
-        "system": system_tokens,
-        "tools": counter.count_tools(inputs.tools, encoding),
-        "knowledge": knowledge,
-        "plan": plan,
-        "summary": summary_tokens,
-        "history": history_tokens,
-    }
-    return Draft(messages, list(inputs.tools), breakdown, projection, encoding)
-
-
-def draft_for(
-    svc: Services,
-    ctx: SessionContext,
-    inputs: TurnInputs,
-    model: str,
-) -> Draft:
-    """The full request this session would send now for ``model``."""
-    identity = svc.identity(model)
-    encoding = svc.tokens.encoding_for(model)
-    record_tokens(svc, ctx, encoding)
-    projection = ctx.projection(identity)
-    history = ctx.history_tokens(projection, identity, encoding)
-    return build_draft(svc, projection, inputs, encoding=encoding, history_tokens=history)
-
-
-# -------------------------------------------------------------------- budget
-def budget_for(
-    svc: Services, session: SessionRow, model: str | None = None, *, window_cap: int | None = None
-) -> Budget:
-    """The budget of ``model`` in this session: configured and catalog limits, the agent
-    limit and the window the session learned from the provider (``WindowLearned``,
-    in our token units); ``window_cap`` tightens it for one overflow recovery."""
-    model = model or session.model
-    config = svc.settings.model_config_for(model)
-    learned = session.learned_windows.get(model)
-    calibrated = [w for w in (learned.in_our_units if learned else None, window_cap) if w]
-    window = resolve_window(
-        configured_limit=config.token_limit,
-        catalog_limit=svc.catalog.max_input_tokens(model),
-        agent_limit=session.agent_token_limit,
-        calibrated=min(calibrated) if calibrated else None,
-    )
-    cc = svc.settings.context_compaction
-    return Budget.compute(
-        window,
-        reserve_tokens=cc.reserve_tokens,
-        keep_recent_tokens=cc.keep_recent_tokens,
-        enabled=cc.enabled,
-    )

@@ -1,0 +1,51 @@
+"""The handler registry: one dict, command type → handler (STYLE habit 5, ADR 0024).
+
+The raw-log commands and history queries are imported with the bus. Compaction, turn
+and usage handlers are imported when they first run: `ctxc` commands that never
+compact or build a turn start without that code (ADR 0016).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import commands as c
+from . import sessions
+from .bus import Handler
+from .services import Services
+
+
+def _on_first_use(module: str, name: str) -> Handler:
+    """The handler ``context_compaction.application.<module>.<name>``, imported when it
+    first runs."""
+    target: Handler | None = None
+
+    def handler(command: Any, services: Services) -> Any:
+        nonlocal target
+        if target is None:
+            target = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+        return target(command, services)
+
+    handler.__qualname__ = handler.__name__ = name
+    return handler
+
+
+HANDLERS: dict[type[c.Command], Handler] = {
+    c.StartSession: sessions.start_session,
+    c.ConfigureSession: sessions.configure_session,
+    c.AppendMessages: sessions.append_messages,
+    c.InvalidateHistory: sessions.invalidate_history,
+    c.DeleteSession: sessions.delete_session,
+    c.GetHistory: sessions.get_history,
+    c.GetProjection: sessions.get_projection,
+    c.ReplaySession: sessions.replay_session,
+    c.ListCheckpoints: sessions.list_checkpoints,
+    c.ListSessions: sessions.list_sessions,
+    c.Compact: _on_first_use("compaction", "compact"),
+    c.RecallTimeline: _on_first_use("compaction", "recall_timeline"),
+    c.GetContextUsage: _on_first_use("usage", "get_context_usage"),
+    c.PrepareTurn: _on_first_use("turns", "prepare_turn"),
+    c.RecordUsage: _on_first_use("turns", "record_usage"),
+    c.RecoverOverflow: _on_first_use("recovery", "recover_overflow"),
+}

@@ -1,0 +1,66 @@
+"""The telemetry port: spans and metrics about commands, never about content (issue 15).
+
+The application reports what happened — which command, which session, the outcome or
+error code, token figures, durations — through this port; the infrastructure turns it
+into OpenTelemetry spans and metrics when ``opentelemetry-api`` is installed, and into
+nothing otherwise. No message text, summary, reasoning or payload is ever an attribute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+Attributes = Mapping[str, str | int | float | bool]
+
+#: Metric names (OpenTelemetry instrument names; units in the adapter).
+COMPACTIONS = "ctxc.compactions"
+TOKENS_BEFORE = "ctxc.compaction.tokens_before"
+TOKENS_AFTER = "ctxc.compaction.tokens_after"
+SUMMARY_DURATION = "ctxc.summary.duration"
+TURNS = "ctxc.turns"
+OVERFLOW_RECOVERIES = "ctxc.overflow.recoveries"
+STORAGE_RETRIES = "ctxc.storage.retries"
+
+
+class Span(Protocol):
+    def set(self, key: str, value: str | int | float | bool) -> None: ...
+
+    def failed(self, code: str) -> None: ...
+
+
+class Telemetry(Protocol):
+    """What the application tells the outside about its work."""
+
+    def span(self, name: str, attributes: Attributes) -> Any:
+        """A context manager yielding a ``Span``; an exception leaving it marks it failed."""
+        ...
+
+    def add(self, metric: str, value: int, attributes: Attributes) -> None: ...
+
+    def record(self, metric: str, value: float, attributes: Attributes) -> None: ...
+
+
+class _NoSpan:
+    def set(self, key: str, value: str | int | float | bool) -> None:
+        pass
+
+    def failed(self, code: str) -> None:
+        pass
+
+
+class NoTelemetry:
+    """The default: costs one function call per report."""
+
+    _span = _NoSpan()
+
+    @contextmanager
+    def span(self, name: str, attributes: Attributes) -> Iterator[Span]:
+        yield self._span
+
+    def add(self, metric: str, value: int, attributes: Attributes) -> None:
+        pass
+
+    def record(self, metric: str, value: float, attributes: Attributes) -> None:
+        pass

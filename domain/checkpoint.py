@@ -1,0 +1,98 @@
+"""The checkpoint: one definition of the concept (spec §6.2, issue 14).
+
+A ``Checkpoint`` is what ``Session.CheckpointCommitted`` records — a cumulative summary
+that stands in for the history before ``first_retained_seq``. The aggregate commits
+one, a compaction candidate is one that is not stored yet, the read model keeps one
+row per checkpoint and the results report it. ``to_record`` is the event's payload
+(stored field names: never rename them); ``from_record`` / ``from_row`` read one back
+from that payload or from anything that has the fields as attributes (a read-model row).
+
+The aggregate itself keeps only a ``CheckpointMark`` (id, generation, boundary): the
+summary text stays out of its state, so snapshots stay small (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+TRIGGER_REASONS = ("manual", "auto", "overflow")
+
+#: Placeholder id of a candidate: the real id is given when it is committed.
+CANDIDATE_ID = "candidate"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointMark:
+    """Where the active checkpoint stands: the aggregate's pointer to it.
+
+    Stored in snapshots as ``{"checkpoint_id", "generation", "first_retained_seq"}``.
+    """
+
+    checkpoint_id: str
+    generation: int
+    first_retained_seq: int
+
+    @classmethod
+    def from_json(cls, value: Any) -> CheckpointMark | None:
+        """From a snapshot's JSON (a dict), or the mark itself."""
+        if value is None or type(value) is cls:
+            return value
+        return cls(value["checkpoint_id"], value["generation"], value["first_retained_seq"])
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """All fields of spec §6.2 plus what the summary was made from (``summary_source``)."""
+
+    checkpoint_id: str
+    generation: int
+    parent_checkpoint_id: str | None
+    summary: str
+    first_retained_seq: int
+    source_max_seq: int
+    trigger_reason: str
+    """``manual``, ``auto`` or ``overflow``."""
+    provider_kind: str
+    """Who summarized: a provider, ``extractive``, or ``deterministic`` (degraded)."""
+    model: str
+    tokens_before: int
+    tokens_after: int
+    degraded: bool
+    """No semantic summary: whole turns were dropped with a breadcrumb (spec §11.3)."""
+    summary_source: Mapping[str, Any]
+    """Counts of source / omitted / truncated messages and the strategy (spec §10.3)."""
+    created_at: str
+
+    @property
+    def mark(self) -> CheckpointMark:
+        return CheckpointMark(self.checkpoint_id, self.generation, self.first_retained_seq)
+
+    def committed(self, checkpoint_id: str, created_at: str) -> Checkpoint:
+        """This candidate with the id and time it is committed with."""
+        return replace(self, checkpoint_id=checkpoint_id, created_at=created_at)
+
+    def to_record(self) -> dict[str, Any]:
+        """The ``CheckpointCommitted`` payload (the stored field names)."""
+        record = {name: getattr(self, name) for name in FIELDS}
+        record["summary_source"] = dict(self.summary_source)
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Checkpoint:
+        """From a ``CheckpointCommitted`` payload (other keys, e.g. a row's
+        ``session_id`` or ``version``, are ignored)."""
+        values = {name: record[name] for name in FIELDS}
+        values["summary_source"] = dict(values["summary_source"] or {})
+        return cls(**values)
+
+    @classmethod
+    def from_row(cls, row: Any) -> Checkpoint:
+        """From any object that has the fields as attributes (a read-model row)."""
+        if type(row) is cls:
+            return row  # type: ignore[no-any-return]
+        return cls.from_record({name: getattr(row, name) for name in FIELDS})
+
+
+FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Checkpoint))

@@ -1,0 +1,331 @@
+"""The must-keep ledger: what a summary may not lose, checked before every commit. Pure.
+
+Every message a compaction covers is read by a deterministic extractor for the items
+users complain most about losing after a compaction: exact facts (file paths, ids,
+commit hashes, ports, versions, URLs, ``KEY=value`` settings, error types with their
+messages), user constraints and user corrections, each with its source seq. The ledger
+is cumulative like the summary (it is carried from checkpoint to checkpoint), and a
+candidate summary is verified against it: an item missing from the summary text is
+written back under its heading, with its seq, within a token budget — corrections and
+constraints first, then facts by recency, then frequency. What still does not fit is
+reported as dropped: kind, value and seq, never silently lost (the raw history keeps it
+and ``search_history`` finds it).
+
+A setting that is set again (``PORT=8080`` then ``PORT=9090``) supersedes the older
+value: the old one leaves the ledger and, where the summary still states it, it is
+marked as superseded rather than left to read as current.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .summary import SourceEntry
+
+Count = Callable[[str], int]
+
+CORRECTION, CONSTRAINT = "correction", "constraint"
+#: Facts, in the order they are listed; corrections and constraints come before them.
+FACT_KINDS = ("path", "id", "commit", "port", "version", "url", "setting", "error")
+KINDS = (CORRECTION, CONSTRAINT, *FACT_KINDS)
+HEADING = {CORRECTION: "Recent User Corrections", CONSTRAINT: "Constraints"}
+FACTS_HEADING = "Exact Facts"
+
+#: Bound of a ledger carried in every checkpoint; beyond it the oldest, rarest facts
+#: leave it (reported dropped by the compaction that evicts them).
+MAX_ITEMS = 600
+#: A constraint or correction is one user sentence, clipped to this many characters.
+SENTENCE_CHARS = 240
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_CONSTRAINT = re.compile(
+    r"\b(must|must not|do not|don't|never|always|only use|make sure|required|"
+    r"should not|shouldn't|avoid|without)\b",
+    re.I,
+)
+_CORRECTION = re.compile(
+    r"^\s*(actually|correction|no[,.!]|wait|instead)\b|\b(not \S+,? but|instead of|rather than|"
+    r"is \S+, not|I meant)\b",
+    re.I,
+)
+_FACT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("url", re.compile(r"https?://[^\s)\"'<>\]]+[^\s)\"'<>\].,;:]")),
+    ("path", re.compile(r"(?<![\w/.:-])(?:~|\.{1,2})?(?:/?[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,8}\b")),
+    ("setting", re.compile(r"\b([A-Z][A-Z0-9_]{2,})=([^\s,;'\"`)]*[^\s,;'\"`).:!?])")),
+    ("id", re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|(?<![\w&])#\d{2,7}\b")),
+    ("commit", re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")),
+    ("port", re.compile(r"\bport\s+(\d{2,5})\b|(?<=localhost:)(\d{2,5})\b|(?<=127\.0\.0\.1:)(\d{2,5})\b", re.I)),
+    ("version", re.compile(r"(?<![\w.])v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?\b")),
+    ("error", re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception|Exit)): ([^\n]{1,160})")),
+)
+
+
+@dataclass(frozen=True)
+class LedgerItem:
+    """One must-keep item: its kind, its exact value, where it was last and first seen."""
+
+    kind: str
+    value: str
+    seq: int
+    first_seq: int
+    count: int = 1
+    key: str | None = None  # a setting's name: a new value for it supersedes the old
+
+    def line(self) -> str:
+        """The line written back into a summary that lacks the item."""
+        if self.kind in HEADING:
+            return f"- {self.value} (seq {self.seq})"
+        return f"- {self.kind}: {self.value} (seq {self.seq})"
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {"kind": self.kind, "value": self.value, "seq": self.seq}
+        if self.first_seq != self.seq:
+            record["first_seq"] = self.first_seq
+        if self.count != 1:
+            record["count"] = self.count
+        if self.key is not None:
+            record["key"] = self.key
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> LedgerItem:
+        seq = int(record["seq"])
+        return cls(
+            kind=str(record["kind"]),
+            value=str(record["value"]),
+            seq=seq,
+            first_seq=int(record.get("first_seq", seq)),
+            count=int(record.get("count", 1)),
+            key=record.get("key"),
+        )
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The cumulative must-keep items of a checkpoint, and the superseded settings."""
+
+    items: tuple[LedgerItem, ...] = ()
+    superseded: tuple[LedgerItem, ...] = ()
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "items": [i.to_record() for i in self.items],
+            "superseded": [i.to_record() for i in self.superseded],
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any] | None) -> Ledger:
+        if not record:
+            return cls()
+        return cls(
+            items=tuple(LedgerItem.from_record(r) for r in record.get("items", ())),
+            superseded=tuple(LedgerItem.from_record(r) for r in record.get("superseded", ())),
+        )
+
+    def merge(self, found: Iterable[LedgerItem]) -> tuple[Ledger, list[LedgerItem]]:
+        """This ledger with newly found items; also returns the items evicted by the bound."""
+        by_key: dict[tuple[str, str], LedgerItem] = {(i.kind, _norm(i)): i for i in self.items}
+        superseded = {(i.kind, _norm(i)): i for i in self.superseded}
+        for item in found:
+            k = (item.kind, _norm(item))
+            old = by_key.get(k)
+            if old is not None:
+                by_key[k] = replace(
+                    old, seq=max(old.seq, item.seq), first_seq=min(old.first_seq, item.first_seq),
+                    count=old.count + item.count,
+                )
+                continue
+            if item.key is not None:
+                for other_k, other in list(by_key.items()):
+                    if other.key == item.key and other.seq <= item.seq:
+                        del by_key[other_k]
+                        superseded[other_k] = other
+            superseded.pop(k, None)
+            by_key[k] = item
+        items = sorted(by_key.values(), key=priority)
+        kept, evicted = items[:MAX_ITEMS], items[MAX_ITEMS:]
+        kept.sort(key=lambda i: (i.first_seq, KINDS.index(i.kind), i.value))
+        newest_super = sorted(superseded.values(), key=lambda i: -i.seq)[:MAX_ITEMS]
+        return Ledger(tuple(kept), tuple(sorted(newest_super, key=lambda i: i.seq))), evicted
+
+
+@dataclass
+class LedgerReport:
+    """What the verification of one candidate summary found and did."""
+
+    items_total: int = 0
+    in_summary: int = 0
+    restored: int = 0
+    dropped_items: list[LedgerItem] = field(default_factory=list)
+    marked_superseded: int = 0
+
+    @property
+    def dropped(self) -> int:
+        return len(self.dropped_items)
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "items_total": self.items_total,
+            "in_summary": self.in_summary,
+            "restored": self.restored,
+            "dropped": self.dropped,
+            "dropped_items": [
+                {"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items
+            ],
+        }
+
+
+def priority(item: LedgerItem) -> tuple[int, int, int, str]:
+    """Corrections, then constraints, then facts; newer first, then more frequent."""
+    group = 0 if item.kind == CORRECTION else 1 if item.kind == CONSTRAINT else 2
+    return (group, -item.seq, -item.count, item.value)
+
+
+def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
+    """The must-keep items of these messages, in seq order.
+
+    User and assistant text gives facts; users give constraints and corrections
+    (steering messages are constraints as a whole); tool calls give the paths they
+    operate on; tool results give only their errors — a directory listing's hundred
+    paths are not what a user expects the agent to remember.
+    """
+    found: list[LedgerItem] = []
+    for e in entries:
+        if e.role == "user":
+            found += _user_items(e)
+        if e.role in ("user", "assistant", "system", "developer"):
+            found += facts(e.text, e.seq)
+        for _, _, arguments in e.tool_calls:
+            found += [i for i in facts(arguments, e.seq) if i.kind == "path"]
+        if e.role == "tool":
+            found += [i for i in facts(e.text, e.seq) if i.kind == "error"]
+    return found
+
+
+def facts(text: str, seq: int) -> list[LedgerItem]:
+    out: list[LedgerItem] = []
+    seen: set[tuple[str, str]] = set()
+    for kind, pattern in _FACT_PATTERNS:
+        for m in pattern.finditer(text):
+            key = None
+            if kind == "port":
+                value = next(g for g in m.groups() if g)
+            elif kind == "setting":
+                value, key = m.group(0), m.group(1)
+            else:
+                value = m.group(0)
+            value = value.strip()
+            if kind == "version" and any(value in v for k, v in seen if k == "url"):
+                continue
+            if (kind, value) not in seen:
+                seen.add((kind, value))
+                out.append(LedgerItem(kind, value, seq, seq, 1, key))
+    return out
+
+
+def _user_items(e: SourceEntry) -> list[LedgerItem]:
+    if e.steering and e.text.strip():
+        return [LedgerItem(CONSTRAINT, _clip(e.text), e.seq, e.seq)]
+    out = []
+    for sentence in (s.strip(" -*\t") for s in _SENTENCE.split(e.text)):
+        if len(sentence) < 4:
+            continue
+        if _CORRECTION.search(sentence):
+            out.append(LedgerItem(CORRECTION, _clip(sentence), e.seq, e.seq))
+        elif _CONSTRAINT.search(sentence):
+            out.append(LedgerItem(CONSTRAINT, _clip(sentence), e.seq, e.seq))
+    return out
+
+
+def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tuple[str, LedgerReport]:
+    """The summary with every missing ledger item written back that fits the budget.
+
+    Deterministic: the same summary, ledger and budget give the same text and report.
+    """
+    report = LedgerReport(items_total=len(ledger.items))
+    text, report.marked_superseded = _mark_superseded(summary, ledger)
+    stated = stated_text(text)
+    missing = []
+    for item in ledger.items:
+        if present(stated, item):
+            report.in_summary += 1
+        else:
+            missing.append(item)
+    additions: dict[str, list[str]] = {}
+    spent = 0
+    for item in sorted(missing, key=priority):
+        line = item.line()
+        cost = count(line) + 1
+        if spent + cost > budget_tokens:
+            report.dropped_items.append(item)
+            continue
+        spent += cost
+        additions.setdefault(HEADING.get(item.kind, FACTS_HEADING), []).append(line)
+        report.restored += 1
+    return _insert(text, additions), report
+
+
+def stated_text(summary: str) -> str:
+    """The summary without its superseded-notes: a note names the new value, it does not state it."""
+    return _SUPERSEDED_NOTE.sub("", summary)
+
+
+def present(text: str, item: LedgerItem) -> bool:
+    """Whether the summary states the item: facts verbatim, sentences up to case and spacing."""
+    if item.kind in HEADING:
+        return _squash(item.value) in _squash(text)
+    return item.value in text
+
+
+_SUPERSEDED_NOTE = re.compile(r" \(superseded by [^()\n]* at seq \d+\)")
+
+
+def _mark_superseded(text: str, ledger: Ledger) -> tuple[str, int]:
+    current = {i.key: i for i in ledger.items if i.key is not None}
+    marked = 0
+    for old in ledger.superseded:
+        new = current.get(old.key)
+        if new is None or new.value == old.value or old.value not in text:
+            continue
+        note = f"{old.value} (superseded by {new.value} at seq {new.seq})"
+        if note in text:
+            continue
+        pattern = re.compile(re.escape(old.value) + r"(?![^\s,;'\"`)])(?! \(superseded)")
+        text, n = pattern.subn(lambda _m: note, text)
+        marked += n
+    return text, marked
+
+
+def _insert(summary: str, additions: dict[str, list[str]]) -> str:
+    """Append lines at the end of their ``## Heading`` sections (created when absent)."""
+    if not additions:
+        return summary
+    lines = summary.splitlines()
+    for heading, new in additions.items():
+        start = next((n for n, ln in enumerate(lines) if ln.strip() == f"## {heading}"), None)
+        if start is None:
+            lines += ["", f"## {heading}", *new]
+            continue
+        end = next((n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines))
+        body = [ln for ln in lines[start + 1 : end] if ln.strip() not in ("None.", "None")]
+        while body and not body[-1].strip():
+            body.pop()
+        tail = [""] if end < len(lines) else []
+        lines[start + 1 : end] = body + new + tail
+    return "\n".join(lines)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _norm(item: LedgerItem) -> str:
+    return _squash(item.value) if item.kind in HEADING else item.value
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 3] + "..."

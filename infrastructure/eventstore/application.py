@@ -1,0 +1,158 @@
+"""The eventsourcing ``Application`` of Session aggregates, and ``build_store``.
+
+Choosing the engine is configuration (``database_url``); the code path is the same.
+``save`` hands the recorder what it writes in the events' transaction through
+``save(**kwargs)``, as eventsourcing's own examples extend a recorder: the domain
+events for the read-model projector (ADR 0003) and the snapshots that are due
+(ADR 0016).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import Mapper, Recording, StoredEvent, Transcoder
+from eventsourcing.utils import Environment
+
+from context_compaction.domain.session import Session
+
+from ..database import Dialect, storage_errors
+from ..readmodel import EventsTable, ReadModelProjector
+from ..transcoding import PlainJSONTranscoder
+from .internals import (
+    FastSaveApplication,
+    LockedWriter,
+    ProjectingSQLiteRecorder,
+    postgres_recorder_class,
+    without_inner_retries,
+)
+from .mapper import EventMapper
+
+log = logging.getLogger("context_compaction.eventstore")
+
+#: Sessions held in memory by the repository's cache (brought up to date on use).
+AGGREGATE_CACHE_SIZE = 256
+
+
+def snapshot_step(interval: int, version: int) -> int:
+    """Events between snapshots: ``interval``, doubled as the session grows.
+
+    A snapshot holds state that grows with the session (its tool groups), so a fixed
+    interval would make the snapshot bytes written per appended event grow with N.
+    The step is ``interval`` times the largest power of two not above
+    ``version / (8 * interval)``: snapshot bytes per event stay flat, and a cold load
+    replays at most about an eighth of the session's events after its snapshot.
+    Steps are nested powers of two, so a crossing at a larger step is one at a
+    smaller step too.
+    """
+    ratio = version // (8 * interval)
+    return interval * (1 << (ratio.bit_length() - 1)) if ratio > 1 else interval
+
+
+class SessionsApplication(FastSaveApplication):
+    """Sessions as event-sourced aggregates; a snapshot every ``snapshot_interval``
+    events (more sparsely as a session grows, see ``snapshot_step``)."""
+
+    name = "ContextCompaction"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # PostgreSQL's table names derive from the name (contextcompaction_events, ...):
+        # a subclass (a Leader, say) keeps the stored data's.
+        cls.name = SessionsApplication.name
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        snapshot_interval: int,
+        dialect: Dialect,
+        postgres_schema: str | None = None,
+    ) -> None:
+        self._dialect = dialect
+        self._postgres_schema = postgres_schema
+        self.projector: ReadModelProjector | None = None
+        self.snapshot_interval = snapshot_interval
+        # The repository's cache holds each session as last saved, without a copy per
+        # load (the store evicts a copy whose decision was not saved), and brings it up
+        # to date with the events stored since (fastforward) when asked.
+        super().__init__(env={
+            "AGGREGATE_CACHE_MAXSIZE": str(AGGREGATE_CACHE_SIZE),
+            "AGGREGATE_CACHE_FASTFORWARD": "y",
+            "DEEPCOPY_FROM_AGGREGATE_CACHE": "n",
+            **env,
+        })
+        assert self.projector is not None
+        self.projector.mapper = self.mapper
+        if self.snapshots is not None:
+            self.recorder.snapshot_recorder = self.snapshots.recorder  # type: ignore[attr-defined]
+        if dialect.is_postgres:
+            for recorder in (self.recorder, getattr(self.snapshots, "recorder", None)):
+                without_inner_retries(recorder)
+
+    def construct_env(self, name: str, env: Any = None) -> Environment:
+        # Only the configuration we pass: eventsourcing would also merge os.environ,
+        # so a host's own eventsourcing settings (PERSISTENCE_MODULE, CIPHER_TOPIC,
+        # COMPRESSOR_TOPIC, ...) would silently reconfigure our store.
+        return Environment(name, dict(env or {}))
+
+    def construct_transcoder(self) -> Transcoder:
+        return PlainJSONTranscoder()
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        return EventMapper(transcoder=self.construct_transcoder())
+
+    def construct_recorder(self) -> Any:
+        datastore = self.factory.datastore  # type: ignore[attr-defined]
+        if not self._dialect.is_postgres:
+            self.projector = ReadModelProjector(EventsTable("sqlite", "stored_events"))
+            return ProjectingSQLiteRecorder(datastore, self.projector, self._dialect)
+        if datastore.lock_timeout:
+            # Every connection of the pool (reads, catch-up, schema statements) waits for
+            # a lock no longer than eventsourcing lets its inserts wait; without it a
+            # table locked elsewhere blocks a query indefinitely. libpq passes it at
+            # connect (no statement per transaction), so it is set before the pool
+            # opens: constructing the recorder opens it.
+            datastore.pool.kwargs["options"] = f"-c lock_timeout={int(datastore.lock_timeout)}s"
+        table = f"{self.name.lower()}_events"
+        self.projector = ReadModelProjector(EventsTable("postgres", table, self._postgres_schema))
+        recorder = postgres_recorder_class()(
+            datastore, self.projector, self._dialect, events_table_name=table
+        )
+        # Always: besides creating tables it registers the composite type adapters.
+        with storage_errors():
+            recorder.create_table()
+        return recorder
+
+    def record(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """Record the sessions' pending events, their read-model rows and any snapshot
+        that is due in one transaction (``locked_writer=``: inside that one)."""
+        events = [e for session in objs for e in session.pending_events]
+        return super().record(
+            *objs, projected_events=events, snapshots=self._due_snapshots(objs), **kwargs
+        )
+
+    def record_with(self, writer: LockedWriter, session: Session) -> list[Recording[UUID]]:
+        """``record``, inside ``writer``'s transaction (announce after it commits)."""
+        return self.record(session, locked_writer=writer)
+
+    def _due_snapshots(self, sessions: tuple[Any, ...]) -> list[StoredEvent]:
+        # Taken from the state we hold (no re-read) when this save crosses a step
+        # boundary. A snapshot that cannot be made only costs load time later; it must
+        # not fail the command.
+        interval = self.snapshot_interval
+        if not interval or self.snapshots is None:
+            return []
+        due = []
+        try:
+            for session in sessions:
+                first = session.version - len(session.pending_events)
+                step = snapshot_step(interval, session.version)
+                if session.version // step > first // step:
+                    due.append(self.mapper.to_stored_event(Session.Snapshot.take(session)))
+        except Exception as exc:  # noqa: BLE001
+            log.warning("snapshot failed", extra={"error_class": type(exc).__name__})
+            return []
+        return due

@@ -1,0 +1,41 @@
+"""``build_store``: the event store, read model and database of one configuration."""
+
+from __future__ import annotations
+
+from ..database import Database, Dialect, storage_errors
+from ..readmodel import SCHEMA_VERSION, SqlReadModel
+from .application import SessionsApplication
+from .store import SqlEventStore
+
+
+def build_store(
+    env: dict[str, str],
+    *,
+    snapshot_interval: int,
+    dialect: Dialect,
+    postgres_schema: str | None = None,
+    application_class: type[SessionsApplication] = SessionsApplication,
+) -> tuple[SessionsApplication, SqlEventStore, SqlReadModel, Database]:
+    """The event store, read model and database of one configuration.
+
+    ``application_class`` may be a subclass, e.g. one mixing in eventsourcing's
+    ``Leader`` so that followers are prompted after each save.
+    """
+    if not dialect.is_postgres:
+        env = {**env, "CREATE_TABLE": "n"}  # created below, only when the schema is not there yet
+    app = application_class(
+        env, snapshot_interval=snapshot_interval, dialect=dialect, postgres_schema=postgres_schema
+    )
+    db = Database(app.factory.datastore, dialect)  # type: ignore[attr-defined]
+    assert app.projector is not None
+    read_model = SqlReadModel(db, app.projector)
+    version = read_model.schema_version()
+    if version is None or version < SCHEMA_VERSION:
+        # One marker read instead of ~20 DDL statements on every start (cold restore).
+        with storage_errors():
+            if not dialect.is_postgres:
+                app.recorder.create_table()
+                if app.snapshots is not None:
+                    app.snapshots.recorder.create_table()  # type: ignore[attr-defined]
+        read_model.create_tables(previous=version)
+    return app, SqlEventStore(app, db), read_model, db

@@ -1,0 +1,222 @@
+"""The projector: applies Session events to the read-model tables through a given cursor.
+
+It runs *inside* the transaction that inserts the events (ADR 0003): the tables and
+their position (``rm_position``) commit or roll back together with the events. The
+same projector replays the notification log to catch up and to rebuild.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import IntegrityError, Mapper, Notification
+
+from context_compaction.domain.errors import CorruptEvent
+from context_compaction.domain.session import Session
+
+from ..database import Cur
+from ..transcoding import PlainJSONTranscoder
+from .handlers import EventHandlers, ProjectionOutOfOrder
+from .schema import DAMAGE_TABLE, POSITION, EventsTable
+
+log = logging.getLogger("context_compaction.readmodel")
+
+
+class ReadModelProjector(EventHandlers):
+    """Applies Session events to the query tables through a given cursor."""
+
+    def __init__(self, events_table: EventsTable) -> None:
+        self.events_table = events_table
+        self.mapper: Mapper[UUID] | None = None
+        self._session_ids: dict[str, str] = {}
+        self._handlers = self.handler_table()
+
+    # ----------------------------------------------------------- positions
+    @staticmethod
+    def position(cur: Cur) -> int:
+        row = cur.execute(
+            "SELECT notification_id FROM {t}rm_position WHERE name = ?", (POSITION,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _advance(cur: Cur, notification_id: int) -> None:
+        cur.execute(
+            "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
+            " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id"
+            " WHERE {t}rm_position.notification_id < excluded.notification_id",
+            (POSITION, notification_id),
+        )
+        if cur.rowcount != 1:
+            raise ProjectionOutOfOrder(
+                f"read model position did not advance to {notification_id}"
+            )
+
+    # -------------------------------------------------------------- entry
+    def project_inline(self, cur: Cur, ids: Sequence[int], events: Sequence[Any]) -> None:
+        """Project freshly inserted events (same transaction), catching up any gap first."""
+        if not ids:
+            return
+        pairs = list(zip(ids, events, strict=True))
+        # Common case in one statement: the read model is exactly at the notification
+        # before these (SQLite rowids are contiguous). Otherwise the careful path.
+        cur.execute(
+            "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id = ?",
+            (ids[-1], POSITION, ids[0] - 1),
+        )
+        if cur.rowcount == 1:
+            self.apply_all(cur, pairs, strict=True)
+            return
+        position = self.position(cur)
+        if position < ids[0] - 1:
+            self.replay(cur, after=position, before=ids[0])
+        self.apply_all(cur, pairs, strict=True)
+        self._advance(cur, ids[-1])
+
+    def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
+        """Apply stored notifications with ``after < id < before``; returns the last id.
+
+        One damaged row stops its own session (``rm_damaged``), never the catch-up of all.
+        """
+        last = after
+        upper = before if before is not None else 2**62
+        damaged = {row[0] for row in cur.execute(f"SELECT aggregate_id FROM {{t}}{DAMAGE_TABLE}").fetchall()}
+
+        def note(notification: Notification, problem: str) -> None:
+            cur.execute(
+                f"INSERT INTO {{t}}{DAMAGE_TABLE} (aggregate_id, notification_id, version, problem)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (aggregate_id) DO NOTHING",
+                (notification.originator_id.hex, notification.id, notification.originator_version, problem),
+            )
+            log.warning(
+                "read model skipped a damaged event and the rest of its session",
+                extra={"aggregate_id": notification.originator_id.hex, "notification_id": notification.id,
+                       "version": notification.originator_version, "problem": problem},
+            )
+
+        while True:
+            rows = cur.execute(self.events_table.select_sql, (last, upper, batch)).fetchall()
+            if not rows:
+                return last
+            notifications = [
+                Notification(
+                    id=int(row[0]),
+                    originator_id=row[1] if isinstance(row[1], UUID) else UUID(str(row[1])),
+                    originator_version=int(row[2]),
+                    topic=row[3],
+                    state=bytes(row[4]),
+                )
+                for row in rows
+            ]
+            self.apply_stored(cur, notifications, damaged, note)
+            last = notifications[-1].id
+            self._advance(cur, last)
+
+    def apply_stored(
+        self,
+        cur: Cur,
+        notifications: Sequence[Notification],
+        damaged: set[str],
+        on_damage: Callable[[Notification, str], None],
+    ) -> None:
+        """Decode and apply stored notifications in order (replay, ``verify``).
+
+        A row that does not decode, or does not fit its session's earlier events (a seq
+        already taken, an event before its session started), goes to ``on_damage``; it
+        and the rest of its session (aggregate ids in ``damaged``, which grows) are left
+        out. A batch is applied whole, and again event by event only when it fails.
+        """
+        assert self.mapper is not None, "projector used before the application wired it"
+        decoded: list[tuple[Notification, Any]] = []
+        for notification in notifications:
+            if notification.originator_id.hex in damaged:
+                continue  # unreadable from its damaged row on
+            try:
+                decoded.append((notification, self.mapper.to_domain_event(notification)))
+            except CorruptEvent as exc:
+                on_damage(notification, str(exc.details.get("problem", "unreadable")))
+                damaged.add(notification.originator_id.hex)
+        try:
+            with _savepoint(cur):
+                self.apply_all(cur, [(n.id, event) for n, event in decoded])
+            return
+        except Exception as exc:  # noqa: BLE001 - sorted out below
+            if not _misfit(exc):
+                raise
+        for notification, event in decoded:
+            if notification.originator_id.hex in damaged:
+                continue
+            try:
+                with _savepoint(cur):
+                    self.apply_all(cur, [(notification.id, event)])
+            except Exception as exc:  # noqa: BLE001
+                if not _misfit(exc):
+                    raise
+                on_damage(notification, "does not fit the session's earlier events")
+                damaged.add(notification.originator_id.hex)
+
+    def apply_all(self, cur: Cur, events: Sequence[tuple[int, Any]], *, strict: bool = False) -> None:
+        """Apply (notification id, event) pairs in order; runs of appended messages of one
+        session are written with one statement per table.
+
+        ``strict`` (new events, projected inline): a host command id another session
+        already used fails the transaction, so the events roll back too (ADR 0019).
+        Replaying stored events keeps the first use and warns instead.
+        """
+        run: list[tuple[int, Any]] = []
+        for notification_id, domain_event in events:
+            if type(domain_event) is Session.MessageAppended:
+                if run and run[0][1].originator_id != domain_event.originator_id:
+                    self._messages_appended(cur, run, strict)
+                    run = []
+                run.append((notification_id, domain_event))
+                continue
+            if run:
+                self._messages_appended(cur, run, strict)
+                run = []
+            if type(domain_event) is Session.Started:
+                self._started(cur, domain_event, strict)
+                continue
+            handler = self._handlers.get(type(domain_event))
+            if handler is not None:
+                handler(cur, domain_event)
+        if run:
+            self._messages_appended(cur, run, strict)
+
+    def decode_state(self, state: bytes) -> dict[str, Any]:
+        """An event's stored state as plain values (what message queries read)."""
+        assert self.mapper is not None
+        mapper = self.mapper
+        if mapper.cipher is not None:
+            state = mapper.cipher.decrypt(state)
+        if mapper.compressor is not None:
+            state = mapper.compressor.decompress(state)
+        transcoder = mapper.transcoder
+        if isinstance(transcoder, PlainJSONTranscoder):
+            return transcoder.decode_values(state)  # message fields need no datetimes
+        return transcoder.decode(state)  # type: ignore[no-any-return]
+
+
+@contextmanager
+def _savepoint(cur: Cur) -> Iterator[None]:
+    cur.execute("SAVEPOINT ctxc_apply")
+    try:
+        yield
+    except BaseException:
+        cur.execute("ROLLBACK TO SAVEPOINT ctxc_apply")
+        raise
+    finally:
+        cur.execute("RELEASE SAVEPOINT ctxc_apply")
+
+
+def _misfit(exc: BaseException) -> bool:
+    """A stored event the read model cannot place: a key it repeats (a driver's
+    integrity error) or a session it does not know."""
+    if isinstance(exc, (ProjectionOutOfOrder, sqlite3.IntegrityError, IntegrityError)):
+        return True
+    return type(exc).__module__.startswith("psycopg") and str(getattr(exc, "sqlstate", "")).startswith("23")

@@ -1,0 +1,265 @@
+"""Queries over the projected tables (the application's ReadModel port), caught up first."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from context_compaction.application.views import (
+    CheckpointRow,
+    CommandRecord,
+    SessionRow,
+    SessionSnapshotView,
+)
+from context_compaction.domain.errors import StorageError
+from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.session import session_aggregate_id
+
+from ..database import Cur, Database, StorageBusy
+from ..transcoding import corrupt_event
+from .projector import ReadModelProjector
+from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
+from .schema import (
+    CHECKPOINT_COLS,
+    DAMAGE_TABLE,
+    N_SESSION_COLS,
+    POSITION,
+    PROJECTED_TABLES,
+    SAME_SHAPE_SINCE,
+    SCHEMA,
+    SCHEMA_MARK,
+    SCHEMA_VERSION,
+    SESSION_COLS,
+    SESSION_SQL,
+    lag_of,
+)
+
+log = logging.getLogger("context_compaction.readmodel")
+
+
+class SqlReadModel:
+    """Queries over the projected tables (implements the application's ReadModel port)."""
+
+    def __init__(self, db: Database, projector: ReadModelProjector) -> None:
+        self.db = db
+        self.projector = projector
+
+    # ------------------------------------------------------------- schema
+    def create_tables(self, previous: int | None = None) -> None:
+        """Create the read-model tables; ``previous`` is the schema version the database
+        was marked with (``schema_version()``), None for a new one."""
+        with self.db.connection_cursor() as cur:
+            if previous is not None and previous < SAME_SHAPE_SINCE:
+                # The read model is a projection: tables of an older shape are dropped
+                # and the next read replays the events into the new ones (catch-up
+                # from position 0), exactly as after losing them.
+                for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
+                    cur.execute(f"DROP TABLE IF EXISTS {{t}}{table}")
+                cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+                log.warning(
+                    "read model schema upgraded, rebuilding from the events",
+                    extra={"from_version": previous, "to_version": SCHEMA_VERSION},
+                )
+            for statement in SCHEMA:
+                cur.execute(statement)
+            cur.execute(
+                "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
+                (SCHEMA_MARK, SCHEMA_VERSION),
+            )
+
+    def schema_version(self) -> int | None:
+        """The read-model schema version this database was created with (None: none)."""
+        try:
+            row = self.db.query_one(
+                "SELECT notification_id FROM {t}rm_position WHERE name = ?", (SCHEMA_MARK,)
+            )
+        except (StorageError, StorageBusy):
+            return None
+        return int(row[0]) if row is not None else None
+
+    # ----------------------------------------------------------- catch-up
+    def lag(self, cur: Cur) -> tuple[int, int]:
+        """(read-model position, newest notification id)."""
+        return lag_of(cur.execute(self.projector.events_table.lag_sql).fetchone())
+
+    def catch_up(self) -> int:
+        """Project every notification past the position; returns how many."""
+        with self.db.write(self.projector.events_table.lock_sql) as cur:
+            position, newest = self.lag(cur)
+            if position >= newest:
+                return 0
+            last = self.projector.replay(cur, after=position)
+            log.info("read model caught up", extra={"from_id": position, "to_id": last})
+            return last - position
+
+    @contextmanager
+    def fresh(self) -> Iterator[Cur]:
+        """A read snapshot in which the read model has caught up with the events."""
+        with self._fresh(self.projector.events_table.lag_sql) as (cur, _):
+            yield cur
+
+    @contextmanager
+    def _fresh(
+        self, head_sql: str, params: Sequence[Any] = ()
+    ) -> Iterator[tuple[Cur, tuple[Any, ...]]]:
+        """``fresh()`` whose lag check is a first query: its one row starts with
+        (newest notification id, read-model position); it is handed on with the cursor."""
+        for attempt in range(4):
+            handed_on = False
+            try:
+                with self.db.read() as cur:
+                    head = cur.execute(head_sql, params).fetchone()
+                    position, newest = lag_of(head)
+                    assert head is not None
+                    if position >= newest or attempt == 3:
+                        # (after 3 catch-ups writers keep arriving; their rows are inline)
+                        handed_on = True
+                        yield cur, head
+                        return
+            except StorageBusy:
+                if handed_on or attempt == 3:  # the caller's own queries are not ours to redo
+                    raise
+                self.db.recover()
+                continue
+            self.catch_up()
+
+    def rebuild(self) -> int:
+        """Drop every projected row and replay the whole notification log."""
+        with self.db.write(self.projector.events_table.lock_sql) as cur:
+            for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
+                cur.execute(f"DELETE FROM {{t}}{table}")
+            cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+            return self.projector.replay(cur, after=0)
+
+    # ------------------------------------------------------------ queries
+    def session(self, session_id: str) -> SessionRow | None:
+        with self.fresh() as cur:
+            return self._session(cur, session_id)
+
+    @staticmethod
+    def _session(cur: Cur, session_id: str) -> SessionRow | None:
+        row = cur.execute(SESSION_SQL, (session_id, session_aggregate_id(session_id).hex)).fetchone()
+        assert row is not None
+        refuse_damaged(session_id, row[-2:])
+        return session_row(row) if row[0] is not None else None
+
+    def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]:
+        with self.fresh() as cur:
+            rows = cur.execute(
+                "SELECT " + SESSION_COLS + " FROM {t}rm_sessions"
+                " ORDER BY created_at, session_id LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+        return [session_row(r) for r in rows]
+
+    def messages(
+        self,
+        session_id: str,
+        *,
+        from_seq: int = 1,
+        upto_seq: int | None = None,
+        include_invalidated: bool = False,
+    ) -> list[MessageRecord]:
+        with self.fresh() as cur:
+            damage = cur.execute(
+                f"SELECT version, problem FROM {{t}}{DAMAGE_TABLE} WHERE aggregate_id = ?",
+                (session_aggregate_id(session_id).hex,),
+            ).fetchone()
+            refuse_damaged(session_id, damage or (None, None))
+            return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated)
+
+    def _messages(
+        self,
+        cur: Cur,
+        session_id: str,
+        from_seq: int,
+        upto_seq: int | None,
+        include_invalidated: bool,
+    ) -> list[MessageRecord]:
+        sql = self.projector.events_table.messages_sql
+        params: list[Any] = [session_id, from_seq]
+        if upto_seq is not None:
+            sql += " AND m.seq <= ?"
+            params.append(upto_seq)
+        if not include_invalidated:
+            sql += " AND m.visible = 1"
+        sql += " ORDER BY m.seq"
+        decode = self.projector.decode_state
+        rows = cur.execute(sql, params).fetchall()
+        try:
+            return [message_record(r, decode) for r in rows]
+        except DamagedMessage as damaged:
+            row = cur.execute(
+                self.projector.events_table.message_version_sql, (session_id, damaged.seq)
+            ).fetchone()
+            raise corrupt_event(
+                damaged.problem, version=int(row[0]) if row else None, session_id=session_id
+            ) from None
+
+    def session_view(
+        self, session_id: str, *, tail_only: bool = True, after_seq: int = 0
+    ) -> SessionSnapshotView | None:
+        # One round trip for the lag check, the session row and its checkpoint.
+        sql = self.projector.events_table.session_view_sql
+        params = (session_id, session_aggregate_id(session_id).hex)
+        with self._fresh(sql, params) as (cur, head):
+            return self._session_view(cur, session_id, head[2:], tail_only, after_seq)
+
+    def _session_view(
+        self, cur: Cur, session_id: str, row: Sequence[Any], tail_only: bool, after_seq: int
+    ) -> SessionSnapshotView | None:
+        refuse_damaged(session_id, row[-2:])
+        if row[0] is None:
+            return None
+        session = session_row(row[:N_SESSION_COLS])
+        checkpoint = (
+            checkpoint_row(row[N_SESSION_COLS:])
+            if session.active_checkpoint_id and row[N_SESSION_COLS] is not None
+            else None
+        )
+        from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
+        from_seq = max(from_seq, after_seq + 1)
+        messages = self._messages(cur, session_id, from_seq, None, False)
+        return SessionSnapshotView(session=session, checkpoint=checkpoint, messages=messages)
+
+    def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
+        with self.fresh() as cur:
+            return self._checkpoint(cur, checkpoint_id)
+
+    @staticmethod
+    def _checkpoint(cur: Cur, checkpoint_id: str) -> CheckpointRow | None:
+        row = cur.execute(
+            "SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints WHERE checkpoint_id = ?",
+            (checkpoint_id,),
+        ).fetchone()
+        return checkpoint_row(row) if row else None
+
+    def checkpoints(self, session_id: str) -> list[CheckpointRow]:
+        with self.fresh() as cur:
+            rows = cur.execute(
+                "SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints"
+                " WHERE session_id = ? ORDER BY generation",
+                (session_id,),
+            ).fetchall()
+        return [checkpoint_row(r) for r in rows]
+
+    def command(self, command_id: str) -> CommandRecord | None:
+        with self.fresh() as cur:
+            row = cur.execute(
+                "SELECT command_id, session_id, kind, first_seq, last_seq FROM {t}rm_commands"
+                " WHERE command_id = ?",
+                (command_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        return CommandRecord(row[0], row[1], row[2], int(row[3]), int(row[4]))
+
+    def table_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """Every row of one projected table in key order (for verify and tests)."""
+        order = PROJECTED_TABLES[table]
+        with self.fresh() as cur:
+            return cur.execute(f"SELECT * FROM {{t}}{table} ORDER BY {order}").fetchall()
+

@@ -1,0 +1,126 @@
+"""Read-model rows as the application's views (``application/views.py``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from context_compaction.application.views import CheckpointRow, SessionRow
+from context_compaction.domain.budget import LearnedWindow
+from context_compaction.domain.messages import MessageRecord
+
+from ..transcoding import corrupt_event, message_problem
+
+_BODY_FIELDS = (
+    "role",
+    "content",
+    "reasoning",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "turn_id",
+    "steering",
+    "provider_state",
+    "created_at",
+)
+_ENVELOPE_FIELDS = ("timestamp", "command_id", "command_generated", "class_version")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def session_row(row: Sequence[Any]) -> SessionRow:
+    return SessionRow(
+        session_id=row[0],
+        model=row[1],
+        agent_token_limit=row[2],
+        version=int(row[3]),
+        next_seq=int(row[4]),
+        context_generation=int(row[5]),
+        active_checkpoint_id=row[6],
+        message_count=int(row[7]),
+        invalidated_count=int(row[8]),
+        checkpoint_count=int(row[9]),
+        deleted=bool(row[10]),
+        created_at=row[11],
+        updated_at=row[12],
+        learned_windows=learned_windows_of(row[13]),
+    )
+
+
+def learned_windows_of(text: str | None) -> dict[str, LearnedWindow]:
+    if not text or text == "{}":
+        return {}
+    return {model: LearnedWindow(**value) for model, value in json.loads(text).items()}
+
+
+def checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
+    return CheckpointRow(
+        checkpoint_id=row[0],
+        session_id=row[1],
+        generation=int(row[2]),
+        parent_checkpoint_id=row[3],
+        summary=row[4],
+        first_retained_seq=int(row[5]),
+        source_max_seq=int(row[6]),
+        trigger_reason=row[7],
+        provider_kind=row[8],
+        model=row[9],
+        tokens_before=int(row[10]),
+        tokens_after=int(row[11]),
+        degraded=bool(row[12]),
+        summary_source=json.loads(row[13]),
+        created_at=row[14],
+        version=int(row[15]),
+    )
+
+
+class DamagedMessage(Exception):
+    """A message row that cannot be served (``_messages`` names it as ``CorruptEvent``)."""
+
+    def __init__(self, seq: int, problem: str) -> None:
+        super().__init__(problem)
+        self.seq = seq
+        self.problem = problem
+
+
+def message_record(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> MessageRecord:
+    """(seq, event state, visible, is a MessageAppended row) → the message as stored.
+
+    The freshly decoded event state is ours: it becomes the record, minus the event's
+    envelope fields (a restore decodes every tail message, so no copy per message).
+    A row that is no message is refused, never served as half of one; the event mapper
+    checks every field when the aggregate or ``verify`` reads the row.
+    """
+    try:
+        record = decode(bytes(row[1]))
+    except Exception as exc:  # noqa: BLE001 - any undecodable row is the same fault
+        raise DamagedMessage(row[0], f"state does not decode: {type(exc).__name__}") from None
+    if not row[3]:
+        raise DamagedMessage(row[0], "unknown event topic")
+    if type(record) is not dict:
+        raise DamagedMessage(row[0], "state is not an object")
+    problem = message_problem(record)
+    if problem is None and record["seq"] != row[0]:
+        problem = "seq differs from its read-model row"
+    if problem is not None:
+        raise DamagedMessage(row[0], problem)
+    for name in _ENVELOPE_FIELDS:
+        record.pop(name, None)
+    for name in _BODY_FIELDS:
+        if name not in record:
+            record[name] = None
+    record["tool_calls"] = record["tool_calls"] or []
+    record["steering"] = bool(record["steering"])
+    record["seq"] = int(row[0])
+    record["visible"] = bool(row[2])
+    return record  # type: ignore[no-any-return]
+
+
+def refuse_damaged(session_id: str, damage: Sequence[Any]) -> None:
+    """``damage`` is (version, problem) of the session's row in ``rm_damaged``, or Nones."""
+    if damage[0] is not None:
+        raise corrupt_event(str(damage[1]), version=int(damage[0]), session_id=session_id)
+

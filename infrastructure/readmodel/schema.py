@@ -1,0 +1,170 @@
+"""The read model's tables, their schema version and the SQL that reads the events table.
+
+Bump ``SCHEMA_VERSION`` when a table or column changes (ADR 0016: an older database is
+rebuilt from the events on its next read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from eventsourcing.utils import get_topic
+
+from context_compaction.domain.session import Session
+
+from ..database import quote_identifier
+
+POSITION = "read_model"
+#: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
+#: A database with an older mark has its projected tables dropped and rebuilt from the
+#: events (``SqlReadModel.create_tables``).
+SCHEMA_VERSION = 6
+#: The oldest version whose tables still have today's shape (later versions only added
+#: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
+SAME_SHAPE_SINCE = 5
+SCHEMA_MARK = "schema"
+
+SCHEMA: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS {t}rm_position ("
+    " name TEXT PRIMARY KEY, notification_id {INT} NOT NULL){WR}",
+    "CREATE TABLE IF NOT EXISTS {t}rm_sessions ("
+    " session_id TEXT PRIMARY KEY, aggregate_id TEXT NOT NULL UNIQUE, model TEXT NOT NULL,"
+    " agent_token_limit {INT}, version {INT} NOT NULL, next_seq {INT} NOT NULL,"
+    " context_generation {INT} NOT NULL, active_checkpoint_id TEXT,"
+    " message_count {INT} NOT NULL, invalidated_count {INT} NOT NULL,"
+    " checkpoint_count {INT} NOT NULL, deleted {INT} NOT NULL,"
+    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL,"
+    " learned_windows TEXT NOT NULL DEFAULT '{{}}'){WR}",
+    # Only what queries select on and the event that holds the body (ADR 0016): short
+    # rows keep the B-tree pages an append rewrites (and fsyncs) few.
+    "CREATE TABLE IF NOT EXISTS {t}rm_messages ("
+    " session_id TEXT NOT NULL, seq {INT} NOT NULL, visible {INT} NOT NULL,"
+    " notification_id {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
+    # Host command ids, unique across all sessions (ADR 0019); generated ones are
+    # remembered by the aggregate only.
+    "CREATE TABLE IF NOT EXISTS {t}rm_commands ("
+    " command_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL,"
+    " first_seq {INT} NOT NULL, last_seq {INT} NOT NULL){WR}",
+    "CREATE TABLE IF NOT EXISTS {t}rm_checkpoints ("
+    " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation {INT} NOT NULL,"
+    " parent_checkpoint_id TEXT, summary TEXT NOT NULL, first_retained_seq {INT} NOT NULL,"
+    " source_max_seq {INT} NOT NULL, trigger_reason TEXT NOT NULL,"
+    " provider_kind TEXT NOT NULL, model TEXT NOT NULL, tokens_before {INT} NOT NULL,"
+    " tokens_after {INT} NOT NULL, degraded {INT} NOT NULL, summary_source TEXT NOT NULL,"
+    " created_at TEXT NOT NULL, version {INT} NOT NULL, UNIQUE (session_id, generation))",
+    "CREATE TABLE IF NOT EXISTS {t}rm_invalidations ("
+    " session_id TEXT NOT NULL, version {INT} NOT NULL, kind TEXT NOT NULL,"
+    " ranges TEXT NOT NULL, excluded {INT} NOT NULL, reason TEXT NOT NULL,"
+    " generation {INT} NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version))",
+    "CREATE TABLE IF NOT EXISTS {t}rm_imports ("
+    " session_id TEXT NOT NULL, version {INT} NOT NULL, source TEXT NOT NULL,"
+    " imported_messages {INT} NOT NULL, skipped_messages {INT} NOT NULL, legacy_seq_upto {INT} NOT NULL,"
+    " last_compressed_message_at {INT}, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version))",
+    # A cache, not a projection: counts are a pure function of (message, encoding).
+    "CREATE TABLE IF NOT EXISTS {t}rm_token_counts ("
+    " session_id TEXT NOT NULL, encoding TEXT NOT NULL, seq {INT} NOT NULL,"
+    " tokens {INT} NOT NULL, PRIMARY KEY (session_id, encoding, seq)){WR}",
+    # Written by the Timeline follower after commits (best effort), spec §13.
+    "CREATE TABLE IF NOT EXISTS {t}rm_timeline ("
+    " key TEXT PRIMARY KEY, session_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
+    " content TEXT NOT NULL, created_at TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
+    # Sessions whose events the read model could not project (a damaged row met while
+    # catching up): their queries answer corrupt_event instead of a partial state.
+    "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
+    " aggregate_id TEXT PRIMARY KEY, notification_id {INT} NOT NULL, version {INT} NOT NULL,"
+    " problem TEXT NOT NULL){WR}",
+)
+#: Rebuilt with the projected tables, but not compared by ``verify`` (which lists
+#: damaged rows itself, also those the live read model projected before the damage).
+DAMAGE_TABLE = "rm_damaged"
+
+#: Tables that are a pure function of the events (compared by ``verify``).
+PROJECTED_TABLES: dict[str, str] = {
+    "rm_sessions": "session_id",
+    "rm_messages": "session_id, seq",
+    "rm_commands": "command_id",
+    "rm_checkpoints": "checkpoint_id",
+    "rm_invalidations": "session_id, version",
+    "rm_imports": "session_id, version",
+}
+
+SESSION_COLS = (
+    "session_id, model, agent_token_limit, version, next_seq, context_generation,"
+    " active_checkpoint_id, message_count, invalidated_count, checkpoint_count, deleted,"
+    " created_at, updated_at, learned_windows"
+)
+CHECKPOINT_COLS = (
+    "checkpoint_id, session_id, generation, parent_checkpoint_id, summary,"
+    " first_retained_seq, source_max_seq, trigger_reason, provider_kind, model,"
+    " tokens_before, tokens_after, degraded, summary_source, created_at, version"
+)
+N_SESSION_COLS = len(SESSION_COLS.split(","))
+# The session row and whether the read model met a damaged event of it (rm_damaged).
+SESSION_SQL = (
+    "SELECT " + ", ".join("s." + c.strip() for c in SESSION_COLS.split(",")) + ", d.version, d.problem"
+    " FROM (SELECT 1 AS one) o LEFT JOIN {t}rm_sessions s ON s.session_id = ?"
+    " LEFT JOIN {t}rm_damaged d ON d.aggregate_id = ?"
+)
+# Newest notification, read-model position, the session row and its active checkpoint:
+# the whole head of a session view in one round trip (always exactly one row).
+_SESSION_VIEW_SQL = (
+    "SELECT {lag_columns}, "
+    + ", ".join("s." + c.strip() for c in SESSION_COLS.split(","))
+    + ", "
+    + ", ".join("c." + c.strip() for c in CHECKPOINT_COLS.split(","))
+    + ", d.version, d.problem"
+    " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
+    " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = s.active_checkpoint_id"
+    " LEFT JOIN {{t}}rm_damaged d ON d.aggregate_id = ?"
+)
+
+_MESSAGE_TOPIC = get_topic(Session.MessageAppended)
+
+def lag_of(row: Sequence[Any] | None) -> tuple[int, int]:
+    """(read-model position, newest notification id) from a row that starts with the
+    lag columns (``EventsTable.lag_sql``, ``session_view_sql``)."""
+    assert row is not None
+    return int(row[1] or 0), int(row[0] or 0)
+
+
+class EventsTable:
+    """Where the notification log lives, per engine."""
+
+    def __init__(self, dialect_name: str, table: str, schema: str | None = None) -> None:
+        if dialect_name == "postgres":
+            qualified = f"{quote_identifier(schema or 'public')}.{quote_identifier(table)}"
+            self.id_column = "notification_id"
+            self.lock_sql = f"LOCK TABLE {qualified} IN EXCLUSIVE MODE"
+        else:
+            qualified = table
+            self.id_column = "rowid"
+            self.lock_sql = None
+        self.qualified = qualified
+        self.max_id_sql = f"SELECT MAX({self.id_column}) FROM {qualified}"
+        # Newest notification and read-model position in one round trip (every read
+        # checks it); a session view puts them before its own columns.
+        lag_columns = (
+            f"({self.max_id_sql}),"
+            f" (SELECT notification_id FROM {{t}}rm_position WHERE name = '{POSITION}')"
+        )
+        self.lag_sql = "SELECT " + lag_columns
+        self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns)
+        # Message bodies live once, in the events; the read model points at them.
+        self.messages_sql = (
+            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_messages m"
+            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+            " WHERE m.session_id = ? AND m.seq >= ?"
+        )
+        self.message_version_sql = (
+            "SELECT e.originator_version FROM {t}rm_messages m"
+            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+            " WHERE m.session_id = ? AND m.seq = ?"
+        )
+        self.select_sql = (
+            f"SELECT {self.id_column}, originator_id, originator_version, topic, state"
+            f" FROM {qualified} WHERE {self.id_column} > ? AND {self.id_column} < ?"
+            f" ORDER BY {self.id_column} LIMIT ?"
+        )
+

@@ -1,0 +1,138 @@
+"""No import circle anywhere in the package (issue 14).
+
+Every import counts: module level, inside functions (a lazy import hides a circle, it
+does not remove it) and under ``TYPE_CHECKING`` (a circle in the types is one in the
+design). The implicit import of a parent package's ``__init__`` does not count: the
+facade's ``__init__`` imports the composition root, which imports everything.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Source folder → the package it installs as (pyproject.toml, ADR 0002).
+PACKAGES = {
+    "facade": "context_compaction",
+    "domain": "context_compaction.domain",
+    "application": "context_compaction.application",
+    "infrastructure": "context_compaction.infrastructure",
+}
+
+
+def module_files(root: Path) -> dict[str, Path]:
+    """Module name → its file, for every module of the four folders."""
+    found: dict[str, Path] = {}
+    for folder, package in PACKAGES.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = list(path.relative_to(root / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join([package, *parts])] = path
+    return found
+
+
+def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".")
+    drop = node.level - 1 if is_package else node.level
+    base = base[: len(base) - drop] if drop else base
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module → the package modules it imports (anywhere in its file)."""
+    files = module_files(root)
+    graph: dict[str, set[str]] = {name: set() for name in files}
+    for module, path in files.items():
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                source = _absolute(module, is_package, node)
+                # ``from pkg import mod`` imports the module pkg.mod when there is one.
+                targets = [
+                    f"{source}.{alias.name}" if f"{source}.{alias.name}" in files else source
+                    for alias in node.names
+                ]
+            for target in targets:
+                if target in files and target != module:
+                    graph[module].add(target)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle (its modules in order, the first repeated last), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)) is not None:
+            return found
+    return None
+
+
+def test_the_package_has_no_import_circle() -> None:
+    graph = import_graph()
+    assert len(graph) > 40  # the walk found the package (not an empty folder)
+    assert any(graph.values())
+    cycle = find_cycle(graph)
+    assert cycle is None, "import circle: " + " -> ".join(cycle or [])
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    for folder in PACKAGES:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_the_check_finds_a_planted_circle_through_a_function_level_import(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {
+        "application/a.py": "from .b import thing\n",
+        "application/b.py": "def thing():\n    from context_compaction.application import a\n",
+        "application/c.py": "from . import a\n",
+    })
+    cycle = find_cycle(import_graph(root))
+    assert cycle is not None
+    assert set(cycle) == {"context_compaction.application.a", "context_compaction.application.b"}
+
+
+def test_the_check_finds_a_circle_hidden_under_type_checking(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {
+        "domain/x.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .y import Y\n",
+        "domain/y.py": "from context_compaction.domain.x import X\n",
+    })
+    assert find_cycle(import_graph(root)) is not None
+
+
+def test_the_check_passes_an_acyclic_tree(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {
+        "domain/x.py": "import json\n",
+        "application/a.py": "from context_compaction.domain import x\nfrom ..domain.x import y\n",
+        "infrastructure/i.py": "from context_compaction.application.a import z\n",
+    })
+    graph = import_graph(root)
+    assert graph["context_compaction.application.a"] == {"context_compaction.domain.x"}
+    assert graph["context_compaction.infrastructure.i"] == {"context_compaction.application.a"}
+    assert find_cycle(graph) is None

@@ -1,0 +1,109 @@
+"""What we ship (issue 15): the license in the sdist and the wheel with an SPDX
+expression, an sdist that carries and collects its own tests, a README whose links work
+on PyPI, and a `make demo` that installs only the package. Built offline, from a copy
+of the source tree, with the build backend already installed (no isolation)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "context_compaction-0.1.0"
+_JUNK = shutil.ignore_patterns(".venv*", ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis",
+                               "*.egg-info", "build", "dist", "*.db", "*.db-wal", "*.db-shm", "ctxc-demo",
+                               "results", ".mypy_cache")
+
+
+def _build(kind: str, source: Path, out: Path) -> Path:
+    proc = subprocess.run([sys.executable, "-m", "build", f"--{kind}", "--no-isolation", "--outdir", str(out), "."],
+                          cwd=source, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (built,) = out.glob("*.tar.gz" if kind == "sdist" else "*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("packaging")
+    source = work / "checkout"
+    shutil.copytree(ROOT, source, ignore=_JUNK)
+    archive = _build("sdist", source, work / "dist")
+    with tarfile.open(archive) as tar:
+        tar.extractall(work / "unpacked", filter="data")
+    return work / "unpacked" / NAME
+
+
+def _tests_in(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in (root / "tests").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith((".pyc", ".db"))
+            and not any(part.startswith(".") for part in p.relative_to(root).parts)}
+
+
+@pytest.mark.slow
+def test_the_sdist_carries_the_license_the_tests_and_the_documents(sdist: Path) -> None:
+    assert (sdist / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+    assert "Apache License" in (sdist / "LICENSE").read_text() and "Version 2.0" in (sdist / "LICENSE").read_text()
+    metadata = (sdist / "PKG-INFO").read_text()
+    assert "License-Expression: Apache-2.0" in metadata and "License-File: LICENSE" in metadata
+    assert _tests_in(sdist) == _tests_in(ROOT)
+    for needed in ("pyproject.toml", "README.md", "Makefile", "MANIFEST.in", "docs/architecture.md",
+                   "adr/0028-typed-openapi-results.md"):
+        assert (sdist / needed).is_file(), needed
+
+
+@pytest.mark.slow
+def test_the_sdist_collects_and_runs_its_own_tests(sdist: Path) -> None:
+    collect = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                             cwd=sdist, capture_output=True, text=True, timeout=600, check=False)
+    assert collect.returncode == 0, collect.stdout[-3000:]
+    collected = re.search(r"(\d+) tests? collected", collect.stdout)
+    assert collected and int(collected.group(1)) > 300, collect.stdout[-500:]
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_settings.py"],
+                         cwd=sdist, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_the_wheel_built_from_the_sdist_has_the_license(sdist: Path, tmp_path: Path) -> None:
+    wheel = _build("wheel", sdist, tmp_path / "wheel")
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        metadata = zf.read(f"{NAME}.dist-info/METADATA").decode()
+        assert zf.read(f"{NAME}.dist-info/licenses/LICENSE").decode() == (ROOT / "LICENSE").read_text()
+    assert "License-Expression: Apache-2.0" in metadata
+    assert "context_compaction/py.typed" in names and "context_compaction/infrastructure/cli.py" in names
+    assert not [n for n in names if n.startswith("tests/")]  # tests ship in the sdist only
+
+
+def test_the_readme_has_no_links_that_break_on_pypi() -> None:
+    # PyPI renders the README without the repository: a relative link (adr/..., docs/...)
+    # leads nowhere there. Links must be absolute https URLs; files are named as paths.
+    text = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)]*)\)", text) + re.findall(r"^\[[^\]]+\]:\s*(\S+)", text, re.M)
+    assert [link for link in links if not link.startswith("https://")] == []
+    images = re.findall(r"<img[^>]+src=\"([^\"]+)\"", text)
+    assert [src for src in images if not src.startswith("https://")] == []
+
+
+def _dry_run(target: str, tmp_path: Path) -> str:
+    proc = subprocess.run(["make", "-n", target, f"VENV={tmp_path / 'fresh-venv'}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_make_demo_installs_the_package_alone(tmp_path: Path) -> None:
+    demo = _dry_run("demo", tmp_path)
+    installs = [line for line in demo.splitlines() if "pip install" in line]
+    assert len(installs) == 1 and installs[0].rstrip().endswith("-e .") and "[test]" not in demo
+    assert "ctxc demo" in demo
+    test = _dry_run("test", tmp_path)
+    assert "-e '.[test]'" in test and "pytest" in test
