@@ -140,6 +140,11 @@ class RecordUsage(Command):
     session_id: SessionId
     request_id: RequestId
     prompt_tokens: NonNegativeInt
+    cached_tokens: NonNegativeInt | None = None
+    """Of ``prompt_tokens``, read from the provider's prompt cache (issue 17)."""
+    cache_creation_tokens: NonNegativeInt | None = None
+    """Of ``prompt_tokens``, written to the provider's prompt cache (Anthropic)."""
+    completion_tokens: NonNegativeInt | None = None
 
 
 class RecoverOverflow(Command):

@@ -94,6 +94,10 @@ class ReadModel(Protocol):
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None: ...
 
+    def cleared_results(self, session_id: str, upto_version: int | None = None) -> dict[int, str]:
+        """seq → placeholder of the tool results cleared by session version ``upto_version``."""
+        ...
+
     def checkpoints(self, session_id: str) -> list[CheckpointRow]: ...
 
     def command(self, command_id: str) -> CommandRecord | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.errors import InvalidCommand, SessionDeleted, SessionNotFound
 from context_compaction.domain.messages import MessageRecord, nested_tool_calls
 from context_compaction.domain.projection import (
@@ -93,9 +94,10 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         )
         tail = [m for m in raw if session.is_visible(m["seq"])]
         ref = None
+    cleared = svc.read_model.cleared_results(cmd.session_id, session.version)
     projection = build_projection(
         checkpoint=ref,
-        messages=tail,
+        messages=apply_clearing(tail, cleared),
         context_generation=session.context_generation,
         identity=identity,
         diagnostics=notes,

@@ -98,6 +98,13 @@ class SessionsResult(Result):
     sessions: list[SessionInfo]
 
 
+class ToolResultsCleared(Result):
+    """What stage 1 cleared: how many tool results, and the tokens that freed (our count)."""
+
+    count: int
+    tokens_freed: int
+
+
 class CompactOutcome(Result):
     """What a compaction did (CONTRACT.md); ``report`` is the human text of spec §11.1."""
 
@@ -113,11 +120,17 @@ class CompactOutcome(Result):
     report: str
     summary_source: dict[str, Any] | None = None
     provider_kind: str | None = None
+    stage: Literal["cleared", "summarized", "degraded"] | None = None
+    """Which stage produced the outcome (issue 17); None when nothing was compacted.
+    ``cleared``: only tool results were cleared, no checkpoint (``checkpoint_id`` null)."""
+    tool_results_cleared: ToolResultsCleared | None = None
+    """Set when stage 1 cleared tool results in this compaction (also before a summary)."""
 
     @classmethod
     def compacted(cls, checkpoint: Checkpoint, *, kept_turns: int, report: str) -> CompactOutcome:
         return cls(
             status="compacted",
+            stage="degraded" if checkpoint.degraded else "summarized",
             checkpoint_id=checkpoint.checkpoint_id,
             generation=checkpoint.generation,
             tokens_before=checkpoint.tokens_before,
@@ -130,6 +143,19 @@ class CompactOutcome(Result):
             summary_source=dict(checkpoint.summary_source),
             provider_kind=checkpoint.provider_kind,
         )
+
+
+class PromptCacheUsage(Result):
+    """The provider's prompt cache over the session's recent requests (``record_usage``,
+    in this process's memory, issue 17)."""
+
+    requests: int
+    """Recent requests with a recorded usage (at most ``RECENT_USAGES``)."""
+    prompt_tokens: int
+    cached_tokens: int
+    cache_creation_tokens: int
+    cached_share: float
+    """``cached_tokens / prompt_tokens`` over those requests (0 when none)."""
 
 
 class ContextUsage(Result):
@@ -165,6 +191,8 @@ class ContextUsage(Result):
     checkpoint_degraded: bool
     breakdown: dict[str, int]
     text: str
+    prompt_cache: PromptCacheUsage | None = None
+    """None until ``record_usage`` reported a request of the session in this process."""
 
 
 class TimelineResult(Result):
@@ -198,3 +226,6 @@ class RecordUsageResult(Result):
     prompt_tokens: int
     estimated_tokens: int
     """Our local estimate for the same request, for comparing the two."""
+    cached_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    completion_tokens: int | None = None

@@ -18,6 +18,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.errors import SessionDeleted, SessionNotFound
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.checkpoint import Checkpoint
@@ -46,7 +47,9 @@ class _Cached:
     command in another thread is reading.
     """
 
-    __slots__ = ("builders", "checkpoint", "counted", "lock", "notes", "records", "session", "tokens")
+    __slots__ = (
+        "builders", "checkpoint", "cleared", "counted", "lock", "notes", "records", "session", "tokens"
+    )
 
     def __init__(
         self,
@@ -54,11 +57,15 @@ class _Cached:
         checkpoint: Checkpoint | None,
         records: list[MessageRecord],
         notes: list[str],
+        cleared: dict[int, str] | None = None,
     ) -> None:
         self.session = session
         self.checkpoint = checkpoint
         self.records = records  # append-only: a snapshot's records are always a prefix
         self.notes = notes
+        self.cleared = cleared or {}
+        """seq → placeholder of cleared tool results (issue 17): fixed for the life of
+        this cache entry, since a new clearing changes ``cleared_count`` (not usable)."""
         self.tokens: dict[str, dict[int, int]] = {}
         """Per encoding, seq → tokens; only ever gains keys, and a seq's count never
         changes (its message is immutable), so snapshots read it without the lock."""
@@ -78,7 +85,7 @@ class _Cached:
         found = self.builders.get(identity)
         if found is None:
             found = self.builders[identity] = ProjectionBuilder(identity)
-            found.extend(self.records)
+            found.extend(apply_clearing(self.records, self.cleared))
         return found
 
     def snapshot(self) -> SessionContext:
@@ -123,6 +130,12 @@ class SessionContext:
         return self._shared.tokens
 
     @property
+    def cleared(self) -> dict[int, str]:
+        """seq → placeholder of the cleared tool results; ``records`` stay raw (a summary
+        reads the raw text), projections show the placeholders."""
+        return self._shared.cleared
+
+    @property
     def last_seq(self) -> int:
         return self.records[-1]["seq"] if self.records else 0
 
@@ -139,7 +152,7 @@ class SessionContext:
             own = self._own_builders.get(identity)
             if own is None:
                 own = self._own_builders[identity] = ProjectionBuilder(identity)
-                own.extend(self.records)
+                own.extend(apply_clearing(self.records, self.cleared))
             return own
 
     def projection(self, identity: ProviderIdentity | None) -> ContextProjection:
@@ -165,6 +178,7 @@ def _usable(session: SessionRow, cached: _Cached) -> bool:
         and session.active_checkpoint_id
         == (cached.checkpoint.checkpoint_id if cached.checkpoint else None)
         and session.version >= cached.session.version
+        and session.cleared_count == cached.session.cleared_count
     )
 
 
@@ -242,7 +256,7 @@ def load_context(
         checkpoint = checkpoint_ref(view.checkpoint)
         problem = checkpoint_problem(checkpoint, view.messages) if checkpoint else None
         if not notes and not problem:
-            return _Cached(session, checkpoint, list(view.messages), []).snapshot()
+            return _Cached(session, checkpoint, list(view.messages), [], view.cleared).snapshot()
         full = read_model.session_view(session_id, tail_only=False)
         if full is None or full.session.version != session.version:
             continue  # the session moved between the two reads; read again
@@ -251,7 +265,7 @@ def load_context(
             "checkpoint unusable, projecting raw history",
             extra={"session_id": session_id, "checkpoint_id": session.active_checkpoint_id},
         )
-        return _Cached(session, None, list(full.messages), notes).snapshot()
+        return _Cached(session, None, list(full.messages), notes, full.cleared).snapshot()
     raise SessionNotFound(f"session {session_id!r} kept changing; try again")
 
 
@@ -293,6 +307,10 @@ def record_tokens(
                 else {}
             )
             shared.counted[encoding] = 0
+            # A cleared result costs its placeholder: counted here, kept in memory only
+            # (the stored count cache holds raw messages' counts).
+            for m in apply_clearing([r for r in ctx.records if r["seq"] in shared.cleared], shared.cleared):
+                known[m["seq"]] = counter.count_record(m, encoding)
         # ``ctx.records`` is a prefix of the shared records: whatever the shared
         # count already covers needs no look.
         start = shared.counted.get(encoding, 0)

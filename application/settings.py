@@ -45,8 +45,23 @@ class _Section(BaseModel):
     model_config = _CONFIG
 
 
+class ToolResultsConfig(_Section):
+    """Stage 1 of compaction, tool-result clearing (issue 17, ADR 0034)."""
+
+    clear: bool = False
+    """Off by default (ADR 0034): a placeholder hides output the model may still need,
+    and only a host that lets the model recall it by seq should trade it for context."""
+    keep_recent_tokens: int = Field(default=8000, ge=0)
+    """The newest tool output (by tokens of the whole tail) is never cleared."""
+    protected_tools: list[str] = Field(default_factory=list)
+    """Tool names whose results are never cleared."""
+    clear_at_least_tokens: int = Field(default=2000, ge=0)
+    """Clearing alone replaces a summary only when it frees at least this many tokens
+    (each clearing rewrites the provider's prompt cache from the first cleared result)."""
+
+
 class CompactionConfig(_Section):
-    """The three user-facing knobs of spec §8.1."""
+    """The three user-facing knobs of spec §8.1, and the stages of issue 17."""
 
     enabled: bool = True
     """Only controls automatic compaction before a turn; never /compact or overflow recovery."""
@@ -54,6 +69,10 @@ class CompactionConfig(_Section):
     """Room kept for the model's output, the next tool call and estimation error."""
     keep_recent_tokens: int = Field(default=20000, ge=0)
     """How much recent history a checkpoint tries to keep verbatim."""
+    tool_results: ToolResultsConfig = Field(default_factory=ToolResultsConfig)
+    prompt_cache: Literal["auto", "off"] = "auto"
+    """``auto``: place explicit prompt-cache breakpoints for providers that need them
+    (Anthropic); ``off``: never (ADR 0035)."""
 
 
 class ModelConfig(_Section):

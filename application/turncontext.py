@@ -18,6 +18,7 @@ from typing import Any
 
 from context_compaction.domain.budget import Budget, resolve_window
 from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
+from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.projection import ProviderIdentity, build_projection
 
@@ -133,7 +134,10 @@ class TurnContext:
     def draft_with(self, svc: Services, checkpoint: Checkpoint) -> Draft:
         """The request as it would be with ``checkpoint`` active: what a compaction
         candidate is measured by."""
-        kept = [m for m in self.ctx.records if m["seq"] >= checkpoint.first_retained_seq]
+        kept = apply_clearing(
+            [m for m in self.ctx.records if m["seq"] >= checkpoint.first_retained_seq],
+            self.ctx.cleared,
+        )
         projection = build_projection(
             checkpoint=checkpoint,
             messages=kept,

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 
 from context_compaction.domain.budget import check_fixed_parts
-from context_compaction.domain.errors import StaleCandidate, StorageError, SummaryFailed
+from context_compaction.domain.errors import InvalidCommand, StaleCandidate, StorageError, SummaryFailed
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.overflow import trim_request
 
@@ -23,10 +23,12 @@ from . import results as r
 from .calibration import Calibration
 from .compaction import compact_context
 from .degraded import degraded_checkpoint
+from .promptcache import needs_breakpoints, with_cache_breakpoints
 from .services import Services
+from .staged import Cleared, clear_tool_results, with_clearing
 from .turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
 from .turnstate import IssuedRequest
-from .usage import context_usage, inputs_of
+from .usage import context_usage, inputs_of, prompt_cache_usage
 
 log = logging.getLogger("context_compaction.turns")
 
@@ -122,6 +124,8 @@ def _issue(
         warnings += note
     else:
         history_digest = turn.history_digest(history_count)
+    if needs_breakpoints(svc.settings.context_compaction.prompt_cache, turn.identity.provider):
+        messages = with_cache_breakpoints(messages)
     request_id = svc.ids.new_id("req")
     svc.turns.remember(
         IssuedRequest(
@@ -150,7 +154,7 @@ def _issue(
         model=turn.model,
         messages=messages,
         tools=list(turn.inputs.tools),
-        usage=context_usage(turn, usage),
+        usage=context_usage(turn, usage, prompt_cache_usage(svc, turn.session_id)),
         compaction=compaction,
         warnings=warnings,
         checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
@@ -181,9 +185,15 @@ def _auto_compact(
     Returns the outcome, the warnings and the context to continue with: ``turn`` itself
     unless a checkpoint was committed (or the session moved under a stale candidate).
     """
+    cleared = _clear_first(svc, turn)
+    if cleared is not None:
+        if cleared.enough:  # no summary call: the turn keeps its one summary attempt
+            svc.turns.release_summary_attempt(turn.session_id, turn_key)
+            return cleared.outcome, [], cleared.turn
+        turn, usage = cleared.turn, cleared.usage
     used, estimate, budget = usage.used, turn.draft.total, turn.budget
     try:
-        outcome = compact_context(svc, turn, reason="auto")
+        outcome = with_clearing(compact_context(svc, turn, reason="auto"), cleared)
     except (SummaryFailed, StaleCandidate, StorageError) as exc:
         log.warning(
             "auto compaction failed",
@@ -199,14 +209,28 @@ def _auto_compact(
         svc.turns.release_summary_attempt(turn.session_id, turn_key)
         note = ["auto compaction found nothing to compact"]
     if used <= budget.window:
-        return None, [*note, "continuing with the previous context (still under the hard window)"], turn
+        still = "continuing with the previous context (still under the hard window)"
+        return (cleared.outcome if cleared else None), [*note, still], turn
     # Already over the hard window before sending (smaller model, new limit): do not send a
     # request that must fail; trim deterministically now (spec §11.2, §17). When the
     # provider's count put it over, the trim works in our units scaled to that count.
     cap = budget.window * estimate // used if used > estimate else None
-    degraded = degraded_checkpoint(svc, turn, window_cap=cap)
+    degraded = with_clearing(degraded_checkpoint(svc, turn, window_cap=cap), cleared)
     turn = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
     return degraded, [*note, "over the hard window: committed a degraded checkpoint before sending"], turn
+
+
+def _clear_first(svc: Services, turn: TurnContext) -> Cleared | None:
+    """Stage 1 (issue 17); a clearing that cannot be recorded leaves the summary to do
+    the work, as without clearing."""
+    try:
+        return clear_tool_results(svc, turn)
+    except (StorageError, InvalidCommand) as exc:
+        log.warning(
+            "tool-result clearing failed",
+            extra={"session_id": turn.session_id, "error_class": exc.code, "reason": "auto"},
+        )
+        return None
 
 
 def _trim_in_turn(
@@ -262,6 +286,9 @@ def record_usage(cmd: c.RecordUsage, svc: Services) -> r.RecordUsageResult:
                 prompt_tokens=cmd.prompt_tokens,
             ),
         )
+    cached, created = cmd.cached_tokens or 0, cmd.cache_creation_tokens or 0
+    if cmd.cached_tokens is not None or cmd.cache_creation_tokens is not None:
+        svc.turns.record_cache_usage(cmd.session_id, cmd.prompt_tokens, cached, created)
     log.info(
         "provider usage recorded",
         extra={
@@ -269,8 +296,15 @@ def record_usage(cmd: c.RecordUsage, svc: Services) -> r.RecordUsageResult:
             "request_id": cmd.request_id,
             "prompt_tokens": cmd.prompt_tokens,
             "estimated_tokens": request.estimate,
+            "cached_tokens": cached,
+            "cache_creation_tokens": created,
         },
     )
     return r.RecordUsageResult(
-        request_id=cmd.request_id, prompt_tokens=cmd.prompt_tokens, estimated_tokens=request.estimate
+        request_id=cmd.request_id,
+        prompt_tokens=cmd.prompt_tokens,
+        estimated_tokens=request.estimate,
+        cached_tokens=cmd.cached_tokens,
+        cache_creation_tokens=cmd.cache_creation_tokens,
+        completion_tokens=cmd.completion_tokens,
     )

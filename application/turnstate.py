@@ -9,7 +9,7 @@ memory: ``Session.WindowLearned``.)
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from context_compaction.domain.errors import TurnInProgress, UnknownRequest
@@ -18,6 +18,8 @@ from .calibration import CalibrationKey, Calibrations
 from .drafts import TurnInputs
 
 MAX_REMEMBERED_REQUESTS = 10_000
+#: How many recent provider usages per session the prompt-cache share is taken over.
+RECENT_USAGES = 8
 
 
 @dataclass
@@ -50,7 +52,23 @@ class TurnMemory:
     overflow_recovered: dict[str, int] = field(default_factory=dict)
     """session → turn key of the turn whose one overflow recovery has been used."""
     active_turns: dict[str, int] = field(default_factory=dict)
+    usages: dict[str, deque[tuple[int, int, int]]] = field(default_factory=dict)
+    """session → (prompt, cached, cache creation) tokens of its recent requests."""
     lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def record_cache_usage(self, session_id: str, prompt: int, cached: int, created: int) -> None:
+        with self.lock:
+            self.usages.setdefault(session_id, deque(maxlen=RECENT_USAGES)).append(
+                (prompt, cached, created)
+            )
+
+    def cache_usage(self, session_id: str) -> tuple[int, int, int, int] | None:
+        """(requests, prompt, cached, cache creation) over the recent usages, or None."""
+        with self.lock:
+            recent = list(self.usages.get(session_id) or ())
+        if not recent:
+            return None
+        return (len(recent), *(sum(u[i] for u in recent) for i in range(3)))  # type: ignore[return-value]
 
     def remember(self, request: IssuedRequest) -> None:
         with self.lock:

@@ -30,7 +30,24 @@ def inputs_of(cmd: c.TurnInputsMixin) -> TurnInputs:
 
 
 # --------------------------------------------------------------------- /info
-def context_usage(turn: TurnContext, decision: UsageDecision) -> r.ContextUsage:
+def prompt_cache_usage(svc: Services, session_id: str) -> r.PromptCacheUsage | None:
+    """The cached share of the session's recent requests, as the provider reported it."""
+    found = svc.turns.cache_usage(session_id)
+    if found is None:
+        return None
+    requests, prompt, cached, created = found
+    return r.PromptCacheUsage(
+        requests=requests,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        cache_creation_tokens=created,
+        cached_share=round(cached / prompt, 4) if prompt else 0.0,
+    )
+
+
+def context_usage(
+    turn: TurnContext, decision: UsageDecision, cache: r.PromptCacheUsage | None = None
+) -> r.ContextUsage:
     """The §16 figures of ``turn``'s request, ``decision`` being what the trigger uses."""
     ctx, draft, budget = turn.ctx, turn.draft, turn.budget
     used, usage_source = decision.used, decision.source
@@ -59,6 +76,7 @@ def context_usage(turn: TurnContext, decision: UsageDecision) -> r.ContextUsage:
         checkpoint_degraded=bool(cp and cp.degraded),
         breakdown=dict(draft.breakdown),
         text="",
+        prompt_cache=cache,
     )
     usage.text = usage_text(usage)
     return usage
@@ -104,10 +122,13 @@ def usage_text(u: r.ContextUsage) -> str:
         lines.append(row("Active checkpoint", "none"))
     parts = ", ".join(f"{k} {v:,}" for k, v in u.breakdown.items() if v)
     lines.append(row("Breakdown", parts or "empty"))
+    if u.prompt_cache is not None:
+        pc = u.prompt_cache
+        lines.append(row("Prompt cache", f"{pc.cached_share:.0%} cached over the last {pc.requests} requests"))
     return "\n".join(lines)
 
 
 def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     """The figures the next ``prepare_turn`` with the same inputs decides on."""
     turn = prepare_context(svc, cmd.session_id, inputs_of(cmd), cmd.model)
-    return context_usage(turn, decide_usage(svc, turn))
+    return context_usage(turn, decide_usage(svc, turn), prompt_cache_usage(svc, cmd.session_id))

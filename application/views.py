@@ -28,6 +28,8 @@ class SessionRow:
     updated_at: str
     learned_windows: Mapping[str, LearnedWindow] = field(default_factory=dict)
     """model → the window a provider reported in an overflow error (``WindowLearned``)."""
+    cleared_count: int = 0
+    """How many tool results have been cleared (``ToolResultsCleared``, issue 17)."""
 
 
 @dataclass(frozen=True)
@@ -81,3 +83,5 @@ class SessionSnapshotView:
     session: SessionRow
     checkpoint: CheckpointRow | None
     messages: list[MessageRecord] = field(default_factory=list)
+    cleared: dict[int, str] = field(default_factory=dict)
+    """seq → placeholder of the cleared tool results among ``messages`` (a full read only)."""

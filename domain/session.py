@@ -488,6 +488,46 @@ class Session(Aggregate):
     ) -> None:
         pass  # read by budgets through the read model; nothing the aggregate enforces
 
+    # ------------------------------------------------------ tool-result clearing
+    def clear_tool_results(
+        self,
+        *,
+        seqs: Sequence[int],
+        placeholders: Sequence[str],
+        tokens_freed: int,
+        created_at: str,
+    ) -> None:
+        """Record that the content of old tool results is replaced by a placeholder in
+        every projection from now on (issue 17, stage 1; DESIGN §15).
+
+        The raw messages are untouched. It does not move ``context_generation``: a
+        summary candidate reads the raw text either way, so one in flight stays valid.
+        The placeholders are stored (not recomputed) so a restart restores the same bytes.
+        """
+        self._ensure_live()
+        if not seqs or len(seqs) != len(placeholders):
+            raise InvalidCommand("clearing needs one placeholder per seq, and at least one seq")
+        if isinstance(tokens_freed, bool) or tokens_freed < 0:
+            raise InvalidCommand("tokens_freed must be >= 0")
+        results = {seq for group in self.tool_groups for seq, _ in group.results}
+        for seq, text in zip(seqs, placeholders):
+            if seq not in results or not self.is_visible(seq):
+                raise InvalidCommand(f"seq {seq} is not a visible tool result")
+            if not isinstance(text, str) or not text:
+                raise InvalidCommand("a placeholder must be a non-empty string")
+        self._tool_results_cleared(
+            seqs=list(seqs),
+            placeholders=list(placeholders),
+            tokens_freed=tokens_freed,
+            created_at=created_at,
+        )
+
+    @event("ToolResultsCleared", topic="context_compaction:Session.ToolResultsCleared")
+    def _tool_results_cleared(
+        self, seqs: list[int], placeholders: list[str], tokens_freed: int, created_at: str
+    ) -> None:
+        pass  # applied by every projection through the read model; no aggregate rule reads it
+
     # --------------------------------------------------------------- import
     def record_import(
         self,

@@ -151,6 +151,8 @@ _TYPE_TESTS: dict[str, Callable[[Any], bool] | None] = {
     "dict[str, Any] | None": _optional(lambda value: type(value) is dict),
     "list[dict[str, Any]]": lambda value: type(value) is list and all(type(v) is dict for v in value),
     "list[list[int]]": _is_ranges,  # (invalidated seq ranges: [first, last] pairs)
+    "list[int]": lambda value: type(value) is list and all(type(v) is int for v in value),
+    "list[str]": lambda value: type(value) is list and all(type(v) is str for v in value),
     "Any": None,
 }
 

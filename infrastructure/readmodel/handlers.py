@@ -40,6 +40,7 @@ class EventHandlers:
             Session.Deleted: self._deleted,
             Session.LegacyImported: self._legacy_imported,
             Session.WindowLearned: self._window_learned,
+            Session.ToolResultsCleared: self._tool_results_cleared,
         }
 
     def _sid(self, cur: Cur, event: Any) -> str:
@@ -202,6 +203,18 @@ class EventHandlers:
             "estimated_tokens": e.estimated_tokens,
         }
         self._touch(cur, sid, e, "learned_windows = ?", (dumps(windows),))
+
+    def _tool_results_cleared(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        added = 0
+        for seq, text in zip(e.seqs, e.placeholders):
+            cur.execute(
+                "INSERT INTO {t}rm_cleared (session_id, seq, placeholder, version)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
+                (sid, seq, storable_text(text), e.originator_version),
+            )
+            added += max(cur.rowcount, 0)
+        self._touch(cur, sid, e, "cleared_count = cleared_count + ?", (added,))
 
     def _legacy_imported(self, cur: Cur, e: Any) -> None:
         sid = self._sid(cur, e)

@@ -27,6 +27,7 @@ from .schema import (
     N_SESSION_COLS,
     POSITION,
     PROJECTED_TABLES,
+    ADDED_COLUMNS,
     SAME_SHAPE_SINCE,
     SCHEMA,
     SCHEMA_MARK,
@@ -64,11 +65,25 @@ class SqlReadModel:
                 )
             for statement in SCHEMA:
                 cur.execute(statement)
+            if previous is not None and previous >= SAME_SHAPE_SINCE:
+                for version, columns in ADDED_COLUMNS.items():
+                    if previous < version:
+                        for table, column, kind in columns:
+                            self._add_column(cur, table, column, kind)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
                 (SCHEMA_MARK, SCHEMA_VERSION),
             )
+
+    def _add_column(self, cur: Cur, table: str, column: str, kind: str) -> None:
+        """Add ``column`` unless it is there (another process may have added it)."""
+        if self.db.dialect.is_postgres:
+            cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+            return
+        names = [row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()]
+        if column not in names:
+            cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN {column} {kind}")
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""
@@ -223,7 +238,27 @@ class SqlReadModel:
         from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
         from_seq = max(from_seq, after_seq + 1)
         messages = self._messages(cur, session_id, from_seq, None, False)
-        return SessionSnapshotView(session=session, checkpoint=checkpoint, messages=messages)
+        cleared: dict[int, str] = {}
+        if session.cleared_count and after_seq == 0:
+            # An incremental read adds appended messages only: a new clearing changes
+            # cleared_count, and the context cache then reads the session in full.
+            rows = cur.execute(
+                "SELECT seq, placeholder FROM {t}rm_cleared WHERE session_id = ? AND seq >= ?",
+                (session_id, from_seq),
+            ).fetchall()
+            cleared = {int(seq): text for seq, text in rows}
+        return SessionSnapshotView(
+            session=session, checkpoint=checkpoint, messages=messages, cleared=cleared
+        )
+
+    def cleared_results(self, session_id: str, upto_version: int | None = None) -> dict[int, str]:
+        sql = "SELECT seq, placeholder FROM {t}rm_cleared WHERE session_id = ?"
+        params: list[Any] = [session_id]
+        if upto_version is not None:
+            sql += " AND version <= ?"
+            params.append(upto_version)
+        with self.fresh() as cur:
+            return {int(seq): text for seq, text in cur.execute(sql, params).fetchall()}
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
         with self.fresh() as cur:

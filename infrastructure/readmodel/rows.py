@@ -47,6 +47,7 @@ def session_row(row: Sequence[Any]) -> SessionRow:
         created_at=row[11],
         updated_at=row[12],
         learned_windows=learned_windows_of(row[13]),
+        cleared_count=int(row[14] or 0),
     )
 
 

@@ -19,11 +19,17 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
 SAME_SHAPE_SINCE = 5
 SCHEMA_MARK = "schema"
+#: Columns added since ``SAME_SHAPE_SINCE``: version -> statements that bring an older
+#: table to it (the new column's default is right for every stored event, since no
+#: event that sets it existed before).
+ADDED_COLUMNS: dict[int, tuple[tuple[str, str, str], ...]] = {
+    7: (("rm_sessions", "cleared_count", "{INT} NOT NULL DEFAULT 0"),),
+}
 
 SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS {t}rm_position ("
@@ -35,7 +41,12 @@ SCHEMA: tuple[str, ...] = (
     " message_count {INT} NOT NULL, invalidated_count {INT} NOT NULL,"
     " checkpoint_count {INT} NOT NULL, deleted {INT} NOT NULL,"
     " created_at TEXT NOT NULL, updated_at TEXT NOT NULL,"
-    " learned_windows TEXT NOT NULL DEFAULT '{{}}'){WR}",
+    " learned_windows TEXT NOT NULL DEFAULT '{{}}', cleared_count {INT} NOT NULL DEFAULT 0){WR}",
+    # Tool results whose content every projection replaces by the stored placeholder
+    # (``ToolResultsCleared``, issue 17); the first clearing of a seq wins.
+    "CREATE TABLE IF NOT EXISTS {t}rm_cleared ("
+    " session_id TEXT NOT NULL, seq {INT} NOT NULL, placeholder TEXT NOT NULL,"
+    " version {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
     # Only what queries select on and the event that holds the body (ADR 0016): short
     # rows keep the B-tree pages an append rewrites (and fsyncs) few.
     "CREATE TABLE IF NOT EXISTS {t}rm_messages ("
@@ -88,12 +99,13 @@ PROJECTED_TABLES: dict[str, str] = {
     "rm_checkpoints": "checkpoint_id",
     "rm_invalidations": "session_id, version",
     "rm_imports": "session_id, version",
+    "rm_cleared": "session_id, seq",
 }
 
 SESSION_COLS = (
     "session_id, model, agent_token_limit, version, next_seq, context_generation,"
     " active_checkpoint_id, message_count, invalidated_count, checkpoint_count, deleted,"
-    " created_at, updated_at, learned_windows"
+    " created_at, updated_at, learned_windows, cleared_count"
 )
 CHECKPOINT_COLS = (
     "checkpoint_id, session_id, generation, parent_checkpoint_id, summary,"
