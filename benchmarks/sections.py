@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction"]
+ALL = ["core", "pg", "json", "long", "compaction", "staged"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json-turns", type=int, default=30, help="turns measured per size")
     parser.add_argument("--long-sizes", default="1000,10000,100000", help="long-session sizes")
     parser.add_argument("--long-turns", type=int, default=40, help="turns measured per long-session size")
+    parser.add_argument("--staged-turns", type=int, default=300, help="turns of the staged-compaction section")
+    parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
     parser.add_argument("--pg-prototypes", action="store_true",
                         help="also run the what-if variants of the write path (ADR 0030)")
 
@@ -35,7 +37,8 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
-    return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction}[name](args, report, text)
+    return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
+            "staged": _staged}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -99,3 +102,14 @@ def _compaction(args: argparse.Namespace, report: dict[str, Any], text: list[str
              "pass over the same text (medians, the three alternating):", ""]
     text += compactcost.markdown(result)
     return []  # issue 18 asks for these ratios, with no limit on them
+
+
+def _staged(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import staged
+
+    result = _in_process("staged.py", "--turns", str(args.staged_turns), "--delay", str(args.staged_delay))
+    report["staged"] = result
+    text += ["", "Staged compaction (issue 17): the coding-agent workload with a fake LLM summarizer, "
+             "tool-result clearing off and on, the same turns:", ""]
+    text += staged.markdown(result)
+    return [_target(*t) for t in staged.targets(result)]
