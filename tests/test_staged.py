@@ -19,6 +19,7 @@ from context_compaction.domain.cutpoint import plan_cut
 from context_compaction.domain.errors import InvalidCommand
 from context_compaction.domain.session import Session
 from context_compaction.infrastructure.demo.scenario import coding_session
+from context_compaction.infrastructure.verify import verify
 from helpers import Harness, ok, user
 
 SID = "s"
@@ -107,6 +108,9 @@ def test_clearing_alone_skips_the_summary_and_restores_byte_identically(make_har
     assert history(replayed) == history(first["messages"])
     before = ok(h.do({"type": "replay_session", "session_id": SID, "at_version": event["version"] - 1}))
     assert not any(MARK in str(m.get("content")) for m in before["projection"]["messages"])
+    _, app = h._db()
+    report = verify(app, h.bus.services.read_model)  # rm_cleared is a pure function of the events
+    assert report.ok and report.tables["rm_cleared"].live == len(placeholders), report.text()
     h.bus.services.read_model.rebuild()  # a projection like any other
     h.reopen()
     assert history(prepare(h)["messages"]) == history(first["messages"])
