@@ -199,6 +199,10 @@ class ProviderReply:
 
     message: dict[str, Any]
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None
+    """Of ``prompt_tokens``, served from the provider's prompt cache (issue 17)."""
+    cache_creation_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 class ChatProvider(Protocol):

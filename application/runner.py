@@ -141,7 +141,9 @@ class TurnRunner:
             if reply.prompt_tokens is not None and exact:
                 await self._dispatch(c.RecordUsage(
                     session_id=session_id, request_id=request.request_id,
-                    prompt_tokens=reply.prompt_tokens))
+                    prompt_tokens=reply.prompt_tokens, cached_tokens=reply.cached_tokens,
+                    cache_creation_tokens=reply.cache_creation_tokens,
+                    completion_tokens=reply.completion_tokens))
             calls = assistant.get("tool_calls") or []
             if not calls:
                 result.answer = assistant.get("content")

@@ -276,6 +276,11 @@ def _trim_in_turn(
 # -------------------------------------------------------------- record_usage
 def record_usage(cmd: c.RecordUsage, svc: Services) -> r.RecordUsageResult:
     request = svc.turns.request(cmd.session_id, cmd.request_id)
+    if (cmd.cached_tokens or 0) + (cmd.cache_creation_tokens or 0) > cmd.prompt_tokens:
+        raise InvalidCommand(
+            "cached_tokens and cache_creation_tokens are parts of prompt_tokens: their sum "
+            "cannot exceed it"
+        )
     if request.history_digest is not None:
         svc.turns.calibrations.record(
             cmd.session_id,

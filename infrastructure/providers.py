@@ -46,6 +46,25 @@ class LiteLLMChatProvider:
         # The message as the provider returned it: appended with the request's model, its
         # provider output (thinking blocks, signatures, ...) is replayed only to that model.
         out: dict[str, Any] = response.choices[0].message.model_dump()
-        usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None) if usage is not None else None
-        return ProviderReply(message=out, prompt_tokens=prompt_tokens)
+        return ProviderReply(message=out, **usage_of(getattr(response, "usage", None)))
+
+
+def usage_of(usage: Any) -> dict[str, int | None]:
+    """The token figures of a litellm usage (ADR 0035): ``prompt_tokens`` already holds the
+    cache reads and writes; reads are ``prompt_tokens_details.cached_tokens`` (OpenAI,
+    and Anthropic through litellm), writes ``cache_creation_input_tokens`` (Anthropic)."""
+    if usage is None:
+        return {"prompt_tokens": None}
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    created = getattr(usage, "cache_creation_input_tokens", None)
+    return {
+        "prompt_tokens": _count(getattr(usage, "prompt_tokens", None)),
+        "cached_tokens": _count(cached),
+        "cache_creation_tokens": _count(created),
+        "completion_tokens": _count(getattr(usage, "completion_tokens", None)),
+    }
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -25,6 +25,7 @@ class Reply:
     delay: float = 0.0
     finish_reason: str = "stop"
     prompt_tokens: int | None = None
+    cached_tokens: int | None = None  # reported as usage.prompt_tokens_details.cached_tokens
     context_window: int | None = None  # answer 400 context_length_exceeded with this window
     raw: str | None = None  # send this body verbatim (garbage)
     gate: threading.Event | None = None  # wait for it before answering
@@ -160,6 +161,8 @@ class FakeProvider:
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": 20,
                     "total_tokens": prompt_tokens + 20,
+                    **({"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}}
+                       if reply.cached_tokens is not None else {}),
                 },
             }
         )

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from context_compaction.infrastructure.demo.scenario import coding_session
-from helpers import Harness, assistant, ok, tool, user
+from helpers import FAKE_MODEL, Harness, assistant, ok, tool, user
 
 SID = "s"
 SYSTEM = "You are a careful coding agent."
@@ -66,9 +66,10 @@ def test_record_usage_takes_the_cached_figures_and_info_shows_the_cached_share(m
     assert (cache["cached_tokens"], cache["cache_creation_tokens"]) == (2_000, 1_200)
     assert cache["cached_share"] == round(2_000 / 3_600, 4)
     assert "Prompt cache" in info["text"] and "56% cached over the last 3 requests" in info["text"]
-    bad = h.do({"type": "record_usage", "session_id": SID, "request_id": request["request_id"],
-                "prompt_tokens": 10, "cached_tokens": -1})
-    assert not bad["ok"] and bad["error"]["code"] == "invalid_command"
+    for wrong in ({"cached_tokens": -1}, {"cached_tokens": 8, "cache_creation_tokens": 3}):
+        bad = h.do({"type": "record_usage", "session_id": SID, "request_id": request["request_id"],
+                    "prompt_tokens": 10, **wrong})
+        assert not bad["ok"] and bad["error"]["code"] == "invalid_command", bad
     assert ok(h.do({"type": "get_context_usage", "session_id": SID}))["prompt_cache"]["requests"] == 3
 
 
@@ -118,3 +119,23 @@ def test_openai_requests_carry_no_breakpoints(make_harness) -> None:
     ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
     append(h, user("Hello.", turn_id="t"))
     assert _marks(prepare(h)["messages"]) == []
+
+
+def test_the_turn_runner_records_the_cached_tokens_the_provider_reports(make_harness, provider) -> None:
+    """Over real HTTP through litellm: ``usage.prompt_tokens_details.cached_tokens``."""
+    import asyncio
+
+    from context_compaction.application.runner import TurnRunner
+    from context_compaction.infrastructure.providers import LiteLLMChatProvider
+    from fakeprovider import Reply
+
+    model = FAKE_MODEL
+    h = make_harness("r", models={model: {"api_base": provider.base_url, "api_key": "k", "token_limit": 100_000}})
+    ok(h.do({"type": "start_session", "session_id": SID, "model": model}))
+    provider.queue(Reply(text="Done.", prompt_tokens=4_000, cached_tokens=3_000))
+    runner = TurnRunner(h.bus, LiteLLMChatProvider(h.bus.services.settings, timeout=10), lambda call: "")
+    result = asyncio.run(runner.run(SID, "Hello.", system_prompt=SYSTEM, turn_id="t1"))
+    assert result.answer == "Done."
+    cache = ok(h.do({"type": "get_context_usage", "session_id": SID}))["prompt_cache"]
+    assert (cache["requests"], cache["prompt_tokens"], cache["cached_tokens"]) == (1, 4_000, 3_000)
+    assert cache["cached_share"] == 0.75
