@@ -31,7 +31,7 @@ from workload import MODEL, SYSTEM, TOOLS, median, ms, relabel, unique_turns
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
-from context_compaction.infrastructure.scenario import iter_turns  # noqa: E402
+from context_compaction.infrastructure.demo.scenario import iter_turns  # noqa: E402
 
 WINDOW = 128_000
 BATCH = 900  # + one turn stays under the 1,000-message command limit
