@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from context_compaction.domain.projection import SUMMARY_HEADER
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, err, fingerprint, ok, user
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from backends import POSTGRES_URL, MakeHarness
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import Reply
 from helpers import FAKE_MODEL, Harness, RecordingSummarizer, err, llm_settings, ok, user
 

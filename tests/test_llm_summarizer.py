@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from context_compaction.domain.summary import HEADINGS
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import FakeProvider, Reply
 from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, err, llm_settings, ok
