@@ -260,7 +260,7 @@ class Session(Aggregate):
         self._apply_message(seq, record["role"], record["tool_calls"], record["tool_call_id"], command_id)
         self.version = version
         self.modified_on = timestamp
-        self.pending_events.append(new_event)  # (the property returns the list itself)
+        self.pending_events.append(new_event)  # (the library's list itself)
 
     @event("MessageAppended", topic="context_compaction:Session.MessageAppended")
     def _message_appended(
