@@ -78,8 +78,7 @@ class TurnRunner:
     ) -> TurnResult:
         """Run one turn to its final answer; returns what happened."""
         memory = self.bus.services.turns
-        with memory.lock:
-            memory.active_turns[session_id] = memory.active_turns.get(session_id, 0) + 1
+        memory.turn_started(session_id)
         try:
             return await self._run(
                 session_id, user, system_prompt=system_prompt, tools=list(tools),
@@ -87,12 +86,7 @@ class TurnRunner:
                 turn_id=turn_id or f"turn-{uuid.uuid4().hex[:12]}", steering=steering,
             )
         finally:
-            with memory.lock:
-                left = memory.active_turns.get(session_id, 1) - 1
-                if left:
-                    memory.active_turns[session_id] = left
-                else:
-                    memory.active_turns.pop(session_id, None)
+            memory.turn_finished(session_id)
 
     async def _append(
         self,
