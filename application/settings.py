@@ -20,7 +20,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
@@ -129,8 +129,9 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
 
     ``__`` separates nesting levels; a variable naming a section or a map directly
     holds JSON, and nested variables are merged into it. ``CTXC_HTTP_TOKEN`` and
-    ``CTXC_TEST_*`` are not settings and are left alone; any other variable whose
-    first part names no setting is reported (``UnknownSettingWarning``).
+    ``CTXC_TEST_*`` are not settings and are left alone; any other variable with a
+    part that names no setting (``CTXC_SUMARIZER``, ``CTXC_LIMITS__MAX_BATCH``) is
+    reported (``UnknownSettingWarning``) and left out.
     """
     fields = Settings.model_fields
     out: dict[str, Any] = {}
@@ -139,8 +140,9 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
         if key[: len(ENV_PREFIX)].upper() != ENV_PREFIX:
             continue
         path = key[len(ENV_PREFIX) :].lower().split(ENV_NESTED_DELIMITER)
-        if path[0] not in fields:
-            _report_unknown(key)
+        unknown = _unknown_part(path)
+        if unknown is not None:
+            _report_unknown(key, path, *unknown)
             continue
         if len(path) > 1:
             nested.append((path, value))
@@ -166,19 +168,45 @@ def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
 _reported: set[str] = set()
 
 
-def _report_unknown(key: str) -> None:
+def _unknown_part(path: list[str]) -> tuple[int, list[str]] | None:
+    """Where ``path`` leaves the shape of ``Settings``: the index of the first part that
+    names nothing and the names known at that level (None: every part names a field,
+    an alias, or a key of a map)."""
+    node: Any = Settings
+    for index, part in enumerate(path):
+        if isinstance(node, type) and issubclass(node, BaseModel):
+            names = {alias: f.annotation for name, f in node.model_fields.items()
+                     for alias in (name, f.alias) if alias}
+            if part not in names:
+                return index, sorted(names)
+            node = names[part]
+        elif get_origin(node) is dict:
+            node = get_args(node)[1]  # any key: a model name in ``models``
+        else:  # a scalar has no parts
+            return index, []
+    return None
+
+
+def _report_unknown(key: str, path: list[str], index: int, known: list[str]) -> None:
     name = key.upper()
     if name in OTHER_VARIABLES or name.startswith(OTHER_PREFIXES):
         return
-    known = [ENV_PREFIX + f.upper() for f in Settings.model_fields]
-    close = difflib.get_close_matches(name.split(ENV_NESTED_DELIMITER)[0], known, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]}?" if close else f"; settings are {', '.join(known)}"
+    stem = ENV_PREFIX + "".join(f"{p}{ENV_NESTED_DELIMITER}" for p in path[:index]).upper()
+    candidates = [stem + k.upper() for k in known]
+    close = difflib.get_close_matches(stem + path[index].upper(), candidates, n=1, cutoff=0.6)
+    if close:
+        hint = f"; did you mean {close[0]}?"
+    elif candidates:
+        hint = f"; known here: {', '.join(candidates)}"
+    else:
+        hint = f"; {stem.rstrip('_')} takes no nested variables"
     text = f"environment variable {key} names no setting and is ignored{hint}"
     # Warned every time (a filter may turn it into an error), logged once per process.
-    warnings.warn(text, UnknownSettingWarning, stacklevel=2)
+    warnings.warn(text, UnknownSettingWarning, stacklevel=3)
     if key not in _reported:
         _reported.add(key)
-        log.warning("unknown setting variable ignored", extra={"variable": key, "suggestion": close[0] if close else None})
+        log.warning("unknown setting variable ignored",
+                    extra={"variable": key, "suggestion": close[0] if close else None})
 
 
 def problems(exc: ValidationError, environ: Mapping[str, str] | None = None) -> list[str]:

@@ -27,6 +27,9 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_misspelled_variable_is_a_warning_with_the_closest_setting(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
+    from context_compaction.application import settings as module
+
+    monkeypatch.setattr(module, "_reported", set())  # logged once per process: this test's process
     monkeypatch.setenv("CTXC_SUMARIZER", "extractive")
     monkeypatch.setenv("CTXC_CONTEXT_COMPACTON__RESERVE_TOKENS", "1")
     with caplog.at_level(logging.WARNING, logger="context_compaction.settings"), \
@@ -39,6 +42,25 @@ def test_a_misspelled_variable_is_a_warning_with_the_closest_setting(
     logged = [r for r in caplog.records if r.name == "context_compaction.settings"]
     assert {getattr(r, "variable", None) for r in logged} >= {"CTXC_SUMARIZER"}
     assert all("extractive" not in r.getMessage() for r in logged)  # never the value
+    with caplog.at_level(logging.WARNING, logger="context_compaction.settings"), \
+            pytest.warns(UnknownSettingWarning):
+        Settings()  # warned again, logged once per process
+    assert len([r for r in caplog.records if r.name == "context_compaction.settings"]) == len(logged)
+
+
+def test_a_misspelled_nested_part_is_reported_and_the_rest_applies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXC_CONTEXT_COMPACTION__RESERVE_TOKEN", "5")
+    monkeypatch.setenv("CTXC_MODELS__GPT-4O__TOKEN_LIMT", "7")
+    monkeypatch.setenv("CTXC_MODELS__GPT-4O__TOKEN_LIMIT", "9000")
+    monkeypatch.setenv("CTXC_LOG_JSON__LEVEL", "1")
+    with pytest.warns(UnknownSettingWarning) as record:
+        settings = Settings()
+    texts = sorted(str(w.message) for w in record)
+    assert any("CTXC_CONTEXT_COMPACTION__RESERVE_TOKEN names no setting" in t
+               and "did you mean CTXC_CONTEXT_COMPACTION__RESERVE_TOKENS?" in t for t in texts)
+    assert any("did you mean CTXC_MODELS__GPT-4O__TOKEN_LIMIT?" in t for t in texts)
+    assert any("CTXC_LOG_JSON takes no nested variables" in t for t in texts)
+    assert settings.context_compaction.reserve_tokens == 16384 and settings.models["gpt-4o"].token_limit == 9000
 
 
 def test_a_warning_filter_turns_a_misspelling_into_an_error(monkeypatch: pytest.MonkeyPatch) -> None:

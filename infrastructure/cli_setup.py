@@ -1,0 +1,102 @@
+"""What ``ctxc`` needs before a command runs: its settings (with errors that name the
+setting and where it came from), a check that a read-only command has a database to
+read, and the hint for a summary call that failed."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+
+class UsageError(Exception):
+    """Something the operator gave (settings, a file) is unusable: exit 2, message as is."""
+
+
+def database_url(value: str | None) -> str:
+    value = value or os.environ.get("CTXC_DATABASE_URL") or "ctxc.db"
+    if "://" in value:
+        return value
+    return f"sqlite:///{Path(value).resolve()}"
+
+
+def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
+    """The settings of this run; anything wrong with them is a ``UsageError`` naming the
+    setting, the variable or file it came from, and why."""
+    import warnings
+
+    from pydantic import ValidationError
+
+    from context_compaction.application.settings import Settings, UnknownSettingWarning, problems
+
+    from .logs import configure_logging
+
+    # Logging first, so that a misspelled CTXC_* variable is reported as a log line (the
+    # warning itself would repeat it in Python's own format).
+    configure_logging(json_lines=bool(getattr(args, "log_json", False)), verbose=getattr(args, "verbose", False))
+    warnings.simplefilter("ignore", UnknownSettingWarning)
+    overrides = {"database_url": database_url(args.db), **extra}
+    if getattr(args, "log_json", False):
+        overrides["log_json"] = True
+    if getattr(args, "summarizer", None):
+        overrides["summarizer"] = args.summarizer
+    try:
+        if getattr(args, "config", None):
+            settings = Settings.from_file(args.config, **overrides)
+        else:
+            settings = Settings(**overrides)
+    except ValidationError as exc:
+        source = f" (settings file {args.config})" if getattr(args, "config", None) else ""
+        raise UsageError("bad settings" + source + ":\n  " + "\n  ".join(problems(exc))) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the settings file {args.config}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a file or variable that must hold JSON (never echoed)
+        raise UsageError(f"bad settings: {exc}") from None
+    if settings.log_json and not getattr(args, "log_json", False):
+        configure_logging(json_lines=True, verbose=getattr(args, "verbose", False))
+    return settings
+
+
+def require_database(settings: Any, command: str) -> None:
+    """A command that only reads refuses a missing SQLite file instead of creating an
+    empty database there (a typo in --db would otherwise leave files behind)."""
+    from urllib.parse import parse_qs, unquote, urlparse
+
+    from context_compaction.domain.errors import StorageError
+
+    from .bootstrap import parse_database_url
+
+    target = parse_database_url(settings)
+    if target.dialect.is_postgres:
+        return
+    path = target.env["SQLITE_DBNAME"]
+    if path.startswith("file:"):
+        parsed = urlparse(path)
+        if "memory" in parse_qs(parsed.query).get("mode", []) or unquote(parsed.path) in ("", ":memory:"):
+            return
+        path = unquote(parsed.path)
+    if not Path(path).exists():
+        raise StorageError(
+            f"no database at {path}: `ctxc {command}` only reads and creates none "
+            "(check --db or CTXC_DATABASE_URL)",
+            details={"database": f"sqlite:///{path}", "cause": "no such file"},
+        )
+
+
+def summary_hint(settings: Any, model: str | None) -> str:
+    """What to do about a failed summary call: the credentials litellm looked for and
+    did not find, and the offline summarizer."""
+    offline = "or summarize offline with --summarizer extractive (CTXC_SUMMARIZER=extractive)"
+    if model is None or settings.model_config_for(model).api_key is not None:
+        return f"; {offline}"
+    from .summarizers import import_litellm
+
+    try:
+        missing = import_litellm().validate_environment(model=model).get("missing_keys") or []
+    except Exception:  # noqa: BLE001 - a hint must never hide the error it explains
+        missing = []
+    if not missing:
+        return f"; check the credentials for model {model!r}, {offline}"
+    return (f"; no credentials for model {model!r}: set {' and '.join(missing)}, or "
+            f"models[{model!r}].api_key in the settings (CTXC_MODELS), {offline}")
