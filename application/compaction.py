@@ -25,6 +25,7 @@ from context_compaction.domain.summary import (
 
 from . import commands as c
 from . import results as r
+from .drafts import Draft
 from .ports import SummaryRequest
 from .services import Services, mutate
 from .session_context import SessionContext
@@ -137,6 +138,15 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
         summary_source=source.metadata(),
     )
     after = turn.draft_with(svc, checkpoint)
+    _check_shrinks(turn, after)
+    return Candidate(
+        ctx.session.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns
+    )
+
+
+def _check_shrinks(turn: TurnContext, after: Draft) -> None:
+    """Spec §10.4: no orphan tool result, smaller than before, under the threshold."""
+    before, threshold = turn.draft, turn.budget.threshold
     orphans = [n for n in after.projection.diagnostics if n.startswith("dropped tool result")]
     if orphans:
         raise SummaryFailed(f"the candidate boundary leaves orphan tool results: {orphans[0]}")
@@ -145,15 +155,12 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
             f"compaction would not shrink the context ({before.total:,} -> {after.total:,} tokens)",
             details={"tokens_before": before.total, "tokens_after": after.total},
         )
-    if after.total > budget.threshold:
+    if after.total > threshold:
         raise SummaryFailed(
             f"after compaction the context would still need {after.total:,} tokens, over the "
-            f"{budget.threshold:,}-token threshold",
-            details={"tokens_after": after.total, "threshold": budget.threshold},
+            f"{threshold:,}-token threshold",
+            details={"tokens_after": after.total, "threshold": threshold},
         )
-    return Candidate(
-        ctx.session.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns
-    )
 
 
 def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:

@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 from . import commands as c
-from . import sessions
+from . import queries, sessions
 from .bus import Handler
 from .services import Services
 
@@ -37,11 +37,11 @@ HANDLERS: dict[type[c.Command], Handler] = {
     c.AppendMessages: sessions.append_messages,
     c.InvalidateHistory: sessions.invalidate_history,
     c.DeleteSession: sessions.delete_session,
-    c.GetHistory: sessions.get_history,
-    c.GetProjection: sessions.get_projection,
-    c.ReplaySession: sessions.replay_session,
-    c.ListCheckpoints: sessions.list_checkpoints,
-    c.ListSessions: sessions.list_sessions,
+    c.GetHistory: queries.get_history,
+    c.GetProjection: queries.get_projection,
+    c.ReplaySession: queries.replay_session,
+    c.ListCheckpoints: queries.list_checkpoints,
+    c.ListSessions: queries.list_sessions,
     c.Compact: _on_first_use("compaction", "compact"),
     c.RecallTimeline: _on_first_use("compaction", "recall_timeline"),
     c.GetContextUsage: _on_first_use("usage", "get_context_usage"),

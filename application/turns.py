@@ -138,21 +138,11 @@ def _issue(
             retry_of=retry_of,
         )
     )
-    offset = len(draft.messages) - history_count
-    turn_start_index = offset + _index_from_end(draft.projection.included_seqs, turn_key)
-    if messages is not draft.messages:
-        turn_start_index -= len(draft.messages) - len(messages)
     log.info(
         "turn request prepared",
-        extra={
-            "session_id": turn.session_id,
-            "request_id": request_id,
-            "generation": ctx.session.context_generation,
-            "used_tokens": usage.used,
-            "usage_source": usage.source,
-            "threshold": budget.threshold,
-            "phase": phase,
-        },
+        extra={"session_id": turn.session_id, "request_id": request_id,
+               "generation": ctx.session.context_generation, "used_tokens": usage.used,
+               "usage_source": usage.source, "threshold": budget.threshold, "phase": phase},
     )
     return r.TurnRequest.model_construct(  # built by us: no re-validation of the messages
         request_id=request_id,
@@ -166,9 +156,19 @@ def _issue(
         checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
         context_generation=ctx.session.context_generation,
         phase=phase,  # type: ignore[arg-type]
-        turn_start_index=max(turn_start_index, 0),
+        turn_start_index=_turn_start_index(turn, messages, turn_key),
         retry_of=retry_of,
     )
+
+
+def _turn_start_index(turn: TurnContext, messages: list[dict[str, object]], turn_key: int) -> int:
+    """Where the current turn starts in ``messages`` (the draft's, or its trimmed copy)."""
+    draft = turn.draft
+    seqs = draft.projection.included_seqs
+    index = len(draft.messages) - len(seqs) + _index_from_end(seqs, turn_key)
+    if messages is not draft.messages:
+        index -= len(draft.messages) - len(messages)
+    return max(index, 0)
 
 
 def _auto_compact(

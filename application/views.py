@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from context_compaction.domain.budget import LearnedWindow
+from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.messages import MessageRecord
 
 
@@ -46,44 +47,20 @@ class CommandRecord:
 
 
 @dataclass(frozen=True)
-class CheckpointRow:
-    """All fields of spec §6.2, plus what the summary was made from."""
+class CheckpointRow(Checkpoint):
+    """A stored checkpoint: the ``Checkpoint`` (its one definition, ADR 0025) and where
+    it is stored (its session, the session version that committed it)."""
 
-    checkpoint_id: str
     session_id: str
-    generation: int
-    parent_checkpoint_id: str | None
-    summary: str
-    first_retained_seq: int
-    source_max_seq: int
-    trigger_reason: str
-    provider_kind: str
-    model: str
-    tokens_before: int
-    tokens_after: int
-    degraded: bool
-    summary_source: dict[str, Any]
-    created_at: str
     version: int
 
     def to_dict(self) -> dict[str, Any]:
+        record = self.to_record()
         return {
             "checkpoint_id": self.checkpoint_id,
             "id": self.checkpoint_id,
             "session_id": self.session_id,
-            "generation": self.generation,
-            "parent_checkpoint_id": self.parent_checkpoint_id,
-            "summary": self.summary,
-            "first_retained_seq": self.first_retained_seq,
-            "source_max_seq": self.source_max_seq,
-            "trigger_reason": self.trigger_reason,
-            "provider_kind": self.provider_kind,
-            "model": self.model,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "degraded": self.degraded,
-            "summary_source": dict(self.summary_source),
-            "created_at": self.created_at,
+            **{k: v for k, v in record.items() if k != "checkpoint_id"},
             "version": self.version,
         }
 

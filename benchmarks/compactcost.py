@@ -28,7 +28,7 @@ from workload import MODEL, median, ms, unique_turns
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
-from context_compaction.application.context import TurnInputs, budget_for, current_context, draft_for  # noqa: E402
+from context_compaction.application.turncontext import TurnContext, prepare_context  # noqa: E402
 from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget  # noqa: E402
 from context_compaction.domain.cutpoint import CutPlan, plan_cut  # noqa: E402
 from context_compaction.domain.summary import build_summary_source, prompt_overhead  # noqa: E402
@@ -78,18 +78,18 @@ def copy_db(src: Path, dst: Path) -> None:
             shutil.copy(str(src) + suffix, str(dst) + suffix)
 
 
-def plan_and_source(svc: Any, ctx: Any, encoding: str) -> tuple[CutPlan, Any]:
+def plan_and_source(svc: Any, turn: TurnContext) -> tuple[CutPlan, Any]:
+    """What ``compact_context`` and ``summarize_candidate`` do before the summary call."""
     counter = TiktokenCounter(svc.catalog.provider_of)
+    encoding = turn.draft.encoding
 
     def count(text: str) -> int:
         return counter.count_text(text, encoding)
 
-    budget = budget_for(svc, ctx.session, MODEL)
-    tokens = ctx.tokens[encoding]
-    plan = plan_cut(ctx.records, [tokens[m["seq"]] for m in ctx.records], keep_tokens=budget.keep)
+    plan = plan_cut(turn.ctx.records, turn.record_counts(), keep_tokens=turn.budget.keep)
     assert isinstance(plan, CutPlan), plan
-    summary_budget = SummaryBudget.compute(budget.window, prompt_overhead(count, min(SUMMARY_OUTPUT_CAP,
-                                                                                     budget.window // 4)))
+    window = turn.budget.window
+    summary_budget = SummaryBudget.compute(window, prompt_overhead(count, min(SUMMARY_OUTPUT_CAP, window // 4)))
     source = build_summary_source(None, plan.summarize, budget_tokens=summary_budget.source_budget, count=count)
     return plan, source
 
@@ -105,11 +105,10 @@ def main() -> int:
         used = build(base, args.tokens)
         bus = bootstrap(settings(base))
         svc = bus.services
-        ctx = current_context(svc, "s")
-        encoding = svc.tokens.encoding_for(MODEL)
-        draft_for(svc, ctx, TurnInputs(), MODEL)  # token counts of every record
+        turn = prepare_context(svc, "s", model=MODEL)  # the session, its budget, every record's count
+        ctx = turn.ctx
         texts = texts_of(ctx.records)
-        enc = offline_encoding(encoding)
+        enc = offline_encoding(turn.draft.encoding)
         t: dict[str, list[float]] = {"floor": [], "plan_source": [], "end_to_end": []}
         outcome = None
         for i in range(args.repeats):
@@ -117,7 +116,7 @@ def main() -> int:
             for text in texts:
                 enc.encode_ordinary(text)
             t1 = time.perf_counter()
-            plan, source = plan_and_source(svc, ctx, encoding)
+            plan, source = plan_and_source(svc, turn)
             t2 = time.perf_counter()
             t["floor"].append(t1 - t0)
             t["plan_source"].append(t2 - t1)

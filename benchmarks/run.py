@@ -1,6 +1,6 @@
 """``make bench``: context-compaction against its peers and against the physical floor.
 
-Deterministic synthetic coding-agent workload (``infrastructure/scenario.py``): user
+Deterministic synthetic coding-agent workload (``infrastructure/demo/scenario.py``): user
 requests, reasoning, 1-3 parallel tool calls with JSON arguments, tool outputs from a
 few bytes to 30 KB, base64 screenshots, steering and corrections. Every comparison is
 measured in the same run, so the ratios hold on a noisy machine. Prints a markdown
@@ -38,7 +38,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
 from context_compaction.domain.messages import Message  # noqa: E402
-from context_compaction.infrastructure.scenario import iter_turns, session_messages  # noqa: E402
+from context_compaction.infrastructure.demo.scenario import iter_turns, session_messages  # noqa: E402
 from context_compaction.infrastructure.tokens import TiktokenCounter, offline_encoding  # noqa: E402
 
 import sections  # noqa: E402  (benchmarks/, beside this file)

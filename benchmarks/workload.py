@@ -9,7 +9,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from context_compaction.infrastructure.scenario import iter_turns  # noqa: E402
+from context_compaction.infrastructure.demo.scenario import iter_turns  # noqa: E402
 
 MODEL = "gpt-4o"
 SYSTEM = "You are a careful coding agent working in /srv/payments-api."

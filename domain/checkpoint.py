@@ -90,8 +90,8 @@ class Checkpoint:
     @classmethod
     def from_row(cls, row: Any) -> Checkpoint:
         """From any object that has the fields as attributes (a read-model row)."""
-        if type(row) is cls:
-            return row  # type: ignore[no-any-return]
+        if isinstance(row, Checkpoint):
+            return row  # a row type that is a Checkpoint (application/views.py)
         return cls.from_record({name: getattr(row, name) for name in FIELDS})
 
 

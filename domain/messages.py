@@ -10,12 +10,14 @@ state (a tool result must answer an open call of the same session).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import InvalidMessage
+# (the portable-JSON checks moved to their own module; their names stay importable here)
+from .portable_json import MAX_DEPTH, MAX_INT, _json_problem, _plainly_fine, json_problem
+from .toolcalls import TOOL_CALL_JSON_SCHEMA, nested_tool_calls
 
 Role = Literal["user", "assistant", "tool", "system", "developer"]
 
@@ -38,111 +40,22 @@ PROVIDER_FIELDS: tuple[str, ...] = (
 OUTPUT_ONLY_FIELDS: frozenset[str] = frozenset({"annotations", "audio", "images"})
 
 
-MAX_DEPTH = 64
-MAX_INT = 2**62
-
-
-def json_problem(value: Any, *, max_depth: int = MAX_DEPTH, where: str = "") -> str | None:
-    """Why ``value`` cannot be stored and echoed as portable JSON, or None.
-
-    Rejects lone surrogates (not encodable as UTF-8), NaN/Infinity, integers beyond
-    64-bit storage, non-string keys and nesting deeper than ``max_depth``.
-    """
-    if _plainly_fine(value, max_depth):
-        return None
-    problem = _json_problem(value, max_depth, where)
-    if problem is not None and len(problem) > 200:
-        problem = problem[:90] + " ... " + problem[-90:]
-    return problem
-
-
-def _plainly_fine(value: Any, depth_left: int) -> bool:
-    """True when ``value`` is built of exact JSON types only and passes every check.
-
-    The common case (every message is checked) without the paths the full walk keeps
-    for its message; False sends the value to that walk, which has the last word.
-    """
-    kind = type(value)
-    if kind is str:
-        return _text_ok(value)
-    if kind is dict:
-        if depth_left <= 0:
-            return False
-        for key, child in value.items():
-            if type(key) is not str or not (key.isascii() or _text_ok(key)):
-                return False
-            child_kind = type(child)
-            if child_kind is str:  # inline: most values are strings, most of them ASCII
-                if not (child.isascii() or _text_ok(child)):
-                    return False
-            elif child is not None and child_kind is not bool and not _plainly_fine(child, depth_left - 1):
-                return False
-        return True
-    if kind is list or kind is tuple:
-        if depth_left <= 0:
-            return False
-        for child in value:
-            if type(child) is str:
-                if not (child.isascii() or _text_ok(child)):
-                    return False
-            elif not _plainly_fine(child, depth_left - 1):
-                return False
-        return True
-    if value is None or kind is bool:
-        return True
-    if kind is int:
-        return -MAX_INT <= value <= MAX_INT
-    if kind is float:
-        return value == value and value not in (float("inf"), float("-inf"))
-    return False
-
-
-def _text_ok(text: str) -> bool:
-    """Encodable as UTF-8 (no lone surrogates); ASCII is decided without encoding."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _json_problem(value: Any, max_depth: int, where: str) -> str | None:
-    stack: list[tuple[Any, int, str]] = [(value, 0, where)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        item, depth, path = pop()
-        kind = type(item)
-        if kind is str:
-            if not _text_ok(item):
-                return f"{path or 'value'} is not valid Unicode (lone surrogate)"
-        elif kind is dict or kind is list or kind is tuple:
-            if depth >= max_depth:
-                return f"{path or 'value'} is nested deeper than {max_depth} levels"
-            pairs = item.items() if kind is dict else enumerate(item)
-            for key, child in pairs:
-                if kind is dict:
-                    if type(key) is not str:
-                        return f"{path or 'value'} has a non-string key"
-                    if not _text_ok(key):
-                        return f"{path or 'value'} has a key that is not valid Unicode"
-                if type(child) is str and child.isascii():
-                    continue  # the common case, decided without a stack round trip
-                push((child, depth + 1, f"{path}.{key}" if path else str(key)))
-        elif item is None or kind is bool:
-            continue
-        elif isinstance(item, int):
-            if abs(item) > MAX_INT:
-                return f"{path or 'value'} is too large an integer"
-        elif isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
-                return f"{path or 'value'} is not a finite number"
-        elif isinstance(item, (dict, list, tuple)):
-            push((dict(item) if isinstance(item, dict) else list(item), depth, path))
-        elif isinstance(item, BaseModel):
-            push((item.model_dump(), depth, path))
-    return None
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_INT",
+    "OUTPUT_ONLY_FIELDS",
+    "PROVIDER_FIELDS",
+    "ContentPart",
+    "Message",
+    "MessageRecord",
+    "ProviderState",
+    "ToolCall",
+    "_json_problem",
+    "_plainly_fine",
+    "json_problem",
+    "nested_tool_calls",
+    "parse_message",
+]
 
 
 class _Frozen(BaseModel):
@@ -200,69 +113,6 @@ class ToolCall(_Frozen):
         # What the validator accepts, not the stored shape: nested first (what we give
         # out), the flat form as an alternative.
         return TOOL_CALL_JSON_SCHEMA
-
-
-_NAME = {"type": "string", "minLength": 1, "maxLength": 512}
-_ARGUMENTS = {"anyOf": [{"type": "string"}, {"type": "null"}], "default": ""}
-_PRIVATE = {"anyOf": [{"type": "object"}, {"type": "null"}]}
-TOOL_CALL_JSON_SCHEMA: dict[str, Any] = {
-    "title": "ToolCall",
-    "description": "A tool call: OpenAI's nested form (returned everywhere) or the flat form.",
-    "anyOf": [
-        {
-            "type": "object",
-            "title": "ToolCallNested",
-            "properties": {
-                "id": _NAME,
-                "type": {"const": "function"},
-                "function": {
-                    "type": "object",
-                    "properties": {"name": _NAME, "arguments": _ARGUMENTS, "provider_specific_fields": _PRIVATE},
-                    "required": ["name"],
-                },
-                "index": {"type": "integer"},
-                "provider_specific_fields": _PRIVATE,
-            },
-            "required": ["id", "function"],
-        },
-        {
-            "type": "object",
-            "title": "ToolCallFlat",
-            "properties": {
-                "id": _NAME,
-                "type": {"const": "function"},
-                "name": _NAME,
-                "arguments": _ARGUMENTS,
-                "index": {"type": "integer"},
-                "provider_specific_fields": _PRIVATE,
-            },
-            "required": ["id", "name"],
-        },
-    ],
-}
-
-
-def nested_tool_calls(
-    calls: Sequence[dict[str, Any]], private: dict[str, dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
-    """Stored (flat) tool calls in OpenAI's nested form; ``private`` (call id → fields)
-    adds a call's provider-private fields (only for its producer)."""
-    out = []
-    for c in calls:
-        call = {
-            "id": c["id"],
-            "type": "function",
-            "function": {"name": c["name"], "arguments": c.get("arguments") or ""},
-        }
-        extra = private.get(c["id"]) if private else None
-        if extra:
-            for key, value in extra.items():
-                if key == "function" and isinstance(value, dict):
-                    call["function"].update(value)
-                else:
-                    call[key] = value
-        out.append(call)
-    return out
 
 
 class ImageUrl(_Frozen):

@@ -20,7 +20,6 @@ from eventsourcing.domain import Aggregate, event
 
 from .errors import (
     InvalidCommand,
-    InvalidMessage,
     SessionDeleted,
     StaleCandidate,
     SummaryFailed,
@@ -30,13 +29,14 @@ from .messages import Message
 from .session_snapshot import snapshot_problem
 from .toolgroups import (
     ToolGroup,
+    check_tool_chain,
+    delete_ranges,
     group_at,
     group_containing,
     group_split_by,
     groups_from_json,
     in_ranges,
     merge_ranges,
-    seqs_to_ranges,
     visible_groups,
 )
 
@@ -218,25 +218,7 @@ class Session(Aggregate):
                 return earlier
         if not messages:
             raise InvalidCommand("messages must not be empty")
-        open_calls = dict(self.open_calls)
-        seq = self.next_seq
-        for index, message in enumerate(messages):
-            if message.role == "assistant":
-                for call in message.tool_calls:
-                    if call.id in open_calls:
-                        raise InvalidMessage(
-                            f"message {index}: tool call id {call.id!r} is already open "
-                            f"(issued at seq {open_calls[call.id]} and not yet answered)"
-                        )
-                    open_calls[call.id] = seq
-            elif message.role == "tool":
-                if message.tool_call_id not in open_calls:
-                    raise InvalidMessage(
-                        f"message {index}: tool result answers no open tool call "
-                        f"{message.tool_call_id!r} of this session"
-                    )
-                del open_calls[message.tool_call_id]
-            seq += 1
+        check_tool_chain(messages, self.open_calls, self.next_seq)
         seqs = []
         timestamp = Session.MessageAppended.create_timestamp()
         by = producer or ("unknown", self.model)
@@ -278,7 +260,7 @@ class Session(Aggregate):
         self._apply_message(seq, record["role"], record["tool_calls"], record["tool_call_id"], command_id)
         self.version = version
         self.modified_on = timestamp
-        self._pending_events.append(new_event)
+        self.pending_events.append(new_event)  # (the library's list itself)
 
     @event("MessageAppended", topic="context_compaction:Session.MessageAppended")
     def _message_appended(
@@ -356,7 +338,7 @@ class Session(Aggregate):
                 return Invalidation(self.context_generation, [])
             ranges = [[to_seq + 1, self.max_seq]]
         elif kind == "delete":
-            ranges = self._delete_ranges(seqs, expand_tool_groups)
+            ranges = delete_ranges(seqs, self.tool_groups, self.is_visible, expand_tool_groups)
         else:
             raise InvalidCommand(f"unknown invalidation kind {kind!r}")
         self._history_invalidated(
@@ -367,30 +349,6 @@ class Session(Aggregate):
             created_at=created_at,
         )
         return Invalidation(self.context_generation, ranges)
-
-    def _delete_ranges(
-        self, seqs: Sequence[int] | None, expand_tool_groups: bool
-    ) -> list[list[int]]:
-        if not seqs:
-            raise InvalidCommand("delete needs a non-empty list of seqs")
-        wanted = set(seqs)
-        for seq in sorted(wanted):
-            if not self.is_visible(seq):
-                raise InvalidCommand(f"seq {seq} is not a visible message of this session")
-        for seq in sorted(wanted):
-            group = self.tool_group_containing(seq)
-            if group is None:
-                continue
-            members = {m for m in group.members() if self.is_visible(m)}
-            missing = members - wanted
-            if missing and not expand_tool_groups:
-                raise InvalidMessage(
-                    f"deleting seq {seq} would orphan its tool group; delete seqs "
-                    f"{sorted(members)} together or pass expand_tool_groups=true",
-                    details={"tool_group_seqs": sorted(members)},
-                )
-            wanted |= members
-        return seqs_to_ranges(sorted(wanted))
 
     @event("HistoryInvalidated", topic="context_compaction:Session.HistoryInvalidated")
     def _history_invalidated(

@@ -16,6 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import InvalidCommand, InvalidMessage
+from .messages import Message
+
 
 @dataclass(slots=True)
 class ToolGroup:
@@ -87,6 +90,60 @@ def visible_groups(
             still_open.setdefault(call_id, group.seq)
         kept_groups.append(group)
     return kept_groups, still_open
+
+
+def check_tool_chain(messages: Sequence[Message], open_calls: dict[str, int], next_seq: int) -> None:
+    """A call id must not be open already; a tool result must answer an open call of
+    the session (the ones before, or earlier in ``messages``). Raises ``InvalidMessage``."""
+    still_open = dict(open_calls)
+    seq = next_seq
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            for call in message.tool_calls:
+                if call.id in still_open:
+                    raise InvalidMessage(
+                        f"message {index}: tool call id {call.id!r} is already open "
+                        f"(issued at seq {still_open[call.id]} and not yet answered)"
+                    )
+                still_open[call.id] = seq
+        elif message.role == "tool":
+            if message.tool_call_id not in still_open:
+                raise InvalidMessage(
+                    f"message {index}: tool result answers no open tool call "
+                    f"{message.tool_call_id!r} of this session"
+                )
+            del still_open[message.tool_call_id]
+        seq += 1
+
+
+def delete_ranges(
+    seqs: Sequence[int] | None,
+    groups: Sequence[ToolGroup],
+    is_visible: Callable[[int], bool],
+    expand_tool_groups: bool,
+) -> list[list[int]]:
+    """The ranges a delete of ``seqs`` excludes: whole tool groups only (spec §9.3),
+    widened to them with ``expand_tool_groups``, else refused."""
+    if not seqs:
+        raise InvalidCommand("delete needs a non-empty list of seqs")
+    wanted = set(seqs)
+    for seq in sorted(wanted):
+        if not is_visible(seq):
+            raise InvalidCommand(f"seq {seq} is not a visible message of this session")
+    for seq in sorted(wanted):
+        group = group_containing(groups, seq)
+        if group is None:
+            continue
+        members = {m for m in group.members() if is_visible(m)}
+        missing = members - wanted
+        if missing and not expand_tool_groups:
+            raise InvalidMessage(
+                f"deleting seq {seq} would orphan its tool group; delete seqs "
+                f"{sorted(members)} together or pass expand_tool_groups=true",
+                details={"tool_group_seqs": sorted(members)},
+            )
+        wanted |= members
+    return seqs_to_ranges(sorted(wanted))
 
 
 # ------------------------------------------------------------------ seq ranges

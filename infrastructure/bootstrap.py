@@ -22,7 +22,7 @@ from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import SessionsApplication, build_store
 from .readmodel import SqlTokenCountCache
-from .summarizers import ExtractiveSummarizer, LiteLLMSummarizer
+from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
 from .timeline import SqlTimelineStore, TimelineFollower
 from .tokens import TiktokenCounter
@@ -223,11 +223,7 @@ def bootstrap(
                 application_class=overrides.pop("application_class", SessionsApplication),
             )
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
-    summarizer = overrides.pop("summarizer", None) or (
-        ExtractiveSummarizer()
-        if settings.summarizer == "extractive"
-        else LiteLLMSummarizer(settings, timeout=settings.summary_timeout_seconds)
-    )
+    summarizer = overrides.pop("summarizer", None) or make_summarizer(settings)
     timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
     services = Services(
         settings=settings,

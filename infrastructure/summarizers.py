@@ -5,6 +5,8 @@
 * ``ExtractiveSummarizer``: deterministic and offline; fills the same nine headings by
   extraction. For air-gapped hosts, demos and tests — never a silent fallback for a
   failed LLM call (a failed call is ``summary_failed``).
+
+``SUMMARIZERS`` names them (``settings.summarizer``); ``make_summarizer`` builds one.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from context_compaction.application.ports import SummaryRequest, SummaryResult
+from context_compaction.application.ports import Summarizer, SummaryRequest, SummaryResult
 from context_compaction.application.settings import Settings
-from context_compaction.domain.errors import SummaryFailed
+from context_compaction.domain.errors import InvalidCommand, SummaryFailed
 from context_compaction.domain.summary import HEADINGS, TOOL_STATUS_UNKNOWN, SourceEntry, parse_sections
 
 log = logging.getLogger("context_compaction.summarizer")
@@ -139,6 +141,17 @@ def _dedupe(items: Iterable[str]) -> list[str]:
     return out
 
 
+def _tool_result_line(e: SourceEntry) -> str | None:
+    """A tool result's first failure line, else its first line (status unknown)."""
+    first = next((ln for ln in e.text.splitlines() if ln.strip()), "")
+    failure = next((ln for ln in e.text.splitlines() if _FAILURE.search(ln)), None)
+    if failure:
+        return f"- {e.tool_name or 'tool'} (seq {e.seq}, call {e.tool_call_id}): {_clip(failure, 160)}"
+    if first:
+        return f"- {e.tool_name or 'tool'} (seq {e.seq}): {_clip(first, 120)} [status {TOOL_STATUS_UNKNOWN}]"
+    return None
+
+
 class ExtractiveSummarizer:
     provider_kind = "extractive"
 
@@ -214,18 +227,9 @@ class ExtractiveSummarizer:
                     for path in _PATH.findall(arguments) or [""]:
                         files.setdefault(path, []).append(name)
             elif e.role == "tool":
-                first = next((ln for ln in e.text.splitlines() if ln.strip()), "")
-                failure = next((ln for ln in e.text.splitlines() if _FAILURE.search(ln)), None)
-                if failure:
-                    out["Tool Results and Failures"].append(
-                        f"- {e.tool_name or 'tool'} (seq {e.seq}, call {e.tool_call_id}): "
-                        f"{_clip(failure, 160)}"
-                    )
-                elif first:
-                    out["Tool Results and Failures"].append(
-                        f"- {e.tool_name or 'tool'} (seq {e.seq}): {_clip(first, 120)} "
-                        f"[status {TOOL_STATUS_UNKNOWN}]"
-                    )
+                line = _tool_result_line(e)
+                if line:
+                    out["Tool Results and Failures"].append(line)
             if e.role in ("user", "assistant"):
                 for path in _PATH.findall(e.text):
                     files.setdefault(path, [])
@@ -243,3 +247,21 @@ class ExtractiveSummarizer:
         for heading in HEADINGS:
             out[heading] = _dedupe(out[heading])
         return out
+
+
+#: The summarizers ``settings.summarizer`` names: name → factory. A new summarizer is
+#: its module and one entry here.
+SUMMARIZERS: dict[str, Callable[[Settings], Summarizer]] = {
+    "llm": lambda settings: LiteLLMSummarizer(settings, timeout=settings.summary_timeout_seconds),
+    "extractive": lambda settings: ExtractiveSummarizer(),
+}
+
+
+def make_summarizer(settings: Settings) -> Summarizer:
+    """The summarizer ``settings.summarizer`` names."""
+    factory = SUMMARIZERS.get(settings.summarizer)
+    if factory is None:
+        raise InvalidCommand(
+            f"unknown summarizer {settings.summarizer!r}; known: {', '.join(sorted(SUMMARIZERS))}"
+        )
+    return factory(settings)

@@ -1,6 +1,6 @@
 """A worker OS process for the concurrency and crash tests (not a test module).
 
-    python tests/mp_worker.py hammer URL WORKER_NO OPS SEED OUT_FILE
+    python tests/mp_worker.py hammer URL WORKER_NO OPS SEED OUT_FILE [GO_FILE]
     python tests/mp_worker.py crashloop URL SEED OUT_FILE [PAUSE_IN_COMMIT_SECONDS]
 
 Every acknowledged result is appended (and flushed) to OUT_FILE as one JSON line, so a
@@ -41,9 +41,24 @@ def batch(tag: str, size: int, with_tools: bool) -> list[dict]:
     return messages
 
 
-def hammer(url: str, worker: int, ops: int, seed: int, out_path: str) -> None:
+def start_barrier(ready_path: str, go_path: str) -> None:
+    """Say we are ready (bootstrapped), then wait for the parent's go: all workers start
+    writing at the same moment instead of one after another."""
+    import time
+
+    open(ready_path, "w").close()
+    deadline = time.monotonic() + 120
+    while not os.path.exists(go_path):
+        if time.monotonic() > deadline:
+            raise SystemExit("no go signal within 120 s")
+        time.sleep(0.005)
+
+
+def hammer(url: str, worker: int, ops: int, seed: int, out_path: str, go_path: str | None = None) -> None:
     rng = random.Random(seed)
     bus = bootstrap(settings(url))
+    if go_path:
+        start_barrier(out_path + ".ready", go_path)
     with open(out_path, "a", encoding="utf-8") as out:
         def emit(record: dict) -> None:
             out.write(json.dumps(record) + "\n")
@@ -135,7 +150,8 @@ def crashloop(url: str, seed: int, out_path: str, pause: float = 0.0) -> None:
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "hammer":
-        hammer(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
+        hammer(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6],
+               sys.argv[7] if len(sys.argv) > 7 else None)
     elif mode == "crashloop":
         crashloop(sys.argv[2], int(sys.argv[3]), sys.argv[4], float(sys.argv[5]) if len(sys.argv) > 5 else 0.0)
     else:

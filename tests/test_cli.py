@@ -7,7 +7,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -84,11 +83,15 @@ def test_checkpoints_projection_replay_and_timeline(demo_db: Path) -> None:
 def test_compact_uses_the_configured_summarizer(demo_db: Path, tmp_path: Path) -> None:
     config = tmp_path / "settings.json"
     config.write_text(json.dumps({"summarizer": "extractive", "context_compaction": {"keep_recent_tokens": 500}}))
+    data = json.loads(ctxc("compact", SID, "--json", "--db", str(demo_db), "--config", str(config)).stdout)
+    assert data["status"] == "compacted" and data["trigger_reason"] == "manual", data
+    cps = json.loads(ctxc("checkpoints", SID, "--json", "--db", str(demo_db)).stdout)["checkpoints"]
+    made = next(cp for cp in cps if cp["checkpoint_id"] == data["checkpoint_id"])
+    # Without the config file the default summarizer (llm on gpt-4o) would have been asked.
+    assert made["provider_kind"] == "extractive" and made["active"], made
     proc = ctxc("compact", SID, "--db", str(demo_db), "--config", str(config))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(("Context compacted:", "Nothing to compact"))
-    data = json.loads(ctxc("compact", SID, "--json", "--db", str(demo_db), "--config", str(config)).stdout)
-    assert data["status"] in ("compacted", "nothing_to_compact")
+    assert proc.stdout.startswith("Nothing to compact"), proc.stdout  # one kept turn is left
 
 
 def test_errors_print_the_contract_code_and_exit_1(demo_db: Path) -> None:
@@ -182,14 +185,8 @@ def test_commands_that_call_no_model_start_fast_and_without_litellm(demo_db: Pat
              "print('LITELLM' if 'litellm' in sys.modules else 'no-litellm', time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split()[-2] == "no-litellm"
-    best = min(_timed(["sessions", "--db", str(demo_db)]) for _ in range(3))
-    assert best < 2.0, f"ctxc sessions took {best:.2f}s"  # generous here; benchmarks/ measures < 0.5 s
-
-
-def _timed(args: list[str]) -> float:
-    started = time.perf_counter()
-    assert ctxc(*args).returncode == 0
-    return time.perf_counter() - started
+    # How fast it starts is measured in benchmarks/ (``ctxc start``), not asserted here.
+    assert ctxc("sessions", "--db", str(demo_db)).returncode == 0
 
 
 def test_the_demo_shows_each_mechanism_for_real(tmp_path: Path) -> None:

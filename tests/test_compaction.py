@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from context_compaction.domain.projection import SUMMARY_HEADER
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, err, fingerprint, ok, user
 
@@ -395,9 +395,13 @@ def test_a_storage_failure_at_commit_keeps_the_old_projection(make_harness: Make
 
 def test_a_new_database_has_the_event_and_checkpoint_schema(make_harness: MakeHarness) -> None:
     h = make_harness("fresh")
-    for table in ("rm_sessions", "rm_messages", "rm_checkpoints", "rm_invalidations", "rm_position",
-                  "rm_timeline", "rm_token_counts"):
-        assert h.count(table) >= 0
+    counts = {table: h.count(table) for table in ("rm_sessions", "rm_messages", "rm_checkpoints",
+                                                  "rm_invalidations", "rm_position", "rm_timeline",
+                                                  "rm_token_counts")}
+    # Every table exists and is empty, except the one row that records the schema version.
+    assert counts == {"rm_sessions": 0, "rm_messages": 0, "rm_checkpoints": 0, "rm_invalidations": 0,
+                      "rm_position": 1, "rm_timeline": 0, "rm_token_counts": 0}
+    assert h.query("SELECT name FROM {t}rm_position") == [("schema",)]
     assert h.events() == 0
     if not h.is_postgres:
         assert h.query("PRAGMA journal_mode")[0][0] == "wal"

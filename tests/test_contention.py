@@ -28,7 +28,9 @@ PROCESSES, APPENDS = 8, 300
 
 
 @pytest.mark.slow
-def test_eight_processes_appending_to_one_session_never_give_up(make_harness: MakeHarness, tmp_path: Path) -> None:
+def test_eight_processes_appending_to_one_session_never_give_up(
+    make_harness: MakeHarness, tmp_path: Path, record_property: Any
+) -> None:
     h = make_harness("contended")
     ok(h.do({"type": "start_session", "session_id": "one", "model": "gpt-4o"}))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
@@ -59,7 +61,10 @@ def test_eight_processes_appending_to_one_session_never_give_up(make_harness: Ma
     by_tag = {m["turn_id"]: m["seq"] for m in history}
     assert all(r["envelope"]["result"]["seqs"] == [by_tag[r["tag"]]] for r in results)
     slowest = max(r["seconds"] for r in results)
-    print(f"\n{h.url.split(':')[0]}: {PROCESSES} processes x {APPENDS} appends on one session: "
+    record_property("appends", len(results))
+    record_property("give_ups", len(failures))
+    record_property("slowest_append_s", round(slowest, 2))
+    print(f"\nFIGURE contention {h.url.split(':')[0]}: {PROCESSES} processes x {APPENDS} appends on one session: "
           f"{dict(codes)} in {elapsed:.1f} s; slowest append {slowest:.2f} s")
 
 

@@ -78,3 +78,171 @@ def test_the_layer_check_itself_catches_a_bad_import(tmp_path: Path, monkeypatch
     (tmp_path / "domain" / "bad.py").write_text("import sqlite3\nfrom context_compaction.application import bus\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
     assert len(offending("domain", {"sqlite3", "context_compaction.application"})) == 2
+
+
+# ------------------------------------------------- eventsourcing beneath its public API
+#: The one module that may use eventsourcing's private names (ADR 0026).
+LIBRARY_INTERNALS = "infrastructure/eventstore/internals.py"
+PACKAGE_FOLDERS = ("facade", "domain", "application", "infrastructure")
+
+
+def library_private_names() -> set[str]:
+    """Every single-underscore name eventsourcing defines: functions, methods, classes,
+    attributes it assigns (its own tests excluded)."""
+    import eventsourcing
+
+    names: set[str] = set()
+    root = Path(eventsourcing.__file__).parent
+    for path in root.rglob("*.py"):
+        if "tests" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = node.name
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                name = node.attr
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                name = node.id
+            else:
+                continue
+            if name.startswith("_") and not name.startswith("__") and name != "_":
+                names.add(name)
+    return names
+
+
+def _library_bound(tree: ast.Module) -> set[str]:
+    """Names a module imports from eventsourcing."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eventsourcing"):
+            bound |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("eventsourcing")}
+    return bound
+
+
+def _own_private_names(tree: ast.Module) -> set[str]:
+    """Private names the module defines itself, in classes that do not derive from an
+    eventsourcing class (our own ``self._closed`` is not the pool's)."""
+    library = _library_bound(tree)
+    own = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
+        bases |= {b.value.id for b in cls.bases if isinstance(b, ast.Subscript) and isinstance(b.value, ast.Name)}
+        if bases & library or any(isinstance(b, ast.Attribute) for b in cls.bases):
+            continue
+        for node in ast.walk(cls):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                own.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                own.add(node.attr)
+    return own
+
+
+def private_library_uses(root: Path, library_names: set[str]) -> dict[str, list[str]]:
+    """module → the eventsourcing private names it uses ("name:line"): attributes read or
+    set, methods it defines (overrides) and names it imports."""
+    uses: dict[str, list[str]] = {}
+    for folder in PACKAGE_FOLDERS:
+        for path in sorted((root / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            own = _own_private_names(tree)
+            found = []
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute):
+                    name = node.attr
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    name = node.name
+                elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eventsourcing"):
+                    found += [f"{a.name}:{node.lineno}" for a in node.names if a.name.startswith("_")]
+                    continue
+                else:
+                    continue
+                if name in library_names and name not in own:
+                    found.append(f"{name}:{node.lineno}")
+            if found:
+                uses[path.relative_to(root).as_posix()] = sorted(found, key=lambda f: int(f.split(":")[1]))
+    return uses
+
+
+def test_private_eventsourcing_names_appear_in_one_module_only() -> None:
+    """Checked by hand once (issue 14): ``self._pending_events.append`` planted in
+    domain/session.py and ``conn._sqlite_conn`` in infrastructure/database.py each
+    made this fail naming the file and line; the self-check below plants one too."""
+    uses = private_library_uses(ROOT, library_private_names())
+    assert LIBRARY_INTERNALS in uses  # the check sees what it is meant to see
+    assert {k: v for k, v in uses.items() if k != LIBRARY_INTERNALS} == {}
+
+
+def test_the_private_name_check_catches_a_planted_use(tmp_path: Path) -> None:
+    (tmp_path / "infrastructure").mkdir(parents=True)
+    (tmp_path / "infrastructure" / "bad.py").write_text(
+        "from eventsourcing.sqlite import SQLiteApplicationRecorder\n"
+        "class Ours:\n"
+        "    def __init__(self):\n"
+        "        self._closed = False  # our own: not reported\n"
+        "    def close(self):\n"
+        "        return self._closed\n"
+        "class Recorder(SQLiteApplicationRecorder):\n"
+        "    def _insert_events(self, c, events, **kw):  # an override: reported\n"
+        "        return super()._insert_events(c, events)\n"
+        "def peek(pool):\n"
+        "    return pool._writer_lock  # reported\n"
+    )
+    for folder in ("facade", "domain", "application"):
+        (tmp_path / folder).mkdir()
+    uses = private_library_uses(tmp_path, library_private_names())
+    assert uses == {"infrastructure/bad.py": ["_insert_events:8", "_insert_events:9", "_writer_lock:11"]}
+
+
+# ------------------------------------------------------------------ the demo
+DEMO = "context_compaction.infrastructure.demo"
+DEMO_IMPORTERS = {"infrastructure/cli.py"}
+
+
+def demo_importers(root: Path) -> list[str]:
+    """Modules outside the demo package that import it (absolute or relative)."""
+    found = []
+    for folder in PACKAGE_FOLDERS:
+        for path in sorted((root / folder).rglob("*.py")):
+            where = path.relative_to(root).as_posix()
+            if where.startswith("infrastructure/demo/"):
+                continue
+            package = ".".join(["context_compaction", *path.relative_to(root).parts[:-1]]).replace(
+                "context_compaction.facade", "context_compaction"
+            )
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    targets = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = package.split(".")
+                    if node.level:
+                        base = base[: len(base) - node.level + 1]
+                        module = ".".join([*base, node.module] if node.module else base)
+                    else:
+                        module = node.module or ""
+                    targets = [module, *(f"{module}.{a.name}" for a in node.names)]
+                else:
+                    continue
+                if any(t == DEMO or t.startswith(DEMO + ".") for t in targets):
+                    found.append(f"{where}:{node.lineno}")
+                    break
+    return found
+
+
+def test_no_module_but_the_cli_imports_the_demo() -> None:
+    """Checked by hand once (issue 14): ``from .demo.scenario import Turn`` planted in
+    infrastructure/providers.py made this fail naming that line."""
+    importers = demo_importers(ROOT)
+    assert {i.split(":")[0] for i in importers} == DEMO_IMPORTERS  # (the CLI's is seen)
+
+
+def test_the_demo_check_catches_a_planted_import(tmp_path: Path) -> None:
+    for folder in PACKAGE_FOLDERS:
+        (tmp_path / folder).mkdir()
+    (tmp_path / "infrastructure" / "adapter.py").write_text("from .demo.scenario import Turn\n")
+    (tmp_path / "application" / "service.py").write_text(
+        "from context_compaction.infrastructure import demo\n"
+    )
+    assert demo_importers(tmp_path) == ["application/service.py:1", "infrastructure/adapter.py:1"]

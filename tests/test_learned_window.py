@@ -13,7 +13,7 @@ import pytest
 
 from context_compaction.domain.errors import InvalidCommand
 from context_compaction.domain.session import Session
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from helpers import Harness, ok, user
 
 SID = "s"

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from context_compaction.domain.checkpoint import Checkpoint
+
 from fakeprovider import FakeProvider, Reply
 from helpers import FAKE_MODEL, Harness, assistant, err, fingerprint, llm_settings, ok, tool, user
 
@@ -114,12 +116,12 @@ def test_a_stored_summary_with_nul_from_an_older_version_still_projects(harness:
         ok(harness.do({"type": "append_messages", "session_id": "s", "messages": _turn(i)}))
     store = harness.bus.services.events
     session = store.load("s")
-    session.commit_checkpoint(
-        expected_generation=0, checkpoint_id="cp-old", summary=f"## Objective\nold{NUL}one",
+    session.commit_checkpoint(Checkpoint(
+        checkpoint_id="cp-old", generation=1, parent_checkpoint_id=None, summary=f"## Objective\nold{NUL}one",
         first_retained_seq=9, source_max_seq=12, trigger_reason="manual", provider_kind="extractive",
         model="gpt-4o", tokens_before=900, tokens_after=300, degraded=False, summary_source={},
         created_at="2026-01-01T00:00:00+00:00",
-    )
+    ))
     store.save(session)
     checkpoints = ok(harness.do({"type": "list_checkpoints", "session_id": "s"}))["checkpoints"]
     assert [cp["summary"] for cp in checkpoints] == ["## Objective\nold\ufffdone"]

@@ -13,7 +13,7 @@ import litellm
 import pytest
 
 from context_compaction.domain.overflow import BREADCRUMB, parse_overflow
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
 # (name, text as a provider sends it, window, prompt tokens)

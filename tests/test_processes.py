@@ -77,13 +77,25 @@ def check_store(h: Harness, sessions=SESSIONS) -> dict[str, dict]:
 
 
 @pytest.mark.slow
-def test_processes_hammering_the_same_sessions_lose_nothing(make_harness: MakeHarness, tmp_path: Path) -> None:
+def test_processes_hammering_the_same_sessions_lose_nothing(
+    make_harness: MakeHarness, tmp_path: Path, record_property  # type: ignore[no-untyped-def]
+) -> None:
+    """Breakage tried: the workers run one after another (the parent waits for each
+    before starting the next, barrier off): "the workers never interleaved"."""
     workers, ops = 4, 70
     h = make_harness("hammer")
     for sid in SESSIONS:
         ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
     outs = [tmp_path / f"worker{i}.jsonl" for i in range(workers)]
-    procs = [spawn("hammer", h.url, str(i), str(ops), str(1000 + i), str(outs[i])) for i in range(workers)]
+    go = tmp_path / "go"
+    procs = [spawn("hammer", h.url, str(i), str(ops), str(1000 + i), str(outs[i]), str(go)) for i in range(workers)]
+    deadline = time.monotonic() + 120
+    while not all(Path(f"{out}.ready").exists() for out in outs):  # the start barrier
+        for proc in procs:
+            assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        assert time.monotonic() < deadline, "the workers did not get ready within 120 s"
+        time.sleep(0.01)
+    go.touch()
     for proc in procs:
         _, stderr = proc.communicate(timeout=300)
         assert proc.returncode == 0, stderr.decode()[-2000:]
@@ -118,8 +130,29 @@ def test_processes_hammering_the_same_sessions_lose_nothing(make_harness: MakeHa
     acked = sum(r["n"] for r in results if r["op"] == "append")
     stored = sum(len(facts[s]["raw"]) for s in SESSIONS)
     assert acked == stored, "every acknowledged message exactly once, nothing else"
-    print(f"\n{h.url.split('?')[0].split(':')[0]}: {workers} processes x {ops} ops -> "
-          f"{dict(outcomes)}; {stored} messages stored, {acked} acknowledged")
+    # Real contention: workers that ran one after another would leave one run of seqs
+    # per worker and session; overlapping ones interleave.
+    runs = {sid: worker_runs(facts[sid]["raw"]) for sid in SESSIONS}
+    interleavings = sum(len(r) - len(set(r)) for r in runs.values())
+    assert interleavings >= 1, f"the workers never interleaved: {runs}"
+    backend = "postgres" if h.is_postgres else "sqlite"
+    record_property("processes", workers)
+    record_property("operations", workers * ops)
+    record_property("interleavings", interleavings)
+    record_property("stale_candidates", outcomes["stale_candidate"])
+    print(f"\nFIGURE processes[{backend}]: {workers} processes x {ops} ops -> "
+          f"{dict(outcomes)}; {stored} messages stored, {acked} acknowledged; "
+          f"{interleavings} interleavings of different workers' seqs")
+
+
+def worker_runs(raw: list[dict]) -> list[str]:
+    """The writers of a session's history in seq order, one entry per run of one worker."""
+    runs: list[str] = []
+    for m in raw:
+        writer = m["turn_id"].split("i")[0]  # tags are w{worker}i{op}
+        if not runs or runs[-1] != writer:
+            runs.append(writer)
+    return runs
 
 
 def acknowledged_batches(path: Path) -> set[str]:

@@ -21,7 +21,7 @@ from context_compaction.application.runner import TurnRunner
 from context_compaction.domain.overflow import is_overflow
 from context_compaction.infrastructure.legacy import import_legacy
 from context_compaction.infrastructure.providers import LiteLLMChatProvider
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import Reply
 from helpers import FAKE_MODEL, Harness, ok, user
 from legacy_fixture import BASE_MS, build_legacy_db

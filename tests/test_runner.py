@@ -10,7 +10,7 @@ import pytest
 from context_compaction.application.runner import TurnRunner
 from context_compaction.domain.errors import OverflowRetryExhausted
 from context_compaction.infrastructure.providers import LiteLLMChatProvider
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import FakeProvider, Reply
 from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, ok

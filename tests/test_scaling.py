@@ -74,8 +74,13 @@ def test_budgeting_one_more_turn_tokenizes_only_that_turn(tmp_path: Path) -> Non
     h.bus.dispatch(commands.GetContextUsage(session_id="s"))
     h.bus.dispatch(commands.GetContextUsage(session_id="s"))
     assert tokens.records == [401, 402, 403, 404]
+    usage = h.bus.dispatch(commands.GetContextUsage(session_id="s"))
+    tokens.records.clear()
     h.reopen()  # a restart reads the cached counts instead of tokenizing again
-    h.bus.dispatch(commands.GetContextUsage(session_id="s"))
+    cached = h.count("rm_token_counts")
+    assert cached >= 404, f"only {cached} counts cached for 404 messages"
+    assert h.bus.dispatch(commands.GetContextUsage(session_id="s")) == usage
+    assert tokens.records == [], f"the restart tokenized {len(tokens.records)} messages again"
     h.close()
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from context_compaction.domain.overflow import BREADCRUMB, parse_overflow
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import Reply
 from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, RecordingSummarizer, err, llm_settings, ok, user

@@ -7,7 +7,7 @@ every token of that estimate, the request's own priming as ``overhead``.
 
 from __future__ import annotations
 
-from context_compaction.infrastructure.scenario import coding_session
+from context_compaction.infrastructure.demo.scenario import coding_session
 from context_compaction.infrastructure.tokens import REQUEST_PRIMER, TiktokenCounter
 from helpers import Harness, assistant, ok, user
 

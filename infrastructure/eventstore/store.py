@@ -138,9 +138,6 @@ class SqlEventStore:
             return False
         return not newer
 
-    def forget(self, session_id: str) -> None:
-        self._evict(_aggregate_id(session_id))
-
     def save(self, session: Session) -> None:
         try:
             recordings = self.app.record(session)

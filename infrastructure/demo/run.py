@@ -17,9 +17,9 @@ from typing import Any
 from context_compaction.application.runner import TurnResult, TurnRunner
 from context_compaction.application.settings import Settings
 
-from .bootstrap import bootstrap
-from .providers import ScriptedProvider, ScriptedTools
+from ..bootstrap import bootstrap
 from .scenario import Turn, coding_session
+from .scripted import ScriptedProvider, ScriptedTools
 
 Print = Callable[[str], None]
 
@@ -91,7 +91,28 @@ def run_demo(
     script = coding_session(turns)
     provider = ScriptedProvider(script, window=PROVIDER_WINDOW)
     tools = ScriptedTools(script)
+    _introduce(db, out)
 
+    bus = bootstrap(settings)
+    _ok(bus.dispatch_json({"type": "start_session", "session_id": SID, "model": MODEL}))
+    results, versions = _run_turns(bus, script, provider, tools, out, on_turn)
+    _summarize_turns(results, provider, tools, out, facts)
+    live = _ok(bus.dispatch_json({"type": "get_projection", "session_id": SID}))
+    raw = _ok(bus.dispatch_json({"type": "get_history", "session_id": SID, "include_invalidated": True}))
+    facts["raw_messages"] = len(raw["messages"])
+    bus.close()
+
+    calls_before = provider.calls
+    bus = bootstrap(settings)
+    _show_restart(bus, live, raw, versions, provider.calls - calls_before, out, facts)
+    _show_checkpoints_and_info(bus, out, facts)
+    bus.close()
+    out("")
+    out(f"Inspect it yourself:  ctxc info {SID} --db {db}   ·   ctxc history {SID} --db {db}")
+    return facts
+
+
+def _introduce(db: Path, out: Print) -> None:
     out("context-compaction demo: an offline coding-agent session")
     out(f"  event store   {db} (SQLite, WAL)")
     out("  provider      scripted, no network; its real context window is "
@@ -101,8 +122,17 @@ def run_demo(
     out("  summarizer    extractive (deterministic, offline)")
     out("")
 
-    bus = bootstrap(settings)
-    _ok(bus.dispatch_json({"type": "start_session", "session_id": SID, "model": MODEL}))
+
+def _run_turns(
+    bus: Any,
+    script: list[Turn],
+    provider: ScriptedProvider,
+    tools: ScriptedTools,
+    out: Print,
+    on_turn: Callable[[], None] | None,
+) -> tuple[list[TurnResult], list[int]]:
+    """Each turn through the TurnRunner, one table row per turn; the session's version
+    after each."""
     runner = TurnRunner(bus, provider, tools)
     header = f"  {'turn':<8}{'seqs':>9}{'steps':>7}{'tools':>7}{'calls':>7}{'sent':>9}  what happened"
     out(header)
@@ -126,25 +156,39 @@ def run_demo(
             on_turn()
         versions.append(_ok(bus.dispatch_json({"type": "get_projection", "session_id": SID}))["version"])
         sent = max(provider.requests[calls_before:], default=0)
-        events = []
-        for c in result.compactions:
-            change = f"{c.tokens_before:,} -> {c.tokens_after:,} tokens, kept {c.kept_turns} turns from seq {c.first_retained_seq}"
-            if c.degraded:
-                events.append(f"over the window and no summary possible: degraded trim, {change}")
-            elif c.trigger_reason == "overflow":
-                events.append(f"provider refused the request as too long; recovered with a summary, {change}")
-            else:
-                events.append(f"auto-compaction, {change}")
-        if result.in_turn_trims:
-            events.append("overflow after tools ran: step retried once with a locally trimmed request, "
-                          "no tool re-run")
-        trims = sum(1 for w in result.warnings if w.startswith("request trimmed"))
-        if trims:
-            events.append(f"{trims} request(s) trimmed locally within the turn")
         out(f"  {turn.turn_id:<8}{f'{result.first_seq}-{result.last_seq}':>9}{result.steps:>7}"
             f"{result.tool_calls:>7}{result.provider_calls:>7}{sent:>9,}  "
-            + ("; ".join(events) or "-"))
+            + ("; ".join(_what_happened(result)) or "-"))
     out("")
+    return results, versions
+
+
+def _what_happened(result: TurnResult) -> list[str]:
+    events = []
+    for c in result.compactions:
+        change = f"{c.tokens_before:,} -> {c.tokens_after:,} tokens, kept {c.kept_turns} turns from seq {c.first_retained_seq}"
+        if c.degraded:
+            events.append(f"over the window and no summary possible: degraded trim, {change}")
+        elif c.trigger_reason == "overflow":
+            events.append(f"provider refused the request as too long; recovered with a summary, {change}")
+        else:
+            events.append(f"auto-compaction, {change}")
+    if result.in_turn_trims:
+        events.append("overflow after tools ran: step retried once with a locally trimmed request, "
+                      "no tool re-run")
+    trims = sum(1 for w in result.warnings if w.startswith("request trimmed"))
+    if trims:
+        events.append(f"{trims} request(s) trimmed locally within the turn")
+    return events
+
+
+def _summarize_turns(
+    results: list[TurnResult],
+    provider: ScriptedProvider,
+    tools: ScriptedTools,
+    out: Print,
+    facts: dict[str, Any],
+) -> None:
     compactions = [c for r in results for c in r.compactions]
     facts["auto_compactions"] = sum(1 for c in compactions if c.trigger_reason == "auto")
     facts["overflow_recoveries"] = sum(r.overflow_recoveries for r in results)
@@ -166,17 +210,21 @@ def run_demo(
         out(f"{label} (checkpoint {c.checkpoint_id}):")
         out(_indent(c.report))
 
-    live = _ok(bus.dispatch_json({"type": "get_projection", "session_id": SID}))
-    raw = _ok(bus.dispatch_json({"type": "get_history", "session_id": SID, "include_invalidated": True}))
-    facts["raw_messages"] = len(raw["messages"])
-    bus.close()
 
-    calls_before = provider.calls
-    bus = bootstrap(settings)
+def _show_restart(
+    bus: Any,
+    live: dict[str, Any],
+    raw: dict[str, Any],
+    versions: list[int],
+    provider_calls: int,
+    out: Print,
+    facts: dict[str, Any],
+) -> None:
+    """A new process restores the same projection without the provider; an audit replay."""
     restored = _ok(bus.dispatch_json({"type": "get_projection", "session_id": SID}))
     same = _canonical(restored) == _canonical(live)
     facts["restore_identical"] = same
-    facts["restore_provider_calls"] = provider.calls - calls_before
+    facts["restore_provider_calls"] = provider_calls
     out("")
     out(f"Restart: a new process restores the identical projection ({len(restored['messages'])} messages, "
         f"checkpoint {restored['checkpoint_id']}): {'yes' if same else 'NO'}; provider calls: "
@@ -192,6 +240,8 @@ def run_demo(
     facts["replay_version"] = at
     facts["replay"] = replay
 
+
+def _show_checkpoints_and_info(bus: Any, out: Print, facts: dict[str, Any]) -> None:
     checkpoints = _ok(bus.dispatch_json({"type": "list_checkpoints", "session_id": SID}))["checkpoints"]
     out("")
     out("Checkpoints:")
@@ -207,7 +257,3 @@ def run_demo(
     out(f"/info for {SID} (in the restarted process, which budgets with the window the provider")
     out("reported in its overflow error: the session recorded it as a WindowLearned event):")
     out(_indent(info["text"]))
-    bus.close()
-    out("")
-    out(f"Inspect it yourself:  ctxc info {SID} --db {db}   ·   ctxc history {SID} --db {db}")
-    return facts

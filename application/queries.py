@@ -1,0 +1,149 @@
+"""Handlers of the history queries: raw log, projection, replay, checkpoints, sessions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_compaction.domain.errors import InvalidCommand, SessionDeleted, SessionNotFound
+from context_compaction.domain.messages import MessageRecord, nested_tool_calls
+from context_compaction.domain.projection import (
+    ContextProjection,
+    build_projection,
+    checkpoint_problem,
+)
+
+from . import commands as c
+from . import results as r
+from .ports import SessionRow
+from .services import Services
+from .session_context import checkpoint_ref
+
+
+def session_row(svc: Services, session_id: str) -> SessionRow:
+    row = svc.read_model.session(session_id)
+    if row is None:
+        raise SessionNotFound(f"session {session_id!r} does not exist")
+    return row
+
+
+def live_row(svc: Services, session_id: str) -> SessionRow:
+    row = session_row(svc, session_id)
+    if row.deleted:
+        raise SessionDeleted(f"session {session_id!r} is deleted")
+    return row
+
+
+def message_result(m: MessageRecord) -> dict[str, Any]:
+    """A stored message as a result: tool calls in OpenAI's nested form (stored events
+    keep the flat form they were written with; nothing is rewritten)."""
+    out = dict(m)
+    out["invalidated"] = not out.pop("visible", True)
+    if out.get("tool_calls"):
+        out["tool_calls"] = nested_tool_calls(out["tool_calls"])
+    return out
+
+
+def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
+    session_row(svc, cmd.session_id)
+    messages = svc.read_model.messages(
+        cmd.session_id, include_invalidated=cmd.include_invalidated
+    )
+    return r.HistoryResult.model_construct(
+        session_id=cmd.session_id, messages=[message_result(m) for m in messages]
+    )
+
+
+def projection_result(p: ContextProjection, version: int) -> r.ProjectionResult:
+    # Built by us, not parsed: skip re-validating thousands of message dicts.
+    return r.ProjectionResult.model_construct(**p.to_result(), version=version)
+
+
+def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
+    ctx = svc.contexts.get(svc.read_model, cmd.session_id)
+    projection = ctx.projection(svc.identity(cmd.model or ctx.session.model))
+    return projection_result(projection, ctx.session.version)
+
+
+def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
+    """State and projection as of a past version, rebuilt from the events (audits)."""
+    row = session_row(svc, cmd.session_id)
+    if cmd.at_version is not None and cmd.at_version > row.version:
+        raise InvalidCommand(
+            f"at_version {cmd.at_version} is beyond the session's version {row.version}"
+        )
+    # An explicit version always reads the store, never a shared in-memory copy.
+    session = svc.events.load(cmd.session_id, version=cmd.at_version or row.version)
+    identity = svc.identity(cmd.model or session.model)
+    active = session.active_checkpoint
+    row = svc.read_model.checkpoint(active.checkpoint_id) if active else None
+    from_seq = active.first_retained_seq if active else 1
+    notes: list[str] = []
+    raw = svc.read_model.messages(
+        cmd.session_id, from_seq=from_seq, upto_seq=session.max_seq, include_invalidated=True
+    )
+    tail = [m for m in raw if session.is_visible(m["seq"])]
+    ref = checkpoint_ref(row)
+    if active and row is None:
+        notes.append(f"active checkpoint {active.checkpoint_id} is missing")
+    problem = checkpoint_problem(ref, tail) if ref else None
+    if notes or problem:
+        notes += [problem] if problem else []
+        raw = svc.read_model.messages(
+            cmd.session_id, upto_seq=session.max_seq, include_invalidated=True
+        )
+        tail = [m for m in raw if session.is_visible(m["seq"])]
+        ref = None
+    projection = build_projection(
+        checkpoint=ref,
+        messages=tail,
+        context_generation=session.context_generation,
+        identity=identity,
+        diagnostics=notes,
+    )
+    return r.ReplayResult(
+        session_id=cmd.session_id,
+        version=session.version,
+        context_generation=session.context_generation,
+        active_checkpoint_id=active.checkpoint_id if active else None,
+        next_seq=session.next_seq,
+        deleted=session.deleted,
+        model=session.model,
+        projection=projection_result(projection, session.version),
+    )
+
+
+def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResult:
+    row = session_row(svc, cmd.session_id)
+    checkpoints = []
+    for cp in svc.read_model.checkpoints(cmd.session_id):
+        item = cp.to_dict()
+        item["active"] = cp.checkpoint_id == row.active_checkpoint_id
+        checkpoints.append(item)
+    return r.CheckpointsResult(
+        session_id=cmd.session_id,
+        active_checkpoint_id=row.active_checkpoint_id,
+        checkpoints=checkpoints,
+    )
+
+
+def session_info(row: SessionRow) -> r.SessionInfo:
+    return r.SessionInfo(
+        session_id=row.session_id,
+        model=row.model,
+        agent_token_limit=row.agent_token_limit,
+        version=row.version,
+        next_seq=row.next_seq,
+        message_count=row.message_count,
+        invalidated_count=row.invalidated_count,
+        checkpoint_count=row.checkpoint_count,
+        context_generation=row.context_generation,
+        active_checkpoint_id=row.active_checkpoint_id,
+        deleted=row.deleted,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def list_sessions(cmd: c.ListSessions, svc: Services) -> r.SessionsResult:
+    rows = svc.read_model.sessions(limit=cmd.limit, offset=cmd.offset)
+    return r.SessionsResult(sessions=[session_info(x) for x in rows])

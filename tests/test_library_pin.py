@@ -1,0 +1,58 @@
+"""eventsourcing beneath its public API: one module, pinned to one release (ADR 0026).
+
+``infrastructure/eventstore/internals.py`` overrides and reads private names of
+eventsourcing (its SQLite pool, the recorders' insert hooks, ``Application._record``
+and ``_notify``). A new release may rename or change any of them without notice, so
+these tests fail loudly on any other version than the one it was written for, and
+check that each private name it declares still exists.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from importlib.metadata import version
+
+from eventsourcing.utils import resolve_topic
+
+from context_compaction.infrastructure.eventstore.internals import PRIVATE_NAMES, WRITTEN_FOR
+from test_layering import LIBRARY_INTERNALS, ROOT, library_private_names, private_library_uses
+
+
+def test_eventsourcing_is_the_release_the_internals_were_written_for() -> None:
+    installed = version("eventsourcing")
+    assert installed == WRITTEN_FOR, (
+        f"eventsourcing {installed} is installed, but {LIBRARY_INTERNALS} was written for "
+        f"{WRITTEN_FOR}: re-read each override there against the new release's source "
+        "(pool, recorders' insert hooks, Application._record/_notify), run the storage "
+        "and follower tests, then move WRITTEN_FOR"
+    )
+
+
+def _defines(cls: type, name: str) -> bool:
+    """A method or class attribute of ``cls``, or an attribute its code assigns."""
+    if hasattr(cls, name):
+        return True
+    pattern = re.compile(rf"\bself\.{re.escape(name)}\b\s*(:[^=]*)?=")
+    return any(
+        pattern.search(inspect.getsource(klass))
+        for klass in cls.__mro__
+        if klass.__module__.startswith("eventsourcing")
+    )
+
+
+def test_every_private_name_the_internals_declare_still_exists() -> None:
+    missing = [
+        f"{topic}.{name}"
+        for topic, names in PRIVATE_NAMES.items()
+        for name in names
+        if not _defines(resolve_topic(topic), name)
+    ]
+    assert missing == []
+
+
+def test_the_internals_declare_every_private_name_they_use() -> None:
+    used = {use.split(":")[0] for use in private_library_uses(ROOT, library_private_names())[LIBRARY_INTERNALS]}
+    declared = {name for names in PRIVATE_NAMES.values() for name in names}
+    assert used - declared == set()
+    assert declared - used == set()
