@@ -154,6 +154,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
         last_seq=plan.summarize[-1]["seq"],
         budget_tokens=ledger_budget(summary_budget.output_reserve, room),
         count=count,
+        retained=[m for m in ctx.records if m["seq"] >= plan.first_retained_seq],
     )
     checkpoint = turn.candidate(
         summary=verified.text,

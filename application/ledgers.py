@@ -56,10 +56,21 @@ def verify_summary(
     last_seq: int,
     budget_tokens: int,
     count: Count,
+    retained: Sequence[MessageRecord] = (),
 ) -> VerifiedSummary:
-    """``text`` with invalid citations removed and missing ledger items written back."""
+    """``text`` with invalid citations removed and missing ledger items written back.
+
+    ``retained`` (the raw tail kept after the summary) is read for settings only: one
+    set again there supersedes the summary's older value, which is then marked as
+    such rather than left to read as current next to the new one. The stored ledger
+    does not take them (the next compaction reads those messages as covered).
+    """
     cleaned, _, removed = clean_citations(text, 1, last_seq)
     ledger, evicted = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
-    verified, report = verify(cleaned, ledger, budget_tokens, count)
+    check = ledger
+    newer = [i for i in extract(covered_entries(retained)) if i.key is not None]
+    if newer:
+        check, _ = ledger.merge(newer)
+    verified, report = verify(cleaned, check, budget_tokens, count)
     report.dropped_items.extend(evicted)  # left the bounded ledger: reported, not lost silently
     return VerifiedSummary(verified.strip(), ledger, report, removed)
