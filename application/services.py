@@ -16,6 +16,7 @@ from context_compaction.domain.projection import ProviderIdentity
 from context_compaction.domain.session import Session
 
 from .ports import (
+    AttemptLog,
     Clock,
     ConcurrencyConflict,
     EventStore,
@@ -75,6 +76,10 @@ class Services:
     """Requests, calibrations and per-turn attempts of this process (spec §7.2)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """What the composition root keeps for infrastructure (the store, the database)."""
+    attempts: AttemptLog | None = None
+    """Where compaction attempts are recorded (issue 16); None records nothing."""
+    summarizer_named: Callable[[str], Summarizer] | None = None
+    """A summarizer by its ``settings.summarizer`` name (``resummarize``)."""
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
     _contended: dict[str, float] = field(default_factory=dict, repr=False)
     """session → monotonic time until which its writers take the locked path."""

@@ -437,6 +437,7 @@ class Session(Aggregate):
         degraded: bool,
         summary_source: dict[str, Any],
         created_at: str,
+        ledger: dict[str, Any] | None = None,  # issue 16: absent from older events
     ) -> None:
         self.active_checkpoint = CheckpointMark(checkpoint_id, generation, first_retained_seq)
         self.context_generation = generation

@@ -131,7 +131,7 @@ class EventHandlers:
         sid = self._sid(cur, e)
         cur.execute(
             "INSERT INTO {t}rm_checkpoints (" + CHECKPOINT_COLS + ")"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 e.checkpoint_id,
                 sid,
@@ -149,6 +149,7 @@ class EventHandlers:
                 dumps(e.summary_source),
                 e.created_at,
                 e.originator_version,
+                _ledger_text(getattr(e, "ledger", None)),
             ),
         )
         self._touch(
@@ -214,3 +215,7 @@ class EventHandlers:
         )
         self._touch(cur, sid, e)
 
+
+def _ledger_text(ledger: Any) -> str | None:
+    """The checkpoint's ledger as stored in its row (values come from messages: no NUL)."""
+    return storable_text(dumps(ledger)) if ledger else None

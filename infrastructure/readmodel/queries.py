@@ -22,6 +22,7 @@ from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
 from .schema import (
+    ADDED_COLUMNS,
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
     N_SESSION_COLS,
@@ -64,11 +65,24 @@ class SqlReadModel:
                 )
             for statement in SCHEMA:
                 cur.execute(statement)
+            if previous is not None and previous >= SAME_SHAPE_SINCE:
+                self._add_columns(cur, previous)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
                 (SCHEMA_MARK, SCHEMA_VERSION),
             )
+
+    def _add_columns(self, cur: Cur, previous: int) -> None:
+        for version, table, column, kind in ADDED_COLUMNS:
+            if version <= previous:
+                continue
+            if self.db.dialect.is_postgres:
+                cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+                continue
+            names = [row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()]
+            if column not in names:  # (another process may have added it first)
+                cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN {column} {kind}")
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""
