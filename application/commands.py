@@ -168,8 +168,31 @@ class RecallTimeline(Command):
 
 
 class GetHistory(Command):
+    """The raw log; ``from_seq``/``to_seq`` bound it (inclusive), pages ascend from
+    ``from_seq`` and ``limit`` cuts the end (expand a compacted range, issue 16)."""
+
     type: Literal["get_history"] = "get_history"
     session_id: SessionId
+    include_invalidated: StrictBool = False
+    from_seq: Seq | None = None
+    to_seq: Seq | None = None
+    limit: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _range(self) -> GetHistory:
+        if self.from_seq is not None and self.to_seq is not None and self.from_seq > self.to_seq:
+            raise ValueError("from_seq must be <= to_seq")
+        return self
+
+
+class SearchHistory(Command):
+    """Full-text search over the session's raw history (issue 16): every term of
+    ``query`` must occur; invalidated messages only with ``include_invalidated``."""
+
+    type: Literal["search_history"] = "search_history"
+    session_id: SessionId
+    query: Annotated[str, StringConstraints(min_length=1, max_length=1_000), NoNul]
+    limit: Annotated[StrictInt, Field(gt=0, le=1_000)] = 20
     include_invalidated: StrictBool = False
 
 
@@ -205,6 +228,7 @@ AnyCommand = Annotated[
         InvalidateHistory,
         DeleteSession,
         GetHistory,
+        SearchHistory,
         GetProjection,
         ReplaySession,
         ListCheckpoints,

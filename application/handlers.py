@@ -39,6 +39,7 @@ HANDLERS: dict[type[c.Command], Handler] = {
     c.DeleteSession: sessions.delete_session,
     c.GetHistory: queries.get_history,
     c.GetProjection: queries.get_projection,
+    c.SearchHistory: queries.search_history,
     c.ReplaySession: queries.replay_session,
     c.ListCheckpoints: queries.list_checkpoints,
     c.ListSessions: queries.list_sessions,

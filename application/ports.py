@@ -15,7 +15,14 @@ from context_compaction.domain.session import Session
 from context_compaction.domain.summary import SummarySource
 
 # Rows and views the ports return (kept importable from here).
-from .views import CheckpointRow, CommandRecord, SessionRow, SessionSnapshotView, TimelineEntry
+from .views import (
+    CheckpointRow,
+    CommandRecord,
+    SearchHit,
+    SessionRow,
+    SessionSnapshotView,
+    TimelineEntry,
+)
 
 T = TypeVar("T")
 
@@ -80,6 +87,7 @@ class ReadModel(Protocol):
         from_seq: int = 1,
         upto_seq: int | None = None,
         include_invalidated: bool = False,
+        limit: int | None = None,
     ) -> list[MessageRecord]: ...
 
     def session_view(
@@ -98,6 +106,12 @@ class ReadModel(Protocol):
 
     def command(self, command_id: str) -> CommandRecord | None:
         """Where the host command id was used, in any session (None: never)."""
+        ...
+
+    def search(
+        self, session_id: str, query: str, *, limit: int, include_invalidated: bool
+    ) -> list[SearchHit]:
+        """Messages matching every term of ``query`` (user text, never SQL), best first."""
         ...
 
 

@@ -46,10 +46,26 @@ def message_result(m: MessageRecord) -> dict[str, Any]:
 def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
     session_row(svc, cmd.session_id)
     messages = svc.read_model.messages(
-        cmd.session_id, include_invalidated=cmd.include_invalidated
+        cmd.session_id,
+        from_seq=cmd.from_seq or 1,
+        upto_seq=cmd.to_seq,
+        include_invalidated=cmd.include_invalidated,
+        limit=cmd.limit,
     )
     return r.HistoryResult.model_construct(
         session_id=cmd.session_id, messages=[message_result(m) for m in messages]
+    )
+
+
+def search_history(cmd: c.SearchHistory, svc: Services) -> r.SearchResult:
+    session_row(svc, cmd.session_id)
+    hits = svc.read_model.search(
+        cmd.session_id, cmd.query, limit=cmd.limit, include_invalidated=cmd.include_invalidated
+    )
+    return r.SearchResult(
+        session_id=cmd.session_id,
+        query=cmd.query,
+        hits=[r.SearchHitResult(**vars(hit)) for hit in hits],
     )
 
 

@@ -49,6 +49,25 @@ class HistoryResult(Result):
     messages: list[dict[str, Any]]
 
 
+class SearchHitResult(Result):
+    """One message that matched: ``compacted`` when only the summary stands for it
+    (expand it with ``get_history`` ``from_seq``/``to_seq``)."""
+
+    seq: int
+    role: str
+    turn_id: str | None
+    snippet: str
+    score: float
+    compacted: bool
+    invalidated: bool
+
+
+class SearchResult(Result):
+    session_id: str
+    query: str
+    hits: list[SearchHitResult]
+
+
 class ProjectionResult(Result):
     """The history part of a provider request and where it came from (spec §7.1)."""
 

@@ -81,3 +81,19 @@ class SessionSnapshotView:
     session: SessionRow
     checkpoint: CheckpointRow | None
     messages: list[MessageRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One message that matched ``search_history`` (issue 16)."""
+
+    seq: int
+    role: str
+    turn_id: str | None
+    snippet: str
+    """Text around the first match, one line, no control characters."""
+    score: float
+    """Higher is better; comparable within one answer only (engine-specific)."""
+    compacted: bool
+    """Below the active checkpoint's boundary: only the summary stands for it."""
+    invalidated: bool

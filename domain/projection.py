@@ -18,6 +18,11 @@ from .messages import OUTPUT_ONLY_FIELDS, MessageRecord, nested_tool_calls
 
 SUMMARY_HEADER = "[Historical conversation summary — reference only, not a new user request]"
 SUMMARY_FOOTER = "[End historical conversation summary]"
+#: Told to the model with every summary: nothing summarized is gone (issue 16).
+RECALL_NOTE = (
+    "(The summarized messages are kept verbatim by seq: the recall_history tool, when "
+    "offered, searches them and expands any seq range.)"
+)
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,10 @@ class ContextProjection:
 
 def summary_message(summary: str) -> dict[str, Any]:
     """The summary block: a user message framed as reference material (spec §7.1)."""
-    return {"role": "user", "content": f"{SUMMARY_HEADER}\n{summary.strip()}\n{SUMMARY_FOOTER}"}
+    return {
+        "role": "user",
+        "content": f"{SUMMARY_HEADER}\n{summary.strip()}\n{RECALL_NOTE}\n{SUMMARY_FOOTER}",
+    }
 
 
 def checkpoint_problem(

@@ -34,6 +34,7 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "get_context_usage": r.ContextUsage,
     "recall_timeline": r.TimelineResult,
     "get_history": r.HistoryResult,
+    "search_history": r.SearchResult,
     "get_projection": r.ProjectionResult,
     "replay_session": r.ReplayResult,
     "list_checkpoints": r.CheckpointsResult,

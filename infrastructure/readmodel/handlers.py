@@ -18,6 +18,7 @@ from context_compaction.domain.summary import storable_text
 from ..database import Cur
 from .rows import dumps
 from .schema import CHECKPOINT_COLS
+from .search import search_text
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -114,6 +115,10 @@ class EventHandlers:
             "INSERT INTO {t}rm_messages (session_id, seq, visible, notification_id)"
             " VALUES (?, ?, 1, ?)",
             [(sid, e.seq, notification_id) for notification_id, e in run],
+        )
+        cur.executemany(
+            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)",
+            [(sid, e.seq, e.role, e.turn_id, search_text(e)) for _, e in run],
         )
         last = run[-1][1]
         self._touch(

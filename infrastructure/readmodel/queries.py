@@ -10,6 +10,7 @@ from typing import Any
 from context_compaction.application.views import (
     CheckpointRow,
     CommandRecord,
+    SearchHit,
     SessionRow,
     SessionSnapshotView,
 )
@@ -21,6 +22,7 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
+from .search import query_terms, search_params, search_sql, snippet
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -31,6 +33,8 @@ from .schema import (
     SCHEMA,
     SCHEMA_MARK,
     SCHEMA_VERSION,
+    SEARCH_DERIVED,
+    SEARCH_INDEX,
     SESSION_COLS,
     SESSION_SQL,
     lag_of,
@@ -55,7 +59,7 @@ class SqlReadModel:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the next read replays the events into the new ones (catch-up
                 # from position 0), exactly as after losing them.
-                for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
+                for table in (*SEARCH_DERIVED, *PROJECTED_TABLES, DAMAGE_TABLE):
                     cur.execute(f"DROP TABLE IF EXISTS {{t}}{table}")
                 cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
                 log.warning(
@@ -63,6 +67,8 @@ class SqlReadModel:
                     extra={"from_version": previous, "to_version": SCHEMA_VERSION},
                 )
             for statement in SCHEMA:
+                cur.execute(statement)
+            for statement in SEARCH_INDEX[self.db.dialect.name]:
                 cur.execute(statement)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
@@ -162,6 +168,7 @@ class SqlReadModel:
         from_seq: int = 1,
         upto_seq: int | None = None,
         include_invalidated: bool = False,
+        limit: int | None = None,
     ) -> list[MessageRecord]:
         with self.fresh() as cur:
             damage = cur.execute(
@@ -169,7 +176,7 @@ class SqlReadModel:
                 (session_aggregate_id(session_id).hex,),
             ).fetchone()
             refuse_damaged(session_id, damage or (None, None))
-            return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated)
+            return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated, limit)
 
     def _messages(
         self,
@@ -178,6 +185,7 @@ class SqlReadModel:
         from_seq: int,
         upto_seq: int | None,
         include_invalidated: bool,
+        limit: int | None = None,
     ) -> list[MessageRecord]:
         sql = self.projector.events_table.messages_sql
         params: list[Any] = [session_id, from_seq]
@@ -187,6 +195,9 @@ class SqlReadModel:
         if not include_invalidated:
             sql += " AND m.visible = 1"
         sql += " ORDER BY m.seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
         decode = self.projector.decode_state
         rows = cur.execute(sql, params).fetchall()
         try:
@@ -224,6 +235,23 @@ class SqlReadModel:
         from_seq = max(from_seq, after_seq + 1)
         messages = self._messages(cur, session_id, from_seq, None, False)
         return SessionSnapshotView(session=session, checkpoint=checkpoint, messages=messages)
+
+    def search(
+        self, session_id: str, query: str, *, limit: int, include_invalidated: bool
+    ) -> list[SearchHit]:
+        """Messages of the session matching every term of ``query``, best first."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        dialect = self.db.dialect.name
+        sql = search_sql(dialect, include_invalidated)
+        with self.fresh() as cur:
+            rows = cur.execute(sql, search_params(dialect, terms, session_id, limit)).fetchall()
+        return [
+            SearchHit(int(seq), role, turn_id, snippet(body, terms), round(float(score), 6),
+                      bool(compacted), not visible)
+            for seq, role, turn_id, body, score, visible, compacted in rows
+        ]
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
         with self.fresh() as cur:

@@ -19,10 +19,12 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
-SAME_SHAPE_SINCE = 5
+#: 7 added rm_search, which must hold every message already stored: older databases
+#: are rebuilt from the events (ADR 0033).
+SAME_SHAPE_SINCE = 7
 SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
@@ -70,6 +72,11 @@ SCHEMA: tuple[str, ...] = (
     " key TEXT PRIMARY KEY, session_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
     " content TEXT NOT NULL, created_at TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
+    # The searchable text of every message (search_history, ADR 0033); its full-text
+    # index is per engine (SEARCH_INDEX). A rowid table: FTS5 points at its rowids.
+    "CREATE TABLE IF NOT EXISTS {t}rm_search ("
+    " session_id TEXT NOT NULL, seq {INT} NOT NULL, role TEXT NOT NULL, turn_id TEXT,"
+    " body TEXT NOT NULL, PRIMARY KEY (session_id, seq))",
     # Sessions whose events the read model could not project (a damaged row met while
     # catching up): their queries answer corrupt_event instead of a partial state.
     "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
@@ -88,7 +95,29 @@ PROJECTED_TABLES: dict[str, str] = {
     "rm_checkpoints": "checkpoint_id",
     "rm_invalidations": "session_id, version",
     "rm_imports": "session_id, version",
+    "rm_search": "session_id, seq",
 }
+
+#: The full-text index over rm_search, per engine (not compared by ``verify``: it is
+#: derived from rm_search by the engine itself). SQLite: an external-content FTS5
+#: table kept in step by triggers; PostgreSQL: a GIN index on the tsvector.
+SEARCH_INDEX: dict[str, tuple[str, ...]] = {
+    "sqlite": (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS rm_search_fts USING fts5("
+        "body, content='rm_search', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')",
+        "CREATE TRIGGER IF NOT EXISTS rm_search_ins AFTER INSERT ON rm_search BEGIN"
+        " INSERT INTO rm_search_fts (rowid, body) VALUES (new.rowid, new.body); END",
+        "CREATE TRIGGER IF NOT EXISTS rm_search_del AFTER DELETE ON rm_search BEGIN"
+        " INSERT INTO rm_search_fts (rm_search_fts, rowid, body)"
+        " VALUES ('delete', old.rowid, old.body); END",
+    ),
+    "postgres": (
+        "CREATE INDEX IF NOT EXISTS rm_search_body ON {t}rm_search"
+        " USING GIN (to_tsvector('simple', body))",
+    ),
+}
+#: Dropped with the projected tables when the schema is upgraded.
+SEARCH_DERIVED = ("rm_search_fts",)
 
 SESSION_COLS = (
     "session_id, model, agent_token_limit, version, next_seq, context_generation,"
