@@ -168,3 +168,20 @@ def test_run_recall_answers_bad_arguments_with_an_error_for_the_model(make_harne
     for arguments in ("not json", "[]", "{}", '{"from_seq": 0}', '{"from_seq": 3, "to_seq": 1}'):
         assert "error" in json.loads(run_recall(h.bus, SID, arguments)), arguments
     assert json.loads(run_recall(h.bus, SID, {"from_seq": 1}))["messages"][0]["content"] == "x"
+
+
+def test_a_version_6_read_model_gains_its_search_index_without_a_rebuild(make_harness: MakeHarness, caplog) -> None:
+    h = start(make_harness)
+    append(h, user("the cache lives in /var/cache/ctxc"), assistant("understood"))
+    if not h.is_postgres:
+        h.execute("DROP TABLE rm_search_fts")
+    h.execute("DROP TABLE {t}rm_search")
+    h.execute("UPDATE {t}rm_position SET notification_id = 6 WHERE name = 'schema'")
+    position = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")
+    h.reopen()
+    hits = ok(h.do({"type": "search_history", "session_id": SID, "query": "/var/cache/ctxc"}))["hits"]
+    assert [x["seq"] for x in hits] == [1]
+    assert h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'") == position
+    assert "rebuilding" not in caplog.text
+    append(h, user("a later /var/cache/ctxc note"))
+    assert len(ok(h.do({"type": "search_history", "session_id": SID, "query": "/var/cache/ctxc"}))["hits"]) == 2

@@ -118,7 +118,7 @@ class EventHandlers:
         )
         cur.executemany(
             "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)",
-            [(sid, e.seq, e.role, e.turn_id, search_text(e)) for _, e in run],
+            [(sid, e.seq, e.role, e.turn_id, search_text(e.content, e.tool_calls, e.name)) for _, e in run],
         )
         last = run[-1][1]
         self._touch(

@@ -22,7 +22,7 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import query_terms, search_params, search_sql, snippet
+from .search import query_terms, search_params, search_sql, search_text, snippet
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -35,6 +35,7 @@ from .schema import (
     SCHEMA_VERSION,
     SEARCH_DERIVED,
     SEARCH_INDEX,
+    SEARCH_SINCE,
     SESSION_COLS,
     SESSION_SQL,
     lag_of,
@@ -70,11 +71,36 @@ class SqlReadModel:
                 cur.execute(statement)
             for statement in SEARCH_INDEX[self.db.dialect.name]:
                 cur.execute(statement)
+            if previous is not None and SAME_SHAPE_SINCE <= previous < SEARCH_SINCE:
+                self._fill_search(cur)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
                 (SCHEMA_MARK, SCHEMA_VERSION),
             )
+
+    def _fill_search(self, cur: Cur) -> None:
+        """Index the messages a database of an older schema already holds (once)."""
+        events = self.projector.events_table
+        rows = cur.execute(
+            f"SELECT m.session_id, m.seq, e.state FROM {{t}}rm_messages m"
+            f" JOIN {events.qualified} e ON e.{events.id_column} = m.notification_id"
+            " ORDER BY m.session_id, m.seq"
+        ).fetchall()
+        found = []
+        for session_id, seq, state in rows:
+            try:
+                record = self.projector.decode_state(bytes(state))
+                text = search_text(record.get("content"), record.get("tool_calls"), record.get("name"))
+                found.append((session_id, int(seq), str(record["role"]), record.get("turn_id"), text))
+            except Exception:  # noqa: BLE001 - a damaged row is reported by its queries, not here
+                continue
+        cur.executemany(
+            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (session_id, seq) DO NOTHING",
+            found,
+        )
+        log.info("search index filled from the stored messages", extra={"messages": len(found)})
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""

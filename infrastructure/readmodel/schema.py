@@ -22,9 +22,10 @@ POSITION = "read_model"
 SCHEMA_VERSION = 7
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
-#: 7 added rm_search, which must hold every message already stored: older databases
-#: are rebuilt from the events (ADR 0033).
-SAME_SHAPE_SINCE = 7
+SAME_SHAPE_SINCE = 5
+#: 7 added rm_search, which must hold every message already stored: it is filled from
+#: the stored messages once when a database of an older version is opened (ADR 0033).
+SEARCH_SINCE = 7
 SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (

@@ -21,21 +21,21 @@ _WORD = re.compile(r"\w", re.UNICODE)
 _SPACE = re.compile(r"\s+")
 
 
-def search_text(event: Any) -> str:
+def search_text(content: Any, tool_calls: Any, name: Any) -> str:
     """What a message offers to search: its text parts, tool calls (name and
     arguments) and the tool name. Never reasoning or provider-private state."""
     parts: list[str] = []
-    content = event.content
     if isinstance(content, str):
         parts.append(content)
     elif isinstance(content, list):
         for part in content:
             if isinstance(part, dict) and isinstance(part.get("text"), str):
                 parts.append(part["text"])
-    for call in event.tool_calls or ():
-        parts.append(f"{call.get('name', '')} {call.get('arguments', '')}")
-    if event.name:
-        parts.append(event.name)
+    for call in tool_calls or ():
+        if isinstance(call, dict):
+            parts.append(f"{call.get('name', '')} {call.get('arguments', '')}")
+    if isinstance(name, str) and name:
+        parts.append(name)
     return storable_text("\n".join(p for p in parts if p))
 
 
