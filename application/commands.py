@@ -92,6 +92,23 @@ class InvalidateHistory(Command):
     reason: Annotated[str, StringConstraints(max_length=2000), NoNul] = ""
 
 
+class PinMessages(Command):
+    """Keep messages verbatim after the summary block in every projection (issue 16); a
+    pin takes the whole tool group. Pinning a pinned message again changes nothing."""
+
+    type: Literal["pin_messages"] = "pin_messages"
+    session_id: SessionId
+    seqs: list[Seq] = Field(min_length=1, max_length=10_000)
+    command_id: CommandId | None = None
+
+
+class UnpinMessages(Command):
+    type: Literal["unpin_messages"] = "unpin_messages"
+    session_id: SessionId
+    seqs: list[Seq] = Field(min_length=1, max_length=10_000)
+    command_id: CommandId | None = None
+
+
 class DeleteSession(Command):
     type: Literal["delete_session"] = "delete_session"
     session_id: SessionId
@@ -226,6 +243,8 @@ AnyCommand = Annotated[
         ConfigureSession,
         AppendMessages,
         InvalidateHistory,
+        PinMessages,
+        UnpinMessages,
         DeleteSession,
         GetHistory,
         SearchHistory,

@@ -37,6 +37,8 @@ HANDLERS: dict[type[c.Command], Handler] = {
     c.AppendMessages: sessions.append_messages,
     c.InvalidateHistory: sessions.invalidate_history,
     c.DeleteSession: sessions.delete_session,
+    c.PinMessages: sessions.pin_messages,
+    c.UnpinMessages: sessions.unpin_messages,
     c.GetHistory: queries.get_history,
     c.GetProjection: queries.get_projection,
     c.SearchHistory: queries.search_history,

@@ -102,6 +102,10 @@ class ReadModel(Protocol):
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None: ...
 
+    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
+        """Pinned visible messages with seq < ``below_seq``, in seq order (issue 16)."""
+        ...
+
     def checkpoints(self, session_id: str) -> list[CheckpointRow]: ...
 
     def command(self, command_id: str) -> CommandRecord | None:

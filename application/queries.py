@@ -98,6 +98,13 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         cmd.session_id, from_seq=from_seq, upto_seq=session.max_seq, include_invalidated=True
     )
     tail = [m for m in raw if session.is_visible(m["seq"])]
+    pins = {seq for seq in session.pinned_seqs if seq < from_seq}
+    pinned = [
+        m for m in svc.read_model.messages(
+            cmd.session_id, from_seq=min(pins), upto_seq=from_seq - 1, include_invalidated=True
+        )
+        if m["seq"] in pins and session.is_visible(m["seq"])
+    ] if pins else []
     ref = checkpoint_ref(row)
     if active and row is None:
         notes.append(f"active checkpoint {active.checkpoint_id} is missing")
@@ -115,6 +122,7 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         context_generation=session.context_generation,
         identity=identity,
         diagnostics=notes,
+        pinned=pinned if ref else (),
     )
     return r.ReplayResult(
         session_id=cmd.session_id,

@@ -39,6 +39,14 @@ class InvalidateHistoryResult(Result):
     """The seq ranges this command excluded (inclusive ``[lo, hi]`` pairs)."""
 
 
+class PinsResult(Result):
+    """Every pinned seq of the session after the command, ascending."""
+
+    session_id: str
+    pinned_seqs: list[int]
+    version: int
+
+
 class DeleteSessionResult(Result):
     session_id: str
     version: int

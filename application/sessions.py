@@ -274,6 +274,22 @@ def invalidate_history(cmd: c.InvalidateHistory, svc: Services) -> r.InvalidateH
     )
 
 
+def pin_messages(cmd: c.PinMessages, svc: Services) -> r.PinsResult:
+    """Pins are idempotent by nature (a pinned seq stays pinned): ``command_id`` needs
+    no record (ADR 0033)."""
+    pinned, session, saved = mutate(svc, cmd.session_id, lambda s: s.pin(cmd.seqs, created_at=svc.now()))
+    if saved:
+        log.info("messages pinned", extra={"session_id": cmd.session_id, "count": len(pinned)})
+    return r.PinsResult(session_id=cmd.session_id, pinned_seqs=pinned, version=session.version)
+
+
+def unpin_messages(cmd: c.UnpinMessages, svc: Services) -> r.PinsResult:
+    pinned, session, saved = mutate(svc, cmd.session_id, lambda s: s.unpin(cmd.seqs, created_at=svc.now()))
+    if saved:
+        log.info("messages unpinned", extra={"session_id": cmd.session_id, "count": len(pinned)})
+    return r.PinsResult(session_id=cmd.session_id, pinned_seqs=pinned, version=session.version)
+
+
 def delete_session(cmd: c.DeleteSession, svc: Services) -> r.DeleteSessionResult:
     _, session, _ = mutate(svc, cmd.session_id, lambda s: s.delete(created_at=svc.now()))
     log.info("session deleted", extra={"session_id": cmd.session_id})

@@ -81,6 +81,10 @@ class SessionSnapshotView:
     session: SessionRow
     checkpoint: CheckpointRow | None
     messages: list[MessageRecord] = field(default_factory=list)
+    pinned: list[MessageRecord] = field(default_factory=list)
+    """Pinned visible messages below the checkpoint's boundary, in seq order."""
+    pinned_seqs: tuple[int, ...] = ()
+    """Every pinned seq of the session (also those in ``messages``)."""
 
 
 @dataclass(frozen=True)

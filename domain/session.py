@@ -158,6 +158,11 @@ class Session(Aggregate):
     def tool_groups(self, value: list[ToolGroup]) -> None:
         self.__dict__["tool_groups"] = value
 
+    @property
+    def pinned_seqs(self) -> list[int]:
+        """Pinned seqs, ascending (issue 16); absent from snapshots older than pins."""
+        return self.__dict__.get("pinned", [])  # type: ignore[no-any-return]
+
     def tool_group_containing(self, seq: int) -> ToolGroup | None:
         """The tool group (assistant call + its results) that ``seq`` belongs to."""
         return group_containing(self.tool_groups, seq)
@@ -231,7 +236,23 @@ class Session(Aggregate):
                 timestamp,
                 command_generated,
             )
+        self._pin_appended(messages, seqs, created_at)
         return seqs
+
+    def _pin_appended(self, messages: Sequence[Message], seqs: list[int], created_at: str) -> None:
+        """Pins of an append: messages given ``pinned: true`` (with their tool group), and
+        tool results that join a pinned group (a pin takes the whole group)."""
+        pinned = set(self.pinned_seqs)
+        wanted: set[int] = set()
+        for message, seq in zip(messages, seqs):
+            group = self.tool_group_containing(seq)
+            if message.pinned:
+                wanted |= self._pin_scope([seq])
+            elif group is not None and group.seq in pinned | wanted:
+                wanted.add(seq)
+        new = sorted(wanted - pinned)
+        if new:
+            self._messages_pinned(seqs=new, created_at=created_at)
 
     def _record_message(
         self,
@@ -311,6 +332,47 @@ class Session(Aggregate):
             else:
                 span[1] = seq
 
+    # ------------------------------------------------------------------ pins
+    def pin(self, seqs: Sequence[int], *, created_at: str) -> list[int]:
+        """Pin visible messages with their whole tool groups (issue 16); returns every
+        pinned seq. Pins do not move ``context_generation``: a summary stays true."""
+        self._ensure_live()
+        new = sorted(self._pin_scope(seqs) - set(self.pinned_seqs))
+        if new:
+            self._messages_pinned(seqs=new, created_at=created_at)
+        return list(self.pinned_seqs)
+
+    def unpin(self, seqs: Sequence[int], *, created_at: str) -> list[int]:
+        self._ensure_live()
+        gone = sorted(self._pin_scope(seqs) & set(self.pinned_seqs))
+        if gone:
+            self._messages_unpinned(seqs=gone, created_at=created_at)
+        return list(self.pinned_seqs)
+
+    def _pin_scope(self, seqs: Sequence[int]) -> set[int]:
+        if not seqs:
+            raise InvalidCommand("seqs must not be empty")
+        scope: set[int] = set()
+        for seq in seqs:
+            if isinstance(seq, bool) or not isinstance(seq, int) or not self.is_visible(seq):
+                raise InvalidCommand(f"seq {seq} is not a visible message")
+            group = self.tool_group_containing(seq)
+            if group is None:
+                scope.add(seq)
+            else:
+                scope.add(group.seq)
+                scope.update(s for s, _ in group.results if self.is_visible(s))
+        return scope
+
+    @event("MessagesPinned", topic="context_compaction:Session.MessagesPinned")
+    def _messages_pinned(self, seqs: list[int], created_at: str) -> None:
+        self.__dict__["pinned"] = sorted({*self.pinned_seqs, *seqs})
+
+    @event("MessagesUnpinned", topic="context_compaction:Session.MessagesUnpinned")
+    def _messages_unpinned(self, seqs: list[int], created_at: str) -> None:
+        gone = set(seqs)
+        self.__dict__["pinned"] = [s for s in self.pinned_seqs if s not in gone]
+
     # ----------------------------------------------------------- invalidate
     def invalidate(
         self,
@@ -365,6 +427,8 @@ class Session(Aggregate):
         self.tool_groups, self.open_calls = visible_groups(
             self.tool_groups, self.open_calls, self.is_visible
         )
+        if self.pinned_seqs:  # an invalidated message is no longer pinned (ADR 0033)
+            self.__dict__["pinned"] = [s for s in self.pinned_seqs if self.is_visible(s)]
 
     # ----------------------------------------------------------- checkpoint
     def commit_checkpoint(self, checkpoint: Checkpoint) -> int:

@@ -48,4 +48,7 @@ def snapshot_problem(state: dict[str, Any]) -> str | None:
         for g in groups
     ):
         return "tool_groups has the wrong shape"
+    pinned = state.get("pinned", [])
+    if type(pinned) is not list or not all(type(s) is int for s in pinned):
+        return "pinned is not a list of seqs"
     return None

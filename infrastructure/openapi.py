@@ -27,6 +27,8 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "append_messages": r.AppendMessagesResult,
     "invalidate_history": r.InvalidateHistoryResult,
     "delete_session": r.DeleteSessionResult,
+    "pin_messages": r.PinsResult,
+    "unpin_messages": r.PinsResult,
     "compact": r.CompactOutcome,
     "prepare_turn": r.TurnRequest,
     "record_usage": r.RecordUsageResult,

@@ -107,6 +107,8 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
         {"type": "prepare_turn", "session_id": sid, "system_prompt": "be brief"},
         {"type": "get_history", "session_id": sid},
         {"type": "search_history", "session_id": sid, "query": "answer"},
+        {"type": "pin_messages", "session_id": sid, "seqs": [1]},
+        {"type": "unpin_messages", "session_id": sid, "seqs": [1]},
         {"type": "get_projection", "session_id": sid},
         {"type": "replay_session", "session_id": sid, "at_version": 2},
         {"type": "list_checkpoints", "session_id": sid},

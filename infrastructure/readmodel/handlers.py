@@ -41,6 +41,8 @@ class EventHandlers:
             Session.Deleted: self._deleted,
             Session.LegacyImported: self._legacy_imported,
             Session.WindowLearned: self._window_learned,
+            Session.MessagesPinned: self._messages_pinned,
+            Session.MessagesUnpinned: self._messages_unpinned,
         }
 
     def _sid(self, cur: Cur, event: Any) -> str:
@@ -117,7 +119,9 @@ class EventHandlers:
             [(sid, e.seq, notification_id) for notification_id, e in run],
         )
         cur.executemany(
-            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)",
+            # (a message's text is a function of its event: a row already there is the same)
+            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (session_id, seq) DO NOTHING",
             [(sid, e.seq, e.role, e.turn_id, search_text(e.content, e.tool_calls, e.name)) for _, e in run],
         )
         last = run[-1][1]
@@ -175,6 +179,9 @@ class EventHandlers:
                 (sid, lo, hi),
             )
             excluded += max(cur.rowcount, 0)
+            cur.execute(
+                "DELETE FROM {t}rm_pins WHERE session_id = ? AND seq >= ? AND seq <= ?", (sid, lo, hi)
+            )
         cur.execute(
             "INSERT INTO {t}rm_invalidations (session_id, version, kind, ranges, excluded,"
             " reason, generation, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -189,6 +196,21 @@ class EventHandlers:
             " invalidated_count = invalidated_count + ?",
             (e.generation, excluded),
         )
+
+    def _messages_pinned(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        cur.executemany(
+            "INSERT INTO {t}rm_pins (session_id, seq) VALUES (?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
+            [(sid, seq) for seq in e.seqs],
+        )
+        self._touch(cur, sid, e)
+
+    def _messages_unpinned(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        cur.executemany(
+            "DELETE FROM {t}rm_pins WHERE session_id = ? AND seq = ?", [(sid, seq) for seq in e.seqs]
+        )
+        self._touch(cur, sid, e)
 
     def _deleted(self, cur: Cur, e: Any) -> None:
         self._touch(cur, self._sid(cur, e), e, "deleted = 1")

@@ -260,7 +260,20 @@ class SqlReadModel:
         from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
         from_seq = max(from_seq, after_seq + 1)
         messages = self._messages(cur, session_id, from_seq, None, False)
-        return SessionSnapshotView(session=session, checkpoint=checkpoint, messages=messages)
+        pinned_seqs = tuple(
+            int(r[0]) for r in cur.execute(
+                "SELECT seq FROM {t}rm_pins WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        )
+        pinned: list[MessageRecord] = []
+        if checkpoint is not None and tail_only and pinned_seqs and pinned_seqs[0] < checkpoint.first_retained_seq:
+            rows = cur.execute(
+                self.projector.events_table.pinned_sql, (session_id, checkpoint.first_retained_seq)
+            ).fetchall()
+            pinned = [message_record(r, self.projector.decode_state) for r in rows]
+        return SessionSnapshotView(
+            session=session, checkpoint=checkpoint, messages=messages, pinned=pinned, pinned_seqs=pinned_seqs
+        )
 
     def search(
         self, session_id: str, query: str, *, limit: int, include_invalidated: bool
@@ -278,6 +291,12 @@ class SqlReadModel:
                       bool(compacted), not visible)
             for seq, role, turn_id, body, score, visible, compacted in rows
         ]
+
+    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
+        """Pinned visible messages with seq < ``below_seq``, in seq order."""
+        with self.fresh() as cur:
+            rows = cur.execute(self.projector.events_table.pinned_sql, (session_id, below_seq)).fetchall()
+        return [message_record(r, self.projector.decode_state) for r in rows]
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
         with self.fresh() as cur:

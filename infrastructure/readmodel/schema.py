@@ -78,6 +78,9 @@ SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS {t}rm_search ("
     " session_id TEXT NOT NULL, seq {INT} NOT NULL, role TEXT NOT NULL, turn_id TEXT,"
     " body TEXT NOT NULL, PRIMARY KEY (session_id, seq))",
+    # Pinned messages (issue 16): kept verbatim after the summary block.
+    "CREATE TABLE IF NOT EXISTS {t}rm_pins ("
+    " session_id TEXT NOT NULL, seq {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
     # Sessions whose events the read model could not project (a damaged row met while
     # catching up): their queries answer corrupt_event instead of a partial state.
     "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
@@ -97,6 +100,7 @@ PROJECTED_TABLES: dict[str, str] = {
     "rm_invalidations": "session_id, version",
     "rm_imports": "session_id, version",
     "rm_search": "session_id, seq",
+    "rm_pins": "session_id, seq",
 }
 
 #: The full-text index over rm_search, per engine (not compared by ``verify``: it is
@@ -186,6 +190,13 @@ class EventsTable:
             f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_messages m"
             f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
             " WHERE m.session_id = ? AND m.seq >= ?"
+        )
+        # Pinned visible messages below a boundary (the checkpoint's first retained seq).
+        self.pinned_sql = (
+            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_pins p"
+            " JOIN {t}rm_messages m ON m.session_id = p.session_id AND m.seq = p.seq"
+            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+            " WHERE p.session_id = ? AND p.seq < ? AND m.visible = 1 ORDER BY p.seq"
         )
         self.message_version_sql = (
             "SELECT e.originator_version FROM {t}rm_messages m"
