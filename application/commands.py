@@ -109,6 +109,16 @@ class UnpinMessages(Command):
     command_id: CommandId | None = None
 
 
+class RevertCheckpoint(Command):
+    """Withdraw the active checkpoint: the projection returns to its parent (or raw
+    history), the generation moves, raw history is untouched (issue 16)."""
+
+    type: Literal["revert_checkpoint"] = "revert_checkpoint"
+    session_id: SessionId
+    checkpoint_id: Annotated[str, StringConstraints(min_length=1, max_length=256), NoNul]
+    command_id: CommandId | None = None
+
+
 class DeleteSession(Command):
     type: Literal["delete_session"] = "delete_session"
     session_id: SessionId
@@ -245,6 +255,7 @@ AnyCommand = Annotated[
         InvalidateHistory,
         PinMessages,
         UnpinMessages,
+        RevertCheckpoint,
         DeleteSession,
         GetHistory,
         SearchHistory,

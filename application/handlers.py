@@ -39,6 +39,7 @@ HANDLERS: dict[type[c.Command], Handler] = {
     c.DeleteSession: sessions.delete_session,
     c.PinMessages: sessions.pin_messages,
     c.UnpinMessages: sessions.unpin_messages,
+    c.RevertCheckpoint: sessions.revert_checkpoint,
     c.GetHistory: queries.get_history,
     c.GetProjection: queries.get_projection,
     c.SearchHistory: queries.search_history,

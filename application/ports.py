@@ -18,6 +18,7 @@ from context_compaction.domain.summary import SummarySource
 from .views import (
     CheckpointRow,
     CommandRecord,
+    RevertRecord,
     SearchHit,
     SessionRow,
     SessionSnapshotView,
@@ -101,6 +102,10 @@ class ReadModel(Protocol):
         ...
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None: ...
+
+    def reverts(self, session_id: str) -> list[RevertRecord]:
+        """The session's reverted checkpoints, oldest revert first (issue 16)."""
+        ...
 
     def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
         """Pinned visible messages with seq < ``below_seq``, in seq order (issue 16)."""

@@ -139,9 +139,11 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
 def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResult:
     row = session_row(svc, cmd.session_id)
     checkpoints = []
+    reverted = {done.checkpoint_id for done in svc.read_model.reverts(cmd.session_id)}
     for cp in svc.read_model.checkpoints(cmd.session_id):
         item = cp.to_dict()
         item["active"] = cp.checkpoint_id == row.active_checkpoint_id
+        item["reverted"] = cp.checkpoint_id in reverted
         checkpoints.append(item)
     return r.CheckpointsResult(
         session_id=cmd.session_id,

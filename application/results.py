@@ -47,6 +47,16 @@ class PinsResult(Result):
     version: int
 
 
+class RevertResult(Result):
+    session_id: str
+    checkpoint_id: str
+    """The checkpoint withdrawn."""
+    context_generation: int
+    active_checkpoint_id: str | None
+    """The parent now active, or null: raw history."""
+    version: int
+
+
 class DeleteSessionResult(Result):
     session_id: str
     version: int

@@ -101,3 +101,15 @@ class SearchHit:
     compacted: bool
     """Below the active checkpoint's boundary: only the summary stands for it."""
     invalidated: bool
+
+
+@dataclass(frozen=True)
+class RevertRecord:
+    """A checkpoint withdrawn by ``revert_checkpoint`` (issue 16)."""
+
+    checkpoint_id: str
+    session_id: str
+    version: int
+    now_active: str | None
+    generation: int
+    command_id: str | None

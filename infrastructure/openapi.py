@@ -29,6 +29,7 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "delete_session": r.DeleteSessionResult,
     "pin_messages": r.PinsResult,
     "unpin_messages": r.PinsResult,
+    "revert_checkpoint": r.RevertResult,
     "compact": r.CompactOutcome,
     "prepare_turn": r.TurnRequest,
     "record_usage": r.RecordUsageResult,

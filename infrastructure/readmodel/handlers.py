@@ -43,6 +43,7 @@ class EventHandlers:
             Session.WindowLearned: self._window_learned,
             Session.MessagesPinned: self._messages_pinned,
             Session.MessagesUnpinned: self._messages_unpinned,
+            Session.CheckpointReverted: self._checkpoint_reverted,
         }
 
     def _sid(self, cur: Cur, event: Any) -> str:
@@ -211,6 +212,17 @@ class EventHandlers:
             "DELETE FROM {t}rm_pins WHERE session_id = ? AND seq = ?", [(sid, seq) for seq in e.seqs]
         )
         self._touch(cur, sid, e)
+
+    def _checkpoint_reverted(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        cur.execute(
+            "INSERT INTO {t}rm_reverts (checkpoint_id, session_id, version, now_active, generation,"
+            " command_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (e.checkpoint_id, sid, e.originator_version, e.now_active, e.generation, e.command_id,
+             e.created_at),
+        )
+        self._touch(cur, sid, e, "active_checkpoint_id = ?, context_generation = ?",
+                    (e.now_active, e.generation))
 
     def _deleted(self, cur: Cur, e: Any) -> None:
         self._touch(cur, self._sid(cur, e), e, "deleted = 1")

@@ -10,6 +10,7 @@ from typing import Any
 from context_compaction.application.views import (
     CheckpointRow,
     CommandRecord,
+    RevertRecord,
     SearchHit,
     SessionRow,
     SessionSnapshotView,
@@ -291,6 +292,15 @@ class SqlReadModel:
                       bool(compacted), not visible)
             for seq, role, turn_id, body, score, visible, compacted in rows
         ]
+
+    def reverts(self, session_id: str) -> list[RevertRecord]:
+        with self.fresh() as cur:
+            rows = cur.execute(
+                "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
+                " FROM {t}rm_reverts WHERE session_id = ? ORDER BY version",
+                (session_id,),
+            ).fetchall()
+        return [RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) for r in rows]
 
     def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
         """Pinned visible messages with seq < ``below_seq``, in seq order."""

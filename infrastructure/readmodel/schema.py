@@ -81,6 +81,10 @@ SCHEMA: tuple[str, ...] = (
     # Pinned messages (issue 16): kept verbatim after the summary block.
     "CREATE TABLE IF NOT EXISTS {t}rm_pins ("
     " session_id TEXT NOT NULL, seq {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
+    # Reverted checkpoints (issue 16): one revert per checkpoint at most.
+    "CREATE TABLE IF NOT EXISTS {t}rm_reverts ("
+    " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, version {INT} NOT NULL,"
+    " now_active TEXT, generation {INT} NOT NULL, command_id TEXT, created_at TEXT NOT NULL)",
     # Sessions whose events the read model could not project (a damaged row met while
     # catching up): their queries answer corrupt_event instead of a partial state.
     "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
@@ -101,6 +105,7 @@ PROJECTED_TABLES: dict[str, str] = {
     "rm_imports": "session_id, version",
     "rm_search": "session_id, seq",
     "rm_pins": "session_id, seq",
+    "rm_reverts": "checkpoint_id",
 }
 
 #: The full-text index over rm_search, per engine (not compared by ``verify``: it is
