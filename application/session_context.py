@@ -47,9 +47,8 @@ class _Cached:
     command in another thread is reading.
     """
 
-    __slots__ = (
-        "builders", "checkpoint", "cleared", "counted", "lock", "notes", "records", "session", "tokens"
-    )
+    __slots__ = ("builders", "checkpoint", "cleared", "counted", "lock", "notes", "pinned",
+                 "pinned_seqs", "records", "session", "tokens")
 
     def __init__(
         self,
@@ -57,8 +56,13 @@ class _Cached:
         checkpoint: Checkpoint | None,
         records: list[MessageRecord],
         notes: list[str],
+        pinned: list[MessageRecord] | None = None,
+        pinned_seqs: tuple[int, ...] = (),
         cleared: dict[int, str] | None = None,
     ) -> None:
+        self.pinned = pinned or []
+        """Pinned visible messages below the checkpoint's boundary (issue 16)."""
+        self.pinned_seqs = pinned_seqs
         self.session = session
         self.checkpoint = checkpoint
         self.records = records  # append-only: a snapshot's records are always a prefix
@@ -89,7 +93,9 @@ class _Cached:
         return found
 
     def snapshot(self) -> SessionContext:
-        return SessionContext(self.session, self.checkpoint, list(self.records), list(self.notes), self)
+        ctx = SessionContext(self.session, self.checkpoint, list(self.records), list(self.notes), self)
+        ctx.pinned, ctx.pinned_seqs = list(self.pinned), self.pinned_seqs
+        return ctx
 
 
 class SessionContext:
@@ -100,7 +106,8 @@ class SessionContext:
     only while it still describes exactly these records.
     """
 
-    __slots__ = ("_own_builders", "_shared", "checkpoint", "notes", "records", "session")
+    __slots__ = ("_own_builders", "_shared", "checkpoint", "notes", "pinned", "pinned_seqs", "records",
+                 "session")
 
     def __init__(
         self,
@@ -116,6 +123,10 @@ class SessionContext:
         """Visible raw messages from the checkpoint boundary on (all visible ones when
         there is no usable checkpoint), in seq order."""
         self.notes = notes
+        self.pinned: list[MessageRecord] = []
+        """Pinned visible messages below the checkpoint's boundary, shown after it."""
+        self.pinned_seqs: tuple[int, ...] = ()
+        """Every pinned seq of the session."""
         self._shared = shared
         self._own_builders: dict[ProviderIdentity | None, ProjectionBuilder] = {}
 
@@ -161,6 +172,7 @@ class SessionContext:
                 checkpoint=self.checkpoint,
                 context_generation=self.session.context_generation,
                 diagnostics=self.notes,
+                pinned=self.pinned,
             )
 
     def history_tokens(
@@ -206,6 +218,7 @@ class ContextCache:
                     raise SessionNotFound(f"session {session_id!r} does not exist")
                 if _usable(view.session, cached):
                     cached.extend(view.session, view.messages)
+                    cached.pinned, cached.pinned_seqs = view.pinned, view.pinned_seqs
                     _check_live(cached.session, allow_deleted)
                     return cached.snapshot()
         ctx = load_context(read_model, session_id, allow_deleted=allow_deleted)
@@ -256,7 +269,10 @@ def load_context(
         checkpoint = checkpoint_ref(view.checkpoint)
         problem = checkpoint_problem(checkpoint, view.messages) if checkpoint else None
         if not notes and not problem:
-            return _Cached(session, checkpoint, list(view.messages), [], view.cleared).snapshot()
+            return _Cached(
+                session, checkpoint, list(view.messages), [], view.pinned, view.pinned_seqs,
+                view.cleared,
+            ).snapshot()
         full = read_model.session_view(session_id, tail_only=False)
         if full is None or full.session.version != session.version:
             continue  # the session moved between the two reads; read again
@@ -265,7 +281,9 @@ def load_context(
             "checkpoint unusable, projecting raw history",
             extra={"session_id": session_id, "checkpoint_id": session.active_checkpoint_id},
         )
-        return _Cached(session, None, list(full.messages), notes, full.cleared).snapshot()
+        return _Cached(
+            session, None, list(full.messages), notes, pinned_seqs=full.pinned_seqs, cleared=full.cleared
+        ).snapshot()
     raise SessionNotFound(f"session {session_id!r} kept changing; try again")
 
 

@@ -47,7 +47,7 @@ def clear_tool_results(svc: Services, turn: TurnContext, reason: str = "auto") -
         turn.tokens,
         keep_recent_tokens=cfg.keep_recent_tokens,
         protected_tools=frozenset(cfg.protected_tools),
-        cleared=ctx.cleared,
+        cleared={*ctx.cleared, *ctx.pinned_seqs},  # a pinned message is shown verbatim
         count=lambda text: svc.tokens.count_text(text, encoding),
     )
     if not plan:

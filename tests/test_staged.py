@@ -193,12 +193,12 @@ def test_the_aggregate_refuses_a_clearing_of_anything_but_a_visible_tool_result(
     assert s.collect_events() == []
 
 
-def test_a_version_6_read_model_gains_the_cleared_column_in_place(make_harness, caplog) -> None:
+def test_a_version_8_read_model_gains_the_cleared_column_in_place(make_harness, caplog) -> None:
     h = make_harness("m", context_compaction=clearing())
     build(h)
     h.execute("ALTER TABLE {t}rm_sessions DROP COLUMN cleared_count")
     h.execute("DROP TABLE {t}rm_cleared")
-    h.execute("UPDATE {t}rm_position SET notification_id = 6 WHERE name = 'schema'")
+    h.execute("UPDATE {t}rm_position SET notification_id = 8 WHERE name = 'schema'")
     position = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")
     h.reopen()
     assert h.query("SELECT cleared_count FROM {t}rm_sessions") == [(0,)]
