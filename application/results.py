@@ -199,6 +199,16 @@ class PromptCacheUsage(Result):
     """``cached_tokens / prompt_tokens`` over those requests (0 when none)."""
 
 
+class CompactionBreaker(Result):
+    """The circuit breaker of automatic compaction (issue 17)."""
+
+    open: bool
+    failures_in_a_row: int
+    """Failed automatic summary attempts since the last committed compaction."""
+    turns_left: int
+    """Turns the pause still lasts (0 when closed)."""
+
+
 class ContextUsage(Result):
     """Every field of spec §16, the per-part breakdown and the text form.
 
@@ -233,6 +243,8 @@ class ContextUsage(Result):
     breakdown: dict[str, int]
     text: str
     prompt_cache: PromptCacheUsage | None = None
+    compaction_breaker: CompactionBreaker | None = None
+    """Set by /info (``get_context_usage``): read from the attempt log."""
     """None until ``record_usage`` reported a request of the session in this process."""
     ledger: dict[str, int] | None = None
     """The active checkpoint's ledger coverage: items_total, in_summary, restored,

@@ -70,6 +70,10 @@ class CompactionConfig(_Section):
     keep_recent_tokens: int = Field(default=20000, ge=0)
     """How much recent history a checkpoint tries to keep verbatim."""
     tool_results: ToolResultsConfig = Field(default_factory=ToolResultsConfig)
+    max_consecutive_failures: int = Field(default=3, ge=0)
+    """Failed automatic summaries in a row that pause automatic summaries (0: never)."""
+    breaker_pause_turns: int = Field(default=5, ge=1)
+    """How many turns the pause lasts; the degraded trim still guards the hard window."""
     prompt_cache: Literal["auto", "off"] = "auto"
     """``auto``: place explicit prompt-cache breakpoints for providers that need them
     (Anthropic); ``off``: never (ADR 0035)."""

@@ -25,6 +25,7 @@ from .compaction import compact_context
 from .degraded import degraded_checkpoint
 from .promptcache import needs_breakpoints, with_cache_breakpoints
 from .services import Services
+from .breaker import paused
 from .staged import Cleared, clear_tool_results, with_clearing
 from .turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
 from .turnstate import IssuedRequest
@@ -192,22 +193,15 @@ def _auto_compact(
             return cleared.outcome, [], cleared.turn
         turn, usage = cleared.turn, cleared.usage
     used, estimate, budget = usage.used, turn.draft.total, turn.budget
-    try:
-        outcome = with_clearing(compact_context(svc, turn, reason="auto"), cleared)
-    except (SummaryFailed, StaleCandidate, StorageError) as exc:
-        log.warning(
-            "auto compaction failed",
-            extra={"session_id": turn.session_id, "error_class": exc.code, "reason": "auto"},
-        )
-        note = [f"auto compaction failed ({exc.code}): {exc.message}"]
-        if isinstance(exc, StaleCandidate):
-            turn = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
-    else:
-        if outcome.status == "compacted":
-            return outcome, [], prepare_context(svc, turn.session_id, turn.inputs, turn.model)
-        # No summary was asked for: the turn keeps its one attempt (spec §11.3 step 3).
+    pause = paused(svc, turn.session_id, turn.records)
+    if pause is not None:  # no summary is asked for: the turn keeps its one attempt
         svc.turns.release_summary_attempt(turn.session_id, turn_key)
-        note = ["auto compaction found nothing to compact"]
+        note = [f"auto compaction paused after {pause.failures_in_a_row} failed attempts in a row "
+                f"({pause.turns_left} more turns; /compact still works)"]
+    else:
+        done, note, turn = _summarize(svc, turn, turn_key, cleared)
+        if done is not None:
+            return done, [], turn
     if used <= budget.window:
         still = "continuing with the previous context (still under the hard window)"
         return (cleared.outcome if cleared else None), [*note, still], turn
@@ -218,6 +212,28 @@ def _auto_compact(
     degraded = with_clearing(degraded_checkpoint(svc, turn, window_cap=cap), cleared)
     turn = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
     return degraded, [*note, "over the hard window: committed a degraded checkpoint before sending"], turn
+
+
+def _summarize(
+    svc: Services, turn: TurnContext, turn_key: int, cleared: Cleared | None
+) -> tuple[r.CompactOutcome | None, list[str], TurnContext]:
+    """The automatic summary attempt: its outcome when a checkpoint was committed (with
+    the context after it), else None, the warnings and the context to continue with."""
+    try:
+        outcome = with_clearing(compact_context(svc, turn, reason="auto"), cleared)
+    except (SummaryFailed, StaleCandidate, StorageError) as exc:
+        log.warning(
+            "auto compaction failed",
+            extra={"session_id": turn.session_id, "error_class": exc.code, "reason": "auto"},
+        )
+        if isinstance(exc, StaleCandidate):
+            turn = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
+        return None, [f"auto compaction failed ({exc.code}): {exc.message}"], turn
+    if outcome.status == "compacted":
+        return outcome, [], prepare_context(svc, turn.session_id, turn.inputs, turn.model)
+    # No summary was asked for: the turn keeps its one attempt (spec §11.3 step 3).
+    svc.turns.release_summary_attempt(turn.session_id, turn_key)
+    return None, ["auto compaction found nothing to compact"], turn
 
 
 def _clear_first(svc: Services, turn: TurnContext) -> Cleared | None:

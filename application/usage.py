@@ -13,6 +13,7 @@ from typing import Any
 from . import commands as c
 from . import results as r
 from .drafts import TurnInputs
+from .breaker import breaker_state
 from .services import Services
 from .turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
 
@@ -141,7 +142,13 @@ def usage_text(u: r.ContextUsage) -> str:
 def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     """The figures the next ``prepare_turn`` with the same inputs decides on."""
     turn = prepare_context(svc, cmd.session_id, inputs_of(cmd), cmd.model)
-    return context_usage(turn, decide_usage(svc, turn), prompt_cache_usage(svc, cmd.session_id))
+    usage = context_usage(turn, decide_usage(svc, turn), prompt_cache_usage(svc, cmd.session_id))
+    state = breaker_state(svc, cmd.session_id, turn.records)
+    usage.compaction_breaker = r.CompactionBreaker(**state.to_record())
+    if state.open:
+        usage.text += (f"\nAuto compaction     paused after {state.failures_in_a_row} failed attempts"
+                       f" ({state.turns_left} more turns)")
+    return usage
 
 
 def _coverage(report: dict[str, Any] | None) -> dict[str, int] | None:

@@ -1,0 +1,84 @@
+"""The circuit breaker of automatic compaction (issue 17): read from the attempt log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from context_compaction.application.ports import SummaryRequest, SummaryResult
+from context_compaction.domain.errors import SummaryFailed
+from helpers import Harness, ok, user
+
+SID = "s"
+RESERVE = 1_000
+
+
+class Flaky:
+    """A summarizer that fails while ``failing`` is set (a port adapter, not our code)."""
+
+    def __init__(self) -> None:
+        self.failing = True
+        self.calls = 0
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult:
+        self.calls += 1
+        if self.failing:
+            raise SummaryFailed("the fake summarizer is down")
+        return SummaryResult(text="Summary: the agent fixed the refund test.", provider_kind="flaky", model=request.model)
+
+
+def turn(h: Harness, n: int) -> dict[str, Any]:
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user(f"Step {n}.", turn_id=f"t{n}")]}))
+    return ok(h.do({"type": "prepare_turn", "session_id": SID}))
+
+
+def breaker(h: Harness) -> dict[str, Any]:
+    return ok(h.do({"type": "get_context_usage", "session_id": SID}))["compaction_breaker"]
+
+
+def test_the_breaker_opens_after_three_failures_pauses_and_resets_on_success(make_harness, caplog) -> None:
+    flaky = Flaky()
+    h = make_harness("b", adapters={"summarizer": flaky},
+                     context_compaction={"reserve_tokens": RESERVE, "keep_recent_tokens": 300,
+                                         "max_consecutive_failures": 3, "breaker_pause_turns": 2})
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    for n in range(12):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+            user(f"Request {n}: " + "details " * 200, turn_id=f"h{n}"),
+            {"role": "assistant", "content": "Done " + "ok " * 200, "turn_id": f"h{n}"}]}))
+    used = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
+    ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": used + RESERVE - 50}))
+    for n in range(3):
+        warnings = turn(h, n)["warnings"]
+        assert flaky.calls == n + 1 and any("auto compaction failed" in w for w in warnings)
+    assert breaker(h) == {"open": True, "failures_in_a_row": 3, "turns_left": 2}
+    for n in (3, 4):  # paused for two turns: no summary call
+        warnings = turn(h, n)["warnings"]
+        assert flaky.calls == 3 and any("paused after 3 failed attempts" in w for w in warnings)
+    assert caplog.text.count("auto compaction paused after repeated failures") == 1  # logged once
+    turn(h, 5)  # the pause is over: one more attempt, which fails and pauses again
+    assert flaky.calls == 4 and breaker(h)["open"] and breaker(h)["failures_in_a_row"] == 4
+    flaky.failing = False
+    outcome = ok(h.do({"type": "compact", "session_id": SID}))  # manual /compact still works
+    assert outcome["status"] == "compacted" and flaky.calls == 5
+    assert breaker(h) == {"open": False, "failures_in_a_row": 0, "turns_left": 0}  # a success resets it
+
+
+def test_over_the_hard_window_a_paused_breaker_still_trims(make_harness) -> None:
+    flaky = Flaky()
+    h = make_harness("w", adapters={"summarizer": flaky},
+                     context_compaction={"reserve_tokens": RESERVE, "keep_recent_tokens": 300,
+                                         "max_consecutive_failures": 1, "breaker_pause_turns": 5})
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    for n in range(12):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+            user(f"Request {n}: " + "details " * 200, turn_id=f"h{n}"),
+            {"role": "assistant", "content": "Done " + "ok " * 200, "turn_id": f"h{n}"}]}))
+    used = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
+    ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": used + RESERVE - 50}))
+    turn(h, 0)
+    assert flaky.calls == 1 and breaker(h)["open"]
+    ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": used // 2}))
+    result = turn(h, 1)
+    assert flaky.calls == 1  # paused: no summary
+    assert result["compaction"]["stage"] == "degraded" and result["compaction"]["degraded"]
+    assert result["usage"]["used_tokens"] <= result["usage"]["effective_window_tokens"]
