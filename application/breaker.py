@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from context_compaction.domain.attempts import FAILURES, Breaker, breaker
+from context_compaction.domain.errors import StorageError
 from context_compaction.domain.messages import MessageRecord
 
 from .services import Services
@@ -27,7 +28,12 @@ def breaker_state(svc: Services, session_id: str, records: Sequence[MessageRecor
     if svc.attempts is None or cc.max_consecutive_failures <= 0:
         return Breaker(False, 0)
     failures, last_failure_seq = 0, None
-    for attempt in svc.attempts.attempts(session_id):  # newest first
+    try:
+        attempts = svc.attempts.attempts(session_id)  # newest first
+    except StorageError as exc:  # the log is advice: an unreadable one pauses nothing
+        log.warning("attempt log not read", extra={"session_id": session_id, "error_class": exc.code})
+        return Breaker(False, 0)
+    for attempt in attempts:
         if attempt.outcome == "compacted":
             break
         if attempt.outcome in FAILURES and attempt.reason == "auto":
