@@ -208,3 +208,18 @@ def test_a_version_8_read_model_gains_the_cleared_column_in_place(make_harness, 
     assert prepare(h)["compaction"]["stage"] == "cleared"
     h.reopen()  # a second start finds the column there and adds nothing
     assert h.query("SELECT cleared_count FROM {t}rm_sessions")[0][0] > 0
+
+
+def test_a_pinned_tool_result_is_never_cleared(make_harness) -> None:
+    h = make_harness("pin", context_compaction=clearing())
+    build(h)
+    raw = ok(h.do({"type": "get_history", "session_id": SID}))["messages"]
+    # the biggest result of the older half: far outside the keep window, cleared unless pinned
+    biggest = max((m for m in raw[: len(raw) // 2] if m["role"] == "tool"), key=lambda m: len(m["content"]))
+    ok(h.do({"type": "pin_messages", "session_id": SID, "seqs": [biggest["seq"]]}))
+    limit_just_over(h)
+    result = prepare(h)
+    assert result["compaction"]["tool_results_cleared"]["count"] > 0
+    assert biggest["seq"] not in {s for e in cleared_events(h) for s in e["seqs"]}
+    shown = [m for m in result["messages"] if m.get("tool_call_id") == biggest["tool_call_id"]]
+    assert shown and shown[0]["content"] == biggest["content"]
