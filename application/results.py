@@ -39,6 +39,24 @@ class InvalidateHistoryResult(Result):
     """The seq ranges this command excluded (inclusive ``[lo, hi]`` pairs)."""
 
 
+class PinsResult(Result):
+    """Every pinned seq of the session after the command, ascending."""
+
+    session_id: str
+    pinned_seqs: list[int]
+    version: int
+
+
+class RevertResult(Result):
+    session_id: str
+    checkpoint_id: str
+    """The checkpoint withdrawn."""
+    context_generation: int
+    active_checkpoint_id: str | None
+    """The parent now active, or null: raw history."""
+    version: int
+
+
 class DeleteSessionResult(Result):
     session_id: str
     version: int
@@ -47,6 +65,25 @@ class DeleteSessionResult(Result):
 class HistoryResult(Result):
     session_id: str
     messages: list[dict[str, Any]]
+
+
+class SearchHitResult(Result):
+    """One message that matched: ``compacted`` when only the summary stands for it
+    (expand it with ``get_history`` ``from_seq``/``to_seq``)."""
+
+    seq: int
+    role: str
+    turn_id: str | None
+    snippet: str
+    score: float
+    compacted: bool
+    invalidated: bool
+
+
+class SearchResult(Result):
+    session_id: str
+    query: str
+    hits: list[SearchHitResult]
 
 
 class ProjectionResult(Result):
@@ -113,6 +150,9 @@ class CompactOutcome(Result):
     report: str
     summary_source: dict[str, Any] | None = None
     provider_kind: str | None = None
+    ledger: dict[str, Any] | None = None
+    """The ledger check (issue 16): items_total, in_summary, restored, dropped,
+    dropped_items[] {kind, value, seq}; None when no summary was verified."""
 
     @classmethod
     def compacted(cls, checkpoint: Checkpoint, *, kept_turns: int, report: str) -> CompactOutcome:
@@ -129,6 +169,7 @@ class CompactOutcome(Result):
             report=report,
             summary_source=dict(checkpoint.summary_source),
             provider_kind=checkpoint.provider_kind,
+            ledger=checkpoint.ledger_report,
         )
 
 
@@ -165,6 +206,9 @@ class ContextUsage(Result):
     checkpoint_degraded: bool
     breakdown: dict[str, int]
     text: str
+    ledger: dict[str, int] | None = None
+    """The active checkpoint's ledger coverage: items_total, in_summary, restored,
+    dropped (None: no checkpoint, or one made without a ledger)."""
 
 
 class TimelineResult(Result):
@@ -198,3 +242,23 @@ class RecordUsageResult(Result):
     prompt_tokens: int
     estimated_tokens: int
     """Our local estimate for the same request, for comparing the two."""
+
+
+class CompactionAttemptsResult(Result):
+    """``list_compaction_attempts``: newest first."""
+
+    session_id: str
+    attempts: list[dict[str, Any]]
+
+
+class ResummarizeResult(Result):
+    """``resummarize``: a candidate summary of a past checkpoint's source; nothing stored."""
+
+    session_id: str
+    checkpoint_id: str
+    summary: str
+    ledger: dict[str, Any]
+    tokens: int
+    summarizer: str
+    model: str
+    committed_summary: str

@@ -46,7 +46,7 @@ class CommandRecord:
         return list(range(self.first_seq, self.last_seq + 1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckpointRow(Checkpoint):
     """A stored checkpoint: the ``Checkpoint`` (its one definition, ADR 0025) and where
     it is stored (its session, the session version that committed it)."""
@@ -60,7 +60,8 @@ class CheckpointRow(Checkpoint):
             "checkpoint_id": self.checkpoint_id,
             "id": self.checkpoint_id,
             "session_id": self.session_id,
-            **{k: v for k, v in record.items() if k != "checkpoint_id"},
+            **{k: v for k, v in record.items() if k not in ("checkpoint_id", "ledger")},
+            "ledger": self.ledger_report,  # (coverage only: the items stay in the event)
             "version": self.version,
         }
 
@@ -81,3 +82,35 @@ class SessionSnapshotView:
     session: SessionRow
     checkpoint: CheckpointRow | None
     messages: list[MessageRecord] = field(default_factory=list)
+    pinned: list[MessageRecord] = field(default_factory=list)
+    """Pinned visible messages below the checkpoint's boundary, in seq order."""
+    pinned_seqs: tuple[int, ...] = ()
+    """Every pinned seq of the session (also those in ``messages``)."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One message that matched ``search_history`` (issue 16)."""
+
+    seq: int
+    role: str
+    turn_id: str | None
+    snippet: str
+    """Text around the first match, one line, no control characters."""
+    score: float
+    """Higher is better; comparable within one answer only (engine-specific)."""
+    compacted: bool
+    """Below the active checkpoint's boundary: only the summary stands for it."""
+    invalidated: bool
+
+
+@dataclass(frozen=True)
+class RevertRecord:
+    """A checkpoint withdrawn by ``revert_checkpoint`` (issue 16)."""
+
+    checkpoint_id: str
+    session_id: str
+    version: int
+    now_active: str | None
+    generation: int
+    command_id: str | None

@@ -27,6 +27,9 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "append_messages": r.AppendMessagesResult,
     "invalidate_history": r.InvalidateHistoryResult,
     "delete_session": r.DeleteSessionResult,
+    "pin_messages": r.PinsResult,
+    "unpin_messages": r.PinsResult,
+    "revert_checkpoint": r.RevertResult,
     "compact": r.CompactOutcome,
     "prepare_turn": r.TurnRequest,
     "record_usage": r.RecordUsageResult,
@@ -34,10 +37,13 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "get_context_usage": r.ContextUsage,
     "recall_timeline": r.TimelineResult,
     "get_history": r.HistoryResult,
+    "search_history": r.SearchResult,
     "get_projection": r.ProjectionResult,
     "replay_session": r.ReplayResult,
     "list_checkpoints": r.CheckpointsResult,
     "list_sessions": r.SessionsResult,
+    "list_compaction_attempts": r.CompactionAttemptsResult,
+    "resummarize": r.ResummarizeResult,
 }
 
 

@@ -106,6 +106,9 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
         {"type": "compact", "session_id": sid},
         {"type": "prepare_turn", "session_id": sid, "system_prompt": "be brief"},
         {"type": "get_history", "session_id": sid},
+        {"type": "search_history", "session_id": sid, "query": "answer"},
+        {"type": "pin_messages", "session_id": sid, "seqs": [1]},
+        {"type": "unpin_messages", "session_id": sid, "seqs": [1]},
         {"type": "get_projection", "session_id": sid},
         {"type": "replay_session", "session_id": sid, "at_version": 2},
         {"type": "list_checkpoints", "session_id": sid},
@@ -118,6 +121,12 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
         envelope = _post(client, step)
         _check(document, step["type"], envelope)
         answered.add(step["type"])
+        if step["type"] == "list_checkpoints":
+            active = envelope["result"]["active_checkpoint_id"]
+            assert active is not None
+            revert = {"type": "revert_checkpoint", "session_id": sid, "checkpoint_id": active}
+            _check(document, "revert_checkpoint", _post(client, revert))
+            answered.add("revert_checkpoint")
         if step["type"] == "prepare_turn":
             request_id = envelope["result"]["request_id"]
             usage = {"type": "record_usage", "session_id": sid, "request_id": request_id, "prompt_tokens": 900}
@@ -126,6 +135,12 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
                         "error_message": "This model's maximum context length is 2000 tokens"}
             _check(document, "recover_overflow", _post(client, overflow))
             answered |= {"record_usage", "recover_overflow"}
+        if step["type"] == "compact" and envelope["result"]["checkpoint_id"]:
+            again = {"type": "resummarize", "session_id": sid, "checkpoint_id": envelope["result"]["checkpoint_id"]}
+            _check(document, "resummarize", _post(client, again))
+            log = {"type": "list_compaction_attempts", "session_id": sid}
+            _check(document, "list_compaction_attempts", _post(client, log))
+            answered |= {"resummarize", "list_compaction_attempts"}
     _check(document, "delete_session", _post(client, {"type": "delete_session", "session_id": sid}))
     assert answered | {"delete_session"} == set(command_types())
     failed = client.post("/v1/commands", json={"type": "get_history", "session_id": "nobody"})
