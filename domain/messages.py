@@ -175,6 +175,9 @@ class Message(_Frozen):
     name: str | None = Field(default=None, max_length=512)
     turn_id: str | None = Field(default=None, min_length=1, max_length=512)
     steering: bool = False
+    pinned: bool = False
+    """Pin it at append time (issue 16): kept verbatim after the summary block. Not a
+    field of the stored message: the pin is its own event (``MessagesPinned``)."""
     provider_state: ProviderState | None = None
     thinking_blocks: _Objects = None
     provider_specific_fields: dict[str, Any] | None = None
@@ -321,7 +324,8 @@ class Message(_Frozen):
 
 _PROVIDER_FIELD_SET = frozenset(PROVIDER_FIELDS)
 _PLAIN_KEYS = frozenset(
-    ("role", "content", "reasoning", "tool_calls", "tool_call_id", "name", "turn_id", "steering", "provider_state")
+    ("role", "content", "reasoning", "tool_calls", "tool_call_id", "name", "turn_id", "steering", "provider_state",
+     "pinned")
 )
 _INPUT_KEYS = frozenset(Message.model_fields)
 

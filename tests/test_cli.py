@@ -83,7 +83,9 @@ def test_checkpoints_projection_replay_and_timeline(demo_db: Path) -> None:
 def test_compact_uses_the_configured_summarizer(demo_db: Path, tmp_path: Path) -> None:
     config = tmp_path / "settings.json"
     config.write_text(json.dumps({"summarizer": "extractive", "context_compaction": {"keep_recent_tokens": 500}}))
-    data = json.loads(ctxc("compact", SID, "--json", "--db", str(demo_db), "--config", str(config)).stdout)
+    proc = ctxc("compact", SID, "--json", "--db", str(demo_db), "--config", str(config))
+    assert proc.returncode == 0, proc.stderr  # (without the config: summary_failed from the llm default)
+    data = json.loads(proc.stdout)
     assert data["status"] == "compacted" and data["trigger_reason"] == "manual", data
     cps = json.loads(ctxc("checkpoints", SID, "--json", "--db", str(demo_db)).stdout)["checkpoints"]
     made = next(cp for cp in cps if cp["checkpoint_id"] == data["checkpoint_id"])
