@@ -247,6 +247,24 @@ class ListSessions(Command):
     offset: NonNegativeInt = 0
 
 
+class ListCompactionAttempts(Command):
+    """Every compaction attempt of a session, newest first (issue 16)."""
+
+    type: Literal["list_compaction_attempts"] = "list_compaction_attempts"
+    session_id: SessionId
+    limit: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
+
+
+class Resummarize(Command):
+    """Summarize a past checkpoint's exact source again; commits nothing (issue 16)."""
+
+    type: Literal["resummarize"] = "resummarize"
+    session_id: SessionId
+    checkpoint_id: Annotated[str, StringConstraints(min_length=1, max_length=256), NoNul]
+    summarizer: Annotated[str, StringConstraints(min_length=1, max_length=64), NoNul] | None = None
+    model: ModelName | None = None
+
+
 AnyCommand = Annotated[
     Union[  # noqa: UP007 - a discriminated union reads better spelled out
         StartSession,
@@ -269,6 +287,8 @@ AnyCommand = Annotated[
         PrepareTurn,
         RecordUsage,
         RecoverOverflow,
+        ListCompactionAttempts,
+        Resummarize,
     ],
     Field(discriminator="type"),
 ]

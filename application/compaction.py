@@ -9,6 +9,7 @@ check → re-read the projection from the stored state.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts
@@ -25,7 +26,9 @@ from context_compaction.domain.summary import (
 
 from . import commands as c
 from . import results as r
+from .attemptlog import run_recorded
 from .drafts import Draft
+from .ledgers import ledger_budget, verify_summary
 from .ports import SummaryRequest
 from .services import Services, mutate
 from .session_context import SessionContext
@@ -77,7 +80,16 @@ def nothing_to_compact(
 def compact_context(
     svc: Services, turn: TurnContext, *, reason: str, allow_turn_split: bool = False
 ) -> r.CompactOutcome:
-    """Summarize the old part of the session into a new checkpoint, or change nothing."""
+    """Summarize the old part of the session into a new checkpoint, or change nothing;
+    the attempt is recorded in the session's attempt log either way (issue 16)."""
+    return run_recorded(
+        svc, turn, reason, lambda: _compact_context(svc, turn, reason, allow_turn_split)
+    )
+
+
+def _compact_context(
+    svc: Services, turn: TurnContext, reason: str, allow_turn_split: bool
+) -> r.CompactOutcome:
     ctx = turn.ctx
     plan = plan_cut(
         ctx.records,
@@ -92,6 +104,18 @@ def compact_context(
     return commit_candidate(svc, candidate)
 
 
+def summary_budget_for(window: int, count: Callable[[str], int]) -> SummaryBudget:
+    """The summary call's limits in this window; ``SummaryFailed`` when it has none."""
+    output_cap = min(SUMMARY_OUTPUT_CAP, window // 4)
+    summary_budget = SummaryBudget.compute(window, prompt_overhead(count, output_cap))
+    if not summary_budget.feasible:
+        raise SummaryFailed(
+            f"the {window:,}-token window leaves no room for a summary request",
+            details={"window": window},
+        )
+    return summary_budget
+
+
 def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason: str) -> Candidate:
     """One summary call and the §10.4 validation; raises ``SummaryFailed``."""
     ctx, budget, before = turn.ctx, turn.budget, turn.draft
@@ -100,13 +124,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
     def count(text: str) -> int:
         return svc.tokens.count_text(text, encoding)
 
-    output_cap = min(SUMMARY_OUTPUT_CAP, budget.window // 4)
-    summary_budget = SummaryBudget.compute(budget.window, prompt_overhead(count, output_cap))
-    if not summary_budget.feasible:
-        raise SummaryFailed(
-            f"the {budget.window:,}-token window leaves no room for a summary request",
-            details={"window": budget.window},
-        )
+    summary_budget = summary_budget_for(budget.window, count)
     previous = ctx.checkpoint.summary if ctx.checkpoint else None
     source: SummarySource = build_summary_source(
         previous, plan.summarize, budget_tokens=summary_budget.source_budget, count=count
@@ -128,8 +146,19 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
             f"the summary has {summary_tokens:,} tokens, over its {summary_budget.output_reserve:,} limit",
             details={"summary_tokens": summary_tokens, "limit": summary_budget.output_reserve},
         )
+    room = budget.threshold - budget.keep - before.fixed - summary_budget.output_reserve
+    verified = verify_summary(
+        summary,
+        previous=ctx.checkpoint.ledger if ctx.checkpoint else None,
+        covered=plan.summarize,
+        last_seq=plan.summarize[-1]["seq"],
+        budget_tokens=ledger_budget(summary_budget.output_reserve, room),
+        count=count,
+        retained=[m for m in ctx.records if m["seq"] >= plan.first_retained_seq],
+    )
     checkpoint = turn.candidate(
-        summary=summary,
+        summary=verified.text,
+        ledger=verified.record(),
         first_retained_seq=plan.first_retained_seq,
         reason=reason,
         provider_kind=result.provider_kind,

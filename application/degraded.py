@@ -11,7 +11,9 @@ from context_compaction.domain.overflow import describe_cut, degraded_summary
 from context_compaction.domain.projection import summary_message
 
 from . import results as r
+from .attemptlog import run_recorded
 from .compaction import Candidate, commit_candidate
+from .ledgers import verify_summary
 from .services import Services
 from .turncontext import TurnContext
 
@@ -30,8 +32,15 @@ def degraded_checkpoint(
     """Spec §11.3 step 4-5: drop the oldest whole turns, no summary, ``degraded=True``.
 
     ``window_cap`` (the size of a refused request, in our units): the request was over
-    the provider's real window, so the trim must cut below it.
+    the provider's real window, so the trim must cut below it. Recorded in the
+    session's attempt log (issue 16).
     """
+    return run_recorded(
+        svc, turn, "overflow", lambda: _degraded_checkpoint(svc, turn, window_cap), degraded=True
+    )
+
+
+def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | None) -> r.CompactOutcome:
     turn = turn.with_window_cap(svc, window_cap)
     ctx, budget, before = turn.ctx, turn.budget, turn.draft
     counts = turn.record_counts()
@@ -100,6 +109,17 @@ def _degraded_candidate(
             "strategy": "deterministic whole-turn trim (context overflow, no summary)",
         },
     )
+    # The ledger goes on (cumulative): nothing was summarized, so every item the trim
+    # text does not state is reported dropped rather than lost with the turns.
+    verified = verify_summary(
+        text,
+        previous=turn.ctx.checkpoint.ledger if turn.ctx.checkpoint else None,
+        covered=plan.summarize,
+        last_seq=plan.summarize[-1]["seq"],
+        budget_tokens=0,
+        count=lambda t: svc.tokens.count_text(t, turn.draft.encoding),
+    )
+    checkpoint = replace(checkpoint, ledger=verified.record())
     after = turn.draft_with(svc, checkpoint)
     return Candidate(
         turn.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns

@@ -52,4 +52,6 @@ HANDLERS: dict[type[c.Command], Handler] = {
     c.PrepareTurn: _on_first_use("turns", "prepare_turn"),
     c.RecordUsage: _on_first_use("turns", "record_usage"),
     c.RecoverOverflow: _on_first_use("recovery", "recover_overflow"),
+    c.ListCompactionAttempts: _on_first_use("attemptlog", "list_compaction_attempts"),
+    c.Resummarize: _on_first_use("resummarize", "resummarize"),
 }

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+from context_compaction.domain.attempts import Attempt
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
 from context_compaction.domain.summary import SummarySource
@@ -232,3 +233,16 @@ class ToolExecutor(Protocol):
     """Runs one tool call (``{"id", "name", "arguments"}``) and returns its output text."""
 
     async def __call__(self, call: dict[str, Any]) -> str: ...
+
+
+class AttemptLog(Protocol):
+    """The compaction attempt log of each session (issue 16): its own stream, so
+    recording never moves or conflicts with the session (DESIGN §15)."""
+
+    def record(self, session_id: str, attempt: Attempt) -> None:
+        """Append one attempt durably; raises ``StorageError`` when it cannot."""
+        ...
+
+    def attempts(self, session_id: str, limit: int | None = None) -> list[Attempt]:
+        """The session's attempts, newest first."""
+        ...

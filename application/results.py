@@ -150,6 +150,9 @@ class CompactOutcome(Result):
     report: str
     summary_source: dict[str, Any] | None = None
     provider_kind: str | None = None
+    ledger: dict[str, Any] | None = None
+    """The ledger check (issue 16): items_total, in_summary, restored, dropped,
+    dropped_items[] {kind, value, seq}; None when no summary was verified."""
 
     @classmethod
     def compacted(cls, checkpoint: Checkpoint, *, kept_turns: int, report: str) -> CompactOutcome:
@@ -166,6 +169,7 @@ class CompactOutcome(Result):
             report=report,
             summary_source=dict(checkpoint.summary_source),
             provider_kind=checkpoint.provider_kind,
+            ledger=checkpoint.ledger_report,
         )
 
 
@@ -202,6 +206,9 @@ class ContextUsage(Result):
     checkpoint_degraded: bool
     breakdown: dict[str, int]
     text: str
+    ledger: dict[str, int] | None = None
+    """The active checkpoint's ledger coverage: items_total, in_summary, restored,
+    dropped (None: no checkpoint, or one made without a ledger)."""
 
 
 class TimelineResult(Result):
@@ -235,3 +242,23 @@ class RecordUsageResult(Result):
     prompt_tokens: int
     estimated_tokens: int
     """Our local estimate for the same request, for comparing the two."""
+
+
+class CompactionAttemptsResult(Result):
+    """``list_compaction_attempts``: newest first."""
+
+    session_id: str
+    attempts: list[dict[str, Any]]
+
+
+class ResummarizeResult(Result):
+    """``resummarize``: a candidate summary of a past checkpoint's source; nothing stored."""
+
+    session_id: str
+    checkpoint_id: str
+    summary: str
+    ledger: dict[str, Any]
+    tokens: int
+    summarizer: str
+    model: str
+    committed_summary: str

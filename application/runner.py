@@ -84,8 +84,7 @@ class TurnRunner:
         here, from the session's own history (never through ``execute_tool``).
         """
         memory = self.bus.services.turns
-        with memory.lock:
-            memory.active_turns[session_id] = memory.active_turns.get(session_id, 0) + 1
+        memory.turn_started(session_id)
         try:
             return await self._run(
                 session_id, user, system_prompt=system_prompt, tools=list(tools),
@@ -94,12 +93,7 @@ class TurnRunner:
                 recall=recall,
             )
         finally:
-            with memory.lock:
-                left = memory.active_turns.get(session_id, 1) - 1
-                if left:
-                    memory.active_turns[session_id] = left
-                else:
-                    memory.active_turns.pop(session_id, None)
+            memory.turn_finished(session_id)
 
     async def _append(
         self,

@@ -16,6 +16,7 @@ from context_compaction.domain.projection import ProviderIdentity
 from context_compaction.domain.session import Session
 
 from .ports import (
+    AttemptLog,
     Clock,
     ConcurrencyConflict,
     EventStore,
@@ -75,6 +76,10 @@ class Services:
     """Requests, calibrations and per-turn attempts of this process (spec §7.2)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """What the composition root keeps for infrastructure (the store, the database)."""
+    attempts: AttemptLog | None = None
+    """Where compaction attempts are recorded (issue 16); None records nothing."""
+    summarizer_named: Callable[[str], Summarizer] | None = None
+    """A summarizer by its ``settings.summarizer`` name (``resummarize``)."""
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
     _contended: dict[str, float] = field(default_factory=dict, repr=False)
     """session → monotonic time until which its writers take the locked path."""
@@ -142,24 +147,11 @@ def _mutate(
         try:
             if exclusive:
                 return services.events.decide_exclusively(session_id, decide)
-            # Optimistic: decide on the held copy (no read round trip); if it was
-            # stale, the save below conflicts.
-            session = services.events.load(session_id, allow_stale=stale_ok)
-            refusal: ContextCompactionError | None = None
-            try:
-                result = decide(session)
-            except ContextCompactionError as exc:
-                refusal = exc
-            if refusal is not None or not session.pending_events:
-                # A refusal or a no-op must come from the current state, never an old copy.
-                if stale_ok and not services.events.is_current(session):
-                    stale_ok = False
-                    continue
-                if refusal is not None:
-                    raise refusal
-                return result, session, False
-            services.events.save(session)
-            return result, session, True
+            outcome = _decide_optimistically(services, session_id, decide, stale_ok)
+            if outcome is None:
+                stale_ok = False
+                continue
+            return outcome
         except ConcurrencyConflict as conflict:
             stale_ok = False
             if conflict.busy:
@@ -187,6 +179,28 @@ def _mutate(
                 time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
             if after_conflict is not None and not conflict.busy:
                 after_conflict()  # (a busy save learned nothing: its retry's save tells)
+
+
+def _decide_optimistically(
+    services: Services, session_id: str, decide: Callable[[Session], T], stale_ok: bool
+) -> tuple[T, Session, bool] | None:
+    """Decide on the held copy (no read round trip) and save; if the copy was stale, the
+    save conflicts. None: a refusal or a no-op came from a stale copy, decide again."""
+    session = services.events.load(session_id, allow_stale=stale_ok)
+    refusal: ContextCompactionError | None = None
+    try:
+        result = decide(session)
+    except ContextCompactionError as exc:
+        refusal = exc
+    if refusal is not None or not session.pending_events:
+        # A refusal or a no-op must come from the current state, never an old copy.
+        if stale_ok and not services.events.is_current(session):
+            return None
+        if refusal is not None:
+            raise refusal
+        return result, session, False
+    services.events.save(session)
+    return result, session, True
 
 
 def _mark_contended(services: Services, session_id: str) -> None:

@@ -224,7 +224,13 @@ def problems(exc: ValidationError, environ: Mapping[str, str] | None = None) -> 
                 variable = upper[name]
                 break
         where = ".".join(loc) or "settings"
-        lines.append(f"{where}{f' (from {variable})' if variable else ''}: {error['msg']}")
+        reason = error["msg"]
+        if error["type"] == "extra_forbidden":  # a misspelled key in a file or in code
+            unknown = _unknown_part(loc)
+            close = difflib.get_close_matches(loc[unknown[0]], unknown[1], n=1) if unknown else []
+            reason = "no such setting" + (f"; did you mean {'.'.join([*loc[:unknown[0]], close[0]])}?"
+                                          if unknown and close else "")
+        lines.append(f"{where}{f' (from {variable})' if variable else ''}: {reason}")
     return lines
 
 

@@ -109,6 +109,7 @@ class TurnContext:
         model: str,
         degraded: bool,
         summary_source: Mapping[str, Any],
+        ledger: Mapping[str, Any] | None = None,
     ) -> Checkpoint:
         """A checkpoint on top of this context, not stored yet: the next generation,
         ``tokens_before`` this draft; ``tokens_after`` is measured by ``draft_with``."""
@@ -128,6 +129,7 @@ class TurnContext:
             degraded=degraded,
             summary_source=summary_source,
             created_at="",
+            ledger=ledger,
         )
 
     def draft_with(self, svc: Services, checkpoint: Checkpoint) -> Draft:

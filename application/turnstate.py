@@ -97,6 +97,18 @@ class TurnMemory:
             self.calibrations.forget(request.session_id)
             return True
 
+    def turn_started(self, session_id: str) -> None:
+        with self.lock:
+            self.active_turns[session_id] = self.active_turns.get(session_id, 0) + 1
+
+    def turn_finished(self, session_id: str) -> None:
+        with self.lock:
+            left = self.active_turns.get(session_id, 1) - 1
+            if left:
+                self.active_turns[session_id] = left
+            else:
+                self.active_turns.pop(session_id, None)
+
     def refuse_while_turn_runs(self, session_id: str) -> None:
         """Spec §11.1: /compact during a running turn never cancels it; it is refused."""
         if self.active_turns.get(session_id):

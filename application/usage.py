@@ -8,6 +8,8 @@ it, beside the pure local estimate (seed 003 rule 4 keeps statistics local).
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import commands as c
 from . import results as r
 from .drafts import TurnInputs
@@ -57,6 +59,7 @@ def context_usage(turn: TurnContext, decision: UsageDecision) -> r.ContextUsage:
         checkpoint_tokens_before=cp.tokens_before if cp else None,
         checkpoint_tokens_after=cp.tokens_after if cp else None,
         checkpoint_degraded=bool(cp and cp.degraded),
+        ledger=_coverage(cp.ledger_report if cp else None),
         breakdown=dict(draft.breakdown),
         text="",
     )
@@ -100,6 +103,13 @@ def usage_text(u: r.ContextUsage) -> str:
         if u.checkpoint_degraded:
             cp += " (degraded: no semantic summary)"
         lines.append(row("Active checkpoint", cp))
+        if u.ledger is not None:
+            lg = u.ledger
+            lines.append(row(
+                "Ledger",
+                f"{lg['items_total']:,} items: {lg['in_summary']:,} in summary, "
+                f"{lg['restored']:,} restored, {lg['dropped']:,} dropped",
+            ))
     else:
         lines.append(row("Active checkpoint", "none"))
     parts = ", ".join(f"{k} {v:,}" for k, v in u.breakdown.items() if v)
@@ -111,3 +121,10 @@ def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     """The figures the next ``prepare_turn`` with the same inputs decides on."""
     turn = prepare_context(svc, cmd.session_id, inputs_of(cmd), cmd.model)
     return context_usage(turn, decide_usage(svc, turn))
+
+
+def _coverage(report: dict[str, Any] | None) -> dict[str, int] | None:
+    """The active checkpoint's ledger coverage (the dropped list is its own query)."""
+    if report is None:
+        return None
+    return {k: int(report.get(k, 0)) for k in ("items_total", "in_summary", "restored", "dropped")}

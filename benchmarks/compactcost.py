@@ -84,7 +84,7 @@ def plan_and_source(svc: Any, turn: TurnContext) -> tuple[CutPlan, Any]:
     encoding = turn.draft.encoding
 
     def count(text: str) -> int:
-        return counter.count_text(text, encoding)
+        return int(counter.count_text(text, encoding))
 
     plan = plan_cut(turn.ctx.records, turn.record_counts(), keep_tokens=turn.budget.keep)
     assert isinstance(plan, CutPlan), plan

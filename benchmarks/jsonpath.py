@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from workload import MODEL, SYSTEM, TOOLS, median, ms, unique_turns
 
@@ -200,7 +200,7 @@ def serializers(work: Path, n: int, repeats: int = 7) -> dict[str, Any]:
     bus = bootstrap(settings(path))
     result = bus.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))
     bus.close()
-    ways = {
+    ways: dict[str, Callable[[], bytes]] = {
         "model_dump(json) + json.dumps (now)": lambda: wire({"ok": True, "result": result.model_dump(mode="json")}),
         "model_dump(json) + orjson.dumps": lambda: orjson.dumps({"ok": True, "result": result.model_dump(mode="json")}),
         "model_dump() + orjson.dumps": lambda: orjson.dumps({"ok": True, "result": result.model_dump()}),

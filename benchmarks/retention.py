@@ -197,8 +197,10 @@ def run(turns: int, window: int, summarizer: str, share: float, tool_chars: int)
         elapsed = time.perf_counter() - started
         text = "\n".join(m["content"] for m in req["messages"] if isinstance(m.get("content"), str))
         checkpoints = _ok(bus.dispatch_json({"type": "list_checkpoints", "session_id": sid}))
+        scored = _score(script, text, compactions, checkpoints, elapsed)
+        scored["accounted"] = _accounted(bus, sid, scored.pop("missing_items"), checkpoints)
         bus.close()
-    return _score(script, text, compactions, checkpoints, elapsed) | {
+    return scored | {
         "turns": turns, "window": window, "summarizer": summarizer,
         "forgotten_share": share if summarizer == "forgetful" else 0.0,
     }
@@ -214,7 +216,11 @@ def _score(script: Transcript, text: str, compactions: int, checkpoints: dict[st
            elapsed: float) -> dict[str, Any]:
     groups: dict[str, list[bool]] = {"facts": [], "constraints": [], "corrections": [], "superseded_not_current": []}
     missing: list[dict[str, Any]] = []
+    # A value set again later must NOT be current: it is scored as superseded only.
+    superseded = {p.value for p in script.planted if p.kind == "superseded"}
     for p in script.planted:
+        if p.kind != "superseded" and p.value in superseded:
+            continue
         if p.kind == "superseded":
             groups["superseded_not_current"].append(not stated(text, p.value))
             continue
@@ -227,7 +233,10 @@ def _score(script: Transcript, text: str, compactions: int, checkpoints: dict[st
         if not ok:
             missing.append({"kind": p.kind, "value": p.value, "turn": p.turn})
     share = {k: (sum(v) / len(v) if v else 1.0) for k, v in groups.items()}
+    last = (checkpoints.get("checkpoints") or [{}])[-1].get("ledger") or {}
     return {
+        "missing_items": missing,
+        "last_ledger": {k: last.get(k) for k in ("items_total", "in_summary", "restored", "dropped")},
         "planted": {k: len(v) for k, v in groups.items()},
         "retention": share,
         "compactions": compactions,
@@ -238,6 +247,68 @@ def _score(script: Transcript, text: str, compactions: int, checkpoints: dict[st
     }
 
 
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _accounted(bus: Any, sid: str, missing: list[dict[str, Any]], checkpoints: dict[str, Any]) -> dict[str, Any]:
+    """Of the items not in the projection: how many some checkpoint reported dropped
+    (``CompactOutcome.ledger.dropped_items``), and how many ``search_history`` finds in
+    the raw history when the service has that query (None when it has not)."""
+    dropped = {
+        _squash(d["value"])
+        for cp in checkpoints.get("checkpoints", [])
+        for d in ((cp.get("ledger") or {}).get("dropped_items") or [])
+    }
+    in_dropped = sum(1 for m in missing if _squash(m["value"]) in dropped)
+    found: int | None = 0
+    for m in missing:
+        env = bus.dispatch_json({"type": "search_history", "session_id": sid, "query": m["value"], "limit": 3})
+        if not env.get("ok"):
+            if (env.get("error") or {}).get("code") == "invalid_command":
+                found = None  # (no search_history in this build)
+                break
+            continue
+        found += 1 if env["result"].get("hits") else 0
+    share = (in_dropped / len(missing)) if missing else 1.0
+    return {"missing": len(missing), "in_dropped_list": in_dropped, "dropped_list_share": share,
+            "found_by_search": found}
+
+
+def _found(r: dict[str, Any]) -> str:
+    found = r["accounted"]["found_by_search"]
+    return "n/a (no search_history)" if found is None else f"{found}/{r['accounted']['missing']}"
+
+
+def markdown(results: list[dict[str, Any]]) -> list[str]:
+    rows = ["| window | turns | summarizer | compactions | facts | constraints | corrections | "
+            "superseded not current | not present: in a dropped list | found by search |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        ret, acc = r["retention"], r["accounted"]
+        rows.append(
+            f"| {r['window']:,} | {r['turns']} | {r['summarizer']} | {r['compactions']} | "
+            f"{ret['facts']:.1%} of {r['planted']['facts']} | {ret['constraints']:.0%} | "
+            f"{ret['corrections']:.0%} | {ret['superseded_not_current']:.1%} | "
+            f"{acc['in_dropped_list']}/{acc['missing']} | {_found(r)} |"
+        )
+    return rows
+
+
+def targets(results: list[dict[str, Any]], big_window: int) -> list[tuple[str, Any, str, bool]]:
+    out = []
+    for r in results:
+        ret, name = r["retention"], f"{r['summarizer']} {r['window']:,}"
+        if r["window"] == big_window:
+            out.append((f"retention facts, {name}", round(ret["facts"], 3), ">= 0.95", ret["facts"] >= 0.95))
+            both = min(ret["constraints"], ret["corrections"])
+            out.append((f"retention constraints+corrections, {name}", both, "== 1.0", both == 1.0))
+        else:
+            share = r["accounted"]["dropped_list_share"]
+            out.append((f"not present but in a dropped list, {name}", share, "== 1.0", share == 1.0))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=200)
@@ -245,18 +316,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tool-chars", type=int, default=6_000)
     ap.add_argument("--share", type=float, default=0.5, help="facts the fake LLM forgets")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--print-json", action="store_true", help="only the JSON, on stdout (make bench)")
     args = ap.parse_args(argv)
     results = [
         run(args.turns, args.window, name, args.share, args.tool_chars)
         for name in ("extractive", "forgetful")
     ]
+    if args.print_json:
+        print(json.dumps(results))
+        return 0
     for r in results:
         ret = r["retention"]
         print(
             f"{r['summarizer']:>10} window {r['window']:,} turns {r['turns']} "
             f"compactions {r['compactions']}: facts {ret['facts']:.1%} of {r['planted']['facts']}, "
             f"constraints {ret['constraints']:.1%}, corrections {ret['corrections']:.1%}, "
-            f"superseded not current {ret['superseded_not_current']:.1%} ({r['seconds']} s)"
+            f"superseded not current {ret['superseded_not_current']:.1%}; not present {r['missing']}, "
+            f"in a dropped list {r['accounted']['dropped_list_share']:.0%}, "
+            f"found by search {_found(r)} ({r['seconds']} s)"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

@@ -6,13 +6,14 @@ few bytes to 30 KB, base64 screenshots, steering and corrections. Every comparis
 measured in the same run, so the ratios hold on a noisy machine. Prints a markdown
 table and writes JSON (``benchmarks/results/latest.json``).
 
-    python benchmarks/run.py [--sections core,pg,json,long,compaction] [--sizes 1000,5000,10000,20000]
+    python benchmarks/run.py [--sections core,pg,json,long,compaction,retention] [--sizes 1000,5000,10000,20000]
                              [--turns 15] [--out FILE]   (``make bench BENCH_ARGS="--sections pg"``)
 
 Sections: ``core`` (issue 6: per turn, peers, restore, SQLite append), ``pg``
 (PostgreSQL writers, ``pg.py``), ``json`` (the ``dispatch_json`` path, ``jsonpath.py``),
 ``long`` (sessions up to 100k messages, ``longsession.py``), ``compaction`` (compaction
-cost against tiktoken, ``compactcost.py``).
+cost against tiktoken, ``compactcost.py``), ``retention`` (issue 16: what survives many
+compactions, ``retention.py``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from context_compaction.infrastructure.demo.scenario import iter_turns, session_
 from context_compaction.infrastructure.tokens import TiktokenCounter, offline_encoding  # noqa: E402
 
 import sections  # noqa: E402  (benchmarks/, beside this file)
+from corereport import markdown, targets  # noqa: E402
+from peers import as_openai, per_call_peers  # noqa: E402
 
 SYSTEM = "You are a careful coding agent working in /srv/payments-api."
 TOOLS = [{"type": "function", "function": {"name": n, "description": f"{n} tool",
@@ -160,74 +163,6 @@ def per_turn(paths: dict[int, Path], floors: dict[int, Path],
         }
         for n, t in times.items()
     }
-
-
-# ------------------------------------------------------------------ peers
-def as_openai(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from context_compaction.domain.projection import to_provider_message
-
-    out = []
-    for seq, m in enumerate(messages, 1):
-        record = {**Message.model_validate(m).to_record(), "seq": seq}
-        out.append(to_provider_message(record, None))
-    return out
-
-
-def per_call_peers(history: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
-    results: dict[str, Any] = {}
-    enc = offline_encoding("cl100k_base")
-    try:
-        from langchain.agents.middleware import SummarizationMiddleware
-        from langchain_core.language_models.fake_chat_models import FakeListChatModel
-        from langchain_core.messages import convert_to_messages, trim_messages
-    except ImportError as exc:
-        results["langchain"] = f"not installed ({exc.name})"
-    else:
-        lc_messages = convert_to_messages(history)
-
-        def tiktoken_counter(messages: Any) -> int:
-            total = 0
-            for m in messages:
-                content = m.content if isinstance(m.content, str) else json.dumps(m.content)
-                total += 3 + len(enc.encode_ordinary(content))
-                for call in getattr(m, "tool_calls", None) or []:
-                    total += len(enc.encode_ordinary(json.dumps(call.get("args", {}))))
-            return total
-
-        model = FakeListChatModel(responses=["summary"])
-        exact = SummarizationMiddleware(model, trigger=("tokens", 10**12), token_counter=tiktoken_counter)
-        approx = SummarizationMiddleware(model, trigger=("tokens", 10**12))
-        state = {"messages": lc_messages}
-        exact.before_model(state, None)  # assigns message ids once
-        results["langchain_summarization_tiktoken_ms"] = ms(_best(lambda: exact.before_model(state, None), repeats))
-        results["langchain_summarization_default_ms"] = ms(_best(lambda: approx.before_model(state, None), repeats))
-        results["langchain_trim_messages_tiktoken_ms"] = ms(_best(
-            lambda: trim_messages(lc_messages, max_tokens=10**12, token_counter=tiktoken_counter,
-                                  strategy="last"), repeats))
-        approx_total = approx.token_counter(lc_messages)
-        exact_total = tiktoken_counter(lc_messages)
-        results["langchain_default_counter_vs_tiktoken"] = round(approx_total / exact_total, 3)
-    try:
-        from llama_index.core.base.llms.types import ChatMessage
-        from llama_index.core.memory import ChatSummaryMemoryBuffer
-    except ImportError as exc:
-        results["llama_index"] = f"not installed ({exc.name})"
-    else:
-        li_messages = [ChatMessage(role=m["role"], content=m.get("content") if isinstance(m.get("content"), str)
-                                   else json.dumps(m.get("content"))) for m in history]
-        memory = ChatSummaryMemoryBuffer.from_defaults(chat_history=li_messages, token_limit=10**12,
-                                                       tokenizer_fn=enc.encode_ordinary)
-        results["llama_index_chat_summary_buffer_get_ms"] = ms(_best(memory.get, repeats))
-    return results
-
-
-def _best(fn: Any, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return median(times)
 
 
 # --------------------------------------------------------------- restore
@@ -463,76 +398,6 @@ def core(args: argparse.Namespace, report: dict[str, Any], sizes: list[int]) -> 
         report["cli_start_s"] = cli_start(work / f"plain{min(sizes)}.db")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def targets(report: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
-    s = report["sizes"]
-    low, ref = str(min(sizes)), str(10_000 if 10_000 in sizes else max(sizes))
-    big = str(max(sizes))
-    out = []
-
-    def add(name: str, value: float, limit: str, ok: bool) -> None:
-        out.append({"target": name, "value": value, "limit": limit, "ok": bool(ok)})
-
-    flat = s[ref]["ours"]["per_turn_ms"] / s[low]["ours"]["per_turn_ms"]
-    add(f"per-turn N={ref} / N={low}", round(flat, 2), "<= 1.5", flat <= 1.5)
-    floor = s[ref]["ours"]["per_turn_ms"] / s[ref]["floor"]["floor_ms"]
-    add(f"per-turn / physical floor at N={ref}", round(floor, 2), "<= 5", floor <= 5)
-    peers = s[ref]["peers"]
-    if "langchain_summarization_tiktoken_ms" in peers:
-        speed = peers["langchain_summarization_tiktoken_ms"] / s[ref]["ours"]["per_turn_ms"]
-        add(f"LangChain check (tiktoken) / ours at N={ref}", round(speed, 1), ">= 100", speed >= 100)
-        speed = peers["langchain_summarization_default_ms"] / s[ref]["ours"]["per_turn_ms"]
-        add(f"LangChain check (default counter) / ours at N={ref}", round(speed, 2), "> 1", speed > 1)
-    restore = s[big]["restore_compacted"]["ratio"]
-    add(f"cold restore (compacted) / raw SELECT at N={big}", restore, "<= 3", restore <= 3)
-    flat_restore = s[big]["restore_compacted"]["ours_ms"] / s[low]["restore_compacted"]["ours_ms"]
-    add(f"cold restore (compacted) N={big} / N={low}", round(flat_restore, 2), "<= 1.5", flat_restore <= 1.5)
-    throughput = report["append_throughput"]["ratio"]
-    add("append throughput / raw INSERT", throughput, ">= 0.5", throughput >= 0.5)
-    add("ctxc start (s)", report["cli_start_s"], "< 0.5", report["cli_start_s"] < 0.5)
-    for model, acc in report["token_accuracy"].items():
-        if acc["encoding"].startswith(("o200k", "cl100k_base")) and "*" not in acc["encoding"]:
-            add(f"token estimate / litellm ({model})", acc["ratio"], "1.00-1.05", 1.0 <= acc["ratio"] <= 1.05)
-    return out
-
-
-def markdown(report: dict[str, Any], sizes: list[int]) -> str:
-    lines = ["| N messages | ours: append + prepare_turn | physical floor | LangChain check (tiktoken) | "
-             "LangChain check (default) | LangChain trim_messages | llama-index buffer | "
-             "cold restore, compacted (raw SELECT) | cold restore, uncompacted (raw SELECT) |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for n in sizes:
-        e = report["sizes"][str(n)]
-        p = e["peers"]
-
-        def peer(key: str) -> str:
-            return f"{p[key]:,.1f} ms" if key in p else "n/a"
-
-        rc, ru = e["restore_compacted"], e["restore_uncompacted"]
-        lines.append(
-            f"| {n:,} | {e['ours']['per_turn_ms']:.2f} ms | {e['floor']['floor_ms']:.2f} ms | "
-            f"{peer('langchain_summarization_tiktoken_ms')} | {peer('langchain_summarization_default_ms')} | "
-            f"{peer('langchain_trim_messages_tiktoken_ms')} | {peer('llama_index_chat_summary_buffer_get_ms')} | "
-            f"{rc['ours_ms']:.2f} ms ({rc['raw_select_ms']:.2f}) | {ru['ours_ms']:.1f} ms ({ru['raw_select_ms']:.1f}) |"
-        )
-    a = report["append_throughput"]
-    rss = report["restore_rss_mb"]
-    lines += [
-        "",
-        f"Append throughput: {a['ours_per_s']:,} messages/s vs raw sqlite3 INSERT {a['raw_insert_per_s']:,}/s "
-        f"(same durability: WAL, synchronous=FULL, one transaction per turn) = {a['ratio']:.0%} "
-        f"(median of three runs: {', '.join(f'{r:.0%}' for r in a.get('ratios', [a['ratio']]))}).",
-        f"Peak RSS restoring a {rss['messages']:,}-message session: {rss['uncompacted']} MB uncompacted, "
-        f"{rss['compacted']} MB compacted.",
-        f"`ctxc sessions` wall time: {report['cli_start_s']} s.",
-        "",
-        "| model | our encoding | ours / litellm.token_counter |",
-        "|---|---|---|",
-    ]
-    for model, acc in report["token_accuracy"].items():
-        lines.append(f"| {model} | {acc['encoding']} | {acc['ratio']:.3f} |")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

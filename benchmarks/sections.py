@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction"]
+ALL = ["core", "pg", "json", "long", "compaction", "retention"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,8 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
-    return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction}[name](args, report, text)
+    return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
+            "retention": _retention}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -99,3 +100,16 @@ def _compaction(args: argparse.Namespace, report: dict[str, Any], text: list[str
              "pass over the same text (medians, the three alternating):", ""]
     text += compactcost.markdown(result)
     return []  # issue 18 asks for these ratios, with no limit on them
+
+
+def _retention(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import retention
+
+    results = []
+    for window in (128_000, 12_000):  # the done-when window, and a small one that drops items
+        results += _in_process("retention.py", "--turns", "200", "--window", str(window), "--print-json")
+    report["retention"] = results
+    text += ["", "Retention (issue 16): planted must-keep items present verbatim in the final projection "
+             "after 200 turns; `forgetful` is a fake LLM that drops 50 % of the facts from its summary:", ""]
+    text += retention.markdown(results)
+    return [_target(*t) for t in retention.targets(results, 128_000)]

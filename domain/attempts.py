@@ -60,7 +60,12 @@ class Attempt:
 class CompactionAttempts(Aggregate):
     """The attempt log of one session. Its state is only what the breaker needs."""
 
+    TOPIC = "context_compaction:CompactionAttempts"
     INITIAL_VERSION = 1
+
+    class Created(Aggregate.Created):
+        # Unused (``Started`` is the creation event), as in ``Session``.
+        TOPIC = "context_compaction:CompactionAttempts.Created"
 
     @staticmethod
     def create_id(session_id: str) -> UUID:

@@ -64,6 +64,10 @@ class Checkpoint:
     summary_source: Mapping[str, Any]
     """Counts of source / omitted / truncated messages and the strategy (spec §10.3)."""
     created_at: str
+    ledger: Mapping[str, Any] | None = None
+    """The must-keep ledger the summary was verified against (issue 16, ADR 0031):
+    ``{items, superseded, report}``; None for checkpoints made before it existed and
+    for degraded ones that read no messages."""
 
     @property
     def mark(self) -> CheckpointMark:
@@ -77,13 +81,15 @@ class Checkpoint:
         """The ``CheckpointCommitted`` payload (the stored field names)."""
         record = {name: getattr(self, name) for name in FIELDS}
         record["summary_source"] = dict(self.summary_source)
+        record["ledger"] = dict(self.ledger) if self.ledger is not None else None
         return record
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Checkpoint:
         """From a ``CheckpointCommitted`` payload (other keys, e.g. a row's
         ``session_id`` or ``version``, are ignored)."""
-        values = {name: record[name] for name in FIELDS}
+        values = {name: record[name] for name in FIELDS if name not in OPTIONAL_FIELDS}
+        values["ledger"] = record.get("ledger")  # (absent from events before issue 16)
         values["summary_source"] = dict(values["summary_source"] or {})
         return cls(**values)
 
@@ -92,7 +98,15 @@ class Checkpoint:
         """From any object that has the fields as attributes (a read-model row)."""
         if isinstance(row, Checkpoint):
             return row  # a row type that is a Checkpoint (application/views.py)
-        return cls.from_record({name: getattr(row, name) for name in FIELDS})
+        return cls.from_record({name: getattr(row, name, None) for name in FIELDS})
+
+    @property
+    def ledger_report(self) -> dict[str, Any] | None:
+        """The coverage figures of the ledger check (``CompactOutcome.ledger``)."""
+        report = (self.ledger or {}).get("report")
+        return dict(report) if report is not None else None
 
 
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Checkpoint))
+#: Fields a stored payload may lack (added after the first events were written).
+OPTIONAL_FIELDS: tuple[str, ...] = ("ledger",)

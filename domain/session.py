@@ -522,6 +522,7 @@ class Session(Aggregate):
         degraded: bool,
         summary_source: dict[str, Any],
         created_at: str,
+        ledger: dict[str, Any] | None = None,  # issue 16: absent from older events
     ) -> None:
         previous = self.active_checkpoint
         self._keep("checkpoint_parents", [*self.checkpoint_parents, previous] if previous else [])

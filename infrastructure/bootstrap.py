@@ -21,6 +21,7 @@ from context_compaction.domain.errors import InvalidCommand, StorageError
 from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import SessionsApplication, build_store
+from .eventstore.attempts import SqlAttemptLog
 from .readmodel import SqlTokenCountCache
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
@@ -236,6 +237,8 @@ def bootstrap(
         token_cache=SqlTokenCountCache(db),
         summarizer=summarizer,
         timeline=timeline,
+        attempts=overrides.pop("attempts", None) or SqlAttemptLog(app),
+        summarizer_named=lambda name: make_summarizer(settings.model_copy(update={"summarizer": name})),
     )
     assert app.projector is not None
     follower = TimelineFollower(db, app.projector, timeline)

@@ -252,6 +252,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args, settings_for(args))
 
 
+def cmd_resummarize(args: argparse.Namespace) -> int:
+    from context_compaction.application import commands as c
+
+    with _bus(args) as bus:
+        # (``--summarizer``, a global option, picks the summarizer through the settings)
+        result = bus.dispatch(c.Resummarize(session_id=args.session, checkpoint_id=args.checkpoint,
+                                            model=args.model))
+    lg = result.ledger
+    text = "\n".join([
+        f"== committed summary of {result.checkpoint_id} ==",
+        result.committed_summary,
+        "",
+        f"== resummarized ({result.summarizer}, {result.model}, {result.tokens:,} tokens; nothing stored) ==",
+        result.summary,
+        "",
+        f"ledger: {lg['items_total']:,} items, {lg['in_summary']:,} in summary, "
+        f"{lg['restored']:,} restored, {lg['dropped']:,} dropped",
+    ])
+    return _emit(args, result, text)
+
+
 # ------------------------------------------------------------------- parser
 COMMANDS = {
     "demo": cmd_demo,
@@ -267,6 +288,7 @@ COMMANDS = {
     "verify": cmd_verify,
     "import-legacy": cmd_import_legacy,
     "serve": cmd_serve,
+    "resummarize": cmd_resummarize,
 }
 
 

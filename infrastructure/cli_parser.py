@@ -132,6 +132,10 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     p.add_argument("--limit", type=_positive_int, default=20, help="entries at most")
     add("verify", "rebuild the read model from the events in a scratch database and compare",
         read_only=True)
+    p = add("resummarize", "summarize a past checkpoint's source again and print it beside the "
+                           "committed summary (stores nothing)", session=True, read_only=True)
+    p.add_argument("checkpoint", help="checkpoint id (see `ctxc checkpoints`)")
+    p.add_argument("--model", help="summarize with this model (default: the session's)")
     p = add("import-legacy", "import sessions from a legacy PicoBot SQLite file")
     p.add_argument("file", help="the legacy SQLite file")
     p.add_argument("--model", default="gpt-4o", help="model for sessions whose row names none")

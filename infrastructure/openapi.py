@@ -42,6 +42,8 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "replay_session": r.ReplayResult,
     "list_checkpoints": r.CheckpointsResult,
     "list_sessions": r.SessionsResult,
+    "list_compaction_attempts": r.CompactionAttemptsResult,
+    "resummarize": r.ResummarizeResult,
 }
 
 

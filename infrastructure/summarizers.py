@@ -130,11 +130,15 @@ def _clip(text: str, n: int = 220) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+_CITED = re.compile(r"\s?\(seqs? [^()]*\)")
+
+
 def _dedupe(items: Iterable[str]) -> list[str]:
+    """The items once each, the first citation kept (a repeat differs only by its seq)."""
     seen: set[str] = set()
     out = []
     for item in items:
-        key = item.lower()
+        key = _CITED.sub("", item).lower()
         if key not in seen:
             seen.add(key)
             out.append(item)
@@ -146,9 +150,9 @@ def _tool_result_line(e: SourceEntry) -> str | None:
     first = next((ln for ln in e.text.splitlines() if ln.strip()), "")
     failure = next((ln for ln in e.text.splitlines() if _FAILURE.search(ln)), None)
     if failure:
-        return f"- {e.tool_name or 'tool'} (seq {e.seq}, call {e.tool_call_id}): {_clip(failure, 160)}"
+        return f"- {e.tool_name or 'tool'} (call {e.tool_call_id}): {_clip(failure, 160)} (seq {e.seq})"
     if first:
-        return f"- {e.tool_name or 'tool'} (seq {e.seq}): {_clip(first, 120)} [status {TOOL_STATUS_UNKNOWN}]"
+        return f"- {e.tool_name or 'tool'}: {_clip(first, 120)} [status {TOOL_STATUS_UNKNOWN}] (seq {e.seq})"
     return None
 
 
@@ -159,9 +163,11 @@ class ExtractiveSummarizer:
         previous = parse_sections(request.source.previous_summary or "")
         fresh = self.extract(request.source.entries)
         if request.source.omitted_messages:
+            src = request.source
+            last_omitted = src.entries[0].seq - 1 if src.entries else src.last_seq
             fresh["Outstanding Work"].append(
-                f"- {request.source.omitted_messages} older messages were not read for this summary "
-                "(over the summary input budget)."
+                f"- {src.omitted_messages} older messages were not read for this summary "
+                f"(over the summary input budget) (seq {src.first_seq}–{last_omitted})."
             )
         merged: dict[str, list[str]] = {}
         for heading in HEADINGS:
@@ -204,28 +210,30 @@ class ExtractiveSummarizer:
         answered_after: int | None = None
         facts: list[str] = []
         files: dict[str, list[str]] = {}
+        seen_at: dict[str, list[int]] = {}
         for e in entries:
             if e.role == "user":
                 if e.steering:
-                    out["Constraints"].append(f"- (steering, seq {e.seq}) {_clip(e.text)}")
+                    out["Constraints"].append(f"- steering: {_clip(e.text)} (seq {e.seq})")
                 else:
                     for s in _sentences(e.text):
                         if _CONSTRAINT.search(s):
-                            out["Constraints"].append(f"- {_clip(s)}")
+                            out["Constraints"].append(f"- {_clip(s)} (seq {e.seq})")
                 if _CORRECTION.search(e.text):
-                    out["Recent User Corrections"].append(f"- seq {e.seq}: {_clip(e.text)}")
+                    out["Recent User Corrections"].append(f"- {_clip(e.text)} (seq {e.seq})")
             elif e.role == "assistant":
                 if e.text and not e.tool_calls:
-                    out["Progress"].append(f"- seq {e.seq}: {_clip(_sentences(e.text)[0] if _sentences(e.text) else e.text)}")
+                    out["Progress"].append(f"- {_clip(_sentences(e.text)[0] if _sentences(e.text) else e.text)} (seq {e.seq})")
                     answered_after = e.seq
                 for s in _sentences(e.text):
                     if _DECISION.search(s):
-                        out["Decisions"].append(f"- {_clip(s)}")
+                        out["Decisions"].append(f"- {_clip(s)} (seq {e.seq})")
                     if _OPEN.search(s):
-                        out["Outstanding Work"].append(f"- {_clip(s)}")
+                        out["Outstanding Work"].append(f"- {_clip(s)} (seq {e.seq})")
                 for _, name, arguments in e.tool_calls:
                     for path in _PATH.findall(arguments) or [""]:
                         files.setdefault(path, []).append(name)
+                        seen_at.setdefault(path, []).append(e.seq)
             elif e.role == "tool":
                 line = _tool_result_line(e)
                 if line:
@@ -233,14 +241,16 @@ class ExtractiveSummarizer:
             if e.role in ("user", "assistant"):
                 for path in _PATH.findall(e.text):
                     files.setdefault(path, [])
+                    seen_at.setdefault(path, []).append(e.seq)
                 for kind, pattern in _FACTS:
                     for m in pattern.finditer(e.text):
                         value = next((g for g in m.groups() if g), m.group(0)) if m.groups() else m.group(0)
-                        facts.append(f"- {kind}: {value}")
+                        facts.append(f"- {kind}: {value} (seq {e.seq})")
         for path, tools in files.items():
             ops = ", ".join(f"{n} x{tools.count(n)}" for n in dict.fromkeys(tools)) if tools else "mentioned"
             label = path or "other tool calls"
-            out["Files and Operations"].append(f"- {label}: {ops}")
+            lo, hi = min(seen_at[path]), max(seen_at[path])
+            out["Files and Operations"].append(f"- {label}: {ops} (seq {lo}{f'–{hi}' if hi != lo else ''})")
         out["Exact Facts"] = _dedupe(facts)
         if requests and (answered_after is None or answered_after < requests[-1].seq):
             out["Outstanding Work"].append(f"- Not yet answered: {_clip(requests[-1].text)} (seq {requests[-1].seq})")

@@ -105,10 +105,14 @@ class Harness:
             return cur.execute(sql, params).fetchall()
 
     def events(self) -> int:
-        """How many events are stored (all sessions)."""
+        """How many session events are stored (all sessions; not the compaction attempt
+        logs, which record attempts that change nothing by design: ADR 0032)."""
         db, app = self._db()
         with db.read() as cur:
-            return int(cur.execute(f"SELECT COUNT(*) FROM {app.projector.events_table.qualified}").fetchone()[0])
+            return int(cur.execute(
+                f"SELECT COUNT(*) FROM {app.projector.events_table.qualified} WHERE topic NOT LIKE ?",
+                (ATTEMPT_TOPICS,),
+            ).fetchone()[0])
 
     def count(self, table: str) -> int:
         return int(self.query(f"SELECT COUNT(*) FROM {{t}}{table}")[0][0])
@@ -122,13 +126,23 @@ def event_count(h: Harness) -> int:
     return h.events()
 
 
+ATTEMPT_TOPICS = "context_compaction:CompactionAttempts%"
+
+
 def fingerprint(bus: MessageBus) -> tuple[Any, ...]:
-    """Everything a command could change: the event log and every projected table."""
+    """Everything a command could change: the sessions' event log and every projected
+    table. The compaction attempt log (its own streams, ADR 0032) records attempts
+    that change nothing, by design: ``attempt_count`` counts them."""
     from context_compaction.infrastructure.readmodel import PROJECTED_TABLES
 
     read_model = bus.services.read_model
     app = bus.services.extra["app"]
-    newest = app.recorder.max_notification_id()
+    table = app.projector.events_table
+    row = bus.services.extra["db"].query_one(
+        f"SELECT MAX({table.id_column}) FROM {table.qualified}"
+        " WHERE topic NOT LIKE ?", (ATTEMPT_TOPICS,)
+    )
+    newest = row[0] if row else None
     tables = tuple(tuple(read_model.table_rows(t)) for t in PROJECTED_TABLES)
     return (newest, tables)
 
@@ -174,3 +188,13 @@ class RecordingSummarizer:
         if self.text is not None:
             return SummaryResult(text=self.text, provider_kind="fake", model="fake")
         return self.inner.summarize(request)
+
+
+def attempt_count(bus: MessageBus) -> int:
+    """Events in the compaction attempt logs of every session (ADR 0032)."""
+    app = bus.services.extra["app"]
+    table = app.projector.events_table
+    row = bus.services.extra["db"].query_one(
+        f"SELECT COUNT(*) FROM {table.qualified} WHERE topic LIKE ?", (ATTEMPT_TOPICS,)
+    )
+    return int(row[0]) if row else 0

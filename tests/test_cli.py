@@ -83,7 +83,9 @@ def test_checkpoints_projection_replay_and_timeline(demo_db: Path) -> None:
 def test_compact_uses_the_configured_summarizer(demo_db: Path, tmp_path: Path) -> None:
     config = tmp_path / "settings.json"
     config.write_text(json.dumps({"summarizer": "extractive", "context_compaction": {"keep_recent_tokens": 500}}))
-    data = json.loads(ctxc("compact", SID, "--json", "--db", str(demo_db), "--config", str(config)).stdout)
+    proc = ctxc("compact", SID, "--json", "--db", str(demo_db), "--config", str(config))
+    assert proc.returncode == 0, proc.stderr  # (without the config: summary_failed from the llm default)
+    data = json.loads(proc.stdout)
     assert data["status"] == "compacted" and data["trigger_reason"] == "manual", data
     cps = json.loads(ctxc("checkpoints", SID, "--json", "--db", str(demo_db)).stdout)["checkpoints"]
     made = next(cp for cp in cps if cp["checkpoint_id"] == data["checkpoint_id"])
@@ -217,3 +219,18 @@ def test_log_json_writes_structured_lines_without_content(tmp_path: Path) -> Non
     assert appended and appended[0]["session_id"] == "logme" and appended[0]["count"] == 1
     assert {"ts", "level", "logger"} <= set(appended[0])
     assert "SECRET-CONTENT-42" not in proc.stderr
+
+
+def test_resummarize_prints_beside_the_committed_summary_and_stores_nothing(demo_db: Path) -> None:
+    cps = json.loads(ctxc("checkpoints", SID, "--json", "--db", str(demo_db)).stdout)["checkpoints"]
+    cp = next(c for c in cps if not c["degraded"])
+    before = demo_db.read_bytes()
+    proc = ctxc("resummarize", SID, cp["checkpoint_id"], "--summarizer", "extractive", "--db", str(demo_db))
+    assert proc.returncode == 0, proc.stderr
+    committed, _, again = proc.stdout.partition("== resummarized (extractive")
+    assert committed.startswith(f"== committed summary of {cp['checkpoint_id']} ==")
+    assert "## Objective" in committed and "## Objective" in again and "ledger:" in again
+    data = json.loads(ctxc("resummarize", SID, cp["checkpoint_id"], "--summarizer", "extractive",
+                           "--json", "--db", str(demo_db)).stdout)
+    assert data["committed_summary"] == cp["summary"] and data["tokens"] > 0
+    assert demo_db.read_bytes() == before

@@ -95,6 +95,17 @@ def test_a_bad_value_names_the_setting_the_variable_and_why_and_never_the_value(
     assert "snapshot_interval" in str(info.value)  # pydantic's own text names the setting too
 
 
+def test_a_misspelled_key_in_a_file_gets_the_closest_setting(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('{"summariser": "extractive", "context_compaction": {"reserve_tokenz": 1}}')
+    with pytest.raises(ValidationError) as info:
+        Settings.from_file(path)
+    assert sorted(problems(info.value)) == [
+        "context_compaction.reserve_tokenz: no such setting; did you mean context_compaction.reserve_tokens?",
+        "summariser: no such setting; did you mean summarizer?",
+    ]
+
+
 def test_a_settings_file_that_is_not_json_is_named(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     path.write_text("{nope")

@@ -150,7 +150,8 @@ def test_ctxc_serve_logs_no_canary(databases, provider, tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "ctxc serve did not start"
             time.sleep(0.1)
         auth = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=base, headers=auth, timeout=30) as client:
+        # (a generous timeout: the first summary imports litellm in the server)
+        with httpx.Client(base_url=base, headers=auth, timeout=120) as client:
             for step in session_steps():
                 if step[0] == "queue":
                     provider.queue(step[1])

@@ -135,6 +135,12 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
                         "error_message": "This model's maximum context length is 2000 tokens"}
             _check(document, "recover_overflow", _post(client, overflow))
             answered |= {"record_usage", "recover_overflow"}
+        if step["type"] == "compact" and envelope["result"]["checkpoint_id"]:
+            again = {"type": "resummarize", "session_id": sid, "checkpoint_id": envelope["result"]["checkpoint_id"]}
+            _check(document, "resummarize", _post(client, again))
+            log = {"type": "list_compaction_attempts", "session_id": sid}
+            _check(document, "list_compaction_attempts", _post(client, log))
+            answered |= {"resummarize", "list_compaction_attempts"}
     _check(document, "delete_session", _post(client, {"type": "delete_session", "session_id": sid}))
     assert answered | {"delete_session"} == set(command_types())
     failed = client.post("/v1/commands", json={"type": "get_history", "session_id": "nobody"})

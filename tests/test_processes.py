@@ -191,6 +191,34 @@ def kill(proc: subprocess.Popen[bytes], err: Path) -> None:
     assert proc.returncode == -signal.SIGKILL, f"died of {proc.returncode}, not SIGKILL:\n{tail(err)}"
 
 
+def kill_one_worker(url: str, trial: int, out: Path, err: Path, in_commit: bool, rng: random.Random) -> str | None:
+    """Start a crash-loop worker and SIGKILL it: inside a held-open checkpoint commit
+    (returns that checkpoint's id), or at a random moment after its first acknowledged
+    batch."""
+    before = acknowledged_batches(out)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    with open(err, "wb") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, WORKER, "crashloop", url, str(trial), str(out), "3" if in_commit else "0"],
+            env=env, stdout=subprocess.PIPE if in_commit else subprocess.DEVNULL, stderr=err_file)
+    try:
+        if in_commit:
+            line = read_line(proc, err, "a held-open checkpoint commit")
+            assert line.startswith("commit "), f"no commit reported ({line!r}):\n{tail(err)}"
+            kill(proc, err)
+            return line.split()[1]
+        wait_for(proc, lambda: len(acknowledged_batches(out) - before) >= 1, "the first acknowledged batch", err)
+        time.sleep(rng.uniform(0.0, 0.6))  # into appends, summaries and commits
+        kill(proc, err)
+        return None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 @pytest.mark.slow
 def test_sigkill_during_appends_and_compactions_never_leaves_a_mix(
     make_harness: MakeHarness, tmp_path: Path, record_property  # type: ignore[no-untyped-def]
@@ -216,29 +244,8 @@ def test_sigkill_during_appends_and_compactions_never_leaves_a_mix(
         err = tmp_path / f"trial{trial}.stderr"
         in_commit = trial % commit_every == commit_every - 1
         before = acknowledged_batches(out)
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
-        with open(err, "wb") as err_file:
-            proc = subprocess.Popen(
-                [sys.executable, WORKER, "crashloop", h.url, str(trial), str(out), "3" if in_commit else "0"],
-                env=env, stdout=subprocess.PIPE if in_commit else subprocess.DEVNULL, stderr=err_file)
-        try:
-            if in_commit:
-                line = read_line(proc, err, "a held-open checkpoint commit")
-                assert line.startswith("commit "), f"no commit reported ({line!r}):\n{tail(err)}"
-                checkpoint_id = line.split()[1]
-                kill(proc, err)
-                commit_kills += 1
-            else:
-                wait_for(proc, lambda: len(acknowledged_batches(out) - before) >= 1,
-                         "the first acknowledged batch", err)
-                time.sleep(rng.uniform(0.0, 0.6))  # into appends, summaries and commits
-                kill(proc, err)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
+        checkpoint_id = kill_one_worker(h.url, trial, out, err, in_commit, rng)
+        commit_kills += in_commit
         # Raw SQL before any read (reads catch up a lagging read model): the projection
         # commits in the events' transaction, so it is never behind, even right after a kill.
         position, newest = read_model_position(h)
@@ -252,7 +259,7 @@ def test_sigkill_during_appends_and_compactions_never_leaves_a_mix(
         per_batch = Counter(m["turn_id"] for m in raw)
         assert all(n == 5 for n in per_batch.values()), f"a partial batch survived: {per_batch}"
         assert acknowledged <= set(per_batch), "an acknowledged batch was lost"
-        if in_commit:
+        if checkpoint_id is not None:
             cps = ok(h.do({"type": "list_checkpoints", "session_id": "alpha"}))["checkpoints"]
             assert checkpoint_id not in {cp["checkpoint_id"] for cp in cps}, "a checkpoint killed before COMMIT survived"
     checkpoints = facts["alpha"]["checkpoints"]

@@ -148,6 +148,8 @@ class SessionsApplication(FastSaveApplication):
         due = []
         try:
             for session in sessions:
+                if not isinstance(session, Session):
+                    continue  # (a compaction attempt log: a short log, no snapshots)
                 first = session.version - len(session.pending_events)
                 step = snapshot_step(interval, session.version)
                 if session.version // step > first // step:

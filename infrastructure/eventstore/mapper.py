@@ -9,6 +9,7 @@ from eventsourcing.domain import CanMutateAggregate, Snapshot
 from eventsourcing.persistence import Mapper, StoredEvent
 from eventsourcing.utils import get_topic
 
+from context_compaction.domain.attempts import CompactionAttempts
 from context_compaction.domain.errors import CorruptEvent
 from context_compaction.domain.session import Session, snapshot_problem
 
@@ -18,9 +19,10 @@ from ..transcoding import corrupt_event, field_checks, message_problem, required
 def _event_classes() -> dict[str, type]:
     """Stored topic → class, for our own event classes only (and the snapshot)."""
     classes: dict[str, type] = {get_topic(Snapshot): Snapshot}
-    for value in vars(Session).values():
-        if isinstance(value, type) and issubclass(value, CanMutateAggregate):
-            classes[get_topic(value)] = value
+    for aggregate in (Session, CompactionAttempts):
+        for value in vars(aggregate).values():
+            if isinstance(value, type) and issubclass(value, CanMutateAggregate):
+                classes[get_topic(value)] = value
     return classes
 
 

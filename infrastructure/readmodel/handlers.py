@@ -141,7 +141,7 @@ class EventHandlers:
         sid = self._sid(cur, e)
         cur.execute(
             "INSERT INTO {t}rm_checkpoints (" + CHECKPOINT_COLS + ")"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 e.checkpoint_id,
                 sid,
@@ -159,6 +159,7 @@ class EventHandlers:
                 dumps(e.summary_source),
                 e.created_at,
                 e.originator_version,
+                _ledger_text(getattr(e, "ledger", None)),
             ),
         )
         self._touch(
@@ -253,3 +254,7 @@ class EventHandlers:
         )
         self._touch(cur, sid, e)
 
+
+def _ledger_text(ledger: Any) -> str | None:
+    """The checkpoint's ledger as stored in its row (values come from messages: no NUL)."""
+    return storable_text(dumps(ledger)) if ledger else None

@@ -25,6 +25,7 @@ from .projector import ReadModelProjector
 from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
 from .search import query_terms, search_params, search_sql, search_text, snippet
 from .schema import (
+    ADDED_COLUMNS,
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
     N_SESSION_COLS,
@@ -70,6 +71,8 @@ class SqlReadModel:
                 )
             for statement in SCHEMA:
                 cur.execute(statement)
+            if previous is not None and previous >= SAME_SHAPE_SINCE:
+                self._add_columns(cur, previous)
             for statement in SEARCH_INDEX[self.db.dialect.name]:
                 cur.execute(statement)
             if previous is not None and SAME_SHAPE_SINCE <= previous < SEARCH_SINCE:
@@ -79,6 +82,17 @@ class SqlReadModel:
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
                 (SCHEMA_MARK, SCHEMA_VERSION),
             )
+
+    def _add_columns(self, cur: Cur, previous: int) -> None:
+        for version, table, column, kind in ADDED_COLUMNS:
+            if version <= previous:
+                continue
+            if self.db.dialect.is_postgres:
+                cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN IF NOT EXISTS {column} {kind}")
+                continue
+            names = [row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()]
+            if column not in names:  # (another process may have added it first)
+                cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN {column} {kind}")
 
     def _fill_search(self, cur: Cur) -> None:
         """Index the messages a database of an older schema already holds (once)."""

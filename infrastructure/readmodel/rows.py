@@ -74,6 +74,7 @@ def checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
         summary_source=json.loads(row[13]),
         created_at=row[14],
         version=int(row[15]),
+        ledger=json.loads(row[16]) if row[16] else None,
     )
 
 

@@ -19,13 +19,19 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
 SAME_SHAPE_SINCE = 5
-#: 7 added rm_search, which must hold every message already stored: it is filled from
+#: Columns added since ``SAME_SHAPE_SINCE``: (schema version, table, column definition).
+#: A database marked older gains them in place. Exact, not approximate: the events
+#: stored before a column existed have no value for it (NULL).
+ADDED_COLUMNS: tuple[tuple[int, str, str, str], ...] = (
+    (7, "rm_checkpoints", "ledger", "TEXT"),  # the checkpoint's must-keep ledger (issue 16)
+)
+#: 8 added rm_search, which must hold every message already stored: it is filled from
 #: the stored messages once when a database of an older version is opened (ADR 0033).
-SEARCH_SINCE = 7
+SEARCH_SINCE = 8
 SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
@@ -55,7 +61,8 @@ SCHEMA: tuple[str, ...] = (
     " source_max_seq {INT} NOT NULL, trigger_reason TEXT NOT NULL,"
     " provider_kind TEXT NOT NULL, model TEXT NOT NULL, tokens_before {INT} NOT NULL,"
     " tokens_after {INT} NOT NULL, degraded {INT} NOT NULL, summary_source TEXT NOT NULL,"
-    " created_at TEXT NOT NULL, version {INT} NOT NULL, UNIQUE (session_id, generation))",
+    " created_at TEXT NOT NULL, version {INT} NOT NULL, ledger TEXT,"
+    " UNIQUE (session_id, generation))",
     "CREATE TABLE IF NOT EXISTS {t}rm_invalidations ("
     " session_id TEXT NOT NULL, version {INT} NOT NULL, kind TEXT NOT NULL,"
     " ranges TEXT NOT NULL, excluded {INT} NOT NULL, reason TEXT NOT NULL,"
@@ -137,7 +144,7 @@ SESSION_COLS = (
 CHECKPOINT_COLS = (
     "checkpoint_id, session_id, generation, parent_checkpoint_id, summary,"
     " first_retained_seq, source_max_seq, trigger_reason, provider_kind, model,"
-    " tokens_before, tokens_after, degraded, summary_source, created_at, version"
+    " tokens_before, tokens_after, degraded, summary_source, created_at, version, ledger"
 )
 N_SESSION_COLS = len(SESSION_COLS.split(","))
 # The session row and whether the read model met a damaged event of it (rm_damaged).

@@ -1,0 +1,122 @@
+"""Every compaction attempt on record (issue 16, ADR 0032).
+
+``run_recorded`` wraps one attempt — manual, auto or overflow, summarized or degraded —
+and appends what it did to the session's attempt log: its outcome, reason,
+summarizer, model, prompt version, duration, token figures, ledger report and error
+code. A failed attempt is recorded and its error raised as before; a log that cannot
+be written is logged and never turns the attempt's result into a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from context_compaction.domain.attempts import Attempt
+from context_compaction.domain.errors import (
+    ContextCompactionError,
+    SessionNotFound,
+    StaleCandidate,
+    SummaryFailed,
+)
+from context_compaction.domain.summary import PROMPT_VERSION
+
+from . import commands as c
+from . import results as r
+from .services import Services
+from .turncontext import TurnContext
+
+log = logging.getLogger("context_compaction.attempts")
+
+
+def summarizer_name(svc: Services) -> str:
+    """What ``svc.summarizer`` is called in the log: its ``provider_kind`` when it has
+    one (the extractive one, a plugged-in one), else the configured name."""
+    return str(getattr(svc.summarizer, "provider_kind", None) or svc.settings.summarizer)
+
+
+def _outcome(result: r.CompactOutcome | None, error: ContextCompactionError | None, degraded: bool) -> str:
+    if isinstance(error, StaleCandidate):
+        return "stale_candidate"
+    if error is not None:
+        # A summary that failed, or a trim / commit that could not be made: the attempt
+        # failed; ``error_code`` says how.
+        return "summary_failed" if isinstance(error, SummaryFailed) or not degraded else "nothing_to_compact"
+    if result is None or result.status != "compacted":
+        return "nothing_to_compact"
+    return "degraded" if result.degraded else "compacted"
+
+
+def _record(
+    svc: Services,
+    turn: TurnContext,
+    reason: str,
+    started: float,
+    result: r.CompactOutcome | None,
+    error: ContextCompactionError | None,
+    degraded: bool,
+) -> None:
+    attempts = svc.attempts
+    if attempts is None:
+        return
+    try:
+        outcome = _outcome(result, error, degraded)
+        stage = getattr(result, "stage", None) or (
+            "degraded" if degraded else None if outcome == "nothing_to_compact" else "summarized"
+        )
+        before = turn.draft.total
+        attempt = Attempt(
+            attempt_id=svc.ids.new_id("att"),
+            at=svc.now(),
+            reason=reason,
+            outcome=outcome,
+            stage=stage,
+            summarizer="deterministic" if degraded else summarizer_name(svc),
+            model=turn.model,
+            prompt_version=None if degraded else PROMPT_VERSION,
+            duration_ms=int((time.perf_counter() - started) * 1000),
+            tokens_before=result.tokens_before if result else before,
+            tokens_after=result.tokens_after if result else before,
+            ledger=result.ledger if result else None,
+            error_code=error.code if error else None,
+            at_seq=turn.ctx.session.next_seq - 1,
+        )
+        attempts.record(turn.session_id, attempt)
+    except Exception as exc:  # noqa: BLE001 - the log must never fail the attempt
+        log.warning(
+            "compaction attempt not recorded",
+            extra={"session_id": turn.session_id, "reason": reason, "error_class": type(exc).__name__},
+        )
+
+
+def run_recorded(
+    svc: Services, turn: TurnContext, reason: str, attempt: Callable[[], r.CompactOutcome], *, degraded: bool = False
+) -> r.CompactOutcome:
+    """``attempt()``, recorded in the session's attempt log whatever it ends in."""
+    started = time.perf_counter()
+    try:
+        outcome = attempt()
+    except ContextCompactionError as exc:
+        _record(svc, turn, reason, started, None, exc, degraded)
+        raise
+    _record(svc, turn, reason, started, outcome, None, degraded)
+    return outcome
+
+
+# ------------------------------------------------------------------ query
+def list_compaction_attempts(cmd: c.ListCompactionAttempts, svc: Services) -> r.CompactionAttemptsResult:
+    if svc.read_model.session(cmd.session_id) is None:
+        raise SessionNotFound(f"session {cmd.session_id!r} does not exist")
+    found = svc.attempts.attempts(cmd.session_id, cmd.limit) if svc.attempts else []
+    return r.CompactionAttemptsResult(
+        session_id=cmd.session_id, attempts=[_listed(a) for a in found]
+    )
+
+
+def _listed(attempt: Attempt) -> dict[str, Any]:
+    """CONTRACT.md's fields (and the prompt version); not ``at_seq``, the breaker's."""
+    record = attempt.to_record()
+    record.pop("at_seq", None)
+    return record

@@ -1,0 +1,76 @@
+"""The must-keep ledger and citations of a compaction candidate (issue 16, ADR 0031).
+
+Between the summary call and the §10.4 validation: citations outside the summarized
+range are removed, the ledger is carried from the previous checkpoint and extended with
+the items of every message the compaction covers (not only those that fit the bounded
+summary input), and the summary is verified against it. Summarizer-agnostic: the same
+step runs for the LLM, the extractive or any plugged-in summarizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from context_compaction.domain.ledger import Count, Ledger, LedgerReport, extract, verify
+from context_compaction.domain.messages import MessageRecord
+from context_compaction.domain.provenance import clean_citations
+from context_compaction.domain.summary import SourceEntry, to_entry
+
+#: The ledger may add up to this many times the summary's output reserve (ADR 0031):
+#: at a 128K window (reserve 2,048) 8,192 tokens, room for ~450 fact lines.
+LEDGER_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class VerifiedSummary:
+    text: str
+    ledger: Ledger
+    report: LedgerReport
+    citations_removed: int
+
+    def record(self) -> dict[str, Any]:
+        """What ``CheckpointCommitted.ledger`` stores."""
+        return {**self.ledger.to_record(), "report": self.report.to_record()}
+
+
+def ledger_budget(output_reserve: int, room: int) -> int:
+    """Tokens the written-back items may take: ``LEDGER_FACTOR`` times the output
+    reserve, at most half the room the window leaves beside the kept tail and the
+    summary itself (so that a verified candidate still fits under the threshold)."""
+    return max(0, min(LEDGER_FACTOR * output_reserve, room // 2))
+
+
+def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:
+    """Every message a compaction covers, as the extractor reads it."""
+    names: dict[str, str] = {}
+    return [to_entry(r, names) for r in records]
+
+
+def verify_summary(
+    text: str,
+    *,
+    previous: Mapping[str, Any] | None,
+    covered: Sequence[MessageRecord],
+    last_seq: int,
+    budget_tokens: int,
+    count: Count,
+    retained: Sequence[MessageRecord] = (),
+) -> VerifiedSummary:
+    """``text`` with invalid citations removed and missing ledger items written back.
+
+    ``retained`` (the raw tail kept after the summary) is read for settings only: one
+    set again there supersedes the summary's older value, which is then marked as
+    such rather than left to read as current next to the new one. The stored ledger
+    does not take them (the next compaction reads those messages as covered).
+    """
+    cleaned, _, removed = clean_citations(text, 1, last_seq)
+    ledger, evicted = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
+    check = ledger
+    newer = [i for i in extract(covered_entries(retained)) if i.key is not None]
+    if newer:
+        check, _ = ledger.merge(newer)
+    verified, report = verify(cleaned, check, budget_tokens, count)
+    report.dropped_items.extend(evicted)  # left the bounded ledger: reported, not lost silently
+    return VerifiedSummary(verified.strip(), ledger, report, removed)

@@ -1,0 +1,97 @@
+"""``resummarize``: summarize a past checkpoint's source again, committing nothing (issue 16).
+
+The source is rebuilt from the stored state exactly as the compaction that made the
+checkpoint read it: its parent's summary and the messages it covered (from the parent's
+boundary, or the first message, up to its own ``first_retained_seq``), visible as of
+the session version that committed it — an invalidation made later does not change
+what that summary was made from. Then the same steps as a compaction: one summary
+call, citations cleaned, the ledger (the parent's, extended) verified. Prompt and
+model changes can be judged on real sessions offline; nothing is written.
+"""
+
+from __future__ import annotations
+
+from context_compaction.domain.errors import InvalidCommand, SessionNotFound, SummaryFailed
+from context_compaction.domain.summary import build_summary_source, storable_text, summary_prompt
+
+from . import commands as c
+from . import results as r
+from .attemptlog import summarizer_name
+from .compaction import summary_budget_for
+from .ledgers import ledger_budget, verify_summary
+from .ports import SummaryRequest
+from .services import Services
+from .turncontext import budget_for
+
+
+def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
+    session = svc.read_model.session(cmd.session_id)
+    if session is None or session.deleted:
+        raise SessionNotFound(f"session {cmd.session_id!r} does not exist")
+    cp = svc.read_model.checkpoint(cmd.checkpoint_id)
+    if cp is None or cp.session_id != cmd.session_id:
+        raise InvalidCommand(
+            f"checkpoint {cmd.checkpoint_id!r} is not a checkpoint of session {cmd.session_id!r}"
+        )
+    if cp.degraded:
+        raise InvalidCommand(f"checkpoint {cmd.checkpoint_id!r} is degraded: it has no summary source")
+    parent = svc.read_model.checkpoint(cp.parent_checkpoint_id) if cp.parent_checkpoint_id else None
+    start = parent.first_retained_seq if parent else 1
+    as_committed = svc.events.load(cmd.session_id, version=cp.version)
+    covered = [
+        m
+        for m in svc.read_model.messages(
+            cmd.session_id, from_seq=start, upto_seq=cp.first_retained_seq - 1, include_invalidated=True
+        )
+        if as_committed.is_visible(m["seq"])
+    ]
+    if not covered:
+        raise InvalidCommand(f"checkpoint {cmd.checkpoint_id!r} covers no stored message")
+    summarizer = svc.summarizer
+    if cmd.summarizer is not None:
+        if svc.summarizer_named is None:
+            raise InvalidCommand("this service cannot choose a summarizer by name")
+        summarizer = svc.summarizer_named(cmd.summarizer)
+    model = cmd.model or session.model
+    encoding = svc.tokens.encoding_for(model)
+
+    def count(text: str) -> int:
+        return svc.tokens.count_text(text, encoding)
+
+    budget = budget_for(svc, session, model)
+    limits = summary_budget_for(budget.window, count)
+    source = build_summary_source(
+        parent.summary if parent else None, covered, budget_tokens=limits.source_budget, count=count
+    )
+    result = summarizer.summarize(
+        SummaryRequest(
+            session_id=cmd.session_id,
+            model=model,
+            prompt=summary_prompt(source, limits.output_reserve),
+            source=source,
+            max_output_tokens=limits.output_reserve,
+        )
+    )
+    text = storable_text(result.text).strip()
+    if not text:
+        raise SummaryFailed("the summarizer returned an empty summary")
+    room = budget.threshold - budget.keep - limits.output_reserve
+    verified = verify_summary(
+        text,
+        previous=parent.ledger if parent else None,
+        covered=covered,
+        last_seq=covered[-1]["seq"],
+        budget_tokens=ledger_budget(limits.output_reserve, room),
+        count=count,
+    )
+    named = getattr(summarizer, "provider_kind", None) or cmd.summarizer or summarizer_name(svc)
+    return r.ResummarizeResult(
+        session_id=cmd.session_id,
+        checkpoint_id=cp.checkpoint_id,
+        summary=verified.text,
+        ledger=verified.report.to_record(),
+        tokens=count(verified.text),
+        summarizer=str(named),
+        model=result.model,
+        committed_summary=cp.summary,
+    )

@@ -1,0 +1,80 @@
+"""``SqlAttemptLog``: the application's AttemptLog port over ``SessionsApplication``.
+
+Each session's attempts are one ``CompactionAttempts`` aggregate in the same event
+store (its id derived from the session id, ADR 0032): a save appends to that stream
+only, so the session's version and context generation never move, and two processes
+recording at once conflict only with each other (the loser reloads and appends again).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+
+from context_compaction.domain.attempts import (
+    Attempt,
+    CompactionAttempts,
+    attempts_aggregate_id,
+    newest_first,
+)
+from context_compaction.domain.errors import StorageError
+
+from ..database import StorageBusy, storage_errors, storage_failure
+from .application import SessionsApplication
+from .store import replay
+
+_TRIES = 8
+
+
+class SqlAttemptLog:
+    def __init__(self, app: SessionsApplication) -> None:
+        self.app = app
+
+    def _load(self, session_id: str) -> CompactionAttempts | None:
+        try:
+            with storage_errors():
+                found: Any = self.app.repository.get(
+                    attempts_aggregate_id(session_id), projector_func=replay
+                )
+        except AggregateNotFoundError:
+            return None
+        return found  # type: ignore[no-any-return]
+
+    def _evict(self, session_id: str) -> None:
+        cache = self.app.repository.cache
+        if cache is not None:
+            try:
+                cache.get(attempts_aggregate_id(session_id), evict=True)
+            except KeyError:
+                pass
+
+    def record(self, session_id: str, attempt: Attempt) -> None:
+        for n in range(_TRIES):
+            log = self._load(session_id) or CompactionAttempts(session_id)
+            log.record(attempt)
+            try:
+                self.app.save(log)
+                return
+            except Exception as exc:
+                self._evict(session_id)  # (the held copy has the unsaved attempt applied)
+                failure = None if isinstance(exc, IntegrityError) else storage_failure(exc)
+                # IntegrityError: another process appended to this log first.
+                retry = isinstance(exc, IntegrityError) or isinstance(failure, StorageBusy)
+                if not retry:
+                    raise (failure or exc) from exc
+            time.sleep(random.uniform(0.002, 0.02) * (n + 1))
+        raise StorageError("the compaction attempt log stayed contended or busy")
+
+    def attempts(self, session_id: str, limit: int | None = None) -> list[Attempt]:
+        with storage_errors():
+            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
+        recorded = [
+            Attempt.from_record(e.attempt)
+            for e in events
+            if isinstance(e, CompactionAttempts.AttemptRecorded)  # type: ignore[attr-defined]
+        ]
+        return newest_first(recorded, limit)
