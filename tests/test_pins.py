@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backends import MakeHarness
-from helpers import ATTEMPT_TOPICS, Harness, RecordingSummarizer, assistant, err, ok, tool, user
+from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
 SID = "p"
 SUMMARY = "## Goal\nKeep going."
@@ -133,6 +133,6 @@ def test_replay_shows_the_pin_events(make_harness: MakeHarness) -> None:
 def topics(h: Harness) -> list[str]:
     _, app = h._db()
     table = app.projector.events_table.qualified
-    # The session's stream only (not its compaction attempt log, ADR 0032).
-    return [row[0] for row in h.query(f"SELECT topic FROM {table} WHERE topic NOT LIKE ?"
-                                      " ORDER BY originator_version", (ATTEMPT_TOPICS,))]
+    rows = h.query(f"SELECT topic FROM {table} WHERE topic LIKE ? ORDER BY originator_version",
+                   ("context_compaction:Session.%",))
+    return [row[0] for row in rows]
