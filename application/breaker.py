@@ -42,6 +42,8 @@ def breaker_state(svc: Services, session_id: str, records: Sequence[MessageRecor
                 last_failure_seq = attempt.at_seq
     # The failed attempt ran at the start of its turn (``at_seq`` includes that turn's
     # first message): the turn that starts next is the pause's first.
+    if failures < cc.max_consecutive_failures:  # closed: no need to count turns
+        return Breaker(False, failures)
     turns = max(_turns_after(records, last_failure_seq or 0) - 1, 0)
     return breaker(
         failures, turns, max_failures=cc.max_consecutive_failures, pause_turns=cc.breaker_pause_turns
@@ -71,9 +73,9 @@ def _turns_after(records: Sequence[MessageRecord], seq: int) -> int:
     message that is not steering when messages carry no turn ids)."""
     seen: set[str] = set()
     turns = 0
-    for m in records:
+    for m in reversed(records):  # newest first: only the messages after ``seq`` are read
         if m["seq"] <= seq:
-            continue
+            break
         turn_id = m.get("turn_id")
         if turn_id:
             if turn_id not in seen:
