@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ from context_compaction.domain.errors import (
 )
 from context_compaction.domain.messages import json_problem
 
+from . import telemetry as tel
 from .commands import COMMAND_ADAPTER, Command, command_types
 from .session_context import detached
 from .results import ProjectionResult, TurnRequest
@@ -58,7 +60,35 @@ class MessageBus:
         handler = self.handlers.get(type(command))
         if handler is None:
             raise InvalidCommand(f"no handler for {type(command).__name__}")
-        return handler(command, self.services)
+        return self._observed(handler, command)
+
+    def _observed(self, handler: Handler, command: Command) -> Any:
+        """The handler in a ``ctxc.command`` span, its metrics and a completion log line
+        with its duration (issue 15): ids, codes and figures only, never content."""
+        telemetry = self.services.telemetry
+        attributes = tel.command_attributes(command)
+        started = time.perf_counter()
+        result, code = None, None
+        try:
+            with telemetry.span("ctxc.command", attributes) as span:
+                try:
+                    result = handler(command, self.services)
+                except ContextCompactionError as exc:
+                    code = exc.code
+                    raise
+                except Exception:
+                    code = "internal_error"
+                    raise
+                span.set("ctxc.outcome", tel.outcome_of(result))
+        finally:
+            duration_ms = round((time.perf_counter() - started) * 1000, 3)
+            log.info("command completed" if code is None else "command failed", extra={
+                "command": attributes["ctxc.command"], "session_id": attributes.get("ctxc.session_id"),
+                "outcome": tel.outcome_of(result) if code is None else None, "error_code": code,
+                "duration_ms": duration_ms,
+            })
+            tel.count_command(telemetry, str(attributes["ctxc.command"]), result, code)
+        return result
 
     # ----------------------------------------------------------------- JSON
     def dispatch_json(self, data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:

@@ -64,3 +64,27 @@ class NoTelemetry:
 
     def record(self, metric: str, value: float, attributes: Attributes) -> None:
         pass
+
+
+def command_attributes(command: Any) -> dict[str, str | int | float | bool]:
+    """The ``ctxc.command`` span's attributes: the command type and its session, if any."""
+    attributes: dict[str, str | int | float | bool] = {"ctxc.command": str(command.type)}
+    session_id = getattr(command, "session_id", None)
+    if isinstance(session_id, str):
+        attributes["ctxc.session_id"] = session_id
+    return attributes
+
+
+def outcome_of(result: Any) -> str:
+    """A result's outcome for the span: a compaction's status, else ``ok``."""
+    status = getattr(result, "status", None)
+    return status if isinstance(status, str) else "ok"
+
+
+def count_command(telemetry: Telemetry, kind: str, result: Any, error_code: str | None) -> None:
+    """The per-command metrics: prepared turns by usage source, overflow recoveries."""
+    if kind == "prepare_turn" and error_code is None:
+        usage = getattr(result, "usage", None)
+        telemetry.add(TURNS, 1, {"usage_source": str(getattr(usage, "usage_source", "unknown"))})
+    elif kind == "recover_overflow":
+        telemetry.add(OVERFLOW_RECOVERIES, 1, {"outcome": error_code or "recovered"})

@@ -190,6 +190,18 @@ def create_app(
         status = 200 if result["ok"] else STATUS.get(result["error"]["code"], 400)
         return JSONResponse(result, status_code=status)
 
+    @app.get("/v1/events", responses=responses)
+    async def events(request: Request, after: "int | None" = None, limit: "int | None" = None) -> JSONResponse:
+        """The event feed: ``read_events`` with ``after`` and ``limit`` from the query."""
+        denied = refused(request)
+        if denied is not None:
+            return denied
+        command = {"type": "read_events", **{k: v for k, v in (("after", after), ("limit", limit))
+                                             if v is not None}}
+        result = await run_in_threadpool(bus.dispatch_json, command)
+        status = 200 if result["ok"] else STATUS.get(result["error"]["code"], 400)
+        return JSONResponse(result, status_code=status)
+
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             from fastapi.openapi.utils import get_openapi
