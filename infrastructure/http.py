@@ -22,6 +22,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import sys
 from typing import Any
 
@@ -191,16 +192,16 @@ def create_app(
         return JSONResponse(result, status_code=status)
 
     @app.get("/v1/events", responses=responses)
-    async def events(request: Request, after: "int | None" = None, limit: "int | None" = None) -> JSONResponse:
-        """The event feed: ``read_events`` with ``after`` and ``limit`` from the query."""
+    async def events(request: Request, after: "str | None" = None, limit: "str | None" = None) -> JSONResponse:
+        """The event feed, ``read_events``; a bad number gets our envelope, not FastAPI's 422."""
+        given = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
+        bad = next((k for k, v in given.items() if not re.fullmatch(r"-?[0-9]{1,19}", v)), None)
         denied = refused(request)
-        if denied is not None:
-            return denied
-        command = {"type": "read_events", **{k: v for k, v in (("after", after), ("limit", limit))
-                                             if v is not None}}
+        if denied is not None or bad is not None:
+            return denied or JSONResponse(_error("invalid_command", f"{bad}: not an integer"), status_code=400)
+        command = {"type": "read_events", **{k: int(v) for k, v in given.items()}}
         result = await run_in_threadpool(bus.dispatch_json, command)
-        status = 200 if result["ok"] else STATUS.get(result["error"]["code"], 400)
-        return JSONResponse(result, status_code=status)
+        return JSONResponse(result, status_code=200 if result["ok"] else STATUS.get(result["error"]["code"], 400))
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

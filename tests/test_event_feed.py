@@ -6,7 +6,14 @@ started late, stopped and resumed, it sees every stored event once, in order.
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from backends import Databases
@@ -113,3 +120,108 @@ def test_bad_positions_and_limits_are_invalid_and_default_limit_is_100(harness: 
                        "messages": [user(f"m{n}"), user(f"n{n}")]}))
     assert len(ok(harness.do({"type": "read_events"}))["events"]) == 100
     assert len(ok(harness.do({"type": "read_events", "limit": 1000}))["events"]) == 121
+
+
+# --------------------------------------------------------- HTTP, CLI, README example
+def _sqlite_with_events(tmp_path: Path, sessions: tuple[str, ...] = ("p", "q")) -> tuple[str, Harness]:
+    url = f"sqlite:///{tmp_path / 'feed.db'}"
+    h = Harness(url, summarizer="extractive")
+    for sid in sessions:
+        ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
+        ok(h.do({"type": "append_messages", "session_id": sid, "messages": [user("hi"), user("there")]}))
+    return url, h
+
+
+def test_http_get_v1_events_pages_with_the_same_token(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from context_compaction.infrastructure.http import create_app
+
+    _, h = _sqlite_with_events(tmp_path)
+    token = "a-long-enough-test-token"
+    with TestClient(create_app(h.bus, token=token, max_body_bytes=64_000)) as client:
+        assert client.get("/v1/events").status_code == 401
+        auth = {"Authorization": f"Bearer {token}"}
+        first = client.get("/v1/events?limit=3", headers=auth)
+        assert first.status_code == 200 and first.json()["ok"] is True
+        page = first.json()["result"]["events"]
+        assert [e["position"] for e in page] == [1, 2, 3]
+        rest = client.get(f"/v1/events?after={page[-1]['position']}", headers=auth).json()
+        assert [e["position"] for e in rest["result"]["events"]] == [4, 5, 6]
+        assert rest["result"]["events"][-1]["session_id"] == "q"
+        for bad in ("limit=0", "limit=1001", "after=-1", "after=x"):
+            response = client.get(f"/v1/events?{bad}", headers=auth)
+            assert response.status_code == 400, bad
+            assert response.json()["error"]["code"] == "invalid_command", bad
+    h.close()
+
+
+def _ctxc(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    ctxc = str(Path(sys.executable).with_name("ctxc"))
+    return subprocess.run([ctxc, *args], capture_output=True, text=True, timeout=120, check=False, **kwargs)
+
+
+def test_ctxc_events_prints_json_lines_after_a_position(tmp_path: Path) -> None:
+    url, h = _sqlite_with_events(tmp_path)
+    h.close()
+    everything = _ctxc("events", "--db", url, "--limit", "2")  # pages of 2 until the end
+    assert everything.returncode == 0, everything.stderr
+    lines = [json.loads(line) for line in everything.stdout.splitlines()]
+    assert [e["position"] for e in lines] == [1, 2, 3, 4, 5, 6]
+    assert set(lines[0]) == {"position", "session_id", "version", "type", "at", "payload"}
+    later = _ctxc("events", "--db", url, "--after", "4")
+    assert [json.loads(line)["position"] for line in later.stdout.splitlines()] == [5, 6]
+    assert _ctxc("events", "--db", url, "--after", "-1").returncode == 2
+    missing = tmp_path / "none.db"
+    assert _ctxc("events", "--db", f"sqlite:///{missing}").returncode != 0 and not missing.exists()
+
+
+def test_ctxc_events_follow_prints_new_events_and_stops_quietly_on_sigint(tmp_path: Path) -> None:
+    url, h = _sqlite_with_events(tmp_path, sessions=("p",))
+    ctxc = str(Path(sys.executable).with_name("ctxc"))
+    proc = subprocess.Popen([ctxc, "events", "--db", url, "--follow", "--interval", "0.05"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        seen = [json.loads(proc.stdout.readline())["position"] for _ in range(2)]
+        ok(h.do({"type": "append_messages", "session_id": "p", "messages": [user("more")]}))
+        seen.append(json.loads(proc.stdout.readline())["position"])  # blocks until polled
+        assert seen == [1, 2, 3]
+        proc.send_signal(signal.SIGINT)
+        out, err_text = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and out == "" and "Traceback" not in err_text
+    h.close()
+
+
+def _readme_follower() -> str:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Following the event feed", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_the_readme_follower_resumes_where_it_stopped(tmp_path: Path) -> None:
+    url, h = _sqlite_with_events(tmp_path, sessions=("p",))
+    script = tmp_path / "follow.py"
+    script.write_text(_readme_follower(), encoding="utf-8")
+    env = {**os.environ, "CTXC_DATABASE_URL": url, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+    def run() -> list[dict[str, Any]]:
+        proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr
+        return [json.loads(line) for line in proc.stdout.splitlines()]
+
+    first = run()
+    assert [e["position"] for e in first] == [1, 2, 3]
+    ok(h.do({"type": "append_messages", "session_id": "p", "messages": [user("a"), user("b")]}))
+    second = run()
+    assert [e["position"] for e in second] == [4, 5]
+    assert [e["payload"]["content"] for e in second] == ["a", "b"]
+    assert run() == []
+    assert (tmp_path / "audit.position").read_text() == "5"
+    h.close()
