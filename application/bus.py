@@ -66,11 +66,11 @@ class MessageBus:
         """The handler in a ``ctxc.command`` span, its metrics and a completion log line
         with its duration (issue 15): ids, codes and figures only, never content."""
         telemetry = self.services.telemetry
-        attributes = tel.command_attributes(command)
+        kind, session_id = str(command.type), getattr(command, "session_id", None)
         started = time.perf_counter()
         result, code = None, None
         try:
-            with telemetry.span("ctxc.command", attributes) as span:
+            with telemetry.span("ctxc.command", {"ctxc.command": kind}) as span:
                 try:
                     result = handler(command, self.services)
                 except ContextCompactionError as exc:
@@ -79,15 +79,19 @@ class MessageBus:
                 except Exception:
                     code = "internal_error"
                     raise
+                finally:
+                    # A session id that names no session may be any text a caller sent
+                    # (content, even): it is reported only when the session exists.
+                    if not tel.names_no_session(code) and isinstance(session_id, str):
+                        span.set("ctxc.session_id", session_id)
                 span.set("ctxc.outcome", tel.outcome_of(result))
         finally:
-            duration_ms = round((time.perf_counter() - started) * 1000, 3)
             log.info("command completed" if code is None else "command failed", extra={
-                "command": attributes["ctxc.command"], "session_id": attributes.get("ctxc.session_id"),
-                "outcome": tel.outcome_of(result) if code is None else None, "error_code": code,
-                "duration_ms": duration_ms,
+                "command": kind, "outcome": tel.outcome_of(result) if code is None else None,
+                "session_id": None if tel.names_no_session(code) else session_id, "error_code": code,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             })
-            tel.count_command(telemetry, str(attributes["ctxc.command"]), result, code)
+            tel.count_command(telemetry, kind, result, code)
         return result
 
     # ----------------------------------------------------------------- JSON

@@ -66,13 +66,14 @@ class NoTelemetry:
         pass
 
 
-def command_attributes(command: Any) -> dict[str, str | int | float | bool]:
-    """The ``ctxc.command`` span's attributes: the command type and its session, if any."""
-    attributes: dict[str, str | int | float | bool] = {"ctxc.command": str(command.type)}
-    session_id = getattr(command, "session_id", None)
-    if isinstance(session_id, str):
-        attributes["ctxc.session_id"] = session_id
-    return attributes
+#: Error codes after which a command's session id may name no session at all.
+_NO_SESSION = frozenset({"session_not_found", "invalid_command", "invalid_message", "internal_error"})
+
+
+def names_no_session(error_code: str | None) -> bool:
+    """Whether a command that ended with this code may carry a session id that is no
+    session's (any text a caller sent): such an id is never reported."""
+    return error_code in _NO_SESSION
 
 
 def outcome_of(result: Any) -> str:

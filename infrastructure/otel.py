@@ -10,6 +10,7 @@ reported with the error code (``error.type`` in OpenTelemetry's conventions).
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import sys
 from collections.abc import Iterator
@@ -78,10 +79,10 @@ class OpenTelemetry:
     def _setup(self) -> None:
         from opentelemetry import metrics, trace
 
-        from context_compaction import __version__
-
-        self._tracer = trace.get_tracer("context_compaction", __version__)
-        meter = metrics.get_meter("context_compaction", __version__)
+        # (from the installed distribution: importing our package here would be a circle)
+        version = importlib.metadata.version("context-compaction")
+        self._tracer = trace.get_tracer("context_compaction", version)
+        meter = metrics.get_meter("context_compaction", version)
         for name, (unit, description) in _UNITS.items():
             make = meter.create_histogram if name in _HISTOGRAMS else meter.create_counter
             self._instruments[name] = make(name, unit=unit, description=description)
