@@ -195,10 +195,11 @@ def create_app(
     async def events(request: Request, after: "str | None" = None, limit: "str | None" = None) -> JSONResponse:
         """The event feed, ``read_events``; a bad number gets our envelope, not FastAPI's 422."""
         given = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
-        bad = next((k for k, v in given.items() if not re.fullmatch(r"-?[0-9]{1,19}", v)), None)
+        bad = next((f"{k}: not an integer" for k, v in given.items() if not re.fullmatch(r"-?[0-9]{1,19}", v)),
+                   next((f"unknown parameter {k!r}" for k in request.query_params if k not in ("after", "limit")), None))
         denied = refused(request)
         if denied is not None or bad is not None:
-            return denied or JSONResponse(_error("invalid_command", f"{bad}: not an integer"), status_code=400)
+            return denied or JSONResponse(_error("invalid_command", str(bad)), status_code=400)
         command = {"type": "read_events", **{k: int(v) for k, v in given.items()}}
         result = await run_in_threadpool(bus.dispatch_json, command)
         return JSONResponse(result, status_code=200 if result["ok"] else STATUS.get(result["error"]["code"], 400))
