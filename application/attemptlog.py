@@ -50,7 +50,7 @@ def _outcome(result: r.CompactOutcome | None, error: ContextCompactionError | No
     return "degraded" if result.degraded else "compacted"
 
 
-def _record(
+def _log_attempt(
     svc: Services,
     turn: TurnContext,
     reason: str,
@@ -100,10 +100,10 @@ def run_recorded(
     try:
         outcome = attempt()
     except ContextCompactionError as exc:
-        _record(svc, turn, reason, started, None, exc, degraded)
+        _log_attempt(svc, turn, reason, started, None, exc, degraded)
         _measure(svc, turn, reason, started, None, exc, degraded)
         raise
-    _record(svc, turn, reason, started, outcome, None, degraded)
+    _log_attempt(svc, turn, reason, started, outcome, None, degraded)
     _measure(svc, turn, reason, started, outcome, None, degraded)
     return outcome
 

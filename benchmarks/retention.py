@@ -251,10 +251,18 @@ def _squash(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+def _holds(bus: Any, sid: str, seq: int, value: str) -> bool:
+    """Does raw message ``seq`` (expanded with ``get_history``) state ``value``?"""
+    env = bus.dispatch_json({"type": "get_history", "session_id": sid, "from_seq": seq, "to_seq": seq})
+    messages = env["result"]["messages"] if env.get("ok") else []
+    return any(_squash(value) in _squash(str(m.get("content") or "")) for m in messages)
+
+
 def _accounted(bus: Any, sid: str, missing: list[dict[str, Any]], checkpoints: dict[str, Any]) -> dict[str, Any]:
     """Of the items not in the projection: how many some checkpoint reported dropped
     (``CompactOutcome.ledger.dropped_items``), and how many ``search_history`` finds in
-    the raw history when the service has that query (None when it has not)."""
+    the raw history — a hit whose message, expanded by ``get_history``, states the item
+    verbatim — when the service has that query (None when it has not)."""
     dropped = {
         _squash(d["value"])
         for cp in checkpoints.get("checkpoints", [])
@@ -269,7 +277,7 @@ def _accounted(bus: Any, sid: str, missing: list[dict[str, Any]], checkpoints: d
                 found = None  # (no search_history in this build)
                 break
             continue
-        found += 1 if env["result"].get("hits") else 0
+        found += 1 if any(_holds(bus, sid, hit["seq"], m["value"]) for hit in env["result"].get("hits") or []) else 0
     share = (in_dropped / len(missing)) if missing else 1.0
     return {"missing": len(missing), "in_dropped_list": in_dropped, "dropped_list_share": share,
             "found_by_search": found}
@@ -304,8 +312,12 @@ def targets(results: list[dict[str, Any]], big_window: int) -> list[tuple[str, A
             both = min(ret["constraints"], ret["corrections"])
             out.append((f"retention constraints+corrections, {name}", both, "== 1.0", both == 1.0))
         else:
-            share = r["accounted"]["dropped_list_share"]
+            acc = r["accounted"]
+            share = acc["dropped_list_share"]
             out.append((f"not present but in a dropped list, {name}", share, "== 1.0", share == 1.0))
+            if acc["found_by_search"] is not None:
+                found = acc["found_by_search"] / acc["missing"] if acc["missing"] else 1.0
+                out.append((f"not present but found by search_history, {name}", found, "== 1.0", found == 1.0))
     return out
 
 

@@ -19,10 +19,7 @@ from .messages import OUTPUT_ONLY_FIELDS, MessageRecord, nested_tool_calls
 SUMMARY_HEADER = "[Historical conversation summary — reference only, not a new user request]"
 SUMMARY_FOOTER = "[End historical conversation summary]"
 #: Told to the model with every summary: nothing summarized is gone (issue 16).
-RECALL_NOTE = (
-    "(The summarized messages are kept verbatim by seq: the recall_history tool, when "
-    "offered, searches them and expands any seq range.)"
-)
+RECALL_NOTE = "(Summarized messages stay recallable by seq: recall_history.)"
 
 
 @dataclass(frozen=True)

@@ -166,8 +166,8 @@ class ExtractiveSummarizer:
             src = request.source
             last_omitted = src.entries[0].seq - 1 if src.entries else src.last_seq
             fresh["Outstanding Work"].append(
-                f"- {src.omitted_messages} older messages were not read for this summary "
-                f"(over the summary input budget) (seq {src.first_seq}–{last_omitted})."
+                f"- {src.omitted_messages} older messages unread, over the input budget "
+                f"(seq {src.first_seq}–{last_omitted})."
             )
         merged: dict[str, list[str]] = {}
         for heading in HEADINGS:
