@@ -26,6 +26,7 @@ from context_compaction.domain.summary import PROMPT_VERSION
 from . import commands as c
 from . import results as r
 from .services import Services
+from .telemetry import COMPACTIONS, TOKENS_AFTER, TOKENS_BEFORE
 from .turncontext import TurnContext
 
 log = logging.getLogger("context_compaction.attempts")
@@ -100,9 +101,37 @@ def run_recorded(
         outcome = attempt()
     except ContextCompactionError as exc:
         _log_attempt(svc, turn, reason, started, None, exc, degraded)
+        _measure(svc, turn, reason, started, None, exc, degraded)
         raise
     _log_attempt(svc, turn, reason, started, outcome, None, degraded)
+    _measure(svc, turn, reason, started, outcome, None, degraded)
     return outcome
+
+
+def _measure(
+    svc: Services,
+    turn: TurnContext,
+    reason: str,
+    started: float,
+    result: r.CompactOutcome | None,
+    error: ContextCompactionError | None,
+    degraded: bool,
+) -> None:
+    """The compaction metrics and a log line with the attempt's duration (issue 15)."""
+    outcome = _outcome(result, error, degraded)
+    stage = getattr(result, "stage", None) or ("degraded" if degraded else "none")
+    before = result.tokens_before if result else turn.draft.total
+    after = result.tokens_after if result else before
+    attributes = {"reason": reason, "outcome": outcome, "stage": str(stage)}
+    svc.telemetry.add(COMPACTIONS, 1, attributes)
+    if outcome in ("compacted", "degraded"):
+        svc.telemetry.record(TOKENS_BEFORE, before, attributes)
+        svc.telemetry.record(TOKENS_AFTER, after, attributes)
+    log.info("compaction attempt finished", extra={
+        "session_id": turn.session_id, **attributes, "tokens_before": before, "tokens_after": after,
+        "error_code": error.code if error else None,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    })
 
 
 # ------------------------------------------------------------------ query

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ from context_compaction.domain.errors import (
 )
 from context_compaction.domain.messages import json_problem
 
+from . import telemetry as tel
 from .commands import COMMAND_ADAPTER, Command, command_types
 from .session_context import detached
 from .results import ProjectionResult, TurnRequest
@@ -58,7 +60,39 @@ class MessageBus:
         handler = self.handlers.get(type(command))
         if handler is None:
             raise InvalidCommand(f"no handler for {type(command).__name__}")
-        return handler(command, self.services)
+        return self._observed(handler, command)
+
+    def _observed(self, handler: Handler, command: Command) -> Any:
+        """The handler in a ``ctxc.command`` span, its metrics and a completion log line
+        with its duration (issue 15): ids, codes and figures only, never content."""
+        telemetry = self.services.telemetry
+        kind, session_id = str(command.type), getattr(command, "session_id", None)
+        started = time.perf_counter()
+        result, code = None, None
+        try:
+            with telemetry.span("ctxc.command", {"ctxc.command": kind}) as span:
+                try:
+                    result = handler(command, self.services)
+                except ContextCompactionError as exc:
+                    code = exc.code
+                    raise
+                except Exception:
+                    code = "internal_error"
+                    raise
+                finally:
+                    # A session id that names no session may be any text a caller sent
+                    # (content, even): it is reported only when the session exists.
+                    if not tel.names_no_session(code) and isinstance(session_id, str):
+                        span.set("ctxc.session_id", session_id)
+                span.set("ctxc.outcome", tel.outcome_of(result))
+        finally:
+            log.info("command completed" if code is None else "command failed", extra={
+                "command": kind, "outcome": tel.outcome_of(result) if code is None else None,
+                "session_id": None if tel.names_no_session(code) else session_id, "error_code": code,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            })
+            tel.count_command(telemetry, kind, result, code)
+        return result
 
     # ----------------------------------------------------------------- JSON
     def dispatch_json(self, data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:

@@ -270,6 +270,14 @@ class Resummarize(Command):
     model: ModelName | None = None
 
 
+class ReadEvents(Command):
+    """The event feed: stored events after a position, in order (issue 15)."""
+
+    type: Literal["read_events"] = "read_events"
+    after: NonNegativeInt = 0
+    limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
+
+
 AnyCommand = Annotated[
     Union[  # noqa: UP007 - a discriminated union reads better spelled out
         StartSession,
@@ -294,6 +302,7 @@ AnyCommand = Annotated[
         RecoverOverflow,
         ListCompactionAttempts,
         Resummarize,
+        ReadEvents,
     ],
     Field(discriminator="type"),
 ]

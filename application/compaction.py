@@ -9,8 +9,10 @@ check → re-read the projection from the stored state.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts
 from context_compaction.domain.checkpoint import Checkpoint
@@ -27,11 +29,13 @@ from context_compaction.domain.summary import (
 from . import commands as c
 from . import results as r
 from .attemptlog import run_recorded
+from .attemptlog import summarizer_name as summarizer_label
 from .drafts import Draft
 from .ledgers import ledger_budget, verify_summary
 from .ports import SummaryRequest
 from .services import Services, mutate
 from .session_context import SessionContext
+from .telemetry import SUMMARY_DURATION
 from .turncontext import TurnContext, prepare_context
 
 log = logging.getLogger("context_compaction.compaction")
@@ -136,7 +140,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
         source=source,
         max_output_tokens=summary_budget.output_reserve,
     )
-    result = svc.summarizer.summarize(request)
+    result = _summarize(svc, request, reason)
     summary = storable_text(result.text).strip()
     if not summary:
         raise SummaryFailed("the summarizer returned an empty summary")
@@ -173,6 +177,22 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
     )
 
 
+def _summarize(svc: Services, request: SummaryRequest, reason: str) -> Any:
+    """The summary call in a ``ctxc.summary`` span, its latency in ``ctxc.summary.duration``."""
+    attributes = {"ctxc.session_id": request.session_id, "ctxc.summarizer": summarizer_label(svc),
+                  "ctxc.reason": reason}
+    started = time.perf_counter()
+    outcome = "failed"
+    try:
+        with svc.telemetry.span("ctxc.summary", attributes):
+            result = svc.summarizer.summarize(request)
+        outcome = "ok"
+        return result
+    finally:
+        svc.telemetry.record(SUMMARY_DURATION, (time.perf_counter() - started) * 1000,
+                             {"ctxc.summarizer": attributes["ctxc.summarizer"], "outcome": outcome})
+
+
 def _check_shrinks(turn: TurnContext, after: Draft) -> None:
     """Spec §10.4: no orphan tool result, smaller than before, under the threshold."""
     before, threshold = turn.draft, turn.budget.threshold
@@ -197,11 +217,12 @@ def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:
     """Spec §12.1 / DESIGN §4: generation check + append, retried on version conflicts."""
     checkpoint_id = svc.ids.new_id("cp")
     try:
-        generation, _, _ = mutate(
-            svc,
-            candidate.session_id,
-            lambda s: s.commit_checkpoint(candidate.checkpoint.committed(checkpoint_id, svc.now())),
-        )
+        with svc.telemetry.span("ctxc.commit", {"ctxc.session_id": candidate.session_id}):
+            generation, _, _ = mutate(
+                svc,
+                candidate.session_id,
+                lambda s: s.commit_checkpoint(candidate.checkpoint.committed(checkpoint_id, svc.now())),
+            )
     except StaleCandidate:
         log.warning(
             "stale compaction candidate discarded",

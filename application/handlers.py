@@ -54,4 +54,5 @@ HANDLERS: dict[type[c.Command], Handler] = {
     c.RecoverOverflow: _on_first_use("recovery", "recover_overflow"),
     c.ListCompactionAttempts: _on_first_use("attemptlog", "list_compaction_attempts"),
     c.Resummarize: _on_first_use("resummarize", "resummarize"),
+    c.ReadEvents: _on_first_use("feed", "read_events"),
 }

@@ -305,3 +305,9 @@ class ResummarizeResult(Result):
     summarizer: str
     model: str
     committed_summary: str
+
+
+class EventsResult(Result):
+    """``read_events``: ``events[]`` {position, session_id, version, type, at, payload}."""
+
+    events: list[dict[str, Any]]

@@ -29,6 +29,7 @@ from .ports import (
     TokenCounter,
 )
 from .session_context import ContextCache
+from .telemetry import STORAGE_RETRIES, NoTelemetry, Telemetry
 from .settings import Settings
 from .turnstate import TurnMemory
 
@@ -80,6 +81,10 @@ class Services:
     """Where compaction attempts are recorded (issue 16); None records nothing."""
     summarizer_named: Callable[[str], Summarizer] | None = None
     """A summarizer by its ``settings.summarizer`` name (``resummarize``)."""
+    feed: Any = None
+    """The event feed (``application.feed.EventFeed``) for ``read_events``; None: none."""
+    telemetry: Telemetry = field(default_factory=NoTelemetry)
+    """Spans and metrics (issue 15): the no-op unless the composition root picks one."""
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
     _contended: dict[str, float] = field(default_factory=dict, repr=False)
     """session → monotonic time until which its writers take the locked path."""
@@ -171,6 +176,9 @@ def _mutate(
                     "this command; nothing was written, retry the command",
                     details={"session_id": session_id, "attempts": attempt},
                 ) from None
+            services.telemetry.add(
+                STORAGE_RETRIES, 1, {"cause": "busy" if conflict.busy else "conflict"}
+            )
             log.debug(
                 "write conflict, retrying",
                 extra={"session_id": session_id, "attempt": attempt, "busy": conflict.busy},

@@ -64,3 +64,28 @@ class NoTelemetry:
 
     def record(self, metric: str, value: float, attributes: Attributes) -> None:
         pass
+
+
+#: Error codes after which a command's session id may name no session at all.
+_NO_SESSION = frozenset({"session_not_found", "invalid_command", "invalid_message", "internal_error"})
+
+
+def names_no_session(error_code: str | None) -> bool:
+    """Whether a command that ended with this code may carry a session id that is no
+    session's (any text a caller sent): such an id is never reported."""
+    return error_code in _NO_SESSION
+
+
+def outcome_of(result: Any) -> str:
+    """A result's outcome for the span: a compaction's status, else ``ok``."""
+    status = getattr(result, "status", None)
+    return status if isinstance(status, str) else "ok"
+
+
+def count_command(telemetry: Telemetry, kind: str, result: Any, error_code: str | None) -> None:
+    """The per-command metrics: prepared turns by usage source, overflow recoveries."""
+    if kind == "prepare_turn" and error_code is None:
+        usage = getattr(result, "usage", None)
+        telemetry.add(TURNS, 1, {"usage_source": str(getattr(usage, "usage_source", "unknown"))})
+    elif kind == "recover_overflow":
+        telemetry.add(OVERFLOW_RECOVERIES, 1, {"outcome": error_code or "recovered"})

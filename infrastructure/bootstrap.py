@@ -18,10 +18,12 @@ from context_compaction.application.services import Services
 from context_compaction.application.settings import Settings
 from context_compaction.domain.errors import InvalidCommand, StorageError
 
+from . import otel
 from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import SessionsApplication, build_store
 from .eventstore.attempts import SqlAttemptLog
+from .eventstore.feed import SqlEventFeed
 from .readmodel import SqlTokenCountCache
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
@@ -240,6 +242,8 @@ def bootstrap(
         attempts=overrides.pop("attempts", None) or SqlAttemptLog(app),
         summarizer_named=lambda name: make_summarizer(settings.model_copy(update={"summarizer": name})),
     )
+    services.feed = SqlEventFeed(app)
+    services.telemetry = overrides.pop("telemetry", None) or otel.telemetry()
     assert app.projector is not None
     follower = TimelineFollower(db, app.projector, timeline)
     services.after_checkpoint.append(follower.catch_up)

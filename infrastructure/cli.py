@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,29 @@ def cmd_resummarize(args: argparse.Namespace) -> int:
     return _emit(args, result, text)
 
 
+def cmd_events(args: argparse.Namespace) -> int:
+    """The event feed as JSON lines; ``--follow`` polls for more until interrupted."""
+    from context_compaction.application import commands as c
+
+    after = args.after
+    try:
+        with _bus(args) as bus:
+            while True:
+                events = bus.dispatch(c.ReadEvents(after=after, limit=args.limit)).events
+                for event in events:
+                    print(json.dumps(event, ensure_ascii=False))
+                if events:
+                    after = events[-1]["position"]
+                    sys.stdout.flush()
+                    if len(events) == args.limit:
+                        continue  # (more may be waiting: no sleep)
+                if not args.follow:
+                    return EXIT_OK
+                time.sleep(args.interval)
+    except KeyboardInterrupt:  # how a follower is stopped: not a failure
+        return EXIT_OK
+
+
 # ------------------------------------------------------------------- parser
 COMMANDS = {
     "demo": cmd_demo,
@@ -289,6 +313,7 @@ COMMANDS = {
     "import-legacy": cmd_import_legacy,
     "serve": cmd_serve,
     "resummarize": cmd_resummarize,
+    "events": cmd_events,
 }
 
 

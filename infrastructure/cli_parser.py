@@ -136,6 +136,13 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                            "committed summary (stores nothing)", session=True, read_only=True)
     p.add_argument("checkpoint", help="checkpoint id (see `ctxc checkpoints`)")
     p.add_argument("--model", help="summarize with this model (default: the session's)")
+    p = add("events", "the event feed as JSON lines (position, session_id, version, type, at, "
+                      "payload)", read_only=True)
+    p.add_argument("--after", type=_non_negative_int, default=0,
+                   help="start after this position (the last one a follower processed)")
+    p.add_argument("--limit", type=_positive_int, default=100, help="events per read (at most 1000)")
+    p.add_argument("--follow", action="store_true", help="keep polling for new events until interrupted")
+    p.add_argument("--interval", type=_positive_float, default=0.5, help="seconds between polls with --follow")
     p = add("import-legacy", "import sessions from a legacy PicoBot SQLite file")
     p.add_argument("file", help="the legacy SQLite file")
     p.add_argument("--model", default="gpt-4o", help="model for sessions whose row names none")

@@ -22,6 +22,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import sys
 from typing import Any
 
@@ -189,6 +190,19 @@ def create_app(
         result = await run_in_threadpool(bus.dispatch_json, text)
         status = 200 if result["ok"] else STATUS.get(result["error"]["code"], 400)
         return JSONResponse(result, status_code=status)
+
+    @app.get("/v1/events", responses=responses)
+    async def events(request: Request, after: "str | None" = None, limit: "str | None" = None) -> JSONResponse:
+        """The event feed, ``read_events``; a bad number gets our envelope, not FastAPI's 422."""
+        given = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
+        bad = next((f"{k}: not an integer" for k, v in given.items() if not re.fullmatch(r"-?[0-9]{1,19}", v)),
+                   next((f"unknown parameter {k!r}" for k in request.query_params if k not in ("after", "limit")), None))
+        denied = refused(request)
+        if denied is not None or bad is not None:
+            return denied or JSONResponse(_error("invalid_command", str(bad)), status_code=400)
+        command = {"type": "read_events", **{k: int(v) for k, v in given.items()}}
+        result = await run_in_threadpool(bus.dispatch_json, command)
+        return JSONResponse(result, status_code=200 if result["ok"] else STATUS.get(result["error"]["code"], 400))
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -44,6 +44,7 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "list_sessions": r.SessionsResult,
     "list_compaction_attempts": r.CompactionAttemptsResult,
     "resummarize": r.ResummarizeResult,
+    "read_events": r.EventsResult,
 }
 
 

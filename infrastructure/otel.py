@@ -1,14 +1,18 @@
 """OpenTelemetry adapter of the telemetry port (optional extra ``otel``).
 
 Uses only ``opentelemetry-api``: without an SDK configured by the host, the API's own
-no-op providers make every call free. The API is imported on first use, so a ``ctxc``
-start does not pay for it. Attribute names follow the ``ctxc.*`` namespace; errors are
+no-op providers make every call free. Nothing is reported until the process has
+imported ``opentelemetry`` itself (ADR 0036): a host that configures an SDK or an
+exporter has, and before that no provider could be set, so the calls would be no-ops
+anyway; a ``ctxc`` start thus never pays for the import. Attribute names follow the ``ctxc.*`` namespace; errors are
 reported with the error code (``error.type`` in OpenTelemetry's conventions).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -26,6 +30,7 @@ _UNITS = {
     t.STORAGE_RETRIES: ("{retry}", "Storage retries after a lost race or a busy database"),
 }
 _HISTOGRAMS = {t.TOKENS_BEFORE, t.TOKENS_AFTER, t.SUMMARY_DURATION}
+_NOTHING = NoTelemetry()
 
 
 def available() -> bool:
@@ -63,21 +68,31 @@ class OpenTelemetry:
         self._tracer: Any = None
         self._instruments: dict[str, Any] = {}
 
+    def _ready(self) -> bool:
+        """Set up on the first report after the host imported ``opentelemetry``."""
+        if self._tracer is None:
+            if "opentelemetry" not in sys.modules:
+                return False
+            self._setup()
+        return True
+
     def _setup(self) -> None:
         from opentelemetry import metrics, trace
 
-        from context_compaction import __version__
-
-        self._tracer = trace.get_tracer("context_compaction", __version__)
-        meter = metrics.get_meter("context_compaction", __version__)
+        # (from the installed distribution: importing our package here would be a circle)
+        version = importlib.metadata.version("context-compaction")
+        self._tracer = trace.get_tracer("context_compaction", version)
+        meter = metrics.get_meter("context_compaction", version)
         for name, (unit, description) in _UNITS.items():
             make = meter.create_histogram if name in _HISTOGRAMS else meter.create_counter
             self._instruments[name] = make(name, unit=unit, description=description)
 
     @contextmanager
-    def span(self, name: str, attributes: Attributes) -> Iterator[_Span]:
-        if self._tracer is None:
-            self._setup()
+    def span(self, name: str, attributes: Attributes) -> Iterator[Any]:
+        if not self._ready():
+            with _NOTHING.span(name, attributes) as nothing:
+                yield nothing
+            return
         from opentelemetry.trace import Status
 
         with self._tracer.start_as_current_span(
@@ -91,11 +106,11 @@ class OpenTelemetry:
                 raise
 
     def add(self, metric: str, value: int, attributes: Attributes) -> None:
-        if self._tracer is None:
-            self._setup()
+        if not self._ready():
+            return
         self._instruments[metric].add(value, dict(attributes))
 
     def record(self, metric: str, value: float, attributes: Attributes) -> None:
-        if self._tracer is None:
-            self._setup()
+        if not self._ready():
+            return
         self._instruments[metric].record(value, dict(attributes))

@@ -184,9 +184,10 @@ def test_commands_that_call_no_model_start_fast_and_without_litellm(demo_db: Pat
     probe = ("import sys, time; t = time.perf_counter(); "
              "from context_compaction.infrastructure.cli import main; "
              f"main(['info', {SID!r}, '--db', {str(demo_db)!r}]); "
-             "print('LITELLM' if 'litellm' in sys.modules else 'no-litellm', time.perf_counter() - t)")
+             "print('LITELLM' if 'litellm' in sys.modules else 'no-litellm', "
+             "'OTEL' if 'opentelemetry' in sys.modules else 'no-otel', time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.split()[-2] == "no-litellm"
+    assert out.stdout.split()[-3:-1] == ["no-litellm", "no-otel"]
     # How fast it starts is measured in benchmarks/ (``ctxc start``), not asserted here.
     assert ctxc("sessions", "--db", str(demo_db)).returncode == 0
 

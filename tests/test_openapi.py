@@ -115,6 +115,7 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
         {"type": "recall_timeline", "session_id": sid},
         {"type": "list_sessions"},
         {"type": "invalidate_history", "session_id": sid, "kind": "rewind", "to_seq": 2},
+        {"type": "read_events", "after": 0, "limit": 5},
     ]
     answered: set[str] = set()
     for step in steps:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -88,3 +89,79 @@ def test_the_no_op_reports_nothing_and_swallows_nothing(sdk: Any) -> None:
     tel.add(t.TURNS, 1, {})
     tel.record(t.TOKENS_AFTER, 1.0, {})
     assert exporter.get_finished_spans() == ()
+
+
+# ------------------------------------------------------ wired through the bus (issue 15)
+SECRET = "zebra-quartz-canary"  # in every message: no attribute may carry it
+
+
+def _attribute_values(exporter: InMemorySpanExporter, reader_points: dict[str, list[Any]]) -> list[str]:
+    values = [str(v) for s in exporter.get_finished_spans() for v in s.attributes.values()]
+    values += [str(v) for pts in reader_points.values() for p in pts for v in p.attributes.values()]
+    return values
+
+
+def test_a_compaction_through_the_bus_reports_its_spans_and_metrics_and_no_content(
+    sdk: Any, databases: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from helpers import assistant, err, ok, tool, user
+
+    exporter, reader = sdk
+    exporter.clear()
+    caplog.set_level(logging.INFO, logger="context_compaction")
+    h = databases.harness(context_compaction={"keep_recent_tokens": 10})
+    assert isinstance(h.bus.services.telemetry, OpenTelemetry)
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    for n in range(4):
+        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [
+            user(f"{SECRET} step {n}", turn_id=f"t{n}"),
+            assistant(f"{SECRET} reading", [(f"c{n}", "read_file", '{"path": "x.py"}')]),
+            tool(f"c{n}", f"{SECRET} line {n}\n" * 100),
+            assistant(f"{SECRET} done {n}"),
+        ]}))
+    outcome = ok(h.do({"type": "compact", "session_id": "s"}))
+    assert outcome["status"] == "compacted"
+    ok(h.do({"type": "prepare_turn", "session_id": "s"}))
+    err(h.do({"type": "compact", "session_id": "nobody"}), "session_not_found")
+
+    spans = exporter.get_finished_spans()
+    commands = [s for s in spans if s.name == "ctxc.command"]
+    by_type = {s.attributes["ctxc.command"]: s for s in commands}
+    assert {"start_session", "append_messages", "compact", "prepare_turn"} <= by_type.keys()
+    compact = next(s for s in commands if s.attributes["ctxc.command"] == "compact"
+                   and s.attributes["ctxc.session_id"] == "s")
+    assert compact.attributes["ctxc.outcome"] == "compacted"
+    assert compact.status.status_code == StatusCode.UNSET
+    failed = next(s for s in commands if s.attributes.get("error.type") == "session_not_found")
+    assert failed.attributes["ctxc.command"] == "compact"
+    assert "ctxc.session_id" not in failed.attributes  # (an id that names no session: any text)
+    assert failed.status.status_code == StatusCode.ERROR
+    # The summary call and the commit are children of the compact command's span.
+    summary = next(s for s in spans if s.name == "ctxc.summary")
+    commit = next(s for s in spans if s.name == "ctxc.commit")
+    for child in (summary, commit):
+        assert child.parent is not None and child.parent.span_id == compact.context.span_id
+        assert child.attributes["ctxc.session_id"] == "s"
+    assert summary.attributes["ctxc.summarizer"] == "extractive"
+
+    got = points(reader)
+    manual = [p for p in got[t.COMPACTIONS] if dict(p.attributes).get("reason") == "manual"
+              and dict(p.attributes).get("outcome") == "compacted"]
+    assert manual and manual[0].value >= 1
+    assert sum(p.count for p in got[t.TOKENS_BEFORE]) >= 1
+    before = next(p for p in got[t.TOKENS_BEFORE] if dict(p.attributes)["reason"] == "manual")
+    after = next(p for p in got[t.TOKENS_AFTER] if dict(p.attributes)["reason"] == "manual")
+    assert before.max >= outcome["tokens_before"] and after.min <= outcome["tokens_after"]
+    assert any(p.count >= 1 for p in got[t.SUMMARY_DURATION])
+    assert any(dict(p.attributes).get("usage_source") == "estimated" for p in got[t.TURNS])
+    assert all(SECRET not in value for value in _attribute_values(exporter, got))
+
+    # Durations in the structured log lines; no content there either.
+    done = [r for r in caplog.records if r.getMessage() == "command completed"]
+    assert {getattr(r, "command", None) for r in done} >= {"compact", "prepare_turn"}
+    assert all(isinstance(getattr(r, "duration_ms", None), float) for r in done)
+    attempt = next(r for r in caplog.records if r.getMessage() == "compaction attempt finished")
+    assert attempt.outcome == "compacted" and attempt.duration_ms >= 0  # type: ignore[attr-defined]
+    assert any(r.getMessage() == "command failed" and r.error_code == "session_not_found"  # type: ignore[attr-defined]
+               for r in caplog.records)
+    assert all(SECRET not in str(vars(r)) for r in caplog.records)

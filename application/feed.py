@@ -1,0 +1,31 @@
+"""The event feed: the stored events of every session, in notification order (issue 15).
+
+Audit and analytics services follow the log without touching our tables. A reader
+keeps the last ``position`` it processed and asks for what comes ``after`` it: the
+positions are the event store's notification ids, so a follower that stops and
+resumes sees every event once, in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from context_compaction.domain.errors import InvalidCommand
+
+from .commands import ReadEvents
+from .results import EventsResult
+from .services import Services
+
+
+class EventFeed(Protocol):
+    def read(self, after: int, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` events with a position above ``after``, each as
+        ``{position, session_id, version, type, at, payload}`` (JSON-ready)."""
+        ...
+
+
+def read_events(command: ReadEvents, services: Services) -> EventsResult:
+    feed = services.feed
+    if feed is None:
+        raise InvalidCommand("this bus has no event feed")
+    return EventsResult(events=feed.read(command.after, command.limit))
