@@ -7,8 +7,9 @@ import json
 import logging
 import platform
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from context_compaction.domain.errors import (
@@ -27,6 +28,11 @@ log = logging.getLogger("context_compaction.bus")
 _SHARING_MESSAGES = (TurnRequest, ProjectionResult)
 
 Handler = Callable[[Any, Services], BaseModel]
+
+
+class JsonReply(NamedTuple):
+    body: bytes
+    error_code: str | None
 
 
 class MessageBus:
@@ -68,22 +74,37 @@ class MessageBus:
         ``{"ok": true, "result": {...}}`` or
         ``{"ok": false, "error": {"code", "message", "details"}}``.
         """
+        result, error = self._run_json(data, _jsonable)
+        return {"ok": False, "error": error} if error is not None else {"ok": True, "result": result}
+
+    def dispatch_json_bytes(self, data: Mapping[str, Any] | str | bytes) -> bytes:
+        """``dispatch_json``'s envelope as compact UTF-8 JSON bytes, built in one walk."""
+        return self.dispatch_json_reply(data).body
+
+    def dispatch_json_reply(self, data: Mapping[str, Any] | str | bytes) -> JsonReply:
+        """The envelope's bytes and its error code (``None`` when ok), for an edge that
+        maps codes to statuses (the HTTP edge) without parsing its own answer."""
+        result, error = self._run_json(data, _result_bytes)
+        if error is not None:
+            return JsonReply(envelope_bytes({"ok": False, "error": error}), error["code"])
+        return JsonReply(result, None)
+
+    def _run_json(
+        self, data: Mapping[str, Any] | str | bytes, render: Callable[[Any], Any]
+    ) -> tuple[Any, dict[str, Any] | None]:
         try:
             command = self.parse(data)
-            return {"ok": True, "result": _jsonable(self._handle(command))}
+            return render(self._handle(command)), None
         except ContextCompactionError as exc:
-            return {"ok": False, "error": exc.to_dict()}
+            return None, exc.to_dict()
         except Exception as exc:  # noqa: BLE001 - the envelope promise
             log.exception(
                 "command failed unexpectedly", extra={"error_class": type(exc).__name__}
             )
-            return {
-                "ok": False,
-                "error": {
-                    "code": "internal_error",
-                    "message": f"unexpected {type(exc).__name__}; see the service log",
-                    "details": {},
-                },
+            return None, {
+                "code": "internal_error",
+                "message": f"unexpected {type(exc).__name__}; see the service log",
+                "details": {},
             }
 
     def parse(self, data: Mapping[str, Any] | str | bytes) -> Command:
@@ -152,6 +173,33 @@ def _jsonable(result: Any) -> Any:
     if isinstance(result, BaseModel):
         return result.model_dump(mode="json")
     return result
+
+
+#: Types orjson would write its own way (datetimes, dataclasses, str/int/dict
+#: subclasses) go to ``default``, which has none: they take the exact path instead.
+_ORJSON_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _result_bytes(result: Any) -> bytes:
+    """``{"ok": true, "result": ...}`` as bytes: python-mode ``model_dump`` walked once by
+    orjson (ADR 0030, R7; ~6x faster than ``model_dump(mode="json")`` + ``json.dumps``
+    on a 3 MB ``prepare_turn``). What orjson refuses (ints beyond 64 bits, lone
+    surrogates, non-string keys, types it would write differently) takes the exact
+    path, so the parsed JSON is always what ``dispatch_json`` + ``envelope_bytes`` gives."""
+    plain = result.model_dump() if isinstance(result, BaseModel) else result
+    try:
+        return orjson.dumps({"ok": True, "result": plain}, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        return envelope_bytes({"ok": True, "result": _jsonable(result)})
+
+
+def envelope_bytes(envelope: Mapping[str, Any]) -> bytes:
+    """An envelope as compact UTF-8 JSON, exactly as Starlette's ``JSONResponse`` renders it."""
+    return json.dumps(
+        envelope, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode("utf-8")
 
 
 # ------------------------------------------------------------ handed out
