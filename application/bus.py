@@ -188,7 +188,13 @@ def _result_bytes(result: Any) -> bytes:
     on a 3 MB ``prepare_turn``). What orjson refuses (ints beyond 64 bits, lone
     surrogates, non-string keys, types it would write differently) takes the exact
     path, so the parsed JSON is always what ``dispatch_json`` + ``envelope_bytes`` gives."""
-    plain = result.model_dump() if isinstance(result, BaseModel) else result
+    if isinstance(result, _SHARING_MESSAGES):
+        # The messages are JSON-shaped dicts already (the cached projection's, only
+        # read here): orjson walks them once, not model_dump's copy of them first.
+        plain = result.model_dump(exclude={"messages"})
+        plain["messages"] = result.messages
+    else:
+        plain = result.model_dump() if isinstance(result, BaseModel) else result
     try:
         return orjson.dumps({"ok": True, "result": plain}, option=_ORJSON_OPTIONS)
     except (orjson.JSONEncodeError, TypeError):
