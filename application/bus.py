@@ -225,7 +225,12 @@ def handed_out(messages: list[Any]) -> list[Any]:
     messages (ADR 0030, R8); the recursive ``detached`` it replaces took ~40 % of a
     10k-message turn.
     """
-    return [_fresh(m) if type(m) is dict or type(m) is list else m for m in messages]
+    tracked = _IS_TRACKED
+    return [
+        (m.copy() if not tracked(m) else _fresh(m)) if type(m) is dict
+        else _fresh(m) if type(m) is list else m
+        for m in messages
+    ]
 
 
 def _fresh(value: Any) -> Any:
