@@ -24,6 +24,8 @@ class CalibrationKey:
     generation: int
     checkpoint_id: str | None
     fixed_digest: str
+    pinned: tuple[int, ...] = ()
+    """Pinned seqs shown after the summary: a pin changes the request, not the generation."""
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,33 @@ class InvalidateHistory(Command):
     reason: Annotated[str, StringConstraints(max_length=2000), NoNul] = ""
 
 
+class PinMessages(Command):
+    """Keep messages verbatim after the summary block in every projection (issue 16); a
+    pin takes the whole tool group. Pinning a pinned message again changes nothing."""
+
+    type: Literal["pin_messages"] = "pin_messages"
+    session_id: SessionId
+    seqs: list[Seq] = Field(min_length=1, max_length=10_000)
+    command_id: CommandId | None = None
+
+
+class UnpinMessages(Command):
+    type: Literal["unpin_messages"] = "unpin_messages"
+    session_id: SessionId
+    seqs: list[Seq] = Field(min_length=1, max_length=10_000)
+    command_id: CommandId | None = None
+
+
+class RevertCheckpoint(Command):
+    """Withdraw the active checkpoint: the projection returns to its parent (or raw
+    history), the generation moves, raw history is untouched (issue 16)."""
+
+    type: Literal["revert_checkpoint"] = "revert_checkpoint"
+    session_id: SessionId
+    checkpoint_id: Annotated[str, StringConstraints(min_length=1, max_length=256), NoNul]
+    command_id: CommandId | None = None
+
+
 class DeleteSession(Command):
     type: Literal["delete_session"] = "delete_session"
     session_id: SessionId
@@ -168,8 +195,31 @@ class RecallTimeline(Command):
 
 
 class GetHistory(Command):
+    """The raw log; ``from_seq``/``to_seq`` bound it (inclusive), pages ascend from
+    ``from_seq`` and ``limit`` cuts the end (expand a compacted range, issue 16)."""
+
     type: Literal["get_history"] = "get_history"
     session_id: SessionId
+    include_invalidated: StrictBool = False
+    from_seq: Seq | None = None
+    to_seq: Seq | None = None
+    limit: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _range(self) -> GetHistory:
+        if self.from_seq is not None and self.to_seq is not None and self.from_seq > self.to_seq:
+            raise ValueError("from_seq must be <= to_seq")
+        return self
+
+
+class SearchHistory(Command):
+    """Full-text search over the session's raw history (issue 16): every term of
+    ``query`` must occur; invalidated messages only with ``include_invalidated``."""
+
+    type: Literal["search_history"] = "search_history"
+    session_id: SessionId
+    query: Annotated[str, StringConstraints(min_length=1, max_length=1_000), NoNul]
+    limit: Annotated[StrictInt, Field(gt=0, le=1_000)] = 20
     include_invalidated: StrictBool = False
 
 
@@ -221,8 +271,12 @@ AnyCommand = Annotated[
         ConfigureSession,
         AppendMessages,
         InvalidateHistory,
+        PinMessages,
+        UnpinMessages,
+        RevertCheckpoint,
         DeleteSession,
         GetHistory,
+        SearchHistory,
         GetProjection,
         ReplaySession,
         ListCheckpoints,

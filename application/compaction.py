@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget
+from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts
 from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SessionNotFound, StaleCandidate, SummaryFailed
@@ -179,6 +179,7 @@ def _check_shrinks(turn: TurnContext, after: Draft) -> None:
     orphans = [n for n in after.projection.diagnostics if n.startswith("dropped tool result")]
     if orphans:
         raise SummaryFailed(f"the candidate boundary leaves orphan tool results: {orphans[0]}")
+    check_fixed_parts(after.breakdown, threshold)  # e.g. pinned messages alone (issue 16)
     if after.total >= before.total:
         raise SummaryFailed(
             f"compaction would not shrink the context ({before.total:,} -> {after.total:,} tokens)",

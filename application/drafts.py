@@ -83,6 +83,11 @@ def build_draft(
     if projection.summary_included:
         block = summary_message(summary) if summary is not None else projection.messages[0]
         summary_tokens = counter.count_message(block, encoding)
+    first = 1 if projection.summary_included else 0
+    pinned = sum(
+        counter.count_message(m, encoding)
+        for m in projection.messages[first : first + projection.pinned_count]
+    )
     breakdown = {
         "overhead": counter.request_overhead,
         "system": system_tokens,
@@ -91,6 +96,7 @@ def build_draft(
         "plan": plan,
         "summary": summary_tokens,
         "history": history_tokens,
+        "pinned": pinned,
     }
     return Draft(messages, list(inputs.tools), breakdown, projection, encoding)
 

@@ -16,7 +16,15 @@ from context_compaction.domain.session import Session
 from context_compaction.domain.summary import SummarySource
 
 # Rows and views the ports return (kept importable from here).
-from .views import CheckpointRow, CommandRecord, SessionRow, SessionSnapshotView, TimelineEntry
+from .views import (
+    CheckpointRow,
+    CommandRecord,
+    RevertRecord,
+    SearchHit,
+    SessionRow,
+    SessionSnapshotView,
+    TimelineEntry,
+)
 
 T = TypeVar("T")
 
@@ -81,6 +89,7 @@ class ReadModel(Protocol):
         from_seq: int = 1,
         upto_seq: int | None = None,
         include_invalidated: bool = False,
+        limit: int | None = None,
     ) -> list[MessageRecord]: ...
 
     def session_view(
@@ -95,10 +104,24 @@ class ReadModel(Protocol):
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None: ...
 
+    def reverts(self, session_id: str) -> list[RevertRecord]:
+        """The session's reverted checkpoints, oldest revert first (issue 16)."""
+        ...
+
+    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
+        """Pinned visible messages with seq < ``below_seq``, in seq order (issue 16)."""
+        ...
+
     def checkpoints(self, session_id: str) -> list[CheckpointRow]: ...
 
     def command(self, command_id: str) -> CommandRecord | None:
         """Where the host command id was used, in any session (None: never)."""
+        ...
+
+    def search(
+        self, session_id: str, query: str, *, limit: int, include_invalidated: bool
+    ) -> list[SearchHit]:
+        """Messages matching every term of ``query`` (user text, never SQL), best first."""
         ...
 
 

@@ -46,10 +46,26 @@ def message_result(m: MessageRecord) -> dict[str, Any]:
 def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
     session_row(svc, cmd.session_id)
     messages = svc.read_model.messages(
-        cmd.session_id, include_invalidated=cmd.include_invalidated
+        cmd.session_id,
+        from_seq=cmd.from_seq or 1,
+        upto_seq=cmd.to_seq,
+        include_invalidated=cmd.include_invalidated,
+        limit=cmd.limit,
     )
     return r.HistoryResult.model_construct(
         session_id=cmd.session_id, messages=[message_result(m) for m in messages]
+    )
+
+
+def search_history(cmd: c.SearchHistory, svc: Services) -> r.SearchResult:
+    session_row(svc, cmd.session_id)
+    hits = svc.read_model.search(
+        cmd.session_id, cmd.query, limit=cmd.limit, include_invalidated=cmd.include_invalidated
+    )
+    return r.SearchResult(
+        session_id=cmd.session_id,
+        query=cmd.query,
+        hits=[r.SearchHitResult(**vars(hit)) for hit in hits],
     )
 
 
@@ -82,6 +98,13 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         cmd.session_id, from_seq=from_seq, upto_seq=session.max_seq, include_invalidated=True
     )
     tail = [m for m in raw if session.is_visible(m["seq"])]
+    pins = {seq for seq in session.pinned_seqs if seq < from_seq}
+    pinned = [
+        m for m in svc.read_model.messages(
+            cmd.session_id, from_seq=min(pins), upto_seq=from_seq - 1, include_invalidated=True
+        )
+        if m["seq"] in pins and session.is_visible(m["seq"])
+    ] if pins else []
     ref = checkpoint_ref(row)
     if active and row is None:
         notes.append(f"active checkpoint {active.checkpoint_id} is missing")
@@ -99,6 +122,7 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         context_generation=session.context_generation,
         identity=identity,
         diagnostics=notes,
+        pinned=pinned if ref else (),
     )
     return r.ReplayResult(
         session_id=cmd.session_id,
@@ -115,9 +139,11 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
 def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResult:
     row = session_row(svc, cmd.session_id)
     checkpoints = []
+    reverted = {done.checkpoint_id for done in svc.read_model.reverts(cmd.session_id)}
     for cp in svc.read_model.checkpoints(cmd.session_id):
         item = cp.to_dict()
         item["active"] = cp.checkpoint_id == row.active_checkpoint_id
+        item["reverted"] = cp.checkpoint_id in reverted
         checkpoints.append(item)
     return r.CheckpointsResult(
         session_id=cmd.session_id,

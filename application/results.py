@@ -39,6 +39,24 @@ class InvalidateHistoryResult(Result):
     """The seq ranges this command excluded (inclusive ``[lo, hi]`` pairs)."""
 
 
+class PinsResult(Result):
+    """Every pinned seq of the session after the command, ascending."""
+
+    session_id: str
+    pinned_seqs: list[int]
+    version: int
+
+
+class RevertResult(Result):
+    session_id: str
+    checkpoint_id: str
+    """The checkpoint withdrawn."""
+    context_generation: int
+    active_checkpoint_id: str | None
+    """The parent now active, or null: raw history."""
+    version: int
+
+
 class DeleteSessionResult(Result):
     session_id: str
     version: int
@@ -47,6 +65,25 @@ class DeleteSessionResult(Result):
 class HistoryResult(Result):
     session_id: str
     messages: list[dict[str, Any]]
+
+
+class SearchHitResult(Result):
+    """One message that matched: ``compacted`` when only the summary stands for it
+    (expand it with ``get_history`` ``from_seq``/``to_seq``)."""
+
+    seq: int
+    role: str
+    turn_id: str | None
+    snippet: str
+    score: float
+    compacted: bool
+    invalidated: bool
+
+
+class SearchResult(Result):
+    session_id: str
+    query: str
+    hits: list[SearchHitResult]
 
 
 class ProjectionResult(Result):

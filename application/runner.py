@@ -25,6 +25,7 @@ from context_compaction.domain.overflow import parse_overflow, trim_request
 from . import commands as c
 from . import results as r
 from .ports import ChatProvider, ContextOverflow, ToolExecutor
+from .recall import RECALL_HISTORY_TOOL, RECALL_TOOL_NAME, run_recall
 
 log = logging.getLogger("context_compaction.runner")
 
@@ -75,8 +76,13 @@ class TurnRunner:
         model: str | None = None,
         turn_id: str | None = None,
         steering: Callable[[], Sequence[str]] | None = None,
+        recall: bool = False,
     ) -> TurnResult:
-        """Run one turn to its final answer; returns what happened."""
+        """Run one turn to its final answer; returns what happened.
+
+        ``recall``: offer the model the ``recall_history`` tool and answer its calls
+        here, from the session's own history (never through ``execute_tool``).
+        """
         memory = self.bus.services.turns
         memory.turn_started(session_id)
         try:
@@ -84,6 +90,7 @@ class TurnRunner:
                 session_id, user, system_prompt=system_prompt, tools=list(tools),
                 knowledge=knowledge, active_plan=active_plan, model=model,
                 turn_id=turn_id or f"turn-{uuid.uuid4().hex[:12]}", steering=steering,
+                recall=recall,
             )
         finally:
             memory.turn_finished(session_id)
@@ -114,7 +121,10 @@ class TurnRunner:
         model: str | None,
         turn_id: str,
         steering: Callable[[], Sequence[str]] | None,
+        recall: bool = False,
     ) -> TurnResult:
+        if recall and not any(_tool_name(t) == RECALL_TOOL_NAME for t in tools):
+            tools = [*tools, RECALL_HISTORY_TOOL]
         message = {"role": "user", "content": user} if isinstance(user, str) else dict(user)
         message.setdefault("turn_id", turn_id)
         ids = _CommandIds(session_id, turn_id)
@@ -143,7 +153,10 @@ class TurnRunner:
             for call in calls:
                 flat = _flat_call(call)
                 try:
-                    output = await self.execute_tool(flat)
+                    if recall and flat["name"] == RECALL_TOOL_NAME:
+                        output = await asyncio.to_thread(run_recall, self.bus, session_id, flat["arguments"])
+                    else:
+                        output = await self.execute_tool(flat)
                 except Exception as exc:  # noqa: BLE001 - a tool failure is a result for the model
                     output = f"error: the tool raised {type(exc).__name__}"
                 result.tool_calls += 1
@@ -246,6 +259,11 @@ class _CommandIds:
     def __call__(self, step: str) -> str:
         key = "\0".join((self.session_id, self.turn_id, step)).encode("utf-8", "surrogatepass")
         return f"turn_{hashlib.blake2b(key, digest_size=16).hexdigest()}"
+
+
+def _tool_name(tool: dict[str, Any]) -> str | None:
+    fn = tool.get("function")
+    return fn.get("name") if isinstance(fn, dict) else tool.get("name")
 
 
 def _flat_call(call: dict[str, Any]) -> dict[str, Any]:

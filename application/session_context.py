@@ -46,7 +46,8 @@ class _Cached:
     command in another thread is reading.
     """
 
-    __slots__ = ("builders", "checkpoint", "counted", "lock", "notes", "records", "session", "tokens")
+    __slots__ = ("builders", "checkpoint", "counted", "lock", "notes", "pinned", "pinned_seqs",
+                 "records", "session", "tokens")
 
     def __init__(
         self,
@@ -54,7 +55,12 @@ class _Cached:
         checkpoint: Checkpoint | None,
         records: list[MessageRecord],
         notes: list[str],
+        pinned: list[MessageRecord] | None = None,
+        pinned_seqs: tuple[int, ...] = (),
     ) -> None:
+        self.pinned = pinned or []
+        """Pinned visible messages below the checkpoint's boundary (issue 16)."""
+        self.pinned_seqs = pinned_seqs
         self.session = session
         self.checkpoint = checkpoint
         self.records = records  # append-only: a snapshot's records are always a prefix
@@ -82,7 +88,9 @@ class _Cached:
         return found
 
     def snapshot(self) -> SessionContext:
-        return SessionContext(self.session, self.checkpoint, list(self.records), list(self.notes), self)
+        ctx = SessionContext(self.session, self.checkpoint, list(self.records), list(self.notes), self)
+        ctx.pinned, ctx.pinned_seqs = list(self.pinned), self.pinned_seqs
+        return ctx
 
 
 class SessionContext:
@@ -93,7 +101,8 @@ class SessionContext:
     only while it still describes exactly these records.
     """
 
-    __slots__ = ("_own_builders", "_shared", "checkpoint", "notes", "records", "session")
+    __slots__ = ("_own_builders", "_shared", "checkpoint", "notes", "pinned", "pinned_seqs", "records",
+                 "session")
 
     def __init__(
         self,
@@ -109,6 +118,10 @@ class SessionContext:
         """Visible raw messages from the checkpoint boundary on (all visible ones when
         there is no usable checkpoint), in seq order."""
         self.notes = notes
+        self.pinned: list[MessageRecord] = []
+        """Pinned visible messages below the checkpoint's boundary, shown after it."""
+        self.pinned_seqs: tuple[int, ...] = ()
+        """Every pinned seq of the session."""
         self._shared = shared
         self._own_builders: dict[ProviderIdentity | None, ProjectionBuilder] = {}
 
@@ -148,6 +161,7 @@ class SessionContext:
                 checkpoint=self.checkpoint,
                 context_generation=self.session.context_generation,
                 diagnostics=self.notes,
+                pinned=self.pinned,
             )
 
     def history_tokens(
@@ -192,6 +206,7 @@ class ContextCache:
                     raise SessionNotFound(f"session {session_id!r} does not exist")
                 if _usable(view.session, cached):
                     cached.extend(view.session, view.messages)
+                    cached.pinned, cached.pinned_seqs = view.pinned, view.pinned_seqs
                     _check_live(cached.session, allow_deleted)
                     return cached.snapshot()
         ctx = load_context(read_model, session_id, allow_deleted=allow_deleted)
@@ -242,7 +257,9 @@ def load_context(
         checkpoint = checkpoint_ref(view.checkpoint)
         problem = checkpoint_problem(checkpoint, view.messages) if checkpoint else None
         if not notes and not problem:
-            return _Cached(session, checkpoint, list(view.messages), []).snapshot()
+            return _Cached(
+                session, checkpoint, list(view.messages), [], view.pinned, view.pinned_seqs
+            ).snapshot()
         full = read_model.session_view(session_id, tail_only=False)
         if full is None or full.session.version != session.version:
             continue  # the session moved between the two reads; read again

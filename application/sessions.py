@@ -274,6 +274,47 @@ def invalidate_history(cmd: c.InvalidateHistory, svc: Services) -> r.InvalidateH
     )
 
 
+def pin_messages(cmd: c.PinMessages, svc: Services) -> r.PinsResult:
+    """Pins are idempotent by nature (a pinned seq stays pinned): ``command_id`` needs
+    no record (ADR 0033)."""
+    pinned, session, saved = mutate(svc, cmd.session_id, lambda s: s.pin(cmd.seqs, created_at=svc.now()))
+    if saved:
+        log.info("messages pinned", extra={"session_id": cmd.session_id, "count": len(pinned)})
+    return r.PinsResult(session_id=cmd.session_id, pinned_seqs=pinned, version=session.version)
+
+
+def unpin_messages(cmd: c.UnpinMessages, svc: Services) -> r.PinsResult:
+    pinned, session, saved = mutate(svc, cmd.session_id, lambda s: s.unpin(cmd.seqs, created_at=svc.now()))
+    if saved:
+        log.info("messages unpinned", extra={"session_id": cmd.session_id, "count": len(pinned)})
+    return r.PinsResult(session_id=cmd.session_id, pinned_seqs=pinned, version=session.version)
+
+
+def revert_checkpoint(cmd: c.RevertCheckpoint, svc: Services) -> r.RevertResult:
+    """A retried revert (same ``command_id``) answers what the first one did (ADR 0033)."""
+    if cmd.command_id is not None:
+        for done in svc.read_model.reverts(cmd.session_id):
+            if done.command_id == cmd.command_id:
+                if done.checkpoint_id != cmd.checkpoint_id:
+                    raise _idempotency_conflict(cmd.command_id, "for another checkpoint")
+                return r.RevertResult(
+                    session_id=cmd.session_id, checkpoint_id=done.checkpoint_id,
+                    context_generation=done.generation, active_checkpoint_id=done.now_active,
+                    version=done.version,
+                )
+    generation, session, _ = mutate(
+        svc,
+        cmd.session_id,
+        lambda s: s.revert_checkpoint(cmd.checkpoint_id, command_id=cmd.command_id, created_at=svc.now()),
+    )
+    active = session.active_checkpoint
+    log.info("checkpoint reverted", extra={"session_id": cmd.session_id, "generation": generation})
+    return r.RevertResult(
+        session_id=cmd.session_id, checkpoint_id=cmd.checkpoint_id, context_generation=generation,
+        active_checkpoint_id=active.checkpoint_id if active else None, version=session.version,
+    )
+
+
 def delete_session(cmd: c.DeleteSession, svc: Services) -> r.DeleteSessionResult:
     _, session, _ = mutate(svc, cmd.session_id, lambda s: s.delete(created_at=svc.now()))
     log.info("session deleted", extra={"session_id": cmd.session_id})

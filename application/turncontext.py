@@ -135,12 +135,16 @@ class TurnContext:
     def draft_with(self, svc: Services, checkpoint: Checkpoint) -> Draft:
         """The request as it would be with ``checkpoint`` active: what a compaction
         candidate is measured by."""
-        kept = [m for m in self.ctx.records if m["seq"] >= checkpoint.first_retained_seq]
+        boundary = checkpoint.first_retained_seq
+        kept = [m for m in self.ctx.records if m["seq"] >= boundary]
+        pins = set(self.ctx.pinned_seqs)
+        pinned = [*self.ctx.pinned, *(m for m in self.ctx.records if m["seq"] < boundary and m["seq"] in pins)]
         projection = build_projection(
             checkpoint=checkpoint,
             messages=kept,
             context_generation=checkpoint.generation,
             identity=self.identity,
+            pinned=pinned,
         )
         tokens = self.tokens
         history = sum(tokens.get(seq, 0) for seq in projection.included_seqs)
@@ -190,6 +194,7 @@ def decide_usage(svc: Services, turn: TurnContext) -> UsageDecision:
         generation=ctx.session.context_generation,
         checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
         fixed_digest=fixed_digest(draft.messages, draft.tools),
+        pinned=tuple(draft.projection.pinned_seqs),
     )
     cal = svc.turns.calibrations.get(turn.session_id)
     included = draft.projection.included_seqs

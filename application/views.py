@@ -82,3 +82,35 @@ class SessionSnapshotView:
     session: SessionRow
     checkpoint: CheckpointRow | None
     messages: list[MessageRecord] = field(default_factory=list)
+    pinned: list[MessageRecord] = field(default_factory=list)
+    """Pinned visible messages below the checkpoint's boundary, in seq order."""
+    pinned_seqs: tuple[int, ...] = ()
+    """Every pinned seq of the session (also those in ``messages``)."""
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One message that matched ``search_history`` (issue 16)."""
+
+    seq: int
+    role: str
+    turn_id: str | None
+    snippet: str
+    """Text around the first match, one line, no control characters."""
+    score: float
+    """Higher is better; comparable within one answer only (engine-specific)."""
+    compacted: bool
+    """Below the active checkpoint's boundary: only the summary stands for it."""
+    invalidated: bool
+
+
+@dataclass(frozen=True)
+class RevertRecord:
+    """A checkpoint withdrawn by ``revert_checkpoint`` (issue 16)."""
+
+    checkpoint_id: str
+    session_id: str
+    version: int
+    now_active: str | None
+    generation: int
+    command_id: str | None

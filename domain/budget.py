@@ -16,7 +16,9 @@ SUMMARY_OUTPUT_CAP = 2048
 SUMMARY_SAFETY_CAP = 512
 
 #: Parts of a request that compaction cannot shrink (``overhead``: the request's priming).
-FIXED_PARTS = ("overhead", "system", "tools", "knowledge", "plan")
+#: Parts a compaction cannot shrink; ``pinned`` are the pinned messages below the
+#: checkpoint's boundary, kept verbatim (issue 16).
+FIXED_PARTS = ("overhead", "system", "tools", "knowledge", "plan", "pinned")
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ def check_fixed_parts(breakdown: Mapping[str, int], threshold: int) -> None:
     if fixed >= threshold:
         parts = {part: breakdown.get(part, 0) for part in FIXED_PARTS}
         raise FixedContextExceedsBudget(
-            f"system, tools, knowledge, plan and request overhead need {fixed:,} tokens, at or over the "
+            f"system, tools, knowledge, plan, pinned messages and request overhead need {fixed:,} tokens, at or over the "
             f"compaction threshold of {threshold:,}; compaction can only shrink history",
             details={"breakdown": parts, "fixed_tokens": fixed, "threshold": threshold},
         )

@@ -97,11 +97,11 @@ class ToolCall(_Frozen):
             if not isinstance(fn, dict):
                 raise ValueError("a tool call's 'function' must be an object")
             name, arguments = fn.get("name"), fn.get("arguments")
-            if fn.get("provider_specific_fields") is not None:
+            if _private_fields(fn) is not None:
                 private["function"] = {"provider_specific_fields": fn["provider_specific_fields"]}
         else:
             name, arguments = data.get("name"), data.get("arguments")
-        if data.get("provider_specific_fields") is not None:
+        if _private_fields(data) is not None:
             private["provider_specific_fields"] = data["provider_specific_fields"]
         out = {"id": data.get("id"), "name": name, "arguments": "" if arguments is None else arguments}
         if private:
@@ -113,6 +113,15 @@ class ToolCall(_Frozen):
         # What the validator accepts, not the stored shape: nested first (what we give
         # out), the flat form as an alternative.
         return TOOL_CALL_JSON_SCHEMA
+
+
+def _private_fields(data: dict[str, Any]) -> dict[str, Any] | None:
+    """A tool call's ``provider_specific_fields``: an object or absent, as its schema
+    says (anything else would be stored and replayed to the provider)."""
+    value = data.get("provider_specific_fields")
+    if value is not None and not isinstance(value, dict):
+        raise ValueError("a tool call's 'provider_specific_fields' must be an object")
+    return value
 
 
 class ImageUrl(_Frozen):
@@ -175,6 +184,9 @@ class Message(_Frozen):
     name: str | None = Field(default=None, max_length=512)
     turn_id: str | None = Field(default=None, min_length=1, max_length=512)
     steering: bool = False
+    pinned: bool = False
+    """Pin it at append time (issue 16): kept verbatim after the summary block. Not a
+    field of the stored message: the pin is its own event (``MessagesPinned``)."""
     provider_state: ProviderState | None = None
     thinking_blocks: _Objects = None
     provider_specific_fields: dict[str, Any] | None = None
@@ -321,7 +333,8 @@ class Message(_Frozen):
 
 _PROVIDER_FIELD_SET = frozenset(PROVIDER_FIELDS)
 _PLAIN_KEYS = frozenset(
-    ("role", "content", "reasoning", "tool_calls", "tool_call_id", "name", "turn_id", "steering", "provider_state")
+    ("role", "content", "reasoning", "tool_calls", "tool_call_id", "name", "turn_id", "steering", "provider_state",
+     "pinned")
 )
 _INPUT_KEYS = frozenset(Message.model_fields)
 

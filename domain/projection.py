@@ -18,6 +18,11 @@ from .messages import OUTPUT_ONLY_FIELDS, MessageRecord, nested_tool_calls
 
 SUMMARY_HEADER = "[Historical conversation summary — reference only, not a new user request]"
 SUMMARY_FOOTER = "[End historical conversation summary]"
+#: Told to the model with every summary: nothing summarized is gone (issue 16).
+RECALL_NOTE = (
+    "(The summarized messages are kept verbatim by seq: the recall_history tool, when "
+    "offered, searches them and expands any seq range.)"
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,15 @@ class ContextProjection:
     included_seqs: list[int] = field(default_factory=list)
     diagnostics: list[str] = field(default_factory=list)
     summary_included: bool = False
+    pinned_seqs: list[int] = field(default_factory=list)
+    """Pinned messages shown after the summary block (below ``first_raw_seq``)."""
+    pinned_count: int = 0
+    """How many provider messages the pinned part has (after the summary block)."""
+
+    @property
+    def raw_start(self) -> int:
+        """Index of the first raw-tail message in ``messages``."""
+        return (1 if self.summary_included else 0) + self.pinned_count
 
     def to_result(self) -> dict[str, Any]:
         return {
@@ -63,7 +77,10 @@ class ContextProjection:
 
 def summary_message(summary: str) -> dict[str, Any]:
     """The summary block: a user message framed as reference material (spec §7.1)."""
-    return {"role": "user", "content": f"{SUMMARY_HEADER}\n{summary.strip()}\n{SUMMARY_FOOTER}"}
+    return {
+        "role": "user",
+        "content": f"{SUMMARY_HEADER}\n{summary.strip()}\n{RECALL_NOTE}\n{SUMMARY_FOOTER}",
+    }
 
 
 def checkpoint_problem(
@@ -91,16 +108,21 @@ def build_projection(
     context_generation: int,
     identity: ProviderIdentity | None,
     diagnostics: Sequence[str] = (),
+    pinned: Sequence[MessageRecord] = (),
 ) -> ContextProjection:
-    """Summary block (if any) + the given visible raw messages, tool chains repaired.
+    """Summary block (if any) + pinned messages below its boundary + the given visible
+    raw messages, tool chains repaired.
 
     ``messages`` must be the visible raw messages from ``first_retained_seq`` on (all
-    visible ones when ``checkpoint`` is None), in seq order.
+    visible ones when ``checkpoint`` is None), in seq order; ``pinned`` the pinned
+    visible ones (those below the boundary are shown).
     """
     repaired, notes = repair_tool_chains(messages)
     out: list[dict[str, Any]] = []
     if checkpoint is not None:
         out.append(summary_message(checkpoint.summary))
+    held, held_seqs, held_notes = pinned_part(checkpoint, pinned, identity)
+    out.extend(held)
     out.extend(to_provider_message(m, identity) for m in repaired)
     seqs = [m["seq"] for m in repaired]
     return ContextProjection(
@@ -110,9 +132,26 @@ def build_projection(
         first_raw_seq=seqs[0] if seqs else None,
         max_raw_seq=max(seqs) if seqs else 0,
         included_seqs=seqs,
-        diagnostics=[*diagnostics, *notes],
+        diagnostics=[*diagnostics, *held_notes, *notes],
         summary_included=checkpoint is not None,
+        pinned_seqs=held_seqs,
+        pinned_count=len(held),
     )
+
+
+def pinned_part(
+    checkpoint: Checkpoint | None,
+    pinned: Sequence[MessageRecord],
+    identity: ProviderIdentity | None,
+) -> tuple[list[dict[str, Any]], list[int], list[str]]:
+    """The pinned messages below the checkpoint's boundary, verbatim and in seq order,
+    for after the summary block (issue 16). Without a checkpoint every visible message
+    is in the tail already: nothing."""
+    if checkpoint is None or not pinned:
+        return [], [], []
+    below = [m for m in pinned if m["seq"] < checkpoint.first_retained_seq]
+    repaired, notes = repair_tool_chains(below)
+    return [to_provider_message(m, identity) for m in repaired], [m["seq"] for m in repaired], notes
 
 
 def repair_tool_chains(
@@ -307,9 +346,12 @@ class ProjectionBuilder:
         checkpoint: Checkpoint | None,
         context_generation: int,
         diagnostics: Sequence[str] = (),
+        pinned: Sequence[MessageRecord] = (),
     ) -> ContextProjection:
         repaired, notes = repair_tool_chains(self._pending)
         messages: list[dict[str, Any]] = [summary_message(checkpoint.summary)] if checkpoint else []
+        held, held_seqs, held_notes = pinned_part(checkpoint, pinned, self.identity)
+        messages.extend(held)
         messages.extend(self._stable_messages)
         messages.extend(to_provider_message(m, self.identity) for m in repaired)
         seqs = self._stable_seqs + [m["seq"] for m in repaired]
@@ -320,8 +362,10 @@ class ProjectionBuilder:
             first_raw_seq=seqs[0] if seqs else None,
             max_raw_seq=max(self._stable_max, max((m["seq"] for m in repaired), default=0)),
             included_seqs=seqs,
-            diagnostics=[*diagnostics, *self._stable_notes, *notes],
+            diagnostics=[*diagnostics, *held_notes, *self._stable_notes, *notes],
             summary_included=checkpoint is not None,
+            pinned_seqs=held_seqs,
+            pinned_count=len(held),
         )
 
     def history_tokens(self, projection: ContextProjection, tokens: dict[int, int], key: str) -> int:
@@ -339,7 +383,7 @@ class ProjectionBuilder:
     def history_digest(self, projection: ContextProjection, count: int) -> str:
         """A digest of the first ``count`` raw (non-summary) messages of ``projection``
         (built by this builder); chained, so the stable part is hashed once."""
-        raw = projection.messages[1:] if projection.summary_included else projection.messages
+        raw = projection.messages[projection.raw_start :]
         if count > len(raw):
             raise ValueError("count exceeds the projection's raw messages")
         stable = min(count, len(self._stable_messages))

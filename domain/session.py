@@ -158,6 +158,31 @@ class Session(Aggregate):
     def tool_groups(self, value: list[ToolGroup]) -> None:
         self.__dict__["tool_groups"] = value
 
+    @property
+    def checkpoint_parents(self) -> list[CheckpointMark]:
+        """The active checkpoint's ancestors back to the last invalidation, oldest
+        first: where a revert returns to (ADR 0033). Absent from snapshots older than
+        reverts: none known, so a revert from such a state returns to raw history."""
+        value = self.__dict__.get("checkpoint_parents")
+        if not value:
+            return []
+        if type(value[0]) is not CheckpointMark:
+            value = self.__dict__["checkpoint_parents"] = [CheckpointMark.from_json(v) for v in value]
+        return value  # type: ignore[no-any-return]
+
+    @property
+    def pinned_seqs(self) -> list[int]:
+        """Pinned seqs, ascending (issue 16); absent from snapshots older than pins."""
+        return self.__dict__.get("pinned", [])  # type: ignore[no-any-return]
+
+    def _keep(self, name: str, value: list[Any]) -> None:
+        # State added in issue 16 is stored only while it is not empty: snapshots of
+        # sessions that use neither pins nor reverts keep their old shape.
+        if value:
+            self.__dict__[name] = value
+        else:
+            self.__dict__.pop(name, None)
+
     def tool_group_containing(self, seq: int) -> ToolGroup | None:
         """The tool group (assistant call + its results) that ``seq`` belongs to."""
         return group_containing(self.tool_groups, seq)
@@ -231,7 +256,23 @@ class Session(Aggregate):
                 timestamp,
                 command_generated,
             )
+        self._pin_appended(messages, seqs, created_at)
         return seqs
+
+    def _pin_appended(self, messages: Sequence[Message], seqs: list[int], created_at: str) -> None:
+        """Pins of an append: messages given ``pinned: true`` (with their tool group), and
+        tool results that join a pinned group (a pin takes the whole group)."""
+        pinned = set(self.pinned_seqs)
+        wanted: set[int] = set()
+        for message, seq in zip(messages, seqs):
+            group = self.tool_group_containing(seq)
+            if message.pinned:
+                wanted |= self._pin_scope([seq])
+            elif group is not None and group.seq in pinned | wanted:
+                wanted.add(seq)
+        new = sorted(wanted - pinned)
+        if new:
+            self._messages_pinned(seqs=new, created_at=created_at)
 
     def _record_message(
         self,
@@ -311,6 +352,47 @@ class Session(Aggregate):
             else:
                 span[1] = seq
 
+    # ------------------------------------------------------------------ pins
+    def pin(self, seqs: Sequence[int], *, created_at: str) -> list[int]:
+        """Pin visible messages with their whole tool groups (issue 16); returns every
+        pinned seq. Pins do not move ``context_generation``: a summary stays true."""
+        self._ensure_live()
+        new = sorted(self._pin_scope(seqs) - set(self.pinned_seqs))
+        if new:
+            self._messages_pinned(seqs=new, created_at=created_at)
+        return list(self.pinned_seqs)
+
+    def unpin(self, seqs: Sequence[int], *, created_at: str) -> list[int]:
+        self._ensure_live()
+        gone = sorted(self._pin_scope(seqs) & set(self.pinned_seqs))
+        if gone:
+            self._messages_unpinned(seqs=gone, created_at=created_at)
+        return list(self.pinned_seqs)
+
+    def _pin_scope(self, seqs: Sequence[int]) -> set[int]:
+        if not seqs:
+            raise InvalidCommand("seqs must not be empty")
+        scope: set[int] = set()
+        for seq in seqs:
+            if isinstance(seq, bool) or not isinstance(seq, int) or not self.is_visible(seq):
+                raise InvalidCommand(f"seq {seq} is not a visible message")
+            group = self.tool_group_containing(seq)
+            if group is None:
+                scope.add(seq)
+            else:
+                scope.add(group.seq)
+                scope.update(s for s, _ in group.results if self.is_visible(s))
+        return scope
+
+    @event("MessagesPinned", topic="context_compaction:Session.MessagesPinned")
+    def _messages_pinned(self, seqs: list[int], created_at: str) -> None:
+        self._keep("pinned", sorted({*self.pinned_seqs, *seqs}))
+
+    @event("MessagesUnpinned", topic="context_compaction:Session.MessagesUnpinned")
+    def _messages_unpinned(self, seqs: list[int], created_at: str) -> None:
+        gone = set(seqs)
+        self._keep("pinned", [s for s in self.pinned_seqs if s not in gone])
+
     # ----------------------------------------------------------- invalidate
     def invalidate(
         self,
@@ -362,9 +444,12 @@ class Session(Aggregate):
         self.invalidated = merge_ranges([*self.invalidated, *ranges])
         self.context_generation = generation
         self.active_checkpoint = None
+        self._keep("checkpoint_parents", [])
         self.tool_groups, self.open_calls = visible_groups(
             self.tool_groups, self.open_calls, self.is_visible
         )
+        if self.pinned_seqs:  # an invalidated message is no longer pinned (ADR 0033)
+            self._keep("pinned", [s for s in self.pinned_seqs if self.is_visible(s)])
 
     # ----------------------------------------------------------- checkpoint
     def commit_checkpoint(self, checkpoint: Checkpoint) -> int:
@@ -439,9 +524,54 @@ class Session(Aggregate):
         created_at: str,
         ledger: dict[str, Any] | None = None,  # issue 16: absent from older events
     ) -> None:
+        previous = self.active_checkpoint
+        self._keep("checkpoint_parents", [*self.checkpoint_parents, previous] if previous else [])
         self.active_checkpoint = CheckpointMark(checkpoint_id, generation, first_retained_seq)
         self.context_generation = generation
         self.checkpoint_count += 1
+
+    # ---------------------------------------------------------------- revert
+    def revert_checkpoint(self, checkpoint_id: str, *, command_id: str | None, created_at: str) -> int:
+        """Withdraw the active checkpoint (issue 16): the projection returns to its
+        parent, or to raw history when there is none since the last invalidation. The
+        generation moves, so a candidate built on it goes stale. Returns the generation.
+        """
+        self._ensure_live()
+        active = self.active_checkpoint
+        if active is None or active.checkpoint_id != checkpoint_id:
+            raise InvalidCommand(
+                f"checkpoint {checkpoint_id!r} is not the active checkpoint; only the active one can be reverted",
+                details={"active_checkpoint_id": active.checkpoint_id if active else None},
+            )
+        parents = self.checkpoint_parents
+        self._checkpoint_reverted(
+            checkpoint_id=checkpoint_id,
+            now_active=parents[-1].checkpoint_id if parents else None,
+            generation=self.context_generation + 1,
+            command_id=command_id,
+            created_at=created_at,
+        )
+        return self.context_generation
+
+    @event("CheckpointReverted", topic="context_compaction:Session.CheckpointReverted")
+    def _checkpoint_reverted(
+        self,
+        checkpoint_id: str,
+        now_active: str | None,
+        generation: int,
+        command_id: str | None,
+        created_at: str,
+    ) -> None:
+        # Follow the event: the parent it names, found among the known ancestors.
+        parents = self.checkpoint_parents
+        found = [i for i, mark in enumerate(parents) if mark.checkpoint_id == now_active]
+        if found:
+            self.active_checkpoint = parents[found[-1]]
+            self._keep("checkpoint_parents", parents[: found[-1]])
+        else:
+            self.active_checkpoint = None
+            self._keep("checkpoint_parents", [])
+        self.context_generation = generation
 
     # --------------------------------------------------------- learned window
     def learn_window(

@@ -48,4 +48,14 @@ def snapshot_problem(state: dict[str, Any]) -> str | None:
         for g in groups
     ):
         return "tool_groups has the wrong shape"
+    parents = state.get("checkpoint_parents", [])
+    if type(parents) is not list or not all(
+        type(p) is dict and type(p.get("checkpoint_id")) is str
+        and type(p.get("generation")) is int and type(p.get("first_retained_seq")) is int
+        for p in parents
+    ):
+        return "checkpoint_parents has the wrong shape"
+    pinned = state.get("pinned", [])
+    if type(pinned) is not list or not all(type(s) is int for s in pinned):
+        return "pinned is not a list of seqs"
     return None

@@ -12,11 +12,20 @@ import logging
 
 from context_compaction.application import commands
 from context_compaction.application.bus import MessageBus
+from context_compaction.application.recall import RECALL_HISTORY_TOOL, run_recall
 from context_compaction.application.settings import Settings
 from context_compaction.domain.errors import ContextCompactionError
 from context_compaction.infrastructure.bootstrap import bootstrap
 
 logging.getLogger("context_compaction").addHandler(logging.NullHandler())
 
-__all__ = ["ContextCompactionError", "MessageBus", "Settings", "bootstrap", "commands"]
+__all__ = [
+    "RECALL_HISTORY_TOOL",
+    "ContextCompactionError",
+    "MessageBus",
+    "Settings",
+    "bootstrap",
+    "commands",
+    "run_recall",
+]
 __version__ = "0.1.0"

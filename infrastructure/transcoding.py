@@ -150,6 +150,7 @@ _TYPE_TESTS: dict[str, Callable[[Any], bool] | None] = {
     "dict[str, Any]": lambda value: type(value) is dict,
     "dict[str, Any] | None": _optional(lambda value: type(value) is dict),
     "list[dict[str, Any]]": lambda value: type(value) is list and all(type(v) is dict for v in value),
+    "list[int]": lambda value: type(value) is list and all(_is_int(v) for v in value),  # (pinned seqs)
     "list[list[int]]": _is_ranges,  # (invalidated seq ranges: [first, last] pairs)
     "Any": None,
 }

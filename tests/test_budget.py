@@ -79,7 +79,7 @@ def test_fixed_parts_at_the_threshold_fail_with_a_breakdown() -> None:
         check_fixed_parts(parts, threshold=4_096)
     assert info.value.code == "fixed_context_exceeds_budget"
     assert info.value.details["breakdown"] == {
-        "overhead": 0, "system": 3_000, "tools": 1_000, "knowledge": 96, "plan": 0}
+        "overhead": 0, "system": 3_000, "tools": 1_000, "knowledge": 96, "plan": 0, "pinned": 0}
 
 
 def test_summary_budget_follows_the_window_not_a_fixed_32k() -> None:

@@ -31,13 +31,21 @@ def _turn(tag: str) -> list[dict[str, Any]]:
     ]
 
 
-def _run(harness: Harness, seconds: float) -> tuple[Counter[str], int]:
+def _run(harness: Harness, seconds: float, at_least: int = 0) -> tuple[Counter[str], int]:
+    """Run for ``seconds``, and on until ``at_least`` operations and 5 compactions
+    (a loaded machine gets more time, not a weaker test), for 60 s at most."""
     bus = harness.bus
     ok(bus.dispatch_json({"type": "start_session", "session_id": SESSION, "model": "gpt-4o-mini"}))
     outcomes: Counter[str] = Counter()
     lock = threading.Lock()
-    stop = time.monotonic() + seconds
+    started = time.monotonic()
     failures: list[dict[str, Any]] = []
+
+    def running() -> bool:
+        elapsed = time.monotonic() - started
+        with lock:
+            enough = sum(outcomes.values()) >= at_least and outcomes["compact:ok"] >= 5
+        return elapsed < seconds or (not enough and elapsed < 60)
 
     def record(kind: str, envelope: dict[str, Any]) -> None:
         code = "ok" if envelope["ok"] else envelope["error"]["code"]
@@ -48,7 +56,7 @@ def _run(harness: Harness, seconds: float) -> tuple[Counter[str], int]:
 
     def appender(worker: int) -> None:
         i = 0
-        while time.monotonic() < stop:
+        while running():
             i += 1
             record("append", bus.dispatch_json({
                 "type": "append_messages", "session_id": SESSION, "messages": _turn(f"w{worker}i{i}")}))
@@ -56,11 +64,11 @@ def _run(harness: Harness, seconds: float) -> tuple[Counter[str], int]:
             record("projection", bus.dispatch_json({"type": "get_projection", "session_id": SESSION}))
 
     def compacter() -> None:
-        while time.monotonic() < stop:
+        while running():
             record("compact", bus.dispatch_json({"type": "compact", "session_id": SESSION}))
 
     def preparer() -> None:
-        while time.monotonic() < stop:
+        while running():
             record("prepare", bus.dispatch_json({
                 "type": "prepare_turn", "session_id": SESSION, "system_prompt": "You are terse.",
                 "tools": []}))
@@ -80,7 +88,7 @@ def test_compaction_beside_appends_and_reads_on_one_bus_never_fails_internally(
 ) -> None:
     # A small keep budget so that nearly every manual compaction has something to do.
     harness = make_harness("main", context_compaction={"keep_recent_tokens": 300})
-    outcomes, total = _run(harness, seconds=3.0)
+    outcomes, total = _run(harness, seconds=3.0, at_least=250)
     compactions = outcomes["compact:ok"]
     assert total >= 200, outcomes  # a meaningful number of concurrent operations
     assert compactions >= 5, outcomes  # compaction really ran beside the others
@@ -88,7 +96,7 @@ def test_compaction_beside_appends_and_reads_on_one_bus_never_fails_internally(
     record_property("operations", total)
     record_property("compactions_committed", compactions)
     print(f"\nFIGURE context race[{'postgres' if harness.is_postgres else 'sqlite'}]: {total} operations "
-          f"on one session in 3 s, {compactions} compactions, 0 internal_error: {dict(outcomes)}")
+          f"on one session, {compactions} compactions, 0 internal_error: {dict(outcomes)}")
     # What the threads saw is what is stored: the projection equals a replay.
     projection = ok(harness.do({"type": "get_projection", "session_id": SESSION}))
     replay = ok(harness.do({"type": "replay_session", "session_id": SESSION}))

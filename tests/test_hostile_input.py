@@ -185,6 +185,10 @@ def test_printable_garbage_and_nesting_are_refused_cleanly(harness: Harness) -> 
                                                                             "data": {"n": float("nan")}}}]},
          "invalid_message"),
         ("".join(string.printable) * 3, "invalid_command"),
+        # (found by the schema-invalid HTTP fuzz: an array where the schema says object)
+        ({"type": "append_messages", "session_id": "s", "messages": [
+            {"role": "assistant", "tool_calls": [{"id": "0", "name": "f", "provider_specific_fields": []}]}]},
+         "invalid_message"),
     ]
     for payload, code in cases:
         before = fingerprint(h.bus)

@@ -106,6 +106,9 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
         {"type": "compact", "session_id": sid},
         {"type": "prepare_turn", "session_id": sid, "system_prompt": "be brief"},
         {"type": "get_history", "session_id": sid},
+        {"type": "search_history", "session_id": sid, "query": "answer"},
+        {"type": "pin_messages", "session_id": sid, "seqs": [1]},
+        {"type": "unpin_messages", "session_id": sid, "seqs": [1]},
         {"type": "get_projection", "session_id": sid},
         {"type": "replay_session", "session_id": sid, "at_version": 2},
         {"type": "list_checkpoints", "session_id": sid},
@@ -118,6 +121,12 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
         envelope = _post(client, step)
         _check(document, step["type"], envelope)
         answered.add(step["type"])
+        if step["type"] == "list_checkpoints":
+            active = envelope["result"]["active_checkpoint_id"]
+            assert active is not None
+            revert = {"type": "revert_checkpoint", "session_id": sid, "checkpoint_id": active}
+            _check(document, "revert_checkpoint", _post(client, revert))
+            answered.add("revert_checkpoint")
         if step["type"] == "prepare_turn":
             request_id = envelope["result"]["request_id"]
             usage = {"type": "record_usage", "session_id": sid, "request_id": request_id, "prompt_tokens": 900}

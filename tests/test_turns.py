@@ -105,7 +105,7 @@ def test_fixed_parts_over_the_threshold_are_refused_and_change_nothing(make_harn
     e = err(h.do({"type": "prepare_turn", "session_id": SID, "system_prompt": huge}),
             "fixed_context_exceeds_budget")
     assert e["details"]["breakdown"]["system"] > 4_096
-    assert set(e["details"]["breakdown"]) == {"overhead", "system", "tools", "knowledge", "plan"}
+    assert set(e["details"]["breakdown"]) == {"overhead", "system", "tools", "knowledge", "plan", "pinned"}
     assert h.events() == events and checkpoints(h) == []
     h.close()
 

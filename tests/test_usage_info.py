@@ -56,4 +56,4 @@ def test_breakdown_gives_the_priming_its_own_part_and_attributes_every_token(har
     assert usage["breakdown"]["overhead"] == REQUEST_PRIMER
     assert usage["breakdown"]["system"] == counter.count_message({"role": "system", "content": SYSTEM}, "o200k_base")
     assert sum(usage["breakdown"].values()) == usage["estimated_tokens"] == usage["used_tokens"]
-    assert set(usage["breakdown"]) == {"overhead", "system", "tools", "knowledge", "plan", "summary", "history"}
+    assert set(usage["breakdown"]) == {"overhead", "system", "tools", "knowledge", "plan", "summary", "history", "pinned"}

@@ -18,6 +18,7 @@ from context_compaction.domain.summary import storable_text
 from ..database import Cur
 from .rows import dumps
 from .schema import CHECKPOINT_COLS
+from .search import search_text
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -40,6 +41,9 @@ class EventHandlers:
             Session.Deleted: self._deleted,
             Session.LegacyImported: self._legacy_imported,
             Session.WindowLearned: self._window_learned,
+            Session.MessagesPinned: self._messages_pinned,
+            Session.MessagesUnpinned: self._messages_unpinned,
+            Session.CheckpointReverted: self._checkpoint_reverted,
         }
 
     def _sid(self, cur: Cur, event: Any) -> str:
@@ -115,6 +119,12 @@ class EventHandlers:
             " VALUES (?, ?, 1, ?)",
             [(sid, e.seq, notification_id) for notification_id, e in run],
         )
+        cur.executemany(
+            # (a message's text is a function of its event: a row already there is the same)
+            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (session_id, seq) DO NOTHING",
+            [(sid, e.seq, e.role, e.turn_id, search_text(e.content, e.tool_calls, e.name)) for _, e in run],
+        )
         last = run[-1][1]
         self._touch(
             cur, sid, last, "next_seq = ?, message_count = message_count + ?", (last.seq + 1, len(run))
@@ -171,6 +181,9 @@ class EventHandlers:
                 (sid, lo, hi),
             )
             excluded += max(cur.rowcount, 0)
+            cur.execute(
+                "DELETE FROM {t}rm_pins WHERE session_id = ? AND seq >= ? AND seq <= ?", (sid, lo, hi)
+            )
         cur.execute(
             "INSERT INTO {t}rm_invalidations (session_id, version, kind, ranges, excluded,"
             " reason, generation, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -185,6 +198,32 @@ class EventHandlers:
             " invalidated_count = invalidated_count + ?",
             (e.generation, excluded),
         )
+
+    def _messages_pinned(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        cur.executemany(
+            "INSERT INTO {t}rm_pins (session_id, seq) VALUES (?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
+            [(sid, seq) for seq in e.seqs],
+        )
+        self._touch(cur, sid, e)
+
+    def _messages_unpinned(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        cur.executemany(
+            "DELETE FROM {t}rm_pins WHERE session_id = ? AND seq = ?", [(sid, seq) for seq in e.seqs]
+        )
+        self._touch(cur, sid, e)
+
+    def _checkpoint_reverted(self, cur: Cur, e: Any) -> None:
+        sid = self._sid(cur, e)
+        cur.execute(
+            "INSERT INTO {t}rm_reverts (checkpoint_id, session_id, version, now_active, generation,"
+            " command_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (e.checkpoint_id, sid, e.originator_version, e.now_active, e.generation, e.command_id,
+             e.created_at),
+        )
+        self._touch(cur, sid, e, "active_checkpoint_id = ?, context_generation = ?",
+                    (e.now_active, e.generation))
 
     def _deleted(self, cur: Cur, e: Any) -> None:
         self._touch(cur, self._sid(cur, e), e, "deleted = 1")

@@ -10,6 +10,8 @@ from typing import Any
 from context_compaction.application.views import (
     CheckpointRow,
     CommandRecord,
+    RevertRecord,
+    SearchHit,
     SessionRow,
     SessionSnapshotView,
 )
@@ -21,6 +23,7 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
+from .search import query_terms, search_params, search_sql, search_text, snippet
 from .schema import (
     ADDED_COLUMNS,
     CHECKPOINT_COLS,
@@ -32,6 +35,9 @@ from .schema import (
     SCHEMA,
     SCHEMA_MARK,
     SCHEMA_VERSION,
+    SEARCH_DERIVED,
+    SEARCH_INDEX,
+    SEARCH_SINCE,
     SESSION_COLS,
     SESSION_SQL,
     lag_of,
@@ -56,7 +62,7 @@ class SqlReadModel:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the next read replays the events into the new ones (catch-up
                 # from position 0), exactly as after losing them.
-                for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
+                for table in (*SEARCH_DERIVED, *PROJECTED_TABLES, DAMAGE_TABLE):
                     cur.execute(f"DROP TABLE IF EXISTS {{t}}{table}")
                 cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
                 log.warning(
@@ -67,6 +73,10 @@ class SqlReadModel:
                 cur.execute(statement)
             if previous is not None and previous >= SAME_SHAPE_SINCE:
                 self._add_columns(cur, previous)
+            for statement in SEARCH_INDEX[self.db.dialect.name]:
+                cur.execute(statement)
+            if previous is not None and SAME_SHAPE_SINCE <= previous < SEARCH_SINCE:
+                self._fill_search(cur)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
@@ -83,6 +93,29 @@ class SqlReadModel:
             names = [row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()]
             if column not in names:  # (another process may have added it first)
                 cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN {column} {kind}")
+
+    def _fill_search(self, cur: Cur) -> None:
+        """Index the messages a database of an older schema already holds (once)."""
+        events = self.projector.events_table
+        rows = cur.execute(
+            f"SELECT m.session_id, m.seq, e.state FROM {{t}}rm_messages m"
+            f" JOIN {events.qualified} e ON e.{events.id_column} = m.notification_id"
+            " ORDER BY m.session_id, m.seq"
+        ).fetchall()
+        found = []
+        for session_id, seq, state in rows:
+            try:
+                record = self.projector.decode_state(bytes(state))
+                text = search_text(record.get("content"), record.get("tool_calls"), record.get("name"))
+                found.append((session_id, int(seq), str(record["role"]), record.get("turn_id"), text))
+            except Exception:  # noqa: BLE001 - a damaged row is reported by its queries, not here
+                continue
+        cur.executemany(
+            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (session_id, seq) DO NOTHING",
+            found,
+        )
+        log.info("search index filled from the stored messages", extra={"messages": len(found)})
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""
@@ -176,6 +209,7 @@ class SqlReadModel:
         from_seq: int = 1,
         upto_seq: int | None = None,
         include_invalidated: bool = False,
+        limit: int | None = None,
     ) -> list[MessageRecord]:
         with self.fresh() as cur:
             damage = cur.execute(
@@ -183,7 +217,7 @@ class SqlReadModel:
                 (session_aggregate_id(session_id).hex,),
             ).fetchone()
             refuse_damaged(session_id, damage or (None, None))
-            return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated)
+            return self._messages(cur, session_id, from_seq, upto_seq, include_invalidated, limit)
 
     def _messages(
         self,
@@ -192,6 +226,7 @@ class SqlReadModel:
         from_seq: int,
         upto_seq: int | None,
         include_invalidated: bool,
+        limit: int | None = None,
     ) -> list[MessageRecord]:
         sql = self.projector.events_table.messages_sql
         params: list[Any] = [session_id, from_seq]
@@ -201,6 +236,9 @@ class SqlReadModel:
         if not include_invalidated:
             sql += " AND m.visible = 1"
         sql += " ORDER BY m.seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
         decode = self.projector.decode_state
         rows = cur.execute(sql, params).fetchall()
         try:
@@ -237,7 +275,52 @@ class SqlReadModel:
         from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
         from_seq = max(from_seq, after_seq + 1)
         messages = self._messages(cur, session_id, from_seq, None, False)
-        return SessionSnapshotView(session=session, checkpoint=checkpoint, messages=messages)
+        pinned_seqs = tuple(
+            int(r[0]) for r in cur.execute(
+                "SELECT seq FROM {t}rm_pins WHERE session_id = ? ORDER BY seq", (session_id,)
+            ).fetchall()
+        )
+        pinned: list[MessageRecord] = []
+        if checkpoint is not None and tail_only and pinned_seqs and pinned_seqs[0] < checkpoint.first_retained_seq:
+            rows = cur.execute(
+                self.projector.events_table.pinned_sql, (session_id, checkpoint.first_retained_seq)
+            ).fetchall()
+            pinned = [message_record(r, self.projector.decode_state) for r in rows]
+        return SessionSnapshotView(
+            session=session, checkpoint=checkpoint, messages=messages, pinned=pinned, pinned_seqs=pinned_seqs
+        )
+
+    def search(
+        self, session_id: str, query: str, *, limit: int, include_invalidated: bool
+    ) -> list[SearchHit]:
+        """Messages of the session matching every term of ``query``, best first."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        dialect = self.db.dialect.name
+        sql = search_sql(dialect, include_invalidated)
+        with self.fresh() as cur:
+            rows = cur.execute(sql, search_params(dialect, terms, session_id, limit)).fetchall()
+        return [
+            SearchHit(int(seq), role, turn_id, snippet(body, terms), round(float(score), 6),
+                      bool(compacted), not visible)
+            for seq, role, turn_id, body, score, visible, compacted in rows
+        ]
+
+    def reverts(self, session_id: str) -> list[RevertRecord]:
+        with self.fresh() as cur:
+            rows = cur.execute(
+                "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
+                " FROM {t}rm_reverts WHERE session_id = ? ORDER BY version",
+                (session_id,),
+            ).fetchall()
+        return [RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) for r in rows]
+
+    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
+        """Pinned visible messages with seq < ``below_seq``, in seq order."""
+        with self.fresh() as cur:
+            rows = cur.execute(self.projector.events_table.pinned_sql, (session_id, below_seq)).fetchall()
+        return [message_record(r, self.projector.decode_state) for r in rows]
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
         with self.fresh() as cur:

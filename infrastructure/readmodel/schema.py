@@ -19,7 +19,7 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
 SAME_SHAPE_SINCE = 5
@@ -29,6 +29,9 @@ SAME_SHAPE_SINCE = 5
 ADDED_COLUMNS: tuple[tuple[int, str, str, str], ...] = (
     (7, "rm_checkpoints", "ledger", "TEXT"),  # the checkpoint's must-keep ledger (issue 16)
 )
+#: 8 added rm_search, which must hold every message already stored: it is filled from
+#: the stored messages once when a database of an older version is opened (ADR 0033).
+SEARCH_SINCE = 8
 SCHEMA_MARK = "schema"
 
 SCHEMA: tuple[str, ...] = (
@@ -77,6 +80,18 @@ SCHEMA: tuple[str, ...] = (
     " key TEXT PRIMARY KEY, session_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
     " content TEXT NOT NULL, created_at TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
+    # The searchable text of every message (search_history, ADR 0033); its full-text
+    # index is per engine (SEARCH_INDEX). A rowid table: FTS5 points at its rowids.
+    "CREATE TABLE IF NOT EXISTS {t}rm_search ("
+    " session_id TEXT NOT NULL, seq {INT} NOT NULL, role TEXT NOT NULL, turn_id TEXT,"
+    " body TEXT NOT NULL, PRIMARY KEY (session_id, seq))",
+    # Pinned messages (issue 16): kept verbatim after the summary block.
+    "CREATE TABLE IF NOT EXISTS {t}rm_pins ("
+    " session_id TEXT NOT NULL, seq {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
+    # Reverted checkpoints (issue 16): one revert per checkpoint at most.
+    "CREATE TABLE IF NOT EXISTS {t}rm_reverts ("
+    " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, version {INT} NOT NULL,"
+    " now_active TEXT, generation {INT} NOT NULL, command_id TEXT, created_at TEXT NOT NULL)",
     # Sessions whose events the read model could not project (a damaged row met while
     # catching up): their queries answer corrupt_event instead of a partial state.
     "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
@@ -95,7 +110,31 @@ PROJECTED_TABLES: dict[str, str] = {
     "rm_checkpoints": "checkpoint_id",
     "rm_invalidations": "session_id, version",
     "rm_imports": "session_id, version",
+    "rm_search": "session_id, seq",
+    "rm_pins": "session_id, seq",
+    "rm_reverts": "checkpoint_id",
 }
+
+#: The full-text index over rm_search, per engine (not compared by ``verify``: it is
+#: derived from rm_search by the engine itself). SQLite: an external-content FTS5
+#: table kept in step by triggers; PostgreSQL: a GIN index on the tsvector.
+SEARCH_INDEX: dict[str, tuple[str, ...]] = {
+    "sqlite": (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS rm_search_fts USING fts5("
+        "body, content='rm_search', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')",
+        "CREATE TRIGGER IF NOT EXISTS rm_search_ins AFTER INSERT ON rm_search BEGIN"
+        " INSERT INTO rm_search_fts (rowid, body) VALUES (new.rowid, new.body); END",
+        "CREATE TRIGGER IF NOT EXISTS rm_search_del AFTER DELETE ON rm_search BEGIN"
+        " INSERT INTO rm_search_fts (rm_search_fts, rowid, body)"
+        " VALUES ('delete', old.rowid, old.body); END",
+    ),
+    "postgres": (
+        "CREATE INDEX IF NOT EXISTS rm_search_body ON {t}rm_search"
+        " USING GIN (to_tsvector('simple', body))",
+    ),
+}
+#: Dropped with the projected tables when the schema is upgraded.
+SEARCH_DERIVED = ("rm_search_fts",)
 
 SESSION_COLS = (
     "session_id, model, agent_token_limit, version, next_seq, context_generation,"
@@ -163,6 +202,13 @@ class EventsTable:
             f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_messages m"
             f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
             " WHERE m.session_id = ? AND m.seq >= ?"
+        )
+        # Pinned visible messages below a boundary (the checkpoint's first retained seq).
+        self.pinned_sql = (
+            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_pins p"
+            " JOIN {t}rm_messages m ON m.session_id = p.session_id AND m.seq = p.seq"
+            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+            " WHERE p.session_id = ? AND p.seq < ? AND m.visible = 1 ORDER BY p.seq"
         )
         self.message_version_sql = (
             "SELECT e.originator_version FROM {t}rm_messages m"

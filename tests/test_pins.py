@@ -1,0 +1,136 @@
+"""Pins (issue 16): pinned messages stay verbatim after the summary block."""
+
+from __future__ import annotations
+
+from backends import MakeHarness
+from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
+
+SID = "p"
+SUMMARY = "## Goal\nKeep going."
+
+
+def start(make_harness: MakeHarness, **settings) -> Harness:
+    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
+    settings.setdefault("adapters", {"summarizer": RecordingSummarizer(text=SUMMARY)})
+    h = make_harness("pins", **settings)
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    return h
+
+
+def append(h: Harness, *messages: dict) -> list[int]:
+    return ok(h.do({"type": "append_messages", "session_id": SID, "messages": list(messages)}))["seqs"]
+
+
+def filler(h: Harness, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        append(h, user(f"step {i}"), assistant(f"done {i} " + "words " * 40))
+
+
+def projection(h: Harness) -> list[dict]:
+    return ok(h.do({"type": "get_projection", "session_id": SID}))["messages"]
+
+
+def pin(h: Harness, *seqs: int, kind: str = "pin_messages") -> dict:
+    return h.do({"type": kind, "session_id": SID, "seqs": list(seqs)})
+
+
+def test_pinned_messages_follow_the_summary_verbatim_in_seq_order(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    (a,) = append(h, user("CONSTRAINT: never touch prod-db-1"))
+    filler(h, 2)
+    (b,) = append(h, user("the API key lives in VAULT_PATH=secret/ci", pinned=True))
+    filler(h, 10, start=2)
+    assert ok(pin(h, a))["pinned_seqs"] == [a, b]
+    outcome = ok(h.do({"type": "compact", "session_id": SID}))
+    assert outcome["status"] == "compacted" and outcome["first_retained_seq"] > b
+    messages = projection(h)
+    assert messages[0]["content"].startswith("[Historical conversation summary")
+    assert [m["content"] for m in messages[1:3]] == [
+        "CONSTRAINT: never touch prod-db-1", "the API key lives in VAULT_PATH=secret/ci"]
+    assert not any("prod-db-1" in str(m["content"]) for m in messages[3:])
+    usage = ok(h.do({"type": "get_context_usage", "session_id": SID}))
+    assert usage["breakdown"]["pinned"] > 0
+    # restart: the identical projection from the stored events
+    before = projection(h)
+    h.reopen()
+    assert projection(h) == before
+    # unpin: gone from the projection (the summary stands for it), not from history
+    assert ok(pin(h, a, kind="unpin_messages"))["pinned_seqs"] == [b]
+    assert [m["content"] for m in projection(h)[1:2]] == ["the API key lives in VAULT_PATH=secret/ci"]
+    assert len(ok(h.do({"type": "get_history", "session_id": SID}))["messages"]) == b + 20
+    assert ok(h.do({"type": "get_context_usage", "session_id": SID}))["breakdown"]["pinned"] < usage["breakdown"]["pinned"]
+
+
+def test_a_pin_takes_the_whole_tool_group(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    call = assistant(None, calls=[("c1", "read", '{"path": "a.py"}'), ("c2", "read", '{"path": "b.py"}')])
+    seqs = append(h, user("read both"), call, tool("c1", "contents of a"), tool("c2", "contents of b"))
+    assert ok(pin(h, seqs[2]))["pinned_seqs"] == seqs[1:]
+    assert ok(pin(h, seqs[1], kind="unpin_messages"))["pinned_seqs"] == []
+    # pinned at append time: results that arrive later join the pinned group
+    (late_call,) = append(h, {**assistant(None, calls=[("c3", "grep", "{}")]), "pinned": True})
+    (late_result,) = append(h, tool("c3", "matches"))
+    filler(h, 10)
+    assert ok(pin(h, seqs[0]))["pinned_seqs"] == [seqs[0], late_call, late_result]
+    assert ok(h.do({"type": "compact", "session_id": SID}))["status"] == "compacted"
+    roles = [m["role"] for m in projection(h)[:4]]
+    assert roles == ["user", "user", "assistant", "tool"]
+    assert projection(h)[2]["tool_calls"][0]["id"] == "c3" and projection(h)[3]["tool_call_id"] == "c3"
+
+
+def test_unknown_or_invisible_seqs_are_refused_and_change_nothing(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    a, b = append(h, user("one"), user("two"))
+    ok(h.do({"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [b]}))
+    events = h.events()
+    for seqs in ([b], [a, 99], [0], []):
+        err(pin(h, *seqs), "invalid_command")
+        err(pin(h, *seqs, kind="unpin_messages"), "invalid_command")
+    err(h.do({"type": "pin_messages", "session_id": "nobody", "seqs": [1]}), "session_not_found")
+    assert h.events() == events
+    assert ok(pin(h, a))["pinned_seqs"] == [a]
+    version = ok(pin(h, a))["version"]  # again: nothing recorded
+    assert h.events() == events + 1 and version == ok(pin(h, a))["version"]
+    ok(h.do({"type": "invalidate_history", "session_id": SID, "kind": "clear"}))
+    (c,) = append(h, user("three"))
+    assert ok(pin(h, c))["pinned_seqs"] == [c]  # the cleared pin went with its message
+
+
+def test_pins_that_alone_break_the_budget_are_fixed_context_exceeds_budget(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": 4_000}))
+    big = append(h, user("pinned " + "payload " * 2_500, pinned=True))
+    filler(h, 12)
+    events = h.events()
+    for command in ({"type": "compact", "session_id": SID},
+                    {"type": "prepare_turn", "session_id": SID, "system_prompt": "be brief"}):
+        error = err(h.do(command), "fixed_context_exceeds_budget")
+        assert error["details"]["breakdown"]["pinned"] >= 2_500
+        assert error["details"]["fixed_tokens"] >= error["details"]["threshold"]
+    assert h.events() == events
+    assert ok(pin(h, *big, kind="unpin_messages"))["pinned_seqs"] == []
+    assert ok(h.do({"type": "prepare_turn", "session_id": SID, "system_prompt": "be brief"}))["request_id"]
+
+
+def test_replay_shows_the_pin_events(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    (a,) = append(h, user("keep me"))
+    filler(h, 10)
+    ok(h.do({"type": "compact", "session_id": SID}))
+    pinned_at = ok(pin(h, a))["version"]
+    unpinned_at = ok(pin(h, a, kind="unpin_messages"))["version"]
+
+    def replay(version: int) -> list[dict]:
+        return ok(h.do({"type": "replay_session", "session_id": SID, "at_version": version}))["projection"]["messages"]
+
+    assert replay(pinned_at - 1)[1]["content"] != "keep me"
+    assert replay(pinned_at)[1]["content"] == "keep me"
+    assert replay(unpinned_at)[1]["content"] != "keep me"
+    assert topics(h)[pinned_at - 1:unpinned_at] == [
+        "context_compaction:Session.MessagesPinned", "context_compaction:Session.MessagesUnpinned"]
+
+
+def topics(h: Harness) -> list[str]:
+    _, app = h._db()
+    table = app.projector.events_table.qualified
+    return [row[0] for row in h.query(f"SELECT topic FROM {table} ORDER BY originator_version")]
