@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import platform
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from context_compaction.domain.errors import (
@@ -19,7 +22,6 @@ from context_compaction.domain.messages import json_problem
 
 from . import telemetry as tel
 from .commands import COMMAND_ADAPTER, Command, command_types
-from .session_context import detached
 from .results import ProjectionResult, TurnRequest
 from .services import Services
 
@@ -28,6 +30,11 @@ log = logging.getLogger("context_compaction.bus")
 _SHARING_MESSAGES = (TurnRequest, ProjectionResult)
 
 Handler = Callable[[Any, Services], BaseModel]
+
+
+class JsonReply(NamedTuple):
+    body: bytes
+    error_code: str | None
 
 
 class MessageBus:
@@ -51,7 +58,7 @@ class MessageBus:
         if isinstance(result, _SHARING_MESSAGES):
             # Their messages come from the process's cached projection: the typed caller
             # gets its own copy to mark or edit (``dispatch_json`` serializes anyway).
-            result.messages = detached(result.messages)
+            result.messages = handed_out(result.messages)
         return result
 
     def _handle(self, command: Command) -> Any:
@@ -101,22 +108,37 @@ class MessageBus:
         ``{"ok": true, "result": {...}}`` or
         ``{"ok": false, "error": {"code", "message", "details"}}``.
         """
+        result, error = self._run_json(data, _jsonable)
+        return {"ok": False, "error": error} if error is not None else {"ok": True, "result": result}
+
+    def dispatch_json_bytes(self, data: Mapping[str, Any] | str | bytes) -> bytes:
+        """``dispatch_json``'s envelope as compact UTF-8 JSON bytes, built in one walk."""
+        return self.dispatch_json_reply(data).body
+
+    def dispatch_json_reply(self, data: Mapping[str, Any] | str | bytes) -> JsonReply:
+        """The envelope's bytes and its error code (``None`` when ok), for an edge that
+        maps codes to statuses (the HTTP edge) without parsing its own answer."""
+        result, error = self._run_json(data, _result_bytes)
+        if error is not None:
+            return JsonReply(envelope_bytes({"ok": False, "error": error}), error["code"])
+        return JsonReply(result, None)
+
+    def _run_json(
+        self, data: Mapping[str, Any] | str | bytes, render: Callable[[Any], Any]
+    ) -> tuple[Any, dict[str, Any] | None]:
         try:
             command = self.parse(data)
-            return {"ok": True, "result": _jsonable(self._handle(command))}
+            return render(self._handle(command)), None
         except ContextCompactionError as exc:
-            return {"ok": False, "error": exc.to_dict()}
+            return None, exc.to_dict()
         except Exception as exc:  # noqa: BLE001 - the envelope promise
             log.exception(
                 "command failed unexpectedly", extra={"error_class": type(exc).__name__}
             )
-            return {
-                "ok": False,
-                "error": {
-                    "code": "internal_error",
-                    "message": f"unexpected {type(exc).__name__}; see the service log",
-                    "details": {},
-                },
+            return None, {
+                "code": "internal_error",
+                "message": f"unexpected {type(exc).__name__}; see the service log",
+                "details": {},
             }
 
     def parse(self, data: Mapping[str, Any] | str | bytes) -> Command:
@@ -185,3 +207,72 @@ def _jsonable(result: Any) -> Any:
     if isinstance(result, BaseModel):
         return result.model_dump(mode="json")
     return result
+
+
+#: Types orjson would write its own way (datetimes, dataclasses, str/int/dict
+#: subclasses) go to ``default``, which has none: they take the exact path instead.
+_ORJSON_OPTIONS = (
+    orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+
+
+def _result_bytes(result: Any) -> bytes:
+    """``{"ok": true, "result": ...}`` as bytes: python-mode ``model_dump`` walked once by
+    orjson (ADR 0030, R7; ~6x faster than ``model_dump(mode="json")`` + ``json.dumps``
+    on a 3 MB ``prepare_turn``). What orjson refuses (ints beyond 64 bits, lone
+    surrogates, non-string keys, types it would write differently) takes the exact
+    path, so the parsed JSON is always what ``dispatch_json`` + ``envelope_bytes`` gives."""
+    if isinstance(result, _SHARING_MESSAGES):
+        # The messages are JSON-shaped dicts already (the cached projection's, only
+        # read here): orjson walks them once, not model_dump's copy of them first.
+        plain = result.model_dump(exclude={"messages"})
+        plain["messages"] = result.messages
+    else:
+        plain = result.model_dump() if isinstance(result, BaseModel) else result
+    try:
+        return orjson.dumps({"ok": True, "result": plain}, option=_ORJSON_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError):
+        return envelope_bytes({"ok": True, "result": _jsonable(result)})
+
+
+def envelope_bytes(envelope: Mapping[str, Any]) -> bytes:
+    """An envelope as compact UTF-8 JSON, exactly as Starlette's ``JSONResponse`` renders it."""
+    return json.dumps(
+        envelope, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode("utf-8")
+
+
+# ------------------------------------------------------------ handed out
+#: CPython keeps a dict untracked by the collector while it holds no list, dict or
+#: other container that could be tracked (inserting one tracks it for good), so an
+#: untracked dict's flat ``copy()`` shares nothing mutable with it. Elsewhere, or if
+#: in doubt, every dict is walked.
+_IS_TRACKED = gc.is_tracked if platform.python_implementation() == "CPython" else (lambda _: True)
+
+
+def handed_out(messages: list[Any]) -> list[Any]:
+    """A copy of JSON-shaped provider ``messages`` that shares no dict or list with them.
+
+    Most messages are flat (role, string content, ids): they are copied by one C-level
+    ``dict.copy()``. Only the dicts and lists that hold other dicts or lists are walked,
+    which keeps a turn's hand-out small next to the rest of a turn even at 20k
+    messages (ADR 0030, R8); the recursive ``detached`` it replaces took ~40 % of a
+    10k-message turn.
+    """
+    tracked = _IS_TRACKED
+    return [
+        (m.copy() if not tracked(m) else _fresh(m)) if type(m) is dict
+        else _fresh(m) if type(m) is list else m
+        for m in messages
+    ]
+
+
+def _fresh(value: Any) -> Any:
+    if type(value) is dict:
+        copy = value.copy()
+        if _IS_TRACKED(value):
+            for key, item in value.items():
+                if type(item) is dict or type(item) is list:
+                    copy[key] = _fresh(item)
+        return copy
+    return [_fresh(item) if type(item) is dict or type(item) is list else item for item in value]

@@ -33,6 +33,7 @@ from workload import MODEL, SYSTEM, TOOLS, median, ms, unique_turns
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
+from context_compaction.application.bus import _result_bytes  # noqa: E402
 from context_compaction.infrastructure.demo.scenario import session_messages  # noqa: E402
 
 
@@ -76,17 +77,21 @@ def _append_json(sid: str, turn: list[dict[str, Any]]) -> str:
 
 
 def typed_vs_json(work: Path, n: int, turns: list[list[dict[str, Any]]]) -> dict[str, Any]:
-    """Per turn: append then prepare_turn, typed on one copy and JSON on the other."""
+    """Per turn: append then prepare_turn, on three copies of one session: typed
+    ``dispatch``; ``dispatch_json_bytes`` (the response bytes the HTTP edge sends, in one
+    orjson walk: "wire"); and ``dispatch_json`` ("json") followed by Starlette's
+    ``json.dumps`` rendering ("old wire", the edge before ADR 0030 R7)."""
     base = work / f"base{n}.db"
     build(base, n)
-    copy_db(base, work / f"typed{n}.db")
-    copy_db(base, work / f"json{n}.db")
+    for name in ("typed", "json", "old"):
+        copy_db(base, work / f"{name}{n}.db")
     typed = bootstrap(settings(work / f"typed{n}.db"))
     jsonb = bootstrap(settings(work / f"json{n}.db"))
+    old = bootstrap(settings(work / f"old{n}.db"))
     typed.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))  # warm caches
-    assert jsonb.dispatch_json(_prepare_json("s"))["ok"]
-    t: dict[str, list[float]] = {k: [] for k in ("append_typed", "append_json", "append_wire",
-                                                 "prepare_typed", "prepare_json", "prepare_wire")}
+    assert jsonb.dispatch_json(_prepare_json("s"))["ok"] and old.dispatch_json(_prepare_json("s"))["ok"]
+    kinds = ("typed", "json", "wire", "oldwire")
+    t: dict[str, list[float]] = {f"{op}_{k}": [] for op in ("append", "prepare") for k in kinds}
     gc.collect()
     for turn in turns:
         append_text, prepare_text = _append_json("s", turn), _prepare_json("s")
@@ -95,31 +100,35 @@ def typed_vs_json(work: Path, n: int, turns: list[list[dict[str, Any]]]) -> dict
         t1 = time.perf_counter()
         typed.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))
         t2 = time.perf_counter()
-        envelope = jsonb.dispatch_json(append_text)
+        appended = jsonb.dispatch_json_reply(append_text)
         t3 = time.perf_counter()
-        wire(envelope)
+        request = jsonb.dispatch_json_reply(prepare_text)
         t4 = time.perf_counter()
-        request = jsonb.dispatch_json(prepare_text)
+        envelope = old.dispatch_json(append_text)
         t5 = time.perf_counter()
-        wire(request)
+        wire(envelope)
         t6 = time.perf_counter()
-        assert envelope["ok"] and request["ok"], (envelope, request.get("error"))
-        t["append_typed"].append(t1 - t0)
-        t["prepare_typed"].append(t2 - t1)
-        t["append_json"].append(t3 - t2)
-        t["append_wire"].append(t4 - t2)
-        t["prepare_json"].append(t5 - t4)
-        t["prepare_wire"].append(t6 - t4)
-    typed.close()
-    jsonb.close()
-    m = {k: median(v) for k, v in t.items()}
+        old_request = old.dispatch_json(prepare_text)
+        t7 = time.perf_counter()
+        wire(old_request)
+        t8 = time.perf_counter()
+        assert appended.error_code is None and request.error_code is None, (appended, request.error_code)
+        assert envelope["ok"] and old_request["ok"], (envelope, old_request.get("error"))
+        for key, value in (("append_typed", t1 - t0), ("prepare_typed", t2 - t1),
+                           ("append_wire", t3 - t2), ("prepare_wire", t4 - t3),
+                           ("append_json", t5 - t4), ("append_oldwire", t6 - t4),
+                           ("prepare_json", t7 - t6), ("prepare_oldwire", t8 - t6)):
+            t[key].append(value)
+    for bus in (typed, jsonb, old):
+        bus.close()
+    m = {k: median(v) for k, v in t.items() if v}
     return {
         **{f"{k}_ms": ms(v) for k, v in m.items()},
+        **{f"{op}_{k}_ratio": round(m[f"{op}_{k}"] / m[f"{op}_typed"], 3)
+           for op in ("append", "prepare") for k in ("json", "wire", "oldwire")},
         "append_ratio": round(m["append_json"] / m["append_typed"], 3),
-        "append_wire_ratio": round(m["append_wire"] / m["append_typed"], 3),
         "prepare_ratio": round(m["prepare_json"] / m["prepare_typed"], 3),
-        "prepare_wire_ratio": round(m["prepare_wire"] / m["prepare_typed"], 3),
-        "projection_messages": len(request["result"]["messages"]),
+        "projection_messages": len(old_request["result"]["messages"]),
     }
 
 
@@ -201,9 +210,10 @@ def serializers(work: Path, n: int, repeats: int = 7) -> dict[str, Any]:
     result = bus.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))
     bus.close()
     ways: dict[str, Callable[[], bytes]] = {
-        "model_dump(json) + json.dumps (now)": lambda: wire({"ok": True, "result": result.model_dump(mode="json")}),
+        "model_dump(json) + json.dumps (before R7)": lambda: wire({"ok": True, "result": result.model_dump(mode="json")}),
         "model_dump(json) + orjson.dumps": lambda: orjson.dumps({"ok": True, "result": result.model_dump(mode="json")}),
         "model_dump() + orjson.dumps": lambda: orjson.dumps({"ok": True, "result": result.model_dump()}),
+        "_result_bytes (dispatch_json_bytes, now)": lambda: _result_bytes(result),
         "model_dump_json (pydantic-core)": lambda: b'{"ok":true,"result":' + result.model_dump_json().encode() + b"}",
     }
     sizes = {name: len(fn()) for name, fn in ways.items()}
@@ -247,7 +257,7 @@ def targets(report: dict[str, Any]) -> list[tuple[str, Any, str, bool]]:
             # The path other services take ends in response bytes: the target includes them.
             ratio = e[f"{kind}_wire_ratio"]
             name = "append_messages" if kind == "append" else "prepare_turn"
-            out.append((f"JSON path (dispatch_json + response bytes) / dispatch, {name}, N={int(n):,}",
+            out.append((f"JSON path (dispatch_json_bytes: response bytes) / dispatch, {name}, N={int(n):,}",
                         ratio, "<= 1.2", ratio <= 1.2))
     ratio = report["append_throughput"]["ratio"]
     out.append(("JSON append throughput / raw json.dumps + INSERT", ratio, ">= 0.5", ratio >= 0.5))
@@ -255,14 +265,17 @@ def targets(report: dict[str, Any]) -> list[tuple[str, Any, str, bool]]:
 
 
 def markdown(report: dict[str, Any]) -> list[str]:
-    lines = ["| N messages | append: typed / JSON (+ wire) | prepare_turn: typed / JSON (+ wire) | "
-             "JSON / typed: append, prepare_turn | with wire |", "|---|---|---|---|---|"]
+    lines = ["| N messages | append: typed / JSON (+ old wire) / bytes | prepare_turn: typed / JSON "
+             "(+ old wire) / bytes | JSON / typed: append, prepare_turn | bytes (old wire) / typed |",
+             "|---|---|---|---|---|"]
     for n, e in report["sizes"].items():
         lines.append(
-            f"| {int(n):,} | {e['append_typed_ms']:.2f} / {e['append_json_ms']:.2f} ({e['append_wire_ms']:.2f}) ms | "
-            f"{e['prepare_typed_ms']:.2f} / {e['prepare_json_ms']:.2f} ({e['prepare_wire_ms']:.2f}) ms | "
+            f"| {int(n):,} | {e['append_typed_ms']:.2f} / {e['append_json_ms']:.2f} ({e['append_oldwire_ms']:.2f})"
+            f" / {e['append_wire_ms']:.2f} ms | {e['prepare_typed_ms']:.2f} / {e['prepare_json_ms']:.2f} "
+            f"({e['prepare_oldwire_ms']:.2f}) / {e['prepare_wire_ms']:.2f} ms | "
             f"{e['append_ratio']:.2f}×, {e['prepare_ratio']:.2f}× | "
-            f"{e['append_wire_ratio']:.2f}×, {e['prepare_wire_ratio']:.2f}× |")
+            f"{e['append_wire_ratio']:.2f}× ({e['append_oldwire_ratio']:.2f}×), "
+            f"{e['prepare_wire_ratio']:.2f}× ({e['prepare_oldwire_ratio']:.2f}×) |")
     a = report["append_throughput"]
     lines += ["", f"JSON append throughput: {a['ours_per_s']:,} messages/s vs raw json.dumps + INSERT "
               f"{a['raw_insert_per_s']:,}/s = {a['ratio']:.0%} (median of three: "

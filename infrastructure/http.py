@@ -95,7 +95,7 @@ def create_app(
 ) -> Any:
     from fastapi import FastAPI, Request
     from fastapi.openapi.docs import get_swagger_ui_html
-    from fastapi.responses import HTMLResponse, JSONResponse
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException
 
@@ -169,7 +169,7 @@ def create_app(
         responses=responses,
         openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": command_schema}}}},
     )
-    async def commands(request: Request) -> JSONResponse:
+    async def commands(request: Request) -> Response:
         denied = refused(request)
         if denied is not None:
             return denied
@@ -187,9 +187,11 @@ def create_app(
             text = bytes(body).decode("utf-8")
         except UnicodeDecodeError:
             return JSONResponse(_error("invalid_command", "the body is not UTF-8"), status_code=400)
-        result = await run_in_threadpool(bus.dispatch_json, text)
-        status = 200 if result["ok"] else STATUS.get(result["error"]["code"], 400)
-        return JSONResponse(result, status_code=status)
+        # One walk from result to bytes (ADR 0030, R7): the envelope is not built as
+        # JSON-ready dicts and then walked again by JSONResponse.
+        reply = await run_in_threadpool(bus.dispatch_json_reply, text)
+        status = 200 if reply.error_code is None else STATUS.get(reply.error_code, 400)
+        return Response(reply.body, status_code=status, media_type="application/json")
 
     @app.get("/v1/events", responses=responses)
     async def events(request: Request, after: "str | None" = None, limit: "str | None" = None) -> JSONResponse:

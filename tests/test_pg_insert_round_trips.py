@@ -1,0 +1,43 @@
+"""PostgreSQL inserts skip the library's redundant ``SET LOCAL lock_timeout`` (ADR 0030,
+R1): every pooled connection has the timeout from connect, so a write that waits on
+the events table's lock still gives up in time, with a clear storage error."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+import pytest
+
+from backends import POSTGRES_URL
+from helpers import Harness, err, ok, user
+
+pytestmark = pytest.mark.postgres
+
+
+def test_the_insert_lock_has_no_set_local_and_still_times_out(pg_databases: Any) -> None:
+    h: Harness = pg_databases.harness("lock-round-trips", postgres={"lock_timeout": 1})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
+    recorder = h.bus.services.extra["app"].recorder
+    statements = [repr(s) for s in recorder.lock_table_statements]
+    assert len(statements) == 1 and "EXCLUSIVE" in statements[0], statements
+    with recorder.datastore.get_connection() as conn, conn.transaction():
+        assert conn.execute("SHOW lock_timeout").fetchone()["lock_timeout"] == "1s"
+
+    schema = h.url.split("schema=")[1]
+    locker = psycopg.connect(POSTGRES_URL)
+    # SHARE conflicts with the insert's EXCLUSIVE lock and lets reads through.
+    locker.execute(f'LOCK TABLE "{schema}".contextcompaction_events IN SHARE MODE')
+    try:
+        began = time.monotonic()
+        result = h.do({"type": "append_messages", "session_id": "s", "messages": [user("x")]})
+        elapsed = time.monotonic() - began
+    finally:
+        locker.rollback()
+        locker.close()
+    error = err(result, "storage_error")
+    assert "lock wait timed out" in error["message"], error
+    assert elapsed < 12, f"{elapsed:.0f} s for a write against a locked table"
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("y")]}))["seqs"] == [2]
