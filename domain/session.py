@@ -262,14 +262,17 @@ class Session(Aggregate):
     def _pin_appended(self, messages: Sequence[Message], seqs: list[int], created_at: str) -> None:
         """Pins of an append: messages given ``pinned: true`` (with their tool group), and
         tool results that join a pinned group (a pin takes the whole group)."""
+        if not self.pinned_seqs and not any(m.pinned for m in messages):
+            return  # the common case: no group lookup per appended message
         pinned = set(self.pinned_seqs)
         wanted: set[int] = set()
         for message, seq in zip(messages, seqs):
-            group = self.tool_group_containing(seq)
             if message.pinned:
                 wanted |= self._pin_scope([seq])
-            elif group is not None and group.seq in pinned | wanted:
-                wanted.add(seq)
+            elif pinned or wanted:
+                group = self.tool_group_containing(seq)
+                if group is not None and group.seq in pinned | wanted:
+                    wanted.add(seq)
         new = sorted(wanted - pinned)
         if new:
             self._messages_pinned(seqs=new, created_at=created_at)

@@ -49,7 +49,8 @@ def groups_from_json(value: Any) -> list[ToolGroup]:
 
 
 def group_containing(groups: Sequence[ToolGroup], seq: int) -> ToolGroup | None:
-    for group in groups:
+    # Newest first: the groups are disjoint, and the seqs asked about are mostly recent.
+    for group in reversed(groups):
         if group.contains(seq):
             return group
     return None

@@ -161,7 +161,7 @@ def test_a_request_that_is_not_http_gets_a_400_envelope(edge_server: str) -> Non
 
 def test_public_docs_serve_the_documents_without_the_token(tmp_path: Path) -> None:
     for url in _serve(tmp_path, "--public-docs"):
-        assert httpx.get(f"{url}/openapi.json").json()["paths"].keys() == {"/healthz", "/v1/commands"}
+        assert httpx.get(f"{url}/openapi.json").json()["paths"].keys() == {"/healthz", "/v1/commands", "/v1/events"}
         assert httpx.get(f"{url}/docs").status_code == 200
         r = httpx.post(f"{url}/v1/commands", json={"type": "list_sessions"})
         assert r.status_code == 401  # the commands still need it
