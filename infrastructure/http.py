@@ -199,6 +199,9 @@ def create_app(
         given = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
         bad = next((f"{k}: not an integer" for k, v in given.items() if not re.fullmatch(r"-?[0-9]{1,19}", v)),
                    next((f"unknown parameter {k!r}" for k in request.query_params if k not in ("after", "limit")), None))
+        # (FastAPI keeps the last of repeated values: refuse the ambiguity instead)
+        bad = bad or next((f"{k}: given more than once" for k in ("after", "limit")
+                           if len(request.query_params.getlist(k)) > 1), None)
         denied = refused(request)
         if denied is not None or bad is not None:
             return denied or JSONResponse(_error("invalid_command", str(bad)), status_code=400)

@@ -149,7 +149,7 @@ def test_http_get_v1_events_pages_with_the_same_token(tmp_path: Path) -> None:
         rest = client.get(f"/v1/events?after={page[-1]['position']}", headers=auth).json()
         assert [e["position"] for e in rest["result"]["events"]] == [4, 5, 6]
         assert rest["result"]["events"][-1]["session_id"] == "q"
-        for bad in ("limit=0", "limit=1001", "after=-1", "after=x", "=false", "afterr=3"):
+        for bad in ("limit=0", "limit=1001", "after=-1", "after=x", "=false", "afterr=3", "after=1&after=2", "limit=5&limit=5"):
             response = client.get(f"/v1/events?{bad}", headers=auth)
             assert response.status_code == 400, bad
             assert response.json()["error"]["code"] == "invalid_command", bad
