@@ -18,6 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
+
+# Property tests and fuzzers draw the same examples on every run by default, so a CI run
+# is the run its author saw (a landing must not depend on the luck of one draw). To
+# explore new examples, set CTXC_HYPOTHESIS_PROFILE=explore; whatever it finds becomes a
+# deterministic regression case in the test it broke.
+hypothesis_settings.register_profile("ci", derandomize=True)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile(os.environ.get("CTXC_HYPOTHESIS_PROFILE", "ci"))
 
 from backends import POSTGRES_URL, Databases, MakeHarness, postgres_reachable
 from context_compaction.application.bus import MessageBus
