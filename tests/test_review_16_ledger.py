@@ -1,0 +1,60 @@
+"""Review of issue 16 (no database): the must-keep ledger's presence check.
+
+A fact counts as "in the summary" only where the summary states that exact value, not
+where it is part of a longer token: port 80 is not stated by ``PORT=8080``, ticket
+#12 not by #123, version 1.2.3 not by 1.2.30. Counted as present, such an item was
+neither written back nor reported dropped — lost silently.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from context_compaction.domain.ledger import Ledger, LedgerItem, present, verify
+
+
+def item(kind: str, value: str, seq: int = 3) -> LedgerItem:
+    return LedgerItem(kind, value, seq, seq)
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "summary"),
+    [
+        ("port", "80", "The proxy uses PORT=8080."),
+        ("port", "443", "Served on localhost:4433."),
+        ("id", "#12", "Fixed in #123."),
+        ("id", "AB-12", "Ticket AB-123 is open."),
+        ("version", "1.2.3", "Pinned to 1.2.30 now."),
+        ("version", "1.2.3", "Pinned to 11.2.3 now."),
+        ("path", "app/main.py", "Edited src/app/main.py."),
+        ("url", "https://example.com/a", "See https://example.com/a/b for it."),
+        ("setting", "MODE=dev", "MODE=devel is set."),
+        ("commit", "abc1234", "Reverted abc12345f."),
+    ],
+)
+def test_a_value_inside_a_longer_token_is_not_present(kind: str, value: str, summary: str) -> None:
+    assert not present(summary, item(kind, value))
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "summary"),
+    [
+        ("port", "80", "It listens on port 80."),
+        ("port", "8080", "Open http://localhost:8080/ now."),
+        ("id", "#12", "Fixed in #12, done."),
+        ("version", "1.2.3", "Pinned to 1.2.3."),
+        ("path", "src/app/main.py", "- Edited `src/app/main.py` (seq 4)"),
+        ("url", "https://example.com/a", "See https://example.com/a."),
+        ("setting", "MODE=dev", "(MODE=dev)"),
+        ("error", "ValueError: bad input", "Saw ValueError: bad input!"),
+    ],
+)
+def test_a_value_standing_on_its_own_is_present(kind: str, value: str, summary: str) -> None:
+    assert present(summary, item(kind, value))
+
+
+def test_a_fact_only_inside_a_longer_value_is_written_back_not_lost() -> None:
+    ledger = Ledger((item("port", "80", 2), item("setting", "PORT=8080", 5)))
+    text, report = verify("## Exact Facts\n- PORT=8080 (seq 5)", ledger, 1_000, lambda s: len(s.split()))
+    assert "- port: 80 (seq 2)" in text
+    assert (report.in_summary, report.restored, report.dropped) == (1, 1, 0)
