@@ -23,7 +23,7 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import query_terms, search_params, search_sql, search_text, snippet
+from .search import query_terms, search_params, search_sql, search_text, snippet, split_terms
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -308,9 +308,11 @@ class SqlReadModel:
         if not terms:
             return []
         dialect = self.db.dialect.name
-        sql = search_sql(dialect, include_invalidated)
+        words, substrings = split_terms(terms)
+        sql = search_sql(dialect, include_invalidated, len(words), len(substrings))
+        params = search_params(dialect, words, substrings, session_id, limit)
         with self.fresh() as cur:
-            rows = cur.execute(sql, search_params(dialect, terms, session_id, limit)).fetchall()
+            rows = cur.execute(sql, params).fetchall()
         return [
             SearchHit(int(seq), role, turn_id, snippet(body, terms), round(float(score), 6),
                       bool(compacted), not visible)

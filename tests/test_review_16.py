@@ -1,0 +1,72 @@
+"""Review of issue 16 on SQLite and PostgreSQL: recall, pins, revert, attempts.
+
+Each test here was written against a break found by a reviewer who did not write the
+feature; the behaviour must be the same on both backends.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from backends import MakeHarness
+from helpers import Harness, RecordingSummarizer, assistant, err, event_count, ok, user
+
+SID = "rv"
+
+
+def start(make_harness: MakeHarness, **settings) -> Harness:
+    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
+    h = make_harness("rev16", **settings)
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    return h
+
+
+def search(h: Harness, query: str, **extra) -> list[int]:
+    found = ok(h.do({"type": "search_history", "session_id": SID, "query": query, **extra}))
+    return [hit["seq"] for hit in found["hits"]]
+
+
+BODY = ("Edit src/app/main.py and lib/util-helpers.ts; see https://example.com/docs/page, "
+        "ticket ABC-123, release v1.2.3.")
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["main.py", "src/app/main.py", "app/main.py", "util-helpers.ts", "example.com", "docs/page",
+     "ABC-123", "abc-123", "v1.2.3", "main", "helpers", "EDIT SRC"],
+)
+def test_search_finds_a_file_name_or_part_of_a_path_on_both_backends(make_harness: MakeHarness, query: str) -> None:
+    h = start(make_harness)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user(BODY), assistant("ok")]}))
+    assert search(h, query) == [1]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("数据库", [2]), ("连接失败", [2]), ("数据库 timeout", [2]), ("データベース", [3]),
+     ("数据 库", [2]), ("不存在", [])],
+)
+def test_search_finds_a_word_inside_chinese_or_japanese_text(
+    make_harness: MakeHarness, query: str, expected: list[int]
+) -> None:
+    h = start(make_harness)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user("请继续"), assistant("我们的数据库连接失败了 (timeout)"), user("データベースの接続に失敗しました")]}))
+    assert search(h, query) == expected
+
+
+NASTY = ['"', "a\"b", "NEAR(x y)", "col:val", "^start", "-neg", "(", "a AND", "\\", "&", "|", "!",
+         "<->", ":*", "foo & bar | !baz", "''", "_", "🙂", "e\u0301", "?", "%", "%s", "'; DROP TABLE rm_search; --",
+         "数据库 ' OR 1=1", "x" * 1000]
+
+
+def test_no_query_text_is_syntax_on_either_backend(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("foo and bar"), assistant("数据库")]}))
+    events = event_count(h)
+    for query in NASTY:
+        assert search(h, query) == [], query
+    assert search(h, "foo* bar") == [1] and search(h, "数据库 \"") == [2]
+    assert event_count(h) == events
+    err(h.do({"type": "search_history", "session_id": SID, "query": ""}), "invalid_command")
+    err(h.do({"type": "search_history", "session_id": "nobody", "query": "x"}), "session_not_found")
