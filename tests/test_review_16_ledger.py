@@ -58,3 +58,18 @@ def test_a_fact_only_inside_a_longer_value_is_written_back_not_lost() -> None:
     text, report = verify("## Exact Facts\n- PORT=8080 (seq 5)", ledger, 1_000, lambda s: len(s.split()))
     assert "- port: 80 (seq 2)" in text
     assert (report.in_summary, report.restored, report.dropped) == (1, 1, 0)
+
+
+def test_items_evicted_by_the_bound_count_in_items_total_so_the_report_adds_up() -> None:
+    from context_compaction.application.ledgers import verify_summary
+    from context_compaction.domain.ledger import MAX_ITEMS
+
+    previous = Ledger(tuple(item("path", f"old/f{n}.py", n) for n in range(1, MAX_ITEMS + 1))).to_record()
+    covered = [{"seq": 700, "role": "user", "content": "Now edit new/a.py and new/b.py.", "visible": True}]
+    verified = verify_summary("## Goal\nGo on.", previous=previous, covered=covered, last_seq=700,
+                              budget_tokens=50, count=lambda s: len(s.split()))
+    report = verified.report
+    assert report.dropped > 0 and len(verified.ledger.items) == MAX_ITEMS
+    evicted = {"old/f1.py", "old/f2.py"}
+    assert evicted <= {i.value for i in report.dropped_items}
+    assert report.items_total == report.in_summary + report.restored + report.dropped
