@@ -70,3 +70,38 @@ def test_no_query_text_is_syntax_on_either_backend(make_harness: MakeHarness) ->
     assert event_count(h) == events
     err(h.do({"type": "search_history", "session_id": SID, "query": ""}), "invalid_command")
     err(h.do({"type": "search_history", "session_id": "nobody", "query": "x"}), "session_not_found")
+
+
+def filler(h: Harness, n: int, start: int = 0, sid: str = SID) -> None:
+    for i in range(start, start + n):
+        ok(h.do({"type": "append_messages", "session_id": sid,
+                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 40)]}))
+
+
+def test_a_revert_command_id_is_unique_across_commands_and_sessions(make_harness: MakeHarness) -> None:
+    h = start(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    ok(h.do({"type": "start_session", "session_id": "other", "model": "gpt-4o"}))
+    for sid in (SID, "other"):
+        filler(h, 10, sid=sid)
+    ok(h.do({"type": "append_messages", "session_id": SID, "command_id": "append-1", "messages": [user("x")]}))
+    mine = ok(h.do({"type": "compact", "session_id": SID}))["checkpoint_id"]
+    theirs = ok(h.do({"type": "compact", "session_id": "other"}))["checkpoint_id"]
+    events = event_count(h)
+    # an id an append used is not free for a revert
+    err(h.do({"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": mine,
+              "command_id": "append-1"}), "idempotency_conflict")
+    assert event_count(h) == events
+    ok(h.do({"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": mine, "command_id": "revert-1"}))
+    events = event_count(h)
+    # nor is a revert's id free for an append, a start or a revert in another session
+    err(h.do({"type": "append_messages", "session_id": SID, "command_id": "revert-1",
+              "messages": [user("y")]}), "idempotency_conflict")
+    err(h.do({"type": "start_session", "session_id": "third", "model": "gpt-4o", "command_id": "revert-1"}),
+        "idempotency_conflict")
+    err(h.do({"type": "revert_checkpoint", "session_id": "other", "checkpoint_id": theirs,
+              "command_id": "revert-1"}), "idempotency_conflict")
+    assert event_count(h) == events
+    # the same revert again still answers what it did
+    again = ok(h.do({"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": mine,
+                     "command_id": "revert-1"}))
+    assert again["active_checkpoint_id"] is None and event_count(h) == events

@@ -328,6 +328,15 @@ class SqlReadModel:
             ).fetchall()
         return [RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) for r in rows]
 
+    def revert_command(self, command_id: str) -> RevertRecord | None:
+        with self.fresh() as cur:
+            r = cur.execute(
+                "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
+                " FROM {t}rm_reverts WHERE command_id = ?",
+                (command_id,),
+            ).fetchone()
+        return RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) if r is not None else None
+
     def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
         """Pinned visible messages with seq < ``below_seq``, in seq order."""
         with self.fresh() as cur:

@@ -101,6 +101,8 @@ SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS {t}rm_reverts ("
     " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, version {INT} NOT NULL,"
     " now_active TEXT, generation {INT} NOT NULL, command_id TEXT, created_at TEXT NOT NULL)",
+    # (a command_id is unique across all sessions and commands: appends look here too)
+    "CREATE INDEX IF NOT EXISTS rm_reverts_command ON {t}rm_reverts (command_id)",
     # Sessions whose events the read model could not project (a damaged row met while
     # catching up): their queries answer corrupt_event instead of a partial state.
     "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
