@@ -105,3 +105,22 @@ def test_a_revert_command_id_is_unique_across_commands_and_sessions(make_harness
     again = ok(h.do({"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": mine,
                      "command_id": "revert-1"}))
     assert again["active_checkpoint_id"] is None and event_count(h) == events
+
+
+def test_verify_finds_and_rebuilds_a_search_index_out_of_step(make_harness: MakeHarness) -> None:
+    from context_compaction.infrastructure.verify import verify
+
+    h = start(make_harness)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("bluefinch is the host"), assistant("ok")]}))
+    assert search(h, "bluefinch") == [1]
+    app, rm = h.bus.services.extra["app"], h.bus.services.read_model
+    assert verify(app, rm).ok
+    if h.is_postgres:
+        return  # (PostgreSQL keeps its GIN index in step itself: there is no separate table to lose)
+    h.execute("INSERT INTO rm_search_fts (rm_search_fts) VALUES ('delete-all')")
+    assert search(h, "bluefinch") == []  # the derived index lost its rows, rm_search did not
+    report = verify(app, rm)
+    assert not report.ok and report.search_index and "rebuilt" in report.text()
+    assert report.to_dict()["search_index"] == report.search_index
+    assert search(h, "bluefinch") == [1]
+    assert verify(app, rm).ok

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -180,6 +181,22 @@ class SqlReadModel:
                 cur.execute(f"DELETE FROM {{t}}{table}")
             cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
             return self.projector.replay(cur, after=0)
+
+    def check_search_index(self) -> str | None:
+        """What is wrong with the full-text index over ``rm_search`` (None: nothing), after
+        rebuilding it from ``rm_search`` when it was out of step. SQLite's FTS5 index is a
+        table of its own that can lose step with its content; PostgreSQL's GIN index is
+        kept by the engine (nothing to check)."""
+        if self.db.dialect.is_postgres:
+            return None
+        with self.db.write() as cur:
+            try:
+                cur.execute("INSERT INTO rm_search_fts (rm_search_fts, rank) VALUES ('integrity-check', 1)")
+                return None
+            except sqlite3.DatabaseError:
+                cur.execute("INSERT INTO rm_search_fts (rm_search_fts) VALUES ('rebuild')")
+        log.warning("search index was out of step with rm_search; rebuilt")
+        return "the full-text index (rm_search_fts) was out of step with rm_search; rebuilt"
 
     # ------------------------------------------------------------ queries
     def session(self, session_id: str) -> SessionRow | None:
