@@ -124,3 +124,22 @@ def test_verify_finds_and_rebuilds_a_search_index_out_of_step(make_harness: Make
     assert report.to_dict()["search_index"] == report.search_index
     assert search(h, "bluefinch") == [1]
     assert verify(app, rm).ok
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"query": "bluefinch", "limit": "5"}', '{"from_seq": 1, "limit": "5"}', '{"from_seq": 1, "limit": [1]}',
+     '{"query": "bluefinch", "limit": {"a": 1}}', '{"from_seq": "1"}', '{"query": 5}', "[]", "null", "{",
+     '{"from_seq": 2, "to_seq": 1}', '{"query": "x", "limit": 0}', '{"query": "x", "limit": true}'],
+)
+def test_recall_answers_any_bad_arguments_with_an_error_for_the_model(make_harness: MakeHarness, arguments: str) -> None:
+    import json
+
+    from context_compaction import run_recall
+
+    h = start(make_harness)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("bluefinch"), assistant("ok")]}))
+    events = event_count(h)
+    answer = json.loads(run_recall(h.bus, SID, arguments))
+    assert set(answer) == {"error"} and answer["error"], answer
+    assert event_count(h) == events
