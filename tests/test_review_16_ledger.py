@@ -73,3 +73,23 @@ def test_items_evicted_by_the_bound_count_in_items_total_so_the_report_adds_up()
     evicted = {"old/f1.py", "old/f2.py"}
     assert evicted <= {i.value for i in report.dropped_items}
     assert report.items_total == report.in_summary + report.restored + report.dropped
+
+
+@pytest.mark.parametrize(
+    "citation",
+    ["(seq 3, 90)", "(seqs 3, 90)", "(Seq 90)", "(SEQ 90)", "(seqs 3–4, 80–85)", "(seq 3; 90)", "(seq #90)",
+     "(seqs 3 and 90)", "(seq 3-4,90)", "(seq 9,999)", "(seq  90)", "(seq 90–3)"],
+)
+def test_every_form_of_a_citation_is_checked_not_only_the_canonical_one(citation: str) -> None:
+    from context_compaction.domain.provenance import clean_citations
+
+    cleaned, kept, removed = clean_citations(f"- Did it {citation}.", 1, 50)
+    assert (cleaned, kept, removed) == ("- Did it.", 0, 1)
+
+
+@pytest.mark.parametrize("citation", ["(seq 3)", "(seq 3–4)", "(seqs 3, 5)", "(Seq 3 to 50)", "(seqs 3-4, 7)"])
+def test_a_valid_citation_in_any_form_is_kept(citation: str) -> None:
+    from context_compaction.domain.provenance import clean_citations
+
+    text = f"- Did it {citation}."
+    assert clean_citations(text, 1, 50) == (text, 1, 0)
