@@ -143,3 +143,43 @@ def test_recall_answers_any_bad_arguments_with_an_error_for_the_model(make_harne
     answer = json.loads(run_recall(h.bus, SID, arguments))
     assert set(answer) == {"error"} and answer["error"], answer
     assert event_count(h) == events
+
+
+def pinned_session(make_harness: MakeHarness, pin_words: int) -> Harness:
+    h = make_harness("pins", summarizer="extractive", models={"gpt-4o": {"token_limit": 9_000}},
+                     context_compaction={"keep_recent_tokens": 1500, "reserve_tokens": 2000})
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": SID,
+             "messages": [user("pinned " + "alpha " * pin_words, pinned=True)]}))
+    return h
+
+
+def turns(h: Harness, n: int) -> list[dict]:
+    prepared = []
+    for i in range(n):
+        ok(h.do({"type": "append_messages", "session_id": SID,
+                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 60)]}))
+        prepared.append(ok(h.do({"type": "prepare_turn", "session_id": SID, "system_prompt": "sys", "tools": []})))
+    return prepared
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_pins_under_the_threshold_leave_room_for_a_summary(make_harness: MakeHarness) -> None:
+    # 5,200 pinned tokens under a 7,000-token threshold: the kept tail must make room
+    # for them (they were planned as history, so no compaction ever fit)
+    h = pinned_session(make_harness, 5_200)
+    done = [t["compaction"] for t in turns(h, 40) if t["compaction"]]
+    assert done and done[0]["status"] == "compacted" and not done[0]["degraded"]
+    usage = ok(h.do({"type": "get_context_usage", "session_id": SID}))
+    assert usage["breakdown"]["pinned"] >= 5_200 and usage["used_tokens"] <= usage["compression_threshold_tokens"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_pins_near_the_threshold_never_leave_the_session_stuck(make_harness: MakeHarness) -> None:
+    # (before: every compaction failed and then the overflow trim planned the pinned
+    # tokens as history, "trimming would not shrink the request": overflow_retry_exhausted)
+    h = pinned_session(make_harness, 6_000)
+    prepared = turns(h, 45)
+    usage = ok(h.do({"type": "get_context_usage", "session_id": SID}))
+    assert usage["breakdown"]["pinned"] >= 6_000 and usage["used_tokens"] <= usage["effective_window_tokens"]
+    assert prepared[-1]["usage"]["used_tokens"] <= 9_000
