@@ -183,3 +183,38 @@ def test_pins_near_the_threshold_never_leave_the_session_stuck(make_harness: Mak
     usage = ok(h.do({"type": "get_context_usage", "session_id": SID}))
     assert usage["breakdown"]["pinned"] >= 6_000 and usage["used_tokens"] <= usage["effective_window_tokens"]
     assert prepared[-1]["usage"]["used_tokens"] <= 9_000
+
+
+def test_revert_then_compact_again_builds_on_the_parent_and_reverts_back_to_it(make_harness: MakeHarness) -> None:
+    h = start(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    filler(h, 10)
+    first = ok(h.do({"type": "compact", "session_id": SID}))
+    filler(h, 10, start=10)
+    second = ok(h.do({"type": "compact", "session_id": SID}))
+    ok(h.do({"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": second["checkpoint_id"]}))
+    third = ok(h.do({"type": "compact", "session_id": SID}))
+    assert third["status"] == "compacted" and third["generation"] > second["generation"] + 1
+    listed = {c["checkpoint_id"]: c for c in ok(h.do({"type": "list_checkpoints", "session_id": SID}))["checkpoints"]}
+    assert listed[third["checkpoint_id"]]["parent_checkpoint_id"] == first["checkpoint_id"]
+    assert [listed[c["checkpoint_id"]]["reverted"] for c in (first, second, third)] == [False, True, False]
+    # the ledger goes on from the parent's: the reverted checkpoint's items are read again
+    assert third["ledger"]["items_total"] >= first["ledger"]["items_total"]
+    back = ok(h.do({"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": third["checkpoint_id"]}))
+    assert back["active_checkpoint_id"] == first["checkpoint_id"]
+    projection = ok(h.do({"type": "get_projection", "session_id": SID}))
+    assert projection["checkpoint_id"] == first["checkpoint_id"]
+    assert projection["first_raw_seq"] == first["first_retained_seq"]
+    err(h.do({"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": second["checkpoint_id"]}),
+        "invalid_command")
+
+
+def test_a_pinned_message_is_not_reported_as_compacted(make_harness: MakeHarness) -> None:
+    h = start(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    ok(h.do({"type": "append_messages", "session_id": SID,
+             "messages": [user("the canary word is bluefinch", pinned=True), user("and the other is redwing")]}))
+    filler(h, 10)
+    ok(h.do({"type": "compact", "session_id": SID}))
+    hits = ok(h.do({"type": "search_history", "session_id": SID, "query": "bluefinch"}))["hits"]
+    assert [(hit["seq"], hit["compacted"]) for hit in hits] == [(1, False)]  # verbatim in the projection
+    hits = ok(h.do({"type": "search_history", "session_id": SID, "query": "redwing"}))["hits"]
+    assert [(hit["seq"], hit["compacted"]) for hit in hits] == [(2, True)]

@@ -95,14 +95,16 @@ def split_terms(terms: list[str]) -> tuple[list[str], list[str]]:
     return words, [t for t in terms if _UNSPACED.search(t)]
 
 
-# Hits with their visibility and whether the active checkpoint covers them. Higher
+# Hits with their visibility and whether only the active checkpoint's summary stands
+# for them (a pinned message stays verbatim after it). Higher
 # score is better on both engines.
 _SELECT = (
     "SELECT s.seq, s.role, s.turn_id, s.body, {score} AS score, m.visible,"
     " CASE WHEN c.first_retained_seq IS NOT NULL AND s.seq < c.first_retained_seq"
-    " THEN 1 ELSE 0 END"
+    " AND p.seq IS NULL THEN 1 ELSE 0 END"
     " FROM {source}"
     " JOIN {{t}}rm_messages m ON m.session_id = s.session_id AND m.seq = s.seq"
+    " LEFT JOIN {{t}}rm_pins p ON p.session_id = s.session_id AND p.seq = s.seq"
     " JOIN {{t}}rm_sessions ss ON ss.session_id = s.session_id"
     " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = ss.active_checkpoint_id"
     " WHERE {match}s.session_id = ?{substrings}{visible}"
