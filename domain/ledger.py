@@ -256,14 +256,23 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tu
             missing.append(item)
     additions: dict[str, list[str]] = {}
     spent = 0
+    headings = {ln.strip() for ln in text.splitlines() if ln.startswith("## ")}
+    written = ""  # the lines written back so far
     for item in sorted(missing, key=priority):
         line = item.line()
+        heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(line) + 1
+        if heading not in additions and f"## {heading}" not in headings:
+            cost += count(f"## {heading}") + 2  # (the heading this line creates, and its blank line)
         if spent + cost > budget_tokens:
-            report.dropped_items.append(item)
+            if present(written, item):  # (stated by a restored line: a fact in a correction)
+                report.restored += 1
+            else:
+                report.dropped_items.append(item)
             continue
         spent += cost
-        additions.setdefault(HEADING.get(item.kind, FACTS_HEADING), []).append(line)
+        written += "\n" + line
+        additions.setdefault(heading, []).append(line)
         report.restored += 1
     return _insert(text, additions), report
 

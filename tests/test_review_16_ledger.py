@@ -93,3 +93,28 @@ def test_a_valid_citation_in_any_form_is_kept(citation: str) -> None:
 
     text = f"- Did it {citation}."
     assert clean_citations(text, 1, 50) == (text, 1, 0)
+
+
+@pytest.mark.parametrize("budget", [0, 3, 7, 10, 14, 20, 40])
+def test_what_the_ledger_writes_back_never_exceeds_its_budget(budget: int) -> None:
+    def count(text: str) -> int:
+        return len(text.split())
+
+    ledger = Ledger((item("correction", "Use port 8443, not 8080.", 1), item("constraint", "Never push to main.", 2),
+                     item("path", "src/a.py", 3), item("id", "PAY-1", 4)))
+    summary = "## Goal\nGo on."
+    text, report = verify(summary, ledger, budget, count)
+    assert count(text) - count(summary) <= budget
+    assert report.items_total == report.in_summary + report.restored + report.dropped
+
+
+@pytest.mark.parametrize("budget", range(0, 40, 3))
+def test_an_item_stated_by_a_restored_line_is_never_reported_dropped(budget: int) -> None:
+    ledger = Ledger((item("correction", "Actually, use cfg/final.toml instead.", 20), item("path", "cfg/final.toml", 20),
+                     item("path", "cfg/other.toml", 5)))
+    text, report = verify("", ledger, budget, lambda s: len(s.split()))
+    for dropped in report.dropped_items:
+        assert not present(text, dropped)
+    for kept in set(ledger.items) - set(report.dropped_items):
+        assert present(text, kept)
+    assert report.items_total == report.in_summary + report.restored + report.dropped
