@@ -23,7 +23,7 @@ from context_compaction.application.settings import Settings
 from context_compaction.domain import errors
 from context_compaction.infrastructure.cli_parser import build_parser
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "CONTRACT.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "CONTRACT.md"
 
 
 @pytest.fixture(scope="module")
