@@ -98,7 +98,7 @@ def _compact_context(
     plan = plan_cut(
         ctx.records,
         turn.record_counts(),
-        keep_tokens=turn.budget.keep,
+        keep_tokens=turn.keep_beside_pins(),
         previous_first_retained=ctx.checkpoint.first_retained_seq if ctx.checkpoint else None,
         allow_turn_split=allow_turn_split,
     )
@@ -150,7 +150,8 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
             f"the summary has {summary_tokens:,} tokens, over its {summary_budget.output_reserve:,} limit",
             details={"summary_tokens": summary_tokens, "limit": summary_budget.output_reserve},
         )
-    room = budget.threshold - budget.keep - before.fixed - summary_budget.output_reserve
+    room = (budget.threshold - turn.keep_beside_pins() - before.fixed - turn.pinned_history_tokens()
+            - summary_budget.output_reserve)
     verified = verify_summary(
         summary,
         previous=ctx.checkpoint.ledger if ctx.checkpoint else None,

@@ -52,7 +52,8 @@ def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | Non
             summary_message(degraded_summary(omitted=_LONGEST_CUT, previous_summary=prior)),
             before.encoding,
         )
-        room = max(budget.threshold - before.fixed - reserve, 0)
+        # (pinned messages planned as history stay whatever the cut: not room for the tail)
+        room = max(budget.threshold - before.fixed - turn.pinned_history_tokens() - reserve, 0)
         plan = plan_cut(
             ctx.records,
             counts,

@@ -72,5 +72,8 @@ def verify_summary(
     if newer:
         check, _ = ledger.merge(newer)
     verified, report = verify(cleaned, check, budget_tokens, count)
-    report.dropped_items.extend(evicted)  # left the bounded ledger: reported, not lost silently
+    # Left the bounded ledger: reported, not lost silently, and counted among the items
+    # (items_total = in_summary + restored + dropped holds).
+    report.dropped_items.extend(evicted)
+    report.items_total += len(evicted)
     return VerifiedSummary(verified.strip(), ledger, report, removed)

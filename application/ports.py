@@ -112,6 +112,10 @@ class ReadModel(Protocol):
         """The session's reverted checkpoints, oldest revert first (issue 16)."""
         ...
 
+    def revert_command(self, command_id: str) -> RevertRecord | None:
+        """The revert made with this host ``command_id``, in any session (None: none)."""
+        ...
+
     def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
         """Pinned visible messages with seq < ``below_seq``, in seq order (issue 16)."""
         ...

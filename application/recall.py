@@ -56,6 +56,8 @@ def run_recall(bus: Any, session_id: str, arguments: str | dict[str, Any]) -> st
         if not isinstance(args, dict):
             raise ValueError("arguments must be a JSON object")
         limit = args.get("limit")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise ValueError("limit must be a positive integer")
         if args.get("from_seq") is not None:
             result = bus.dispatch(c.GetHistory(
                 session_id=session_id, from_seq=args["from_seq"], to_seq=args.get("to_seq"),

@@ -35,6 +35,7 @@ def start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
             earlier = svc.read_model.command(cmd.command_id)
             if earlier is not None:
                 return _started_before(svc, cmd, earlier)
+            _not_a_revert(svc, cmd.command_id)
         try:
             existing: Session | None = svc.events.load(cmd.session_id)
         except SessionNotFound:
@@ -67,6 +68,12 @@ def _idempotency_conflict(command_id: str, what: str) -> IdempotencyConflict:
         f"command_id {command_id!r} was already used {what}; nothing was changed",
         details={"command_id": command_id},
     )
+
+
+def _not_a_revert(svc: Services, command_id: str) -> None:
+    """A command id is unique across all commands: one a revert used is taken."""
+    if svc.read_model.revert_command(command_id) is not None:
+        raise _idempotency_conflict(command_id, "for another command")
 
 
 def _started_before(svc: Services, cmd: c.StartSession, earlier: CommandRecord) -> r.StartSessionResult:
@@ -125,6 +132,7 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
         earlier = svc.read_model.command(cmd.command_id)
         if earlier is not None:
             return _appended_before(svc, cmd, earlier)
+        _not_a_revert(svc, cmd.command_id)
     # Our own retries must be idempotent too (a commit whose acknowledgement was lost
     # is retried): every append carries a command id, the host's or a fresh one.
     generated = cmd.command_id is None
@@ -293,15 +301,17 @@ def unpin_messages(cmd: c.UnpinMessages, svc: Services) -> r.PinsResult:
 def revert_checkpoint(cmd: c.RevertCheckpoint, svc: Services) -> r.RevertResult:
     """A retried revert (same ``command_id``) answers what the first one did (ADR 0033)."""
     if cmd.command_id is not None:
-        for done in svc.read_model.reverts(cmd.session_id):
-            if done.command_id == cmd.command_id:
-                if done.checkpoint_id != cmd.checkpoint_id:
-                    raise _idempotency_conflict(cmd.command_id, "for another checkpoint")
-                return r.RevertResult(
-                    session_id=cmd.session_id, checkpoint_id=done.checkpoint_id,
-                    context_generation=done.generation, active_checkpoint_id=done.now_active,
-                    version=done.version,
-                )
+        if svc.read_model.command(cmd.command_id) is not None:
+            raise _idempotency_conflict(cmd.command_id, "for another command")
+        done = svc.read_model.revert_command(cmd.command_id)
+        if done is not None:
+            if (done.session_id, done.checkpoint_id) != (cmd.session_id, cmd.checkpoint_id):
+                raise _idempotency_conflict(cmd.command_id, "for another checkpoint")
+            return r.RevertResult(
+                session_id=cmd.session_id, checkpoint_id=done.checkpoint_id,
+                context_generation=done.generation, active_checkpoint_id=done.now_active,
+                version=done.version,
+            )
     generation, session, _ = mutate(
         svc,
         cmd.session_id,

@@ -92,6 +92,24 @@ class TurnContext:
         tokens = self.tokens
         return [tokens[m["seq"]] for m in self.ctx.records]
 
+    def pinned_history_tokens(self) -> int:
+        """Tokens of pinned messages still in the history part (all of them before the
+        first checkpoint): whatever the cut, they stay in the request (issue 16)."""
+        pins = set(self.ctx.pinned_seqs)
+        if not pins:
+            return 0
+        tokens = self.tokens
+        return sum(tokens[m["seq"]] for m in self.ctx.records if m["seq"] in pins)
+
+    def keep_beside_pins(self) -> int:
+        """The keep window of a cut: ``budget.keep``, with pins at most half the room the
+        fixed parts and the pinned messages leave under the threshold (as ``budget.keep``
+        is at most half the threshold), so that pins still leave room for the summary."""
+        if not self.ctx.pinned_seqs:
+            return self.budget.keep
+        room = self.budget.threshold - self.draft.fixed - self.pinned_history_tokens()
+        return max(0, min(self.budget.keep, room // 2))
+
     def with_window_cap(self, svc: Services, window_cap: int | None) -> TurnContext:
         """The same request under a window tightened for one overflow recovery
         (arithmetic only: nothing is read again)."""

@@ -256,14 +256,23 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tu
             missing.append(item)
     additions: dict[str, list[str]] = {}
     spent = 0
+    headings = {ln.strip() for ln in text.splitlines() if ln.startswith("## ")}
+    written = ""  # the lines written back so far
     for item in sorted(missing, key=priority):
         line = item.line()
+        heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(line) + 1
+        if heading not in additions and f"## {heading}" not in headings:
+            cost += count(f"## {heading}") + 2  # (the heading this line creates, and its blank line)
         if spent + cost > budget_tokens:
-            report.dropped_items.append(item)
+            if present(written, item):  # (stated by a restored line: a fact in a correction)
+                report.restored += 1
+            else:
+                report.dropped_items.append(item)
             continue
         spent += cost
-        additions.setdefault(HEADING.get(item.kind, FACTS_HEADING), []).append(line)
+        written += "\n" + line
+        additions.setdefault(heading, []).append(line)
         report.restored += 1
     return _insert(text, additions), report
 
@@ -274,10 +283,40 @@ def stated_text(summary: str) -> str:
 
 
 def present(text: str, item: LedgerItem) -> bool:
-    """Whether the summary states the item: facts verbatim, sentences up to case and spacing."""
+    """Whether the summary states the item: facts verbatim, sentences up to case and spacing.
+
+    A fact must stand on its own: inside a longer token it is another value (port 80
+    in ``PORT=8080``, ``#12`` in ``#123``, ``1.2.3`` in ``1.2.30``), and an item taken
+    as present is neither written back nor reported dropped.
+    """
     if item.kind in HEADING:
         return _squash(item.value) in _squash(text)
-    return item.value in text
+    value = item.value
+    joins_after = "./-" if item.kind in ("path", "url") else ".-"
+    at = text.find(value)
+    while at >= 0:
+        end = at + len(value)
+        if not (_continues(text, at - 1, -1, "./-") and _is_word(value[0])) and not (
+            _continues(text, end, 1, joins_after) and _is_word(value[-1])
+        ):
+            return True
+        at = text.find(value, at + 1)
+    return False
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _continues(text: str, i: int, step: int, joiners: str) -> bool:
+    """Whether a token goes on at ``text[i]``: a word character, or a joiner followed
+    (in ``step`` direction) by one."""
+    if not 0 <= i < len(text):
+        return False
+    if _is_word(text[i]):
+        return True
+    j = i + step
+    return text[i] in joiners and 0 <= j < len(text) and _is_word(text[j])
 
 
 _SUPERSEDED_NOTE = re.compile(r" \(superseded by [^()\n]* at seq \d+\)")

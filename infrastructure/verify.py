@@ -62,10 +62,13 @@ class VerifyReport:
     tables: dict[str, TableDiff]
     damaged: list[DamagedRow] = field(default_factory=list)
     damaged_snapshots: list[DamagedRow] = field(default_factory=list)
+    search_index: str | None = None
+    """What was wrong with the search index (rebuilt from ``rm_search`` by this run)."""
 
     @property
     def ok(self) -> bool:
-        return not self.damaged and not self.damaged_snapshots and all(t.ok for t in self.tables.values())
+        return (not self.damaged and not self.damaged_snapshots and self.search_index is None
+                and all(t.ok for t in self.tables.values()))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,7 @@ class VerifyReport:
             "damaged_snapshots": [row.to_dict() for row in self.damaged_snapshots[:100]],
             "read_model_position": self.position,
             "newest_notification": self.newest,
+            "search_index": self.search_index,
             "tables": {
                 name: {"live": t.live, "rebuilt": t.rebuilt, "missing": t.missing[:20],
                        "extra": t.extra[:20], "different": t.different[:20]}
@@ -103,6 +107,8 @@ class VerifyReport:
                 if keys:
                     shown = ", ".join(keys[:5]) + (" ..." if len(keys) > 5 else "")
                     lines.append(f"    {label} ({len(keys)}): {shown}")
+        if self.search_index:
+            lines.append(f"SEARCH INDEX: {self.search_index}")
         if self.damaged:
             lines.append("stored events are DAMAGED")
         lines.append(
@@ -165,7 +171,8 @@ def verify(
             datastore.close()
     tables = {name: _diff(name, live[name], rebuilt[name]) for name in PROJECTED_TABLES}
     return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged,
-                        damaged_snapshots=_damaged_snapshots(app, read_model, sessions))
+                        damaged_snapshots=_damaged_snapshots(app, read_model, sessions),
+                        search_index=read_model.check_search_index())
 
 
 def _damaged_snapshots(app: Any, read_model: SqlReadModel, sessions: dict[str, str]) -> list[DamagedRow]:

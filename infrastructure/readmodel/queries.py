@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -23,7 +24,7 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import query_terms, search_params, search_sql, search_text, snippet
+from .search import query_terms, search_params, search_sql, search_text, snippet, split_terms
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -181,6 +182,22 @@ class SqlReadModel:
             cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
             return self.projector.replay(cur, after=0)
 
+    def check_search_index(self) -> str | None:
+        """What is wrong with the full-text index over ``rm_search`` (None: nothing), after
+        rebuilding it from ``rm_search`` when it was out of step. SQLite's FTS5 index is a
+        table of its own that can lose step with its content; PostgreSQL's GIN index is
+        kept by the engine (nothing to check)."""
+        if self.db.dialect.is_postgres:
+            return None
+        with self.db.write() as cur:
+            try:
+                cur.execute("INSERT INTO rm_search_fts (rm_search_fts, rank) VALUES ('integrity-check', 1)")
+                return None
+            except sqlite3.DatabaseError:
+                cur.execute("INSERT INTO rm_search_fts (rm_search_fts) VALUES ('rebuild')")
+        log.warning("search index was out of step with rm_search; rebuilt")
+        return "the full-text index (rm_search_fts) was out of step with rm_search; rebuilt"
+
     # ------------------------------------------------------------ queries
     def session(self, session_id: str) -> SessionRow | None:
         with self.fresh() as cur:
@@ -308,9 +325,11 @@ class SqlReadModel:
         if not terms:
             return []
         dialect = self.db.dialect.name
-        sql = search_sql(dialect, include_invalidated)
+        words, substrings = split_terms(terms)
+        sql = search_sql(dialect, include_invalidated, len(words), len(substrings))
+        params = search_params(dialect, words, substrings, session_id, limit)
         with self.fresh() as cur:
-            rows = cur.execute(sql, search_params(dialect, terms, session_id, limit)).fetchall()
+            rows = cur.execute(sql, params).fetchall()
         return [
             SearchHit(int(seq), role, turn_id, snippet(body, terms), round(float(score), 6),
                       bool(compacted), not visible)
@@ -325,6 +344,15 @@ class SqlReadModel:
                 (session_id,),
             ).fetchall()
         return [RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) for r in rows]
+
+    def revert_command(self, command_id: str) -> RevertRecord | None:
+        with self.fresh() as cur:
+            r = cur.execute(
+                "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
+                " FROM {t}rm_reverts WHERE command_id = ?",
+                (command_id,),
+            ).fetchone()
+        return RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) if r is not None else None
 
     def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
         """Pinned visible messages with seq < ``below_seq``, in seq order."""

@@ -14,6 +14,7 @@ from eventsourcing.utils import get_topic
 from context_compaction.domain.session import Session
 
 from ..database import quote_identifier
+from .search import PG_TSVECTOR
 
 POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
@@ -100,6 +101,8 @@ SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS {t}rm_reverts ("
     " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, version {INT} NOT NULL,"
     " now_active TEXT, generation {INT} NOT NULL, command_id TEXT, created_at TEXT NOT NULL)",
+    # (a command_id is unique across all sessions and commands: appends look here too)
+    "CREATE INDEX IF NOT EXISTS rm_reverts_command ON {t}rm_reverts (command_id)",
     # Sessions whose events the read model could not project (a damaged row met while
     # catching up): their queries answer corrupt_event instead of a partial state.
     "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
@@ -138,8 +141,10 @@ SEARCH_INDEX: dict[str, tuple[str, ...]] = {
         " VALUES ('delete', old.rowid, old.body); END",
     ),
     "postgres": (
-        "CREATE INDEX IF NOT EXISTS rm_search_body ON {t}rm_search"
-        " USING GIN (to_tsvector('simple', body))",
+        # (rm_search_body indexed the text as the parser reads it: a path was one
+        # token, so a file name in it was not found; review of issue 16)
+        "DROP INDEX IF EXISTS {t}rm_search_body",
+        f"CREATE INDEX IF NOT EXISTS rm_search_words ON {{t}}rm_search USING GIN ({PG_TSVECTOR})",
     ),
 }
 #: Dropped with the projected tables when the schema is upgraded.

@@ -64,40 +64,89 @@ def snippet(body: str, terms: list[str]) -> str:
     return ("…" if start > 0 else "") + text + ("…" if end < len(body) else "")
 
 
-# (session_id, match, session_id, limit): hits with their visibility and whether the
-# active checkpoint covers them. Higher score is better on both engines.
+#: Characters PostgreSQL's text-search parser joins words with (``src/app/main.py``
+#: is one "file" token, ``example.com`` one "host", ``a-b`` a hyphenated word): they
+#: become spaces in the indexed text and in the query, so that a file name or a part
+#: of a path is found as on SQLite, whose unicode61 tokenizer splits on them. No ``?``
+#: or ``%`` here: the SQL is a template with ``?`` placeholders.
+PG_JOINERS = "/.-_:@=+~#&"
+
+
+def pg_words(column: str) -> str:
+    """SQL: ``column`` with the joiners as spaces."""
+    return f"translate({column}, '{PG_JOINERS}', '{' ' * len(PG_JOINERS)}')"
+
+
+#: The indexed expression (schema.py ``SEARCH_INDEX`` builds its GIN index on it).
+PG_TSVECTOR = f"to_tsvector('simple', {pg_words('body')})"
+
+# Scripts written without spaces between words (Chinese, Japanese) and Korean, whose
+# words carry their particles: neither tokenizer can find a word inside such a run,
+# so a term holding them is matched as a substring of the message text.
+_UNSPACED = re.compile(
+    "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002ffff]"
+)
+
+
+def split_terms(terms: list[str]) -> tuple[list[str], list[str]]:
+    """(terms for the full-text index, terms matched as substrings)."""
+    words = [t for t in terms if not _UNSPACED.search(t)]
+    return words, [t for t in terms if _UNSPACED.search(t)]
+
+
+# Hits with their visibility and whether only the active checkpoint's summary stands
+# for them (a pinned message stays verbatim after it). Higher
+# score is better on both engines.
 _SELECT = (
     "SELECT s.seq, s.role, s.turn_id, s.body, {score} AS score, m.visible,"
     " CASE WHEN c.first_retained_seq IS NOT NULL AND s.seq < c.first_retained_seq"
-    " THEN 1 ELSE 0 END"
+    " AND p.seq IS NULL THEN 1 ELSE 0 END"
     " FROM {source}"
     " JOIN {{t}}rm_messages m ON m.session_id = s.session_id AND m.seq = s.seq"
+    " LEFT JOIN {{t}}rm_pins p ON p.session_id = s.session_id AND p.seq = s.seq"
     " JOIN {{t}}rm_sessions ss ON ss.session_id = s.session_id"
     " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = ss.active_checkpoint_id"
-    " WHERE {match} AND s.session_id = ?{visible}"
+    " WHERE {match}s.session_id = ?{substrings}{visible}"
     " ORDER BY score DESC, s.seq LIMIT ?"
 )
 
 
-def search_sql(dialect: str, include_invalidated: bool) -> str:
+def search_sql(dialect: str, include_invalidated: bool, words: int, substrings: int) -> str:
+    """The search over ``words`` index terms and ``substrings`` substring terms
+    (parameters: :func:`search_params`)."""
     visible = "" if include_invalidated else " AND m.visible = 1"
     if dialect == "postgres":
+        contains = " AND strpos(s.body, ?) > 0" * substrings
+        if not words:
+            return _SELECT.format(score="0.0", source="{t}rm_search s", match="",
+                                  substrings=contains, visible=visible)
+        query = " && ".join([f"phraseto_tsquery('simple', {pg_words('?')})"] * words)
+        tsvector = f"to_tsvector('simple', {pg_words('s.body')})"
         return _SELECT.format(
-            score="ts_rank(to_tsvector('simple', s.body), plainto_tsquery('simple', ?))",
+            score=f"ts_rank({tsvector}, ({query}))",
             source="{t}rm_search s",
-            match="to_tsvector('simple', s.body) @@ plainto_tsquery('simple', ?)",
+            match=f"{tsvector} @@ ({query}) AND ",
+            substrings=contains,
             visible=visible,
         )
+    contains = " AND instr(s.body, ?) > 0" * substrings
+    if not words:
+        return _SELECT.format(score="0.0", source="rm_search s", match="",
+                              substrings=contains, visible=visible)
     return _SELECT.format(
         score="-bm25(rm_search_fts)",
         source="rm_search_fts JOIN rm_search s ON s.rowid = rm_search_fts.rowid",
-        match="rm_search_fts MATCH ?",
+        match="rm_search_fts MATCH ? AND ",
+        substrings=contains,
         visible=visible,
     )
 
 
-def search_params(dialect: str, terms: list[str], session_id: str, limit: int) -> tuple[Any, ...]:
+def search_params(
+    dialect: str, words: list[str], substrings: list[str], session_id: str, limit: int
+) -> tuple[Any, ...]:
     if dialect == "postgres":
-        text = " ".join(terms)
-        return (text, text, session_id, limit)
-    return (fts5_match(terms), session_id, limit)
+        return (*words, *words, session_id, *substrings, limit)
+    head = (fts5_match(words),) if words else ()
+    return (*head, session_id, *substrings, limit)
