@@ -34,14 +34,20 @@ def live_row(svc: Services, session_id: str) -> SessionRow:
     return row
 
 
-def message_result(m: MessageRecord) -> dict[str, Any]:
+def message_result(m: MessageRecord) -> r.HistoryMessage:
     """A stored message as a result: tool calls in OpenAI's nested form (stored events
     keep the flat form they were written with; nothing is rewritten)."""
-    out = dict(m)
+    out: dict[str, Any] = dict(m)
     out["invalidated"] = not out.pop("visible", True)
-    if out.get("tool_calls"):
-        out["tool_calls"] = nested_tool_calls(out["tool_calls"])
-    return out
+    out["tool_calls"] = [
+        r.ResultToolCall.model_construct(
+            id=call["id"], type="function", function=r.ToolCallFunction.model_construct(**call["function"])
+        )
+        for call in nested_tool_calls(out["tool_calls"])
+    ] if out.get("tool_calls") else []
+    # Built from a stored record of a fixed shape (``MessageRecord``): not validated
+    # again, a page of history is thousands of them.
+    return r.HistoryMessage.model_construct(**out)
 
 
 def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
@@ -146,7 +152,7 @@ def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResu
         item = cp.to_dict()
         item["active"] = cp.checkpoint_id == row.active_checkpoint_id
         item["reverted"] = cp.checkpoint_id in reverted
-        checkpoints.append(item)
+        checkpoints.append(r.CheckpointInfo.model_validate(item))
     return r.CheckpointsResult(
         session_id=cmd.session_id,
         active_checkpoint_id=row.active_checkpoint_id,
