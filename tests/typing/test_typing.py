@@ -9,8 +9,10 @@ analysing it alone takes ~45 s); our package is, from its sources.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from inspect import signature
@@ -141,3 +143,33 @@ def test_append_messages_typed_signature_is_exactly_its_fields() -> None:
     command = AppendMessages(**data)  # type: ignore[arg-type]
     assert command == AppendMessages.model_validate({"type": "append_messages", **data})
     assert command.messages[0].content == "hi"
+
+
+def _pyright() -> str | None:
+    return os.environ.get("CTXC_TEST_PYRIGHT") or shutil.which("pyright")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_pyright() is None, reason="pyright is not installed (npm; not in the offline toolchain)")
+def test_pyright_strict_agrees(tmp_path: Path) -> None:
+    """The same two scripts under pyright's strict mode, where a pyright is at hand
+    (``CTXC_TEST_PYRIGHT=/path/to/pyright``): the host's script is clean, and every line
+    marked as a mistake has an error (pyright words them its own way)."""
+    config = {"typeCheckingMode": "strict", "reportMissingTypeStubs": False,
+              "extraPaths": [p for p in [_package_tree(tmp_path / "src")] if p]}
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps(config))
+    for name in ("user_typed_api.py", "user_type_errors.py"):
+        shutil.copy(HERE / name, tmp_path / name)
+    proc = subprocess.run(
+        [str(_pyright()), "--outputjson", "--pythonpath", sys.executable, "user_typed_api.py", "user_type_errors.py"],
+        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
+    )
+    report = json.loads(proc.stdout)
+    lines: dict[str, set[int]] = {"user_typed_api.py": set(), "user_type_errors.py": set()}
+    for item in report["generalDiagnostics"]:
+        if item["severity"] == "error":
+            lines[Path(item["file"]).name].add(item["range"]["start"]["line"] + 1)
+    source = (HERE / "user_type_errors.py").read_text(encoding="utf-8").splitlines()
+    expected = {n for n, line in enumerate(source, 1) if _EXPECTED.search(line)}
+    assert lines["user_typed_api.py"] == set()
+    assert lines["user_type_errors.py"] == expected
