@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from context_compaction.domain.attempts import Attempt
 from context_compaction.domain.errors import (
