@@ -34,20 +34,13 @@ def live_row(svc: Services, session_id: str) -> SessionRow:
     return row
 
 
-def message_result(m: MessageRecord) -> r.HistoryMessage:
-    """A stored message as a result: tool calls in OpenAI's nested form (stored events
-    keep the flat form they were written with; nothing is rewritten)."""
+def message_result(m: MessageRecord) -> dict[str, Any]:
+    """A stored message as a result's JSON: tool calls in OpenAI's nested form (stored
+    events keep the flat form they were written with; nothing is rewritten)."""
     out: dict[str, Any] = dict(m)
     out["invalidated"] = not out.pop("visible", True)
-    out["tool_calls"] = [
-        r.ResultToolCall.model_construct(
-            id=call["id"], type="function", function=r.ToolCallFunction.model_construct(**call["function"])
-        )
-        for call in nested_tool_calls(out["tool_calls"])
-    ] if out.get("tool_calls") else []
-    # Built from a stored record of a fixed shape (``MessageRecord``): not validated
-    # again, a page of history is thousands of them.
-    return r.HistoryMessage.model_construct(**out)
+    out["tool_calls"] = nested_tool_calls(out["tool_calls"]) if out.get("tool_calls") else []
+    return out
 
 
 def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
@@ -59,8 +52,10 @@ def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
         include_invalidated=cmd.include_invalidated,
         limit=cmd.limit,
     )
-    return r.HistoryResult.model_construct(
-        session_id=cmd.session_id, messages=[message_result(m) for m in messages]
+    # One validation in pydantic-core makes the page's models (``HistoryMessage``): ~9 µs
+    # a message, faster than ``model_construct`` in Python (~12 µs, ADR 0040).
+    return r.HistoryResult.model_validate(
+        {"session_id": cmd.session_id, "messages": [message_result(m) for m in messages]}
     )
 
 
