@@ -117,10 +117,10 @@ class AppendMessages(Command[r.AppendMessagesResult]):
         model: str | None = None,
         type: Literal["append_messages"] = "append_messages",  # noqa: A002 - the field's name
     ) -> None:
-        # Spelled out for type checkers only: ``messages`` as the README shows them
-        # (JSON-shaped dicts, a provider's message object as litellm returned it) is
-        # what the validator takes; ``self.messages`` is ``list[Message]`` (ADR 0040).
-        # tests/typing checks that these are exactly the model's fields.
+        # Spelled out so that a type checker takes ``messages`` as the README shows
+        # them (JSON-shaped dicts, a provider's message object as litellm returned
+        # it), which the validator accepts; ``self.messages`` stays ``list[Message]``
+        # (ADR 0040). tests/typing checks that these are exactly the model's fields.
         given = {"command_id": command_id, "model": model}
         super().__init__(
             type=type, session_id=session_id, messages=messages,
