@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from context_compaction.domain.attempts import Attempt
 from context_compaction.domain.errors import (
@@ -75,7 +74,7 @@ def _log_attempt(
             outcome=outcome,
             stage=stage,
             summarizer="deterministic" if degraded else summarizer_name(svc),
-            model=turn.model,
+            model=turn.model if degraded else svc.settings.summary_model_for(turn.model),
             prompt_version=None if degraded else PROMPT_VERSION,
             duration_ms=int((time.perf_counter() - started) * 1000),
             tokens_before=result.tokens_before if result else before,
@@ -144,8 +143,8 @@ def list_compaction_attempts(cmd: c.ListCompactionAttempts, svc: Services) -> r.
     )
 
 
-def _listed(attempt: Attempt) -> dict[str, Any]:
+def _listed(attempt: Attempt) -> r.AttemptInfo:
     """CONTRACT.md's fields (and the prompt version); not ``at_seq``, the breaker's."""
     record = attempt.to_record()
     record.pop("at_seq", None)
-    return record
+    return r.AttemptInfo.model_validate(record)

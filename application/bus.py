@@ -8,7 +8,7 @@ import logging
 import platform
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -22,7 +22,7 @@ from context_compaction.domain.messages import json_problem
 
 from . import telemetry as tel
 from .commands import COMMAND_ADAPTER, Command, command_types
-from .results import ProjectionResult, TurnRequest
+from .results import ProjectionResult, Result, TurnRequest
 from .services import Services
 
 log = logging.getLogger("context_compaction.bus")
@@ -30,6 +30,7 @@ log = logging.getLogger("context_compaction.bus")
 _SHARING_MESSAGES = (TurnRequest, ProjectionResult)
 
 Handler = Callable[[Any, Services], BaseModel]
+R = TypeVar("R", bound=Result)
 
 
 class JsonReply(NamedTuple):
@@ -43,7 +44,7 @@ class MessageBus:
     def __init__(
         self,
         services: Services,
-        handlers: Mapping[type[Command], Handler],
+        handlers: Mapping[type[Command[Any]], Handler],
         on_close: Callable[[], None] | None = None,
     ) -> None:
         self.services = services
@@ -52,16 +53,19 @@ class MessageBus:
         self._closed = False
 
     # ---------------------------------------------------------------- typed
-    def dispatch(self, command: Command) -> Any:
-        """Run one command; raises ``ContextCompactionError`` (with ``.code``) on failure."""
-        result = self._handle(command)
+    def dispatch(self, command: Command[R]) -> R:
+        """Run one command; raises ``ContextCompactionError`` (with ``.code``) on failure.
+
+        Typed: ``dispatch(PrepareTurn(...))`` is a ``TurnRequest`` to a type checker (the
+        command's ``Command[...]`` argument, ADR 0040)."""
+        result: R = self._handle(command)
         if isinstance(result, _SHARING_MESSAGES):
             # Their messages come from the process's cached projection: the typed caller
             # gets its own copy to mark or edit (``dispatch_json`` serializes anyway).
             result.messages = handed_out(result.messages)
         return result
 
-    def _handle(self, command: Command) -> Any:
+    def _handle(self, command: Command[Any]) -> Any:
         if self._closed:
             raise InvalidCommand("the bus is closed")
         handler = self.handlers.get(type(command))
@@ -69,7 +73,7 @@ class MessageBus:
             raise InvalidCommand(f"no handler for {type(command).__name__}")
         return self._observed(handler, command)
 
-    def _observed(self, handler: Handler, command: Command) -> Any:
+    def _observed(self, handler: Handler, command: Command[Any]) -> Any:
         """The handler in a ``ctxc.command`` span, its metrics and a completion log line
         with its duration (issue 15): ids, codes and figures only, never content."""
         telemetry = self.services.telemetry
@@ -141,7 +145,7 @@ class MessageBus:
                 "details": {},
             }
 
-    def parse(self, data: Mapping[str, Any] | str | bytes) -> Command:
+    def parse(self, data: Mapping[str, Any] | str | bytes) -> Command[Any]:
         """Validate a JSON command (dict or text) into its typed model."""
         limit = self.services.settings.limits.max_request_bytes
         if isinstance(data, (str, bytes, bytearray)):

@@ -5,7 +5,9 @@ Names and fields here are a promise to other services: add, never rename.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union, get_args
+import types
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, Union, get_args
 
 from pydantic import (
     AfterValidator,
@@ -20,6 +22,8 @@ from pydantic import (
 )
 
 from context_compaction.domain.messages import MAX_INT, Message, json_problem
+
+from . import results as r
 
 
 def _no_nul(value: str) -> str:
@@ -40,12 +44,41 @@ NonNegativeInt = Annotated[StrictInt, Field(ge=0, le=MAX_INT)]
 Seq = Annotated[StrictInt, Field(ge=1, le=MAX_INT)]
 
 
-class Command(BaseModel):
+R = TypeVar("R", bound=r.Result, covariant=True)
+
+#: What a message of ``AppendMessages`` may be given as: our ``Message``, a JSON-shaped
+#: mapping (CONTRACT.md "Message (input)") or a provider's message model (litellm's
+#: ``Message``, ``choices[0].message``), validated into a ``Message``.
+MessageInput = Message | Mapping[str, Any] | BaseModel
+
+
+class Command(BaseModel, Generic[R]):
+    """A command or query whose answer is an ``R``: ``bus.dispatch(cmd)`` is typed ``R``
+    for a type checker (``class PrepareTurn(Command[r.TurnRequest])``, ADR 0040)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    if not TYPE_CHECKING:
+        # ``Command[X]`` is a plain alias (``types.GenericAlias``), not one of pydantic's
+        # parametrized models: a type checker reads the result type from it, the class
+        # made from it has ``Command`` itself as its base (no model class per result
+        # type, ~10 ms each at import), and ``result_type()`` reads it back.
+        def __class_getitem__(cls, params: Any) -> Any:
+            return types.GenericAlias(cls, params)
+
+    @classmethod
+    def result_type(cls) -> type[r.Result]:
+        """The result model this command answers with (its ``Command[...]`` argument)."""
+        for klass in cls.__mro__:
+            for base in klass.__dict__.get("__orig_bases__", ()):
+                args = get_args(base)
+                if args and isinstance(args[0], type) and issubclass(args[0], r.Result):
+                    return args[0]
+        raise TypeError(f"{cls.__name__} names no result type")
 
 
 # ---------------------------------------------------------------- commands
-class StartSession(Command):
+class StartSession(Command[r.StartSessionResult]):
     type: Literal["start_session"] = "start_session"
     session_id: SessionId
     model: ModelName
@@ -53,7 +86,7 @@ class StartSession(Command):
     command_id: CommandId | None = None
 
 
-class ConfigureSession(Command):
+class ConfigureSession(Command[r.ConfigureSessionResult]):
     """Change the model or the agent's token limit; an omitted field stays as it is,
     ``agent_token_limit: null`` removes the limit."""
 
@@ -63,7 +96,7 @@ class ConfigureSession(Command):
     agent_token_limit: PositiveInt | None = None
 
 
-class AppendMessages(Command):
+class AppendMessages(Command[r.AppendMessagesResult]):
     """Append messages to the raw log. ``command_id`` makes it idempotent (unique across
     all sessions: a reuse with another payload is ``idempotency_conflict``); ``model``
     names who produced the assistant messages (default: the session's model), whose
@@ -75,8 +108,27 @@ class AppendMessages(Command):
     command_id: CommandId | None = None
     model: ModelName | None = None
 
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        messages: Sequence[MessageInput],
+        command_id: str | None = None,
+        model: str | None = None,
+        type: Literal["append_messages"] = "append_messages",  # noqa: A002 - the field's name
+    ) -> None:
+        # Spelled out so that a type checker takes ``messages`` as the README shows
+        # them (JSON-shaped dicts, a provider's message object as litellm returned
+        # it), which the validator accepts; ``self.messages`` stays ``list[Message]``
+        # (ADR 0040). tests/typing checks that these are exactly the model's fields.
+        given = {"command_id": command_id, "model": model}
+        super().__init__(
+            type=type, session_id=session_id, messages=messages,
+            **{name: value for name, value in given.items() if value is not None},
+        )
 
-class InvalidateHistory(Command):
+
+class InvalidateHistory(Command[r.InvalidateHistoryResult]):
     """clear: everything so far; rewind: keep seq <= to_seq; delete: the given seqs.
 
     A delete that would split a tool group is refused unless ``expand_tool_groups``
@@ -92,7 +144,7 @@ class InvalidateHistory(Command):
     reason: Annotated[str, StringConstraints(max_length=2000), NoNul] = ""
 
 
-class PinMessages(Command):
+class PinMessages(Command[r.PinsResult]):
     """Keep messages verbatim after the summary block in every projection (issue 16); a
     pin takes the whole tool group. Pinning a pinned message again changes nothing."""
 
@@ -102,14 +154,14 @@ class PinMessages(Command):
     command_id: CommandId | None = None
 
 
-class UnpinMessages(Command):
+class UnpinMessages(Command[r.PinsResult]):
     type: Literal["unpin_messages"] = "unpin_messages"
     session_id: SessionId
     seqs: list[Seq] = Field(min_length=1, max_length=10_000)
     command_id: CommandId | None = None
 
 
-class RevertCheckpoint(Command):
+class RevertCheckpoint(Command[r.RevertResult]):
     """Withdraw the active checkpoint: the projection returns to its parent (or raw
     history), the generation moves, raw history is untouched (issue 16)."""
 
@@ -119,12 +171,12 @@ class RevertCheckpoint(Command):
     command_id: CommandId | None = None
 
 
-class DeleteSession(Command):
+class DeleteSession(Command[r.DeleteSessionResult]):
     type: Literal["delete_session"] = "delete_session"
     session_id: SessionId
 
 
-class Compact(Command):
+class Compact(Command[r.CompactOutcome]):
     """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1)."""
 
     type: Literal["compact"] = "compact"
@@ -135,7 +187,7 @@ class Compact(Command):
 ToolSchema = dict[str, Any]
 
 
-class TurnInputsMixin(Command):
+class TurnInputsMixin(Command[R]):
     system_prompt: Annotated[str, StringConstraints(max_length=2_000_000)] | None = None
     tools: list[ToolSchema] | None = Field(default=None, max_length=1024)
     knowledge: Annotated[str, StringConstraints(max_length=8_000_000)] | None = None
@@ -143,7 +195,7 @@ class TurnInputsMixin(Command):
     model: ModelName | None = None
 
     @model_validator(mode="after")
-    def _portable(self) -> TurnInputsMixin:
+    def _portable(self) -> TurnInputsMixin[R]:
         problem = json_problem(
             [self.system_prompt, self.tools, self.knowledge, self.active_plan], where="inputs"
         )
@@ -152,7 +204,7 @@ class TurnInputsMixin(Command):
         return self
 
 
-class PrepareTurn(TurnInputsMixin):
+class PrepareTurn(TurnInputsMixin[r.TurnRequest]):
     """Build the complete provider request for the next step (spec §11.2), compacting
     automatically at most once per turn when the request is over the threshold."""
 
@@ -160,7 +212,7 @@ class PrepareTurn(TurnInputsMixin):
     session_id: SessionId
 
 
-class RecordUsage(Command):
+class RecordUsage(Command[r.RecordUsageResult]):
     """The provider's measured ``prompt_tokens`` for a prepared request (spec §7.2)."""
 
     type: Literal["record_usage"] = "record_usage"
@@ -174,7 +226,7 @@ class RecordUsage(Command):
     completion_tokens: NonNegativeInt | None = None
 
 
-class RecoverOverflow(Command):
+class RecoverOverflow(Command[r.TurnRequest]):
     """The provider refused a prepared request as too long (spec §11.3)."""
 
     type: Literal["recover_overflow"] = "recover_overflow"
@@ -185,21 +237,21 @@ class RecoverOverflow(Command):
 
 
 # ----------------------------------------------------------------- queries
-class GetContextUsage(TurnInputsMixin):
+class GetContextUsage(TurnInputsMixin[r.ContextUsage]):
     """/info: the §16 figures for the request this session would send now."""
 
     type: Literal["get_context_usage"] = "get_context_usage"
     session_id: SessionId
 
 
-class RecallTimeline(Command):
+class RecallTimeline(Command[r.TimelineResult]):
     type: Literal["recall_timeline"] = "recall_timeline"
     session_id: SessionId
     query: Annotated[str, StringConstraints(max_length=1000), NoNul] | None = None
     limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 20
 
 
-class GetHistory(Command):
+class GetHistory(Command[r.HistoryResult]):
     """The raw log; ``from_seq``/``to_seq`` bound it (inclusive), pages ascend from
     ``from_seq`` and ``limit`` cuts the end (expand a compacted range, issue 16)."""
 
@@ -217,7 +269,7 @@ class GetHistory(Command):
         return self
 
 
-class SearchHistory(Command):
+class SearchHistory(Command[r.SearchResult]):
     """Full-text search over the session's raw history (issue 16): every term of
     ``query`` must occur; invalidated messages only with ``include_invalidated``."""
 
@@ -228,31 +280,31 @@ class SearchHistory(Command):
     include_invalidated: StrictBool = False
 
 
-class GetProjection(Command):
+class GetProjection(Command[r.ProjectionResult]):
     type: Literal["get_projection"] = "get_projection"
     session_id: SessionId
     model: ModelName | None = None
 
 
-class ReplaySession(Command):
+class ReplaySession(Command[r.ReplayResult]):
     type: Literal["replay_session"] = "replay_session"
     session_id: SessionId
     at_version: PositiveInt | None = None
     model: ModelName | None = None
 
 
-class ListCheckpoints(Command):
+class ListCheckpoints(Command[r.CheckpointsResult]):
     type: Literal["list_checkpoints"] = "list_checkpoints"
     session_id: SessionId
 
 
-class ListSessions(Command):
+class ListSessions(Command[r.SessionsResult]):
     type: Literal["list_sessions"] = "list_sessions"
     limit: Annotated[StrictInt, Field(ge=1, le=10_000)] = 100
     offset: NonNegativeInt = 0
 
 
-class ListCompactionAttempts(Command):
+class ListCompactionAttempts(Command[r.CompactionAttemptsResult]):
     """Every compaction attempt of a session, newest first (issue 16)."""
 
     type: Literal["list_compaction_attempts"] = "list_compaction_attempts"
@@ -260,7 +312,7 @@ class ListCompactionAttempts(Command):
     limit: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
 
 
-class Resummarize(Command):
+class Resummarize(Command[r.ResummarizeResult]):
     """Summarize a past checkpoint's exact source again; commits nothing (issue 16)."""
 
     type: Literal["resummarize"] = "resummarize"
@@ -270,7 +322,7 @@ class Resummarize(Command):
     model: ModelName | None = None
 
 
-class ReadEvents(Command):
+class ReadEvents(Command[r.EventsResult]):
     """The event feed: stored events after a position, in order (issue 15)."""
 
     type: Literal["read_events"] = "read_events"
@@ -310,7 +362,7 @@ AnyCommand = Annotated[
 COMMAND_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyCommand, config=ConfigDict(defer_build=True))
 
 
-def command_types() -> dict[str, type[Command]]:
+def command_types() -> dict[str, type[Command[Any]]]:
     """``type`` value → command class, for everything ``AnyCommand`` accepts."""
     union = get_args(AnyCommand)[0]
     return {cls.model_fields["type"].default: cls for cls in get_args(union)}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts
+from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts, resolve_window
 from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SessionNotFound, StaleCandidate, SummaryFailed
@@ -120,6 +120,16 @@ def summary_budget_for(window: int, count: Callable[[str], int]) -> SummaryBudge
     return summary_budget
 
 
+def summary_window(svc: Services, model: str, session_window: int) -> int:
+    """The window a summary request must fit: the session's, and the summary model's
+    own (configured or catalog) when ``summary_model`` names another model."""
+    config = svc.settings.model_config_for(model)
+    if config.token_limit is None and svc.catalog.max_input_tokens(model) is None:
+        return session_window  # nothing known of it: not the 128k default either
+    own = resolve_window(configured_limit=config.token_limit, catalog_limit=svc.catalog.max_input_tokens(model))
+    return min(session_window, own.hard_window)
+
+
 def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason: str) -> Candidate:
     """One summary call and the §10.4 validation; raises ``SummaryFailed``."""
     ctx, budget, before = turn.ctx, turn.budget, turn.draft
@@ -128,14 +138,15 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
     def count(text: str) -> int:
         return svc.tokens.count_text(text, encoding)
 
-    summary_budget = summary_budget_for(budget.window, count)
+    model = svc.settings.summary_model_for(turn.model)
+    summary_budget = summary_budget_for(summary_window(svc, model, budget.window), count)
     previous = ctx.checkpoint.summary if ctx.checkpoint else None
     source: SummarySource = build_summary_source(
         previous, plan.summarize, budget_tokens=summary_budget.source_budget, count=count
     )
     request = SummaryRequest(
         session_id=ctx.session.session_id,
-        model=turn.model,
+        model=model,
         prompt=summary_prompt(source, summary_budget.output_reserve),
         source=source,
         max_output_tokens=summary_budget.output_reserve,
@@ -271,12 +282,9 @@ def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:
     return r.TimelineResult(
         session_id=cmd.session_id,
         entries=[
-            {
-                "key": e.key,
-                "checkpoint_id": e.checkpoint_id,
-                "content": e.content,
-                "created_at": e.created_at,
-            }
+            r.TimelineEntryResult(
+                key=e.key, checkpoint_id=e.checkpoint_id, content=e.content, created_at=e.created_at
+            )
             for e in entries
         ],
     )

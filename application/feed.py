@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from context_compaction.domain.errors import InvalidCommand
 
 from .commands import ReadEvents
-from .results import EventsResult
+from .results import EventsResult, FeedEvent
 from .services import Services
 
 
@@ -28,4 +28,4 @@ def read_events(command: ReadEvents, services: Services) -> EventsResult:
     feed = services.feed
     if feed is None:
         raise InvalidCommand("this bus has no event feed")
-    return EventsResult(events=feed.read(command.after, command.limit))
+    return EventsResult(events=[FeedEvent.model_validate(e) for e in feed.read(command.after, command.limit)])

@@ -31,7 +31,7 @@ def _on_first_use(module: str, name: str) -> Handler:
     return handler
 
 
-HANDLERS: dict[type[c.Command], Handler] = {
+HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.StartSession: sessions.start_session,
     c.ConfigureSession: sessions.configure_session,
     c.AppendMessages: sessions.append_messages,

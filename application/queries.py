@@ -35,12 +35,11 @@ def live_row(svc: Services, session_id: str) -> SessionRow:
 
 
 def message_result(m: MessageRecord) -> dict[str, Any]:
-    """A stored message as a result: tool calls in OpenAI's nested form (stored events
-    keep the flat form they were written with; nothing is rewritten)."""
-    out = dict(m)
+    """A stored message as a result's JSON: tool calls in OpenAI's nested form (stored
+    events keep the flat form they were written with; nothing is rewritten)."""
+    out: dict[str, Any] = dict(m)
     out["invalidated"] = not out.pop("visible", True)
-    if out.get("tool_calls"):
-        out["tool_calls"] = nested_tool_calls(out["tool_calls"])
+    out["tool_calls"] = nested_tool_calls(out["tool_calls"]) if out.get("tool_calls") else []
     return out
 
 
@@ -53,8 +52,10 @@ def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
         include_invalidated=cmd.include_invalidated,
         limit=cmd.limit,
     )
-    return r.HistoryResult.model_construct(
-        session_id=cmd.session_id, messages=[message_result(m) for m in messages]
+    # One validation in pydantic-core makes the page's models (``HistoryMessage``): ~9 µs
+    # a message, faster than ``model_construct`` in Python (~12 µs, ADR 0040).
+    return r.HistoryResult.model_validate(
+        {"session_id": cmd.session_id, "messages": [message_result(m) for m in messages]}
     )
 
 
@@ -146,7 +147,7 @@ def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResu
         item = cp.to_dict()
         item["active"] = cp.checkpoint_id == row.active_checkpoint_id
         item["reverted"] = cp.checkpoint_id in reverted
-        checkpoints.append(item)
+        checkpoints.append(r.CheckpointInfo.model_validate(item))
     return r.CheckpointsResult(
         session_id=cmd.session_id,
         active_checkpoint_id=row.active_checkpoint_id,

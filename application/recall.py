@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from context_compaction.domain.errors import InvalidCommand
 
 from . import commands as c
+from .results import HistoryMessage
 
 RECALL_TOOL_NAME = "recall_history"
 #: Messages one expansion returns at most (the model asks again from the next seq).
@@ -75,11 +76,11 @@ def run_recall(bus: Any, session_id: str, arguments: str | dict[str, Any]) -> st
         return json.dumps({"error": reason}, ensure_ascii=False)
 
 
-def _brief(message: dict[str, Any]) -> dict[str, Any]:
+def _brief(message: HistoryMessage) -> dict[str, Any]:
     """What the model needs of a stored message (no provider-private state)."""
-    out = {"seq": message["seq"], "role": message["role"], "content": message.get("content")}
-    if message.get("tool_calls"):
-        out["tool_calls"] = message["tool_calls"]
-    if message.get("tool_call_id"):
-        out["tool_call_id"] = message["tool_call_id"]
+    out: dict[str, Any] = {"seq": message.seq, "role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [call.model_dump() for call in message.tool_calls]
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
     return out

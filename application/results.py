@@ -1,10 +1,18 @@
-"""Results of commands and queries (pydantic models; ``dispatch_json`` dumps them)."""
+"""Results of commands and queries (pydantic models; ``dispatch_json`` dumps them).
+
+Every entry of a result list is a model too (``GetHistory(...).messages[0].seq``, ADR
+0040); its JSON is what it was as a dict. Two kinds of value stay JSON-shaped dicts on
+purpose: provider requests (``TurnRequest.messages``/``tools``,
+``ProjectionResult.messages``), which go to ``litellm.completion`` as they are, and
+open JSON objects whose keys are the provider's or an event's (``content`` parts,
+``provider_state``, an event's ``payload``, ``summary_source``, ``ledger``).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr
 
 from context_compaction.domain.checkpoint import Checkpoint
 
@@ -62,9 +70,40 @@ class DeleteSessionResult(Result):
     version: int
 
 
+class ToolCallFunction(Result):
+    name: str
+    arguments: str
+
+
+class ResultToolCall(Result):
+    """A tool call in OpenAI's nested form (every result shows them so)."""
+
+    id: str
+    type: Literal["function"] = "function"
+    function: ToolCallFunction
+
+
+class HistoryMessage(Result):
+    """A raw-log message (CONTRACT.md "Message (input)" fields plus seq, created_at)."""
+
+    seq: int
+    role: str
+    content: str | list[dict[str, Any]] | None
+    """Text, or the OpenAI content parts as given (text, image_url, ...)."""
+    reasoning: str | None
+    tool_calls: list[ResultToolCall]
+    tool_call_id: str | None
+    name: str | None
+    turn_id: str | None
+    steering: bool
+    provider_state: dict[str, Any] | None
+    created_at: str
+    invalidated: bool
+
+
 class HistoryResult(Result):
     session_id: str
-    messages: list[dict[str, Any]]
+    messages: list[HistoryMessage]
 
 
 class SearchHitResult(Result):
@@ -109,10 +148,37 @@ class ReplayResult(Result):
     projection: ProjectionResult
 
 
+class CheckpointInfo(Result):
+    """A checkpoint as ``list_checkpoints`` lists it (spec §6.2 fields)."""
+
+    checkpoint_id: str
+    id: str
+    """The same as ``checkpoint_id`` (spec §6.2's name)."""
+    session_id: str
+    generation: int
+    parent_checkpoint_id: str | None
+    summary: str
+    first_retained_seq: int
+    source_max_seq: int
+    trigger_reason: str
+    provider_kind: str
+    model: str
+    tokens_before: int
+    tokens_after: int
+    degraded: bool
+    summary_source: dict[str, Any]
+    created_at: str
+    ledger: dict[str, Any] | None
+    """The ledger's coverage (items_total, in_summary, restored, dropped, dropped_items)."""
+    version: int
+    active: bool
+    reverted: bool
+
+
 class CheckpointsResult(Result):
     session_id: str
     active_checkpoint_id: str | None
-    checkpoints: list[dict[str, Any]]
+    checkpoints: list[CheckpointInfo]
 
 
 class SessionInfo(Result):
@@ -251,9 +317,17 @@ class ContextUsage(Result):
     dropped (None: no checkpoint, or one made without a ledger)."""
 
 
+class TimelineEntryResult(Result):
+    key: str
+    """``context_checkpoint:<checkpoint_id>``."""
+    checkpoint_id: str
+    content: str
+    created_at: str
+
+
 class TimelineResult(Result):
     session_id: str
-    entries: list[dict[str, Any]]
+    entries: list[TimelineEntryResult]
 
 
 class TurnRequest(Result):
@@ -275,6 +349,33 @@ class TurnRequest(Result):
     trim must keep (spec §11.4)."""
     retry_of: str | None = None
     """Set on the one request rebuilt after an overflow (``recover_overflow``)."""
+    api_base: str | None = None
+    """The model's ``api_base`` from ``Settings.models`` (null: litellm's default)."""
+    _api_key: SecretStr | None = PrivateAttr(default=None)
+    # The model's api_key from Settings.models: a private attribute, so that no
+    # JSON answer, repr or log line carries it; ``completion_kwargs`` hands it out.
+
+    def completion_kwargs(self) -> dict[str, Any]:
+        """``litellm.completion(**request.completion_kwargs())``: ``model``, ``messages``,
+        ``tools`` (when there are any) and the model's ``api_base`` / ``api_key`` from
+        ``Settings.models`` (when configured), so the host repeats none of them.
+
+        The key is in this dict only: never in ``dispatch_json``/HTTP answers, a repr
+        or our logs (ADR 0040). Do not log the dict.
+        """
+        kwargs: dict[str, Any] = {"model": self.model, "messages": self.messages}
+        if self.tools:
+            kwargs["tools"] = self.tools
+        if self.api_base is not None:
+            kwargs["api_base"] = self.api_base
+        if self._api_key is not None:
+            kwargs["api_key"] = self._api_key.get_secret_value()
+        return kwargs
+
+    def with_api_key(self, api_key: SecretStr | None) -> TurnRequest:
+        """This request carrying ``api_key`` for ``completion_kwargs`` (set by the handler)."""
+        self._api_key = api_key
+        return self
 
 
 class RecordUsageResult(Result):
@@ -291,7 +392,25 @@ class CompactionAttemptsResult(Result):
     """``list_compaction_attempts``: newest first."""
 
     session_id: str
-    attempts: list[dict[str, Any]]
+    attempts: list[AttemptInfo]
+
+
+class AttemptInfo(Result):
+    """One compaction attempt, whatever its outcome (ADR 0032)."""
+
+    attempt_id: str
+    at: str
+    reason: str
+    outcome: str
+    stage: str | None
+    summarizer: str
+    model: str
+    prompt_version: str | None
+    duration_ms: int
+    tokens_before: int
+    tokens_after: int
+    ledger: dict[str, Any] | None
+    error_code: str | None
 
 
 class ResummarizeResult(Result):
@@ -310,4 +429,19 @@ class ResummarizeResult(Result):
 class EventsResult(Result):
     """``read_events``: ``events[]`` {position, session_id, version, type, at, payload}."""
 
-    events: list[dict[str, Any]]
+    events: list[FeedEvent]
+
+
+class FeedEvent(Result):
+    """One stored event of the feed (``read_events``, ADR 0036)."""
+
+    position: int
+    """The event store's notification id: ascending, never reused."""
+    session_id: str
+    version: int
+    type: str
+    """The event class name (``MessageAppended``, ``CheckpointCommitted``, ...)."""
+    at: str
+    """ISO-8601 UTC."""
+    payload: dict[str, Any]
+    """The event's own fields."""

@@ -52,7 +52,7 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
         if svc.summarizer_named is None:
             raise InvalidCommand("this service cannot choose a summarizer by name")
         summarizer = svc.summarizer_named(cmd.summarizer)
-    model = cmd.model or session.model
+    model = cmd.model or svc.settings.summary_model_for(session.model)
     encoding = svc.tokens.encoding_for(model)
 
     def count(text: str) -> int:

@@ -77,6 +77,10 @@ class CompactionConfig(_Section):
     prompt_cache: Literal["auto", "off"] = "auto"
     """``auto``: place explicit prompt-cache breakpoints for providers that need them
     (Anthropic); ``off``: never (ADR 0035)."""
+    summary_model: str | None = Field(default=None, min_length=1)
+    """The model that writes summaries (a cheaper one, say); None: the session's model.
+    Its own ``models`` entry (api_base, api_key, token_limit) applies to the call, and
+    its window caps the summary request (ADR 0040)."""
 
 
 class ModelConfig(_Section):
@@ -145,6 +149,10 @@ class Settings(BaseModel):
 
     def model_config_for(self, model: str) -> ModelConfig:
         return self.models.get(model) or ModelConfig()
+
+    def summary_model_for(self, model: str) -> str:
+        """The model that summarizes a session on ``model``: ``summary_model`` if set."""
+        return self.context_compaction.summary_model or model
 
 
 def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:

@@ -149,6 +149,7 @@ def _issue(
                "generation": ctx.session.context_generation, "used_tokens": usage.used,
                "usage_source": usage.source, "threshold": budget.threshold, "phase": phase},
     )
+    credentials = svc.settings.model_config_for(turn.model)
     return r.TurnRequest.model_construct(  # built by us: no re-validation of the messages
         request_id=request_id,
         session_id=turn.session_id,
@@ -163,7 +164,8 @@ def _issue(
         phase=phase,  # type: ignore[arg-type]
         turn_start_index=_turn_start_index(turn, messages, turn_key),
         retry_of=retry_of,
-    )
+        api_base=credentials.api_base,
+    ).with_api_key(credentials.api_key)
 
 
 def _turn_start_index(turn: TurnContext, messages: list[dict[str, object]], turn_key: int) -> int:

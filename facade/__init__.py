@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from context_compaction.application import commands
+from context_compaction.application import commands, results
 from context_compaction.application.bus import MessageBus
 from context_compaction.application.recall import RECALL_HISTORY_TOOL, run_recall
-from context_compaction.application.settings import Settings
+from context_compaction.application.settings import CompactionConfig, ModelConfig, Settings
 from context_compaction.domain.errors import ContextCompactionError
 from context_compaction.infrastructure.bootstrap import bootstrap
 
@@ -21,11 +21,14 @@ logging.getLogger("context_compaction").addHandler(logging.NullHandler())
 
 __all__ = [
     "RECALL_HISTORY_TOOL",
+    "CompactionConfig",
     "ContextCompactionError",
     "MessageBus",
+    "ModelConfig",
     "Settings",
     "bootstrap",
     "commands",
+    "results",
     "run_recall",
 ]
 __version__ = "0.1.0"

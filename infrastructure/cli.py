@@ -136,11 +136,11 @@ def cmd_history(args: argparse.Namespace) -> int:
         result = bus.dispatch(c.GetHistory(session_id=args.session, include_invalidated=args.all))
     rows = []
     for m in result.messages:
-        calls = ",".join(call["function"]["name"] for call in m.get("tool_calls") or [])
+        calls = ",".join(call.function.name for call in m.tool_calls)
         rows.append([
-            m["seq"], m["role"] + (" (steer)" if m.get("steering") else ""), m.get("turn_id") or "",
-            calls or (m.get("tool_call_id") or ""), _chars(m.get("content")),
-            "hidden" if m.get("invalidated") else "", _preview(m.get("content")),
+            m.seq, m.role + (" (steer)" if m.steering else ""), m.turn_id or "",
+            calls or (m.tool_call_id or ""), _chars(m.content),
+            "hidden" if m.invalidated else "", _preview(m.content),
         ])
     text = _table(rows, ["seq", "role", "turn", "tools", "chars", "", "content"])
     return _emit(args, result, text if rows else "no messages")
@@ -176,9 +176,9 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     with _bus(args) as bus:
         result = bus.dispatch(c.ListCheckpoints(session_id=args.session))
     rows = [
-        [cp["generation"], cp["checkpoint_id"], cp["trigger_reason"], cp["provider_kind"],
-         f"{cp['tokens_before']:,} -> {cp['tokens_after']:,}", cp["first_retained_seq"],
-         "degraded" if cp["degraded"] else "", "active" if cp["active"] else "", cp["created_at"][:19]]
+        [cp.generation, cp.checkpoint_id, cp.trigger_reason, cp.provider_kind,
+         f"{cp.tokens_before:,} -> {cp.tokens_after:,}", cp.first_retained_seq,
+         "degraded" if cp.degraded else "", "active" if cp.active else "", cp.created_at[:19]]
         for cp in result.checkpoints
     ]
     text = _table(rows, ["gen", "checkpoint", "reason", "summarizer", "tokens", "first seq", "", "", "created"])
@@ -217,7 +217,7 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
     with _bus(args) as bus:
         result = bus.dispatch(c.RecallTimeline(session_id=args.session, query=args.query, limit=args.limit))
-    blocks = [f"{e['key']}  ({e['created_at'][:19]})\n{e['content']}" for e in result.entries]
+    blocks = [f"{e.key}  ({e.created_at[:19]})\n{e.content}" for e in result.entries]
     return _emit(args, result, "\n\n".join(blocks) if blocks else "no timeline entries")
 
 
@@ -284,9 +284,9 @@ def cmd_events(args: argparse.Namespace) -> int:
             while True:
                 events = bus.dispatch(c.ReadEvents(after=after, limit=args.limit)).events
                 for event in events:
-                    print(json.dumps(event, ensure_ascii=False))
+                    print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False))
                 if events:
-                    after = events[-1]["position"]
+                    after = events[-1].position
                     sys.stdout.flush()
                     if len(events) == args.limit:
                         continue  # (more may be waiting: no sleep)

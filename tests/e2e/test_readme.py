@@ -44,7 +44,7 @@ def test_the_embedding_example_runs(tmp_path: Path, provider) -> None:
         history = bus.dispatch(c.GetHistory(session_id="ticket-4711")).messages
     finally:
         bus.close()
-    assert [(m["role"], m["content"]) for m in history] == [
+    assert [(m.role, m.content) for m in history] == [
         ("user", "Why does test_refund_idempotency fail intermittently?"),
         ("assistant", "A race between two refund requests."),
     ]

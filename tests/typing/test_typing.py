@@ -1,0 +1,175 @@
+"""The typed API under ``mypy --strict`` (issue 15, ADR 0040): a host's scripts in this
+folder and the README's Python examples type-check, ``assert_type`` holds for every
+command's result, and a host's typical mistakes are type errors.
+
+One mypy run checks every file (a cold run takes seconds). litellm is not analysed
+(``follow_imports = skip``: it is ``Any`` to the checker, as to most hosts' CI, and
+analysing it alone takes ~45 s); our package is, from its sources.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from inspect import signature
+from pathlib import Path
+
+import pytest
+
+from context_compaction.application import commands
+from context_compaction.application.commands import AppendMessages, Command, command_types
+
+HERE = Path(__file__).resolve().parent
+README = HERE.parents[1] / "README.md"
+#: README sections whose ```python blocks are whole programs a host would copy.
+README_SECTIONS = ("## Embedding", "## Following the event feed", "## Configuration")
+
+MYPY_CONFIG = """\
+[mypy]
+strict = True
+follow_imports = silent
+no_error_summary = True
+show_column_numbers = False
+
+[mypy-litellm.*]
+follow_imports = skip
+ignore_missing_imports = True
+"""
+_EXPECTED = re.compile(r"#\s*E:\s*(.+?)\s*$")
+_ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<text>.*)$")
+
+
+def readme_programs() -> dict[str, str]:
+    text = README.read_text(encoding="utf-8")
+    out = {}
+    for heading in README_SECTIONS:
+        section = text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
+        for n, block in enumerate(re.findall(r"```python\n(.*?)```", section, re.S)):
+            name = re.sub(r"\W+", "_", heading.strip("# ").lower())
+            out[f"readme_{name}_{n}.py"] = block
+    return out
+
+
+def _package_tree(root: Path) -> str:
+    """A folder where mypy finds ``context_compaction``: the editable install maps the
+    package onto four folders through an import hook, which mypy does not run."""
+    import context_compaction
+
+    package = Path(context_compaction.__file__).parent
+    if package.name == "context_compaction":  # a wheel install: found as it is
+        return ""
+    tree = root / "context_compaction"
+    tree.mkdir(parents=True)
+    for item in package.iterdir():
+        if item.suffix in (".py", ".typed"):
+            (tree / item.name).symlink_to(item)
+    for layer in ("domain", "application", "infrastructure"):
+        (tree / layer).symlink_to(package.parent / layer)
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[int, list[str]]]:
+    """file name → line → mypy's error texts, for this folder's scripts and the README's."""
+    work = tmp_path_factory.mktemp("typing")
+    files = [HERE / "user_typed_api.py", HERE / "user_type_errors.py"]
+    for name, code in readme_programs().items():
+        (work / name).write_text(code, encoding="utf-8")
+        files.append(work / name)
+    config = work / "mypy.ini"
+    config.write_text(MYPY_CONFIG)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir", str(work / "cache"),
+         *map(str, files)],
+        capture_output=True, text=True, timeout=600, check=False, cwd=work,
+        env={**os.environ, "MYPYPATH": _package_tree(work / "src")},
+    )
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 2: mypy itself failed
+    found: dict[str, dict[int, list[str]]] = {Path(f).name: {} for f in files}
+    for line in proc.stdout.splitlines():
+        match = _ERROR.match(line)
+        if match:
+            name = Path(match["file"]).name
+            found.setdefault(name, {}).setdefault(int(match["line"]), []).append(match["text"])
+    assert found, proc.stdout
+    return found
+
+
+@pytest.mark.slow
+def test_a_hosts_typed_script_checks_clean_under_mypy_strict(mypy_errors: dict[str, dict[int, list[str]]]) -> None:
+    # Every dispatch's result is asserted with assert_type: a result typed Any, or the
+    # wrong model, is an error on that line.
+    assert mypy_errors["user_typed_api.py"] == {}
+
+
+@pytest.mark.slow
+def test_the_readme_examples_check_clean_under_mypy_strict(mypy_errors: dict[str, dict[int, list[str]]]) -> None:
+    programs = readme_programs()
+    assert len(programs) >= 3, sorted(programs)
+    assert {name: mypy_errors[name] for name in programs} == {name: {} for name in programs}
+
+
+@pytest.mark.slow
+def test_a_hosts_mistakes_are_type_errors(mypy_errors: dict[str, dict[int, list[str]]]) -> None:
+    source = (HERE / "user_type_errors.py").read_text(encoding="utf-8").splitlines()
+    expected = {n: m[1] for n, line in enumerate(source, 1) if (m := _EXPECTED.search(line))}
+    assert len(expected) >= 10
+    errors = mypy_errors["user_type_errors.py"]
+    missing = {n: text for n, text in expected.items() if not any(text in e for e in errors.get(n, []))}
+    assert missing == {}, errors
+    assert sorted(set(errors) - set(expected)) == [], errors  # no error where none was meant
+
+
+def test_every_command_names_the_result_its_handler_returns() -> None:
+    from context_compaction.infrastructure.openapi import RESULT_TYPES
+
+    declared = {kind: cls.result_type() for kind, cls in command_types().items()}
+    assert declared == RESULT_TYPES
+    with pytest.raises(TypeError, match="names no result type"):
+        commands.TurnInputsMixin.result_type()  # generic still: no result of its own
+    assert Command[commands.r.TurnRequest].__origin__ is Command  # an alias, not a model class
+
+
+def test_append_messages_typed_signature_is_exactly_its_fields() -> None:
+    # The signature a type checker sees is spelled out (to take dicts): it must name
+    # every field, and nothing else, or a field would be untypeable or a typo accepted.
+    parameters = set(signature(AppendMessages.__init__).parameters) - {"self"}
+    assert parameters == set(AppendMessages.model_fields)
+    data = {"session_id": "s", "messages": [{"role": "user", "content": "hi"}], "model": "gpt-4o"}
+    command = AppendMessages(**data)  # type: ignore[arg-type]
+    assert command == AppendMessages.model_validate({"type": "append_messages", **data})
+    assert command.messages[0].content == "hi"
+
+
+def _pyright() -> str | None:
+    return os.environ.get("CTXC_TEST_PYRIGHT") or shutil.which("pyright")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_pyright() is None, reason="pyright is not installed (npm; not in the offline toolchain)")
+def test_pyright_strict_agrees(tmp_path: Path) -> None:
+    """The same two scripts under pyright's strict mode, where a pyright is at hand
+    (``CTXC_TEST_PYRIGHT=/path/to/pyright``): the host's script is clean, and every line
+    marked as a mistake has an error (pyright words them its own way)."""
+    config = {"typeCheckingMode": "strict", "reportMissingTypeStubs": False,
+              "extraPaths": [p for p in [_package_tree(tmp_path / "src")] if p]}
+    (tmp_path / "pyrightconfig.json").write_text(json.dumps(config))
+    for name in ("user_typed_api.py", "user_type_errors.py"):
+        shutil.copy(HERE / name, tmp_path / name)
+    proc = subprocess.run(
+        [str(_pyright()), "--outputjson", "--pythonpath", sys.executable, "user_typed_api.py", "user_type_errors.py"],
+        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
+    )
+    report = json.loads(proc.stdout)
+    lines: dict[str, set[int]] = {"user_typed_api.py": set(), "user_type_errors.py": set()}
+    for item in report["generalDiagnostics"]:
+        if item["severity"] == "error":
+            lines[Path(item["file"]).name].add(item["range"]["start"]["line"] + 1)
+    source = (HERE / "user_type_errors.py").read_text(encoding="utf-8").splitlines()
+    expected = {n for n, line in enumerate(source, 1) if _EXPECTED.search(line)}
+    assert lines["user_typed_api.py"] == set()
+    assert lines["user_type_errors.py"] == expected
