@@ -77,6 +77,10 @@ class CompactionConfig(_Section):
     prompt_cache: Literal["auto", "off"] = "auto"
     """``auto``: place explicit prompt-cache breakpoints for providers that need them
     (Anthropic); ``off``: never (ADR 0035)."""
+    background_ratio: float | None = Field(default=None, gt=0, lt=1)
+    """``TurnRunner`` only: start the summary in the background once a request uses this
+    share of the threshold (e.g. 0.8), so the turn that crosses it need not wait for a
+    summary call; None (default): off (ADR 0038)."""
 
 
 class ModelConfig(_Section):
