@@ -160,7 +160,7 @@ def test_background_commit_keeps_the_messages_appended_during_the_summary(make_h
     assert attempts(h)[0]["outcome"] == "compacted" and attempts(h)[0]["reason"] == "auto"
 
 
-@pytest.mark.parametrize("kind", ["clear", "rewind"])
+@pytest.mark.parametrize("kind", ["clear", "rewind", "delete"])
 def test_an_invalidation_during_the_background_summary_makes_it_stale(make_harness: MakeHarness, route: Route, kind) -> None:
     route.gate = threading.Event()
     h = make(make_harness, route)
@@ -170,6 +170,8 @@ def test_an_invalidation_during_the_background_summary_makes_it_stale(make_harne
     command: dict[str, Any] = {"type": "invalidate_history", "session_id": SID, "kind": kind}
     if kind == "rewind":
         command["to_seq"] = 3
+    if kind == "delete":
+        command["seqs"] = [1]
     ok(h.do(command))
     route.gate.set()
     assert running.done.wait(10)
@@ -274,3 +276,17 @@ def test_a_failed_background_summary_is_a_failed_automatic_attempt(make_harness:
     newest = attempts(h)[0]
     assert (newest["outcome"], newest["reason"]) == ("summary_failed", "auto")
     assert usage(h)["compaction_breaker"]["failures_in_a_row"] == 1
+
+
+def test_background_ratio_is_off_by_default_and_a_share_of_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from context_compaction import Settings
+
+    assert Settings().context_compaction.background_ratio is None
+    monkeypatch.setenv("CTXC_CONTEXT_COMPACTION__BACKGROUND_RATIO", "0.8")
+    assert Settings().context_compaction.background_ratio == 0.8
+    for bad in ("0", "1", "1.5", "-0.2"):
+        monkeypatch.setenv("CTXC_CONTEXT_COMPACTION__BACKGROUND_RATIO", bad)
+        with pytest.raises(ValidationError):
+            Settings()
