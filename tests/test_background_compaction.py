@@ -198,30 +198,31 @@ def test_only_one_background_summary_runs_per_session(make_harness: MakeHarness,
 
 
 def test_closing_the_runner_cancels_its_background_summary_without_a_commit(make_harness: MakeHarness, route: Route) -> None:
-    route.delay = 0.5
+    route.gate = threading.Event()
     h = make(make_harness, route)
     r = runner(h)
     turn(r)
     running = job(h)
-    wait_for(lambda: route.summaries() == 1)
+    wait_for(lambda: route.summaries() == 1)  # the summary call is in flight
     before = attempt_count(h.bus)
+    threading.Timer(0.3, route.gate.set).start()  # its answer comes while close() waits
     r.close()
     assert running.done.is_set() and not running.thread.is_alive()  # joined: no thread left
     assert checkpoints(h) == [] and attempt_count(h.bus) == before  # nothing committed or recorded
     assert h.bus.services.turns.background.running(SID) is None
     # The bus still works, and a new runner may start a new attempt.
-    route.delay = 0.0
     turn(runner(h))
     wait_for(lambda: len(checkpoints(h)) == 1)
 
 
 def test_closing_the_bus_cancels_the_background_summary_and_refuses_new_ones(make_harness: MakeHarness, route: Route) -> None:
-    route.delay = 0.5
+    route.gate = threading.Event()
     h = make(make_harness, route)
     turn(runner(h))
     running = job(h)
     wait_for(lambda: route.summaries() == 1)
     background = h.bus.services.turns.background
+    threading.Timer(0.3, route.gate.set).start()
     h.bus.close()
     assert not running.thread.is_alive() and background.running(SID) is None
     assert background.start(SID, lambda job: None) is None  # closed: nothing new starts
