@@ -278,16 +278,3 @@ def test_a_failed_background_summary_is_a_failed_automatic_attempt(make_harness:
     assert (newest["outcome"], newest["reason"]) == ("summary_failed", "auto")
     assert usage(h)["compaction_breaker"]["failures_in_a_row"] == 1
 
-
-def test_background_ratio_is_off_by_default_and_a_share_of_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pydantic import ValidationError
-
-    from context_compaction import Settings
-
-    assert Settings().context_compaction.background_ratio is None
-    monkeypatch.setenv("CTXC_CONTEXT_COMPACTION__BACKGROUND_RATIO", "0.8")
-    assert Settings().context_compaction.background_ratio == 0.8
-    for bad in ("0", "1", "1.5", "-0.2"):
-        monkeypatch.setenv("CTXC_CONTEXT_COMPACTION__BACKGROUND_RATIO", bad)
-        with pytest.raises(ValidationError):
-            Settings()
