@@ -4,6 +4,10 @@ append the user message → ``prepare_turn`` (auto-compaction at most once) → 
 append the assistant message → run each tool call exactly once through the host's
 executor → append results → next step, until the model answers without tool calls.
 
+With ``context_compaction.background_ratio`` set, a prepared request that uses that share
+of the threshold starts the summary in the background (``background_compaction.py``,
+ADR 0038), at most once per turn; ``close`` cancels the attempts this runner started.
+
 Overflow before any tool ran: ``recover_overflow`` and one retry of the rebuilt
 request. Overflow after tools ran: a request-local trim of older turns' copies and one
 retry of the same step; tools are never re-executed and no checkpoint is made mid-turn.
@@ -25,6 +29,7 @@ from context_compaction.domain.overflow import parse_overflow, trim_request
 from . import commands as c
 from . import results as r
 from .ports import ChatProvider, ContextOverflow, ToolExecutor
+from .background_compaction import start_background_compaction, wants_background
 from .recall import RECALL_HISTORY_TOOL, RECALL_TOOL_NAME, run_recall
 
 log = logging.getLogger("context_compaction.runner")
@@ -45,6 +50,8 @@ class TurnResult:
     first_seq: int | None = None
     last_seq: int | None = None
     stopped: str = "answered"
+    background_started: bool = False
+    """A background summary was started (or found running) during this turn."""
 
 
 class TurnRunner:
@@ -60,6 +67,21 @@ class TurnRunner:
         self.provider = provider
         self.execute_tool = execute_tool
         self.max_steps = max_steps
+
+    def close(self) -> None:
+        """Cancel the background summaries this runner started and join their threads:
+        none commits afterwards (one whose commit had begun finishes it first)."""
+        timeout = self.bus.services.settings.summary_timeout_seconds
+        self.bus.services.turns.background.cancel(owner=self, timeout=timeout)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> TurnRunner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def _dispatch(self, command: c.Command) -> Any:
         return await asyncio.to_thread(self.bus.dispatch, command)
@@ -130,10 +152,11 @@ class TurnRunner:
         ids = _CommandIds(session_id, turn_id)
         seqs = await self._append(session_id, [message], ids("input"))
         result = TurnResult(session_id, turn_id, None, 0, 0, 0, first_seq=seqs[0], last_seq=seqs[-1])
-        inputs = {"system_prompt": system_prompt, "tools": tools or None, "knowledge": knowledge,
-                  "active_plan": active_plan, "model": model}
-        request = await self._dispatch(c.PrepareTurn(session_id=session_id, **inputs))
+        prepare = c.PrepareTurn(session_id=session_id, system_prompt=system_prompt, tools=tools or None,
+                                knowledge=knowledge, active_plan=active_plan, model=model)
+        request = await self._dispatch(prepare)
         self._note(result, request)
+        self._background(prepare, request, result)
         tool_progress = False
         for step in range(self.max_steps):
             result.steps = step + 1
@@ -171,11 +194,18 @@ class TurnRunner:
                 seqs = await self._append(session_id, [{"role": "user", "content": text, "steering": True,
                                                          "turn_id": turn_id}], ids(f"steer{step}"))
                 result.last_seq = seqs[-1]
-            request = await self._dispatch(c.PrepareTurn(session_id=session_id, **inputs))
+            request = await self._dispatch(prepare)
             self._note(result, request)
+            self._background(prepare, request, result)
         result.stopped = "max_steps"
         result.warnings.append(f"stopped after {self.max_steps} steps without a final answer")
         return result
+
+    def _background(self, prepare: c.PrepareTurn, request: r.TurnRequest, result: TurnResult) -> None:
+        """At most one background summary per turn (issue 17, ADR 0038)."""
+        if not result.background_started and wants_background(self.bus.services, request):
+            start_background_compaction(self.bus.services, prepare, owner=self)
+            result.background_started = True
 
     @staticmethod
     def _note(result: TurnResult, request: r.TurnRequest) -> None:

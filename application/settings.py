@@ -81,6 +81,10 @@ class CompactionConfig(_Section):
     """The model that writes summaries (a cheaper one, say); None: the session's model.
     Its own ``models`` entry (api_base, api_key, token_limit) applies to the call, and
     its window caps the summary request (ADR 0040)."""
+    background_ratio: float | None = Field(default=None, gt=0, lt=1)
+    """``TurnRunner`` only: start the summary in the background once a request uses this
+    share of the threshold (e.g. 0.8), so the turn that crosses it need not wait for a
+    summary call; None (default): off (ADR 0038)."""
 
 
 class ModelConfig(_Section):

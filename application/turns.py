@@ -25,6 +25,7 @@ from .compaction import compact_context
 from .degraded import degraded_checkpoint
 from .promptcache import needs_breakpoints, with_cache_breakpoints
 from .services import Services
+from .background_compaction import settle_background
 from .breaker import paused
 from .staged import Cleared, clear_tool_results, with_clearing
 from .turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
@@ -92,6 +93,11 @@ def turn_request(
     check_fixed_parts(turn.draft.breakdown, turn.budget.threshold)  # spec §8.4
     phase, turn_key, _ = turn_phase(turn.records)
     usage = decide_usage(svc, turn)
+    if retry_of is None and phase == "start" and turn.budget.should_compact(usage.used):
+        # A background summary of this session still running ends sooner than a new
+        # call would: wait for it and continue from its checkpoint (ADR 0038).
+        turn, usage, settled = settle_background(svc, turn, usage)
+        compaction = settled or compaction
     if (
         retry_of is None
         and phase == "start"

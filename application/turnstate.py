@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from context_compaction.domain.errors import TurnInProgress, UnknownRequest
 
+from .background import BackgroundSummaries
 from .calibration import CalibrationKey, Calibrations
 from .drafts import TurnInputs
 
@@ -57,6 +58,8 @@ class TurnMemory:
     """(session, failures in a row) whose pause was logged: once per pause."""
     """session → (prompt, cached, cache creation) tokens of its recent requests."""
     lock: threading.RLock = field(default_factory=threading.RLock)
+    background: BackgroundSummaries = field(default_factory=BackgroundSummaries)
+    """The background summaries running in this process (issue 17, ADR 0038)."""
 
     def record_cache_usage(self, session_id: str, prompt: int, cached: int, created: int) -> None:
         with self.lock:

@@ -14,7 +14,8 @@ Sections: ``core`` (issue 6: per turn, peers, restore, SQLite append), ``pg``
 ``long`` (sessions up to 100k messages, ``longsession.py``), ``compaction`` (compaction
 cost against tiktoken, ``compactcost.py``), ``retention`` (issue 16: what survives many
 compactions, ``retention.py``), ``staged`` (issue 17: summary calls and tokens sent with
-tool-result clearing on vs off, ``staged.py``).
+tool-result clearing on vs off, ``staged.py``; the crossing turn's latency with background
+compaction on vs off, ``crossing.py``).
 """
 
 from __future__ import annotations

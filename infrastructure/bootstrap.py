@@ -249,7 +249,13 @@ def bootstrap(
     services.after_checkpoint.append(follower.catch_up)
     services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
     services.extra.update(overrides)
-    return MessageBus(services, HANDLERS, on_close=app.close)
+
+    def close() -> None:
+        # Background summaries first (ADR 0038): none may commit into a closed store.
+        services.turns.background.cancel(timeout=settings.summary_timeout_seconds)
+        app.close()
+
+    return MessageBus(services, HANDLERS, on_close=close)
 
 
 #: pg_advisory_lock key that serializes schema creation across processes.
