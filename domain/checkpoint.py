@@ -88,10 +88,7 @@ class Checkpoint:
         record = {name: getattr(self, name) for name in FIELDS}
         record["summary_source"] = dict(self.summary_source)
         record["ledger"] = dict(self.ledger) if self.ledger is not None else None
-        if self.provider_state is None:
-            del record["provider_state"]  # events without native state keep their old bytes
-        else:
-            record["provider_state"] = dict(self.provider_state)
+        record["provider_state"] = dict(self.provider_state) if self.provider_state is not None else None
         return record
 
     @classmethod
