@@ -212,3 +212,14 @@ def test_a_compact_response_without_one_final_compaction_item_is_refused() -> No
                 [{"type": "compaction", "encrypted_content": ""}]):
         with pytest.raises(SummaryFailed):
             compacted_items(bad)
+
+
+def test_the_in_turn_trim_keeps_a_native_block_like_the_summary_block() -> None:
+    from context_compaction.domain.overflow import trim_request
+
+    native = {"role": "user", "content": None, "provider_specific_fields": {ITEMS_FIELD: [{"type": "compaction"}]}}
+    messages = [{"role": "system", "content": "s"}, native,
+                {"role": "user", "content": "old"}, {"role": "assistant", "content": "old answer"},
+                {"role": "user", "content": "now"}]
+    trimmed = trim_request(messages, sizes=[1, 50, 50, 50, 1], keep_from=4, limit=60, count=lambda m: 50)
+    assert trimmed.messages == [messages[0], native, messages[4]]
