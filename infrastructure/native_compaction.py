@@ -1,19 +1,27 @@
 """Provider-native compaction as a summarizer (issue 17, ADR 0039).
 
 ``NativeCompactionSummarizer`` (``settings.summarizer = "native"``) asks the provider to
-compact the summarized range server-side — OpenAI's ``POST /v1/responses/compact``
-through ``litellm.compact_responses`` — and keeps what it returns (the input's user
-messages and one opaque ``compaction`` item) as the checkpoint's provider state,
-tagged with the provider and model that made it. Beside it, the configured readable
-summarizer (``native_compaction.readable``) writes the checkpoint's summary: what
-every other provider and model, the ledger check and every audit get.
+compact the summarized range server-side and keeps what it returns as the checkpoint's
+provider state, tagged with the provider and model that made it:
+
+* OpenAI (and Azure) Responses: ``POST /v1/responses/compact`` through
+  ``litellm.compact_responses`` → the input's user messages and one opaque
+  ``compaction`` item;
+* Anthropic on-demand compaction: ``POST /v1/messages`` with ``compaction`` through
+  ``litellm.completion`` → one signed ``compaction`` block.
+
+Beside it, the configured readable summarizer (``native_compaction.readable``) writes
+the checkpoint's summary: what every other provider and model, the ledger check and
+every audit get. Providers without native compaction get the readable summary alone.
 
 The state is stored as the message that replaces the summary block in a request to
-that provider and model (``domain/projection.py``): ``{"role": "user", "content":
-None, "provider_specific_fields": {"responses_items": [...]}}``. Chat completions has no
-such item, so that message is only meaningful to the Responses API: ``responses_input``
-turns a prepared request into Responses ``instructions`` + ``input``, the stored items
-verbatim. Providers without a compact endpoint get the readable summary alone.
+that provider and model (``domain/projection.py``). For Anthropic that is litellm's own
+form, ready for ``litellm.completion``: ``{"role": "assistant", "content": None,
+"provider_specific_fields": {"compaction_blocks": [block]}}``. Chat completions has no
+OpenAI compaction item, so OpenAI's is ``{"role": "user", "content": None,
+"provider_specific_fields": {"responses_items": [...]}}``, meaningful to the Responses
+API only: ``responses_input`` turns a prepared request into its ``instructions`` and
+``input``, the stored items verbatim.
 
 Research: docs/research/provider-native-compaction.md. Nothing here logs message text,
 summaries or the opaque state.
@@ -21,6 +29,7 @@ summaries or the opaque state.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -35,12 +44,17 @@ from .catalog import LiteLLMCatalog
 
 log = logging.getLogger("context_compaction.summarizer")
 
-#: The kind of state this module writes (stored in each checkpoint's provider state).
+#: The kinds of state this module writes (stored in each checkpoint's provider state).
 OPENAI_COMPACT = "openai_responses_compact"
-#: Where the items travel inside the replacement message.
+ANTHROPIC_COMPACT = "anthropic_compaction"
+#: Where OpenAI's items travel inside the replacement message (our name: chat
+#: completions has no such message; ``responses_input`` unpacks it).
 ITEMS_FIELD = "responses_items"
-#: Providers whose Responses config in litellm has the compact endpoint (research §3).
-COMPACT_PROVIDERS = frozenset({"openai", "azure"})
+#: Where litellm carries Anthropic compaction blocks in a chat message (research §3).
+BLOCKS_FIELD = "compaction_blocks"
+#: Provider → the kind of native compaction it has: OpenAI's Responses compact endpoint
+#: (litellm's Responses config: openai, azure), Anthropic's on-demand compaction.
+NATIVE_KINDS = {"openai": OPENAI_COMPACT, "azure": OPENAI_COMPACT, "anthropic": ANTHROPIC_COMPACT}
 
 
 class NativeCompactionSummarizer:
@@ -67,7 +81,8 @@ class NativeCompactionSummarizer:
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         provider = self.provider_of(request.model)
-        if provider not in COMPACT_PROVIDERS:
+        kind = NATIVE_KINDS.get(provider)
+        if kind is None:
             if provider not in self._unsupported_logged:
                 self._unsupported_logged.add(provider)
                 log.warning(
@@ -75,34 +90,32 @@ class NativeCompactionSummarizer:
                     extra={"session_id": request.session_id, "provider": provider},
                 )
             return self.readable.summarize(request)
-        items = self._compact(request, provider)
+        identity = ProviderIdentity(provider, request.model)
+        if kind == OPENAI_COMPACT:
+            message = self._openai(request, identity)
+        else:
+            message = self._anthropic(request, identity)
         shadow = self.readable.summarize(request)
         state = {
             "provider": provider,
             "model": request.model,
-            "kind": OPENAI_COMPACT,
+            "kind": kind,
             "shadow_by": shadow.provider_kind,
-            "message": {"role": "user", "content": None, "provider_specific_fields": {ITEMS_FIELD: items}},
+            "message": message,
         }
         return SummaryResult(
             text=shadow.text, provider_kind=f"native:{provider}", model=request.model, provider_state=state
         )
 
-    def _compact(self, request: SummaryRequest, provider: str) -> list[dict[str, Any]]:
-        litellm = self._litellm()
+    def _call(self, request: SummaryRequest, function: str, **kwargs: Any) -> Any:
         config = self.settings.model_config_for(request.model)
-        kwargs: dict[str, Any] = {
-            "model": request.model,
-            "input": compact_input(request, ProviderIdentity(provider, request.model)),
-            "timeout": self.timeout,
-            "max_retries": 0,
-        }
+        kwargs.update(model=request.model, timeout=self.timeout)
         if config.api_base:
             kwargs["api_base"] = config.api_base
         if config.api_key is not None:
             kwargs["api_key"] = config.api_key.get_secret_value()
         try:
-            response = litellm.compact_responses(**kwargs)
+            return getattr(self._litellm(), function)(**kwargs)
         except Exception as exc:  # noqa: BLE001 - every provider failure is a summary failure
             log.warning(
                 "native compaction call failed",
@@ -112,7 +125,46 @@ class NativeCompactionSummarizer:
                 f"the native compaction call failed: {type(exc).__name__}",
                 details={"error_class": type(exc).__name__},
             ) from None
-        return compacted_items(getattr(response, "output", None))
+
+    def _openai(self, request: SummaryRequest, identity: ProviderIdentity) -> dict[str, Any]:
+        """``POST /v1/responses/compact``: the input's user messages and one compaction item."""
+        response = self._call(
+            request, "compact_responses", input=compact_input(request, identity), max_retries=0
+        )
+        items = compacted_items(getattr(response, "output", None))
+        return {"role": "user", "content": None, "provider_specific_fields": {ITEMS_FIELD: items}}
+
+    def _anthropic(self, request: SummaryRequest, identity: ProviderIdentity) -> dict[str, Any]:
+        """``POST /v1/messages`` with ``compaction: {type: summarize}`` (beta header added by
+        litellm): one compaction block, replayed byte-exact as the first block of an
+        assistant message (litellm's own form for it)."""
+        response = self._call(
+            request,
+            "completion",
+            messages=compaction_messages(request, identity),
+            compaction={"type": "summarize"},
+            max_tokens=request.max_output_tokens,
+            num_retries=0,
+        )
+        return {"role": "assistant", "content": None,
+                "provider_specific_fields": {BLOCKS_FIELD: [compaction_block(response)]}}
+
+
+def compaction_block(response: Any) -> dict[str, Any]:
+    """The one compaction block of an Anthropic response. litellm reports a compaction
+    as ``finish_reason == "length"``: the block, not the finish reason, is the test. No
+    block (the soft failure: empty content) is ``SummaryFailed``."""
+    try:
+        fields = response.choices[0].message.provider_specific_fields or {}
+    except (AttributeError, IndexError, TypeError):
+        raise SummaryFailed("the native compaction response was malformed") from None
+    blocks = fields.get(BLOCKS_FIELD) if isinstance(fields, Mapping) else None
+    if not isinstance(blocks, list) or len(blocks) != 1 or not isinstance(blocks[0], Mapping):
+        raise SummaryFailed("the native compaction response has no single compaction block")
+    block = dict(blocks[0])
+    if block.get("type") != "compaction" or not block.get("signature") or not block.get("content"):
+        raise SummaryFailed("the native compaction block is empty or unsigned")
+    return block
 
 
 def compacted_items(output: Any) -> list[dict[str, Any]]:
@@ -155,6 +207,35 @@ def compact_input(request: SummaryRequest, identity: ProviderIdentity) -> list[d
     if not items:
         raise SummaryFailed("nothing to compact natively: the summary source is empty")
     return items
+
+
+def compaction_messages(request: SummaryRequest, identity: ProviderIdentity) -> list[dict[str, Any]]:
+    """The summarized range as chat messages for Anthropic's compaction: the previous
+    checkpoint's block when this provider and model made it (it must come first), else
+    its readable summary block; then the range's messages, tool calls paired."""
+    messages: list[dict[str, Any]] = []
+    previous = request.previous_provider_state
+    if previous and previous.get("kind") == ANTHROPIC_COMPACT and identity.matches(dict(previous)):
+        messages.append(copy.deepcopy(dict(previous["message"])))
+    elif request.source.previous_summary:
+        messages.append(summary_message(request.source.previous_summary))
+    for item in _paired(_entry_items(request.source.entries)):
+        kind = item.get("type")
+        if kind == "function_call":
+            call = {"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}}
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant" and BLOCKS_FIELD not in (last.get("provider_specific_fields") or {}):
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]})
+        else:
+            messages.append({"role": item["role"], "content": item["content"]})
+    if not messages:
+        raise SummaryFailed("nothing to compact natively: the summary source is empty")
+    return messages
 
 
 def _entry_items(entries: Sequence[SourceEntry]) -> list[dict[str, Any]]:

@@ -32,6 +32,8 @@ _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm")
 def import_litellm() -> Any:
     """Import litellm offline (bundled model map), quietly (it must not log payloads)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # Its Anthropic beta-header table is fetched from GitHub on first use otherwise.
+    os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
     import litellm
 
     litellm.suppress_debug_info = True

@@ -26,7 +26,7 @@ from context_compaction.infrastructure.native_compaction import (
 from context_compaction.infrastructure.summarizers import import_litellm
 from context_compaction.infrastructure.tokens import TiktokenCounter
 from context_compaction.domain.errors import SummaryFailed
-from fakeresponses import FakeResponses, fake_encrypted
+from fakeresponses import ANTHROPIC_BETA, FakeResponses, fake_encrypted, fake_signature
 from helpers import FAKE_MODEL, Harness, err, ok
 
 SID = "s"
@@ -193,8 +193,9 @@ def test_the_next_compaction_continues_from_the_native_items(make_harness: MakeH
 
 
 def test_a_provider_without_a_compact_endpoint_gets_the_readable_summary_only(make_harness: MakeHarness, fake) -> None:
-    model = "anthropic/claude-sonnet-4-5"
-    h = make_harness("main", **settings(fake, native_compaction={"readable": "extractive"}))
+    model = "mistral/mistral-large-latest"
+    h = make_harness("main", **settings(fake, native_compaction={"readable": "extractive"},
+                                        models={model: {"token_limit": 32_000}}))
     ok(h.do({"type": "start_session", "session_id": SID, "model": model}))
     for t in coding_session(8, big_output_chars=2_000):
         ok(h.do({"type": "append_messages", "session_id": SID, "messages": t.messages()}))
@@ -223,3 +224,67 @@ def test_the_in_turn_trim_keeps_a_native_block_like_the_summary_block() -> None:
                 {"role": "user", "content": "now"}]
     trimmed = trim_request(messages, sizes=[1, 50, 50, 50, 1], keep_from=4, limit=60, count=lambda m: 50)
     assert trimmed.messages == [messages[0], native, messages[4]]
+
+
+# ------------------------------------------------------------------ Anthropic
+CLAUDE = "anthropic/claude-opus-4-6"
+CLAUDE_OTHER = "anthropic/claude-sonnet-4-6"
+
+
+def claude_session(make_harness: MakeHarness, fake: FakeResponses) -> Harness:
+    model = {"api_base": fake.root_url, "api_key": "test-key", "token_limit": 32_000}
+    h = make_harness("main", **settings(
+        fake, native_compaction={"readable": "extractive"}, models={CLAUDE: model, CLAUDE_OTHER: model}))
+    ok(h.do({"type": "start_session", "session_id": SID, "model": CLAUDE}))
+    for t in coding_session(8, big_output_chars=2_000):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": t.messages()}))
+    return h
+
+
+def test_anthropic_compaction_block_is_stored_and_replayed_byte_exact_to_its_model(make_harness: MakeHarness, fake) -> None:
+    h = claude_session(make_harness, fake)
+    outcome = ok(h.do({"type": "compact", "session_id": SID}))
+    assert outcome["provider_kind"] == "native:anthropic"
+    (asked,) = fake.of("/messages")
+    assert asked.body["compaction"] == {"type": "summarize"} and ANTHROPIC_BETA in asked.headers["anthropic-beta"]
+    state = stored_state(h)
+    assert (state["provider"], state["model"], state["kind"]) == ("anthropic", CLAUDE, "anthropic_compaction")
+    (block,) = state["message"]["provider_specific_fields"]["compaction_blocks"]
+    assert block["signature"] == fake_signature("claude-opus-4-6", block["content"])
+    turn = prepare(h)
+    assert turn["messages"][1] == state["message"]
+    assert SUMMARY_HEADER not in json.dumps(turn["messages"])
+    h.reopen()
+    assert prepare(h)["messages"] == turn["messages"]  # restored byte-identically
+    # Ready to pass: litellm sends the block first, with the beta header, nothing beside it.
+    import_litellm().completion(model=CLAUDE, messages=turn["messages"], api_base=fake.root_url,
+                                api_key="k", max_tokens=100, num_retries=0)
+    sent = fake.of("/messages")[-1]
+    assert "compaction" not in sent.body and ANTHROPIC_BETA in sent.headers["anthropic-beta"]
+    assert sent.body["messages"][0]["content"] == [block]  # (no sanitised empty text beside it)
+
+
+@pytest.mark.parametrize("model", [CLAUDE_OTHER, OTHER_MODEL])
+def test_anthropic_compaction_block_is_never_sent_to_another_model(make_harness: MakeHarness, fake, model: str) -> None:
+    h = claude_session(make_harness, fake)
+    ok(h.do({"type": "compact", "session_id": SID}))
+    (block,) = stored_state(h)["message"]["provider_specific_fields"]["compaction_blocks"]
+    turn = prepare(h, model)
+    assert block["signature"] not in json.dumps(turn["messages"]) and "compaction" not in json.dumps(turn["messages"])
+    base = fake.root_url if model == CLAUDE_OTHER else fake.base_url
+    import_litellm().completion(model=model, messages=turn["messages"], api_base=base, api_key="k",
+                                max_tokens=100, num_retries=0)
+    wire = json.dumps(fake.requests[-1].body)
+    assert block["signature"] not in wire and '"compaction"' not in wire
+
+
+@pytest.mark.parametrize("failure", ["soft", "overloaded"])
+def test_a_failed_anthropic_compaction_is_summary_failed(make_harness: MakeHarness, fake, failure: str) -> None:
+    h = claude_session(make_harness, fake)
+    if failure == "soft":
+        fake.soft_fail = 1
+    else:
+        fake.fail_compact = 1
+    events = h.events()
+    err(h.do({"type": "compact", "session_id": SID}), "summary_failed")
+    assert h.events() == events and len(fake.of("/messages")) == 1
