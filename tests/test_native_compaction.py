@@ -108,6 +108,9 @@ def test_prepare_turn_for_the_same_model_replays_the_opaque_items(make_harness: 
     counter = TiktokenCounter(LiteLLMCatalog().provider_of)
     encoding = counter.encoding_for(FAKE_MODEL)
     assert turn["usage"]["breakdown"]["summary"] == counter.count_message(state["message"], encoding)
+    sent_items = json.dumps(state["message"]["provider_specific_fields"][ITEMS_FIELD], ensure_ascii=False)
+    # (the items' JSON text, give or take how its keys are ordered and spaced)
+    assert turn["usage"]["breakdown"]["summary"] >= 0.9 * counter.count_text(sent_items, encoding.partition("*")[0])
     # Ready to pass: the Responses API takes the items verbatim.
     instructions, items = responses_input(turn["messages"])
     assert instructions == SYSTEM
