@@ -19,13 +19,10 @@ from context_compaction.infrastructure.catalog import LiteLLMCatalog
 from context_compaction.infrastructure.demo.scenario import coding_session
 from context_compaction.infrastructure.native_compaction import (
     ITEMS_FIELD,
-    compact_input,
-    compacted_items,
     responses_input,
 )
 from context_compaction.infrastructure.summarizers import import_litellm
 from context_compaction.infrastructure.tokens import TiktokenCounter
-from context_compaction.domain.errors import SummaryFailed
 from fakeresponses import ANTHROPIC_BETA, FakeResponses, fake_encrypted, fake_signature
 from helpers import FAKE_MODEL, Harness, err, ok
 
@@ -206,27 +203,6 @@ def test_a_provider_without_a_compact_endpoint_gets_the_readable_summary_only(ma
     assert outcome["provider_kind"] == "extractive" and fake.requests == []
     checkpoint = ok(h.do({"type": "list_checkpoints", "session_id": SID}))["checkpoints"][0]
     assert checkpoint["native_state"] is None
-
-
-# ------------------------------------------------------------------ unit
-def test_a_compact_response_without_one_final_compaction_item_is_refused() -> None:
-    good = [{"type": "message", "role": "user", "content": []}, {"type": "compaction", "encrypted_content": "x"}]
-    assert compacted_items(good) == good
-    for bad in ([], None, good[:1], [good[1], good[0]], [good[1], good[1]],
-                [{"type": "compaction", "encrypted_content": ""}]):
-        with pytest.raises(SummaryFailed):
-            compacted_items(bad)
-
-
-def test_the_in_turn_trim_keeps_a_native_block_like_the_summary_block() -> None:
-    from context_compaction.domain.overflow import trim_request
-
-    native = {"role": "user", "content": None, "provider_specific_fields": {ITEMS_FIELD: [{"type": "compaction"}]}}
-    messages = [{"role": "system", "content": "s"}, native,
-                {"role": "user", "content": "old"}, {"role": "assistant", "content": "old answer"},
-                {"role": "user", "content": "now"}]
-    trimmed = trim_request(messages, sizes=[1, 50, 50, 50, 1], keep_from=4, limit=60, count=lambda m: 50)
-    assert trimmed.messages == [messages[0], native, messages[4]]
 
 
 # ------------------------------------------------------------------ Anthropic
