@@ -23,6 +23,7 @@ from context_compaction.infrastructure.native_compaction import (
 )
 from context_compaction.infrastructure.summarizers import import_litellm
 from context_compaction.infrastructure.tokens import TiktokenCounter
+from context_compaction.infrastructure.verify import verify
 from fakeresponses import ANTHROPIC_BETA, FakeResponses, fake_encrypted, fake_signature
 from helpers import FAKE_MODEL, Harness, err, ok
 
@@ -157,6 +158,12 @@ def test_restart_and_replay_restore_both_byte_identically(make_harness: MakeHarn
     for model in (FAKE_MODEL, OTHER_MODEL):
         replayed = ok(h.do({"type": "replay_session", "session_id": SID, "at_version": version, "model": model}))
         assert json.dumps(replayed["projection"]["messages"]) == json.dumps(json.loads(before[model])[1:])
+    _, app = h._db()
+    report = verify(app, h.bus.services.read_model)  # rm_checkpoints.provider_state from the events
+    assert report.ok, report.text()
+    h.bus.services.read_model.rebuild()
+    h.reopen()
+    assert {m: json.dumps(prepare(h, m)["messages"]) for m in (FAKE_MODEL, OTHER_MODEL)} == before
 
 
 def test_a_failed_native_call_is_summary_failed_and_commits_nothing(make_harness: MakeHarness, fake) -> None:
