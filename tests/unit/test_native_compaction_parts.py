@@ -92,3 +92,17 @@ def test_the_anthropic_input_puts_the_previous_block_first_and_nests_tool_calls(
             {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"p": 1}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "file text"},
     ]
+
+
+def test_a_checkpoint_refuses_provider_state_that_names_no_maker_or_message() -> None:
+    from context_compaction.domain.errors import InvalidCommand
+    from test_snapshot_compat import build_session, checkpoint
+
+    good = {"provider": "openai", "model": "openai/m", "kind": OPENAI_COMPACT, "message": {"role": "user"}}
+    for bad in ({**good, "provider": ""}, {k: v for k, v in good.items() if k != "model"}, {**good, "message": "x"}):
+        session = build_session()
+        with pytest.raises(InvalidCommand):
+            session.commit_checkpoint(checkpoint("cp_2", 2, 7, provider_state=bad))
+    session = build_session()
+    assert session.commit_checkpoint(checkpoint("cp_2", 2, 7, provider_state=good)) == 2
+    assert session.collect_events()[-1].provider_state == good
