@@ -150,6 +150,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
         prompt=summary_prompt(source, summary_budget.output_reserve),
         source=source,
         max_output_tokens=summary_budget.output_reserve,
+        previous_provider_state=ctx.checkpoint.provider_state if ctx.checkpoint else None,
     )
     result = _summarize(svc, request, reason)
     summary = storable_text(result.text).strip()
@@ -181,6 +182,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
         model=result.model,
         degraded=False,
         summary_source=source.metadata(),
+        provider_state=getattr(result, "provider_state", None),
     )
     after = turn.draft_with(svc, checkpoint)
     _check_shrinks(turn, after)

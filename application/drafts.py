@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_compaction.domain.budget import FIXED_PARTS
-from context_compaction.domain.projection import ContextProjection, summary_message
+from context_compaction.domain.projection import ContextProjection
 
 from .ports import TokenCounter
 
@@ -61,7 +61,6 @@ def build_draft(
     *,
     encoding: str,
     history_tokens: int,
-    summary: str | None = None,
 ) -> Draft:
     """Assemble the request and count it part by part (spec §7.2: the NEXT full request).
 
@@ -81,8 +80,8 @@ def build_draft(
         system_tokens += 4  # the system message's own overhead
     summary_tokens = 0
     if projection.summary_included:
-        block = summary_message(summary) if summary is not None else projection.messages[0]
-        summary_tokens = counter.count_message(block, encoding)
+        # What is sent: the readable block, or a provider's native state (ADR 0039).
+        summary_tokens = counter.count_message(projection.messages[0], encoding)
     first = 1 if projection.summary_included else 0
     pinned = sum(
         counter.count_message(m, encoding)

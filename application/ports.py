@@ -5,7 +5,7 @@ Infrastructure implements them; tests may substitute fakes that record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -202,6 +202,9 @@ class SummaryRequest:
     prompt: list[dict[str, str]]
     source: SummarySource
     max_output_tokens: int
+    previous_provider_state: Mapping[str, Any] | None = None
+    """The active checkpoint's provider-native state, if any (ADR 0039): a native
+    summarizer continues from it when it made it for the same provider and model."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,9 @@ class SummaryResult:
     text: str
     provider_kind: str
     model: str
+    provider_state: dict[str, Any] | None = None
+    """Provider-native compaction state for the checkpoint (ADR 0039), beside ``text``
+    (its readable shadow); None for the readable summarizers."""
 
 
 class Summarizer(Protocol):

@@ -87,6 +87,14 @@ class CompactionConfig(_Section):
     summary call; None (default): off (ADR 0038)."""
 
 
+class NativeCompactionConfig(_Section):
+    """Provider-native compaction (``summarizer: "native"``, issue 17, ADR 0039)."""
+
+    readable: Literal["llm", "extractive"] = "llm"
+    """The summarizer that writes the readable shadow summary stored beside the native
+    state: what every other provider and model, and every audit, gets."""
+
+
 class ModelConfig(_Section):
     token_limit: int | None = Field(default=None, gt=0)
     api_base: str | None = None
@@ -121,7 +129,8 @@ class Settings(BaseModel):
     database_url: str = "sqlite:///ctxc.db"
     context_compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     models: dict[str, ModelConfig] = Field(default_factory=dict)
-    summarizer: Literal["llm", "extractive"] = "llm"
+    summarizer: Literal["llm", "extractive", "native"] = "llm"
+    native_compaction: NativeCompactionConfig = Field(default_factory=NativeCompactionConfig)
     summary_timeout_seconds: float = Field(default=120.0, gt=0)
     snapshot_interval: int = Field(default=100, ge=0)
     """Take a snapshot of a session every N events (0 disables snapshots)."""

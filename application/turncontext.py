@@ -129,6 +129,7 @@ class TurnContext:
         degraded: bool,
         summary_source: Mapping[str, Any],
         ledger: Mapping[str, Any] | None = None,
+        provider_state: Mapping[str, Any] | None = None,
     ) -> Checkpoint:
         """A checkpoint on top of this context, not stored yet: the next generation,
         ``tokens_before`` this draft; ``tokens_after`` is measured by ``draft_with``."""
@@ -149,6 +150,7 @@ class TurnContext:
             summary_source=summary_source,
             created_at="",
             ledger=ledger,
+            provider_state=provider_state,
         )
 
     def draft_with(self, svc: Services, checkpoint: Checkpoint) -> Draft:
@@ -173,7 +175,6 @@ class TurnContext:
             self.inputs,
             encoding=self.draft.encoding,
             history_tokens=history,
-            summary=checkpoint.summary,
         )
 
     def history_digest(self, count: int) -> str:

@@ -62,10 +62,18 @@ class CheckpointRow(Checkpoint):
             "checkpoint_id": self.checkpoint_id,
             "id": self.checkpoint_id,
             "session_id": self.session_id,
-            **{k: v for k, v in record.items() if k not in ("checkpoint_id", "ledger")},
+            **{k: v for k, v in record.items() if k not in ("checkpoint_id", "ledger", "provider_state")},
             "ledger": self.ledger_report,  # (coverage only: the items stay in the event)
+            # Who made the native state (ADR 0039); the opaque state stays in the event.
+            "native_state": _native_descriptor(self.provider_state),
             "version": self.version,
         }
+
+
+def _native_descriptor(state: Any) -> dict[str, Any] | None:
+    if not state:
+        return None
+    return {key: state.get(key) for key in ("provider", "model", "kind")}
 
 
 @dataclass(frozen=True)

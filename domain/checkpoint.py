@@ -68,6 +68,12 @@ class Checkpoint:
     """The must-keep ledger the summary was verified against (issue 16, ADR 0031):
     ``{items, superseded, report}``; None for checkpoints made before it existed and
     for degraded ones that read no messages."""
+    provider_state: Mapping[str, Any] | None = None
+    """Provider-native compaction state (issue 17, ADR 0039): ``{provider, model, kind,
+    message}``, where ``message`` is what is sent in place of the summary block to that
+    provider and model only (``domain/projection.py``); ``summary`` is its readable
+    shadow, used for every other provider and model and for audits. None: no native
+    state (every checkpoint made before it existed)."""
 
     @property
     def mark(self) -> CheckpointMark:
@@ -82,6 +88,7 @@ class Checkpoint:
         record = {name: getattr(self, name) for name in FIELDS}
         record["summary_source"] = dict(self.summary_source)
         record["ledger"] = dict(self.ledger) if self.ledger is not None else None
+        record["provider_state"] = dict(self.provider_state) if self.provider_state is not None else None
         return record
 
     @classmethod
@@ -90,6 +97,7 @@ class Checkpoint:
         ``session_id`` or ``version``, are ignored)."""
         values = {name: record[name] for name in FIELDS if name not in OPTIONAL_FIELDS}
         values["ledger"] = record.get("ledger")  # (absent from events before issue 16)
+        values["provider_state"] = record.get("provider_state")  # (absent before ADR 0039)
         values["summary_source"] = dict(values["summary_source"] or {})
         return cls(**values)
 
@@ -107,6 +115,18 @@ class Checkpoint:
         return dict(report) if report is not None else None
 
 
+def native_state_ok(state: Mapping[str, Any]) -> bool:
+    """A checkpoint's provider state names who made it and holds the message to send."""
+    return (
+        isinstance(state, Mapping)
+        and isinstance(state.get("provider"), str)
+        and bool(state.get("provider"))
+        and isinstance(state.get("model"), str)
+        and bool(state.get("model"))
+        and isinstance(state.get("message"), Mapping)
+    )
+
+
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Checkpoint))
 #: Fields a stored payload may lack (added after the first events were written).
-OPTIONAL_FIELDS: tuple[str, ...] = ("ledger",)
+OPTIONAL_FIELDS: tuple[str, ...] = ("ledger", "provider_state")

@@ -192,4 +192,6 @@ def _is_summary_block(message: dict[str, Any]) -> bool:
     from .projection import SUMMARY_HEADER
 
     content = message.get("content")
+    if content is None and message.get("provider_specific_fields") and not message.get("tool_calls"):
+        return True  # a checkpoint's provider-native state in its place (ADR 0039)
     return message.get("role") == "user" and isinstance(content, str) and content.startswith(SUMMARY_HEADER)

@@ -7,6 +7,7 @@ writes anything, so restore (spec §14) is this function over stored data.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Sequence
@@ -80,6 +81,17 @@ def summary_message(summary: str) -> dict[str, Any]:
     }
 
 
+def summary_block(checkpoint: Checkpoint, identity: ProviderIdentity | None) -> dict[str, Any]:
+    """The message that stands for ``checkpoint`` in a request (ADR 0039): its
+    provider-native state, verbatim, to the provider and model that made it; the
+    readable summary block to every other (and to no identity at all: audits, replay).
+    """
+    state = checkpoint.provider_state
+    if state is not None and identity is not None and identity.matches(dict(state)):
+        return copy.deepcopy(dict(state["message"]))  # the caller's own copy
+    return summary_message(checkpoint.summary)
+
+
 def checkpoint_problem(
     checkpoint: Checkpoint | None, tail: Sequence[MessageRecord]
 ) -> str | None:
@@ -117,7 +129,7 @@ def build_projection(
     repaired, notes = repair_tool_chains(messages)
     out: list[dict[str, Any]] = []
     if checkpoint is not None:
-        out.append(summary_message(checkpoint.summary))
+        out.append(summary_block(checkpoint, identity))
     held, held_seqs, held_notes = pinned_part(checkpoint, pinned, identity)
     out.extend(held)
     out.extend(to_provider_message(m, identity) for m in repaired)
@@ -346,7 +358,7 @@ class ProjectionBuilder:
         pinned: Sequence[MessageRecord] = (),
     ) -> ContextProjection:
         repaired, notes = repair_tool_chains(self._pending)
-        messages: list[dict[str, Any]] = [summary_message(checkpoint.summary)] if checkpoint else []
+        messages: list[dict[str, Any]] = [summary_block(checkpoint, self.identity)] if checkpoint else []
         held, held_seqs, held_notes = pinned_part(checkpoint, pinned, self.identity)
         messages.extend(held)
         messages.extend(self._stable_messages)

@@ -24,7 +24,7 @@ from .errors import (
     StaleCandidate,
     SummaryFailed,
 )
-from .checkpoint import TRIGGER_REASONS, Checkpoint, CheckpointMark
+from .checkpoint import TRIGGER_REASONS, Checkpoint, CheckpointMark, native_state_ok
 from .messages import Message
 from .session_snapshot import snapshot_problem
 from .toolgroups import (
@@ -507,6 +507,9 @@ class Session(Aggregate):
             )
         if min(checkpoint.tokens_before, checkpoint.tokens_after) < 0:
             raise InvalidCommand("token figures must be >= 0")
+        state = checkpoint.provider_state
+        if state is not None and not native_state_ok(state):
+            raise InvalidCommand("provider_state needs a provider, a model and a message object")
 
     @event("CheckpointCommitted", topic="context_compaction:Session.CheckpointCommitted")
     def _checkpoint_committed(
@@ -526,6 +529,7 @@ class Session(Aggregate):
         summary_source: dict[str, Any],
         created_at: str,
         ledger: dict[str, Any] | None = None,  # issue 16: absent from older events
+        provider_state: dict[str, Any] | None = None,  # ADR 0039: absent from older events
     ) -> None:
         previous = self.active_checkpoint
         self._keep("checkpoint_parents", [*self.checkpoint_parents, previous] if previous else [])

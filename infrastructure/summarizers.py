@@ -22,6 +22,8 @@ from context_compaction.application.settings import Settings
 from context_compaction.domain.errors import InvalidCommand, SummaryFailed
 from context_compaction.domain.summary import HEADINGS, TOOL_STATUS_UNKNOWN, SourceEntry, parse_sections
 
+from .native_compaction import NativeCompactionSummarizer
+
 log = logging.getLogger("context_compaction.summarizer")
 
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm")
@@ -30,6 +32,8 @@ _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "litellm")
 def import_litellm() -> Any:
     """Import litellm offline (bundled model map), quietly (it must not log payloads)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # Its Anthropic beta-header table is fetched from GitHub on first use otherwise.
+    os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
     import litellm
 
     litellm.suppress_debug_info = True
@@ -264,6 +268,12 @@ class ExtractiveSummarizer:
 SUMMARIZERS: dict[str, Callable[[Settings], Summarizer]] = {
     "llm": lambda settings: LiteLLMSummarizer(settings, timeout=settings.summary_timeout_seconds),
     "extractive": lambda settings: ExtractiveSummarizer(),
+    "native": lambda settings: NativeCompactionSummarizer(  # ADR 0039
+        settings,
+        readable=SUMMARIZERS[settings.native_compaction.readable](settings),
+        litellm=import_litellm,
+        timeout=settings.summary_timeout_seconds,
+    ),
 }
 
 

@@ -204,6 +204,8 @@ class TiktokenCounter:
         for key in ("name", "tool_call_id", "reasoning_content"):
             if message.get(key):
                 n += len(encode(str(message[key])))
+        if message.get("provider_specific_fields"):  # sent too: a native checkpoint (ADR 0039)
+            n += len(encode(json.dumps(message["provider_specific_fields"], ensure_ascii=False, sort_keys=True)))
         return math.ceil(n * factor) if factor != 1.0 else n
 
     def _raw(self, text: str, encoding: str) -> int:

@@ -142,7 +142,7 @@ class EventHandlers:
         sid = self._sid(cur, e)
         cur.execute(
             "INSERT INTO {t}rm_checkpoints (" + CHECKPOINT_COLS + ")"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 e.checkpoint_id,
                 sid,
@@ -161,6 +161,7 @@ class EventHandlers:
                 e.created_at,
                 e.originator_version,
                 _ledger_text(getattr(e, "ledger", None)),
+                _state_text(getattr(e, "provider_state", None)),
             ),
         )
         self._touch(
@@ -266,6 +267,12 @@ class EventHandlers:
              e.legacy_seq_upto, e.last_compressed_message_at, e.created_at),
         )
         self._touch(cur, sid, e)
+
+
+def _state_text(state: Any) -> str | None:
+    """A checkpoint's provider-native state as stored in its row (ADR 0039): JSON, which
+    escapes every control character, so the opaque values come back byte-identical."""
+    return dumps(state) if state else None
 
 
 def _ledger_text(ledger: Any) -> str | None:

@@ -76,6 +76,7 @@ def checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
         created_at=row[14],
         version=int(row[15]),
         ledger=json.loads(row[16]) if row[16] else None,
+        provider_state=json.loads(row[17]) if row[17] else None,
     )
 
 

@@ -20,7 +20,7 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
 SAME_SHAPE_SINCE = 5
@@ -32,6 +32,9 @@ ADDED_COLUMNS: tuple[tuple[int, str, str, str], ...] = (
     # How many tool results are cleared (issue 17); 0 is exact for older databases: the
     # event that raises it did not exist before.
     (9, "rm_sessions", "cleared_count", "{INT} NOT NULL DEFAULT 0"),
+    # Provider-native compaction state of a checkpoint (issue 17, ADR 0039); NULL is exact
+    # for older databases: no checkpoint had one before.
+    (10, "rm_checkpoints", "provider_state", "TEXT"),
 )
 #: 8 added rm_search, which must hold every message already stored: it is filled from
 #: the stored messages once when a database of an older version is opened (ADR 0033).
@@ -70,7 +73,7 @@ SCHEMA: tuple[str, ...] = (
     " source_max_seq {INT} NOT NULL, trigger_reason TEXT NOT NULL,"
     " provider_kind TEXT NOT NULL, model TEXT NOT NULL, tokens_before {INT} NOT NULL,"
     " tokens_after {INT} NOT NULL, degraded {INT} NOT NULL, summary_source TEXT NOT NULL,"
-    " created_at TEXT NOT NULL, version {INT} NOT NULL, ledger TEXT,"
+    " created_at TEXT NOT NULL, version {INT} NOT NULL, ledger TEXT, provider_state TEXT,"
     " UNIQUE (session_id, generation))",
     "CREATE TABLE IF NOT EXISTS {t}rm_invalidations ("
     " session_id TEXT NOT NULL, version {INT} NOT NULL, kind TEXT NOT NULL,"
@@ -158,7 +161,8 @@ SESSION_COLS = (
 CHECKPOINT_COLS = (
     "checkpoint_id, session_id, generation, parent_checkpoint_id, summary,"
     " first_retained_seq, source_max_seq, trigger_reason, provider_kind, model,"
-    " tokens_before, tokens_after, degraded, summary_source, created_at, version, ledger"
+    " tokens_before, tokens_after, degraded, summary_source, created_at, version, ledger,"
+    " provider_state"
 )
 N_SESSION_COLS = len(SESSION_COLS.split(","))
 # The session row and whether the read model met a damaged event of it (rm_damaged).

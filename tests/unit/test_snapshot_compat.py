@@ -134,8 +134,9 @@ def test_the_checkpoint_committed_event_keeps_its_stored_fields() -> None:
         "checkpoint_id", "generation", "parent_checkpoint_id", "summary", "first_retained_seq",
         "source_max_seq", "trigger_reason", "provider_kind", "model", "tokens_before",
         "tokens_after", "degraded", "summary_source", "created_at", "ledger",  # (ledger: issue 16)
+        "provider_state",  # (issue 17, ADR 0039)
     }
-    old = {k: v for k, v in stored.items() if k != "ledger"}  # an event from before issue 16
+    old = {k: v for k, v in stored.items() if k not in ("ledger", "provider_state")}  # before issue 16
     assert Checkpoint.from_record(old) == checkpoint("cp_1", 1, 6)
 
 
