@@ -1,15 +1,15 @@
 """Async dispatch (issue 15, ADR 0042): ``await bus.adispatch(cmd)`` never blocks the loop.
 
-A command's storage work runs in a worker thread (SQLite and psycopg are blocking
-drivers, and the handlers are the same ones ``dispatch`` runs). The one slow step that
-is not storage, the summary call, is handed back to the caller's event loop: the worker
-thread schedules the summarizer's ``asummarize`` coroutine (``litellm.acompletion``) on
-that loop and waits for it. So while a compaction waits seconds for its summary, the
-loop serves other requests, and the summary travels over the loop's own async HTTP
-client like every other call of an async service.
+A command runs in a command thread: its storage work (SQLite and psycopg are blocking
+drivers) and its CPU work are the same handlers ``dispatch`` runs. Its summary call is
+``litellm.acompletion`` (the summarizer's ``asummarize``), awaited on the library's own
+summary loop, a daemon thread with one event loop for the process: the command thread
+waits for it, the caller's loop never runs any of it. On the caller's loop, litellm's
+first ``acompletion`` imported ~1 s of modules and every response did 50-130 ms of
+synchronous work (measured, ADR 0042) — enough to break "nothing blocks the loop".
 
-Synchronous ``dispatch`` is unchanged: with no caller loop in the thread's context,
-``summarize`` is called as before.
+Synchronous ``dispatch`` is unchanged: outside an ``adispatch``, ``summarize`` is
+called as before.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -29,49 +30,48 @@ T = TypeVar("T")
 
 #: Threads that run async-dispatched commands, shared by every bus of the process. More
 #: than the loop's default executor (cpu + 4): a compaction holds its thread while its
-#: summary runs on the loop, and other commands must not queue behind a few of them.
+#: summary call runs, and other commands must not queue behind a few of them.
 MAX_COMMAND_THREADS = 32
 
-#: The event loop of the ``adispatch`` a worker thread is running a command for (set in
-#: the command's own context copy, never in the caller's).
-_CALLER_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
-    "ctxc_caller_loop", default=None
-)
+#: True in the context of a command run for an ``adispatch`` (set in the command's own
+#: context copy, never in the caller's).
+_ASYNC_COMMAND: contextvars.ContextVar[bool] = contextvars.ContextVar("ctxc_async_command", default=False)
 
-_executor: concurrent.futures.ThreadPoolExecutor | None = None
-_executor_guard = threading.Lock()
+_guard = threading.Lock()
+#: The command threads and the summary loop, and the process that started them (a
+#: forked child has neither thread: it starts its own).
+_started: tuple[int, concurrent.futures.ThreadPoolExecutor, asyncio.AbstractEventLoop] | None = None
 
 
-def _threads() -> concurrent.futures.ThreadPoolExecutor:
-    global _executor
-    with _executor_guard:
-        if _executor is None:
-            _executor = concurrent.futures.ThreadPoolExecutor(
+def _machinery() -> tuple[concurrent.futures.ThreadPoolExecutor, asyncio.AbstractEventLoop]:
+    global _started
+    with _guard:
+        if _started is None or _started[0] != os.getpid():
+            threads = concurrent.futures.ThreadPoolExecutor(
                 max_workers=MAX_COMMAND_THREADS, thread_name_prefix="ctxc-command"
             )
-        return _executor
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="ctxc-summaries", daemon=True).start()
+            _started = (os.getpid(), threads, loop)
+        return _started[1], _started[2]
 
 
 async def off_loop(call: Callable[..., T], *args: Any) -> T:
-    """``call(*args)`` in a command thread; a summary it needs comes back to this loop."""
+    """``call(*args)`` in a command thread, its summary call awaited on the summary loop."""
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    context.run(_CALLER_LOOP.set, loop)
-    return await loop.run_in_executor(_threads(), context.run, call, *args)
+    context.run(_ASYNC_COMMAND.set, True)
+    return await loop.run_in_executor(_machinery()[0], context.run, call, *args)
 
 
 def summarize(summarizer: Summarizer, request: SummaryRequest, *, timeout: float) -> SummaryResult:
-    """The summary call of a command: awaited on the caller's loop when the command runs
-    for an ``adispatch`` and the summarizer can await (``asummarize``), else
-    ``summarize`` in this thread. ``timeout`` bounds the wait for the loop (the
-    summarizer's own timeout normally ends the call first)."""
-    loop = _CALLER_LOOP.get()
-    if loop is None or not isinstance(summarizer, AsyncSummarizer):
+    """The summary call of a command: ``asummarize`` awaited on the summary loop when the
+    command runs for an ``adispatch`` and the summarizer can await, else ``summarize``
+    in this thread. ``timeout`` bounds the wait (the summarizer's own timeout normally
+    ends the call first)."""
+    if not _ASYNC_COMMAND.get() or not isinstance(summarizer, AsyncSummarizer):
         return summarizer.summarize(request)
-    try:
-        future = asyncio.run_coroutine_threadsafe(summarizer.asummarize(request), loop)
-    except RuntimeError:  # the loop has closed meanwhile: nobody awaits this command
-        raise SummaryFailed("the summary call could not start: the event loop has closed") from None
+    future = asyncio.run_coroutine_threadsafe(summarizer.asummarize(request), _machinery()[1])
     try:
         return future.result(timeout)
     except concurrent.futures.TimeoutError:
@@ -80,7 +80,7 @@ def summarize(summarizer: Summarizer, request: SummaryRequest, *, timeout: float
             f"the summary call did not finish within {timeout:g} s",
             details={"error_class": "Timeout"},
         ) from None
-    except concurrent.futures.CancelledError:  # the loop is shutting down
+    except concurrent.futures.CancelledError:  # cancelled by the timeout above, or at exit
         raise SummaryFailed(
             "the summary call was cancelled", details={"error_class": "CancelledError"}
         ) from None
