@@ -47,6 +47,8 @@ class Recorded:
     path: str
     body: dict[str, Any]
     at: float = field(default_factory=time.monotonic)
+    headers: dict[str, str] = field(default_factory=dict)
+    """Request headers, names lower-cased."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -99,7 +101,8 @@ class FakeProvider:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {}
-                reply = provider._next(Recorded(self.path, body))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                reply = provider._next(Recorded(self.path, body, headers=headers))
                 if reply.gate is not None:
                     reply.gate.wait(timeout=30)
                 if reply.delay:
