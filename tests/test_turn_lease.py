@@ -102,6 +102,29 @@ def test_a_second_run_on_a_running_session_is_refused_and_appends_nothing(make_h
     h.close()
 
 
+def test_a_turn_longer_than_its_lease_keeps_the_session_by_renewing(make_harness: MakeHarness, provider) -> None:
+    gate = threading.Event()
+    provider.queue(Reply(text="Slow answer.", gate=gate))
+    h = harness(make_harness, provider)
+    other = h.new_bus()
+
+    async def main() -> tuple[object, BaseException | object]:
+        first = asyncio.create_task(runner(h.bus, lease_seconds=0.6).run(SID, "slow question"))
+        async with asyncio.timeout(30):
+            while provider.calls == 0:
+                await asyncio.sleep(0.005)
+        await asyncio.sleep(1.5)  # 2.5 lease periods: only renewals keep it
+        attempt = await asyncio.gather(runner(other).run(SID, "impatient question"), return_exceptions=True)
+        gate.set()
+        return await first, attempt[0]
+
+    first, attempt = asyncio.run(main())
+    assert isinstance(attempt, TurnInProgress)
+    assert first.answer == "Slow answer."
+    assert history(h) == [("user", "slow question"), ("assistant", "Slow answer.")]
+    h.close()
+
+
 def spawn(h: Harness, provider: FakeProvider, text: str, out: Path, lease: float, go: Path | None) -> subprocess.Popen:
     args = [sys.executable, WORKER, h.url, provider.base_url, SID, text, str(lease), str(out)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
