@@ -23,7 +23,7 @@ from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import FakeProvider, Reply
 from helpers import FAKE_MODEL, Harness, ok
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def recipe(name: str) -> str:
