@@ -104,9 +104,9 @@ class MessageBus:
 
     # ---------------------------------------------------------------- async
     async def adispatch(self, command: Command) -> Any:
-        """``dispatch`` for asyncio callers: the storage work in a command thread, the
-        summary call awaited on this loop (``litellm.acompletion``); nothing blocks the
-        loop (``asyncbus``, ADR 0042)."""
+        """``dispatch`` for asyncio callers: the command runs in a command thread, its
+        summary call is ``litellm.acompletion`` on the library's summary loop; nothing
+        blocks the caller's loop (``asyncbus``, ADR 0042)."""
         return await asyncbus.off_loop(self.dispatch, command)
 
     async def adispatch_json(self, data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:

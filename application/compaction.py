@@ -196,8 +196,8 @@ def _summarize(svc: Services, request: SummaryRequest, reason: str) -> Any:
 
 
 def summary_wait(svc: Services) -> float:
-    """How long a command thread waits for a summary awaited on the caller's loop: the
-    summarizer's own timeout ends the call first; this only bounds a loop that stalls."""
+    """How long a command thread waits for a summary awaited on the summary loop (ADR
+    0042): the summarizer's own timeout ends the call first; this bounds a stalled loop."""
     return svc.settings.summary_timeout_seconds + 30.0
 
 

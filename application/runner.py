@@ -66,8 +66,8 @@ class TurnRunner:
         self._leases: dict[str, TurnLease] = {}
 
     async def _dispatch(self, command: c.Command) -> Any:
-        """The command off the event loop (``adispatch``: its summary call is awaited on
-        this loop), once this turn still holds its session."""
+        """The command off the event loop (``adispatch``, ADR 0042), once this turn still
+        holds its session (ADR 0041)."""
         lease = self._leases.get(getattr(command, "session_id", ""))
         if lease is not None:
             await lease.ensure()
