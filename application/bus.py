@@ -20,6 +20,7 @@ from context_compaction.domain.errors import (
 )
 from context_compaction.domain.messages import json_problem
 
+from . import asyncbus
 from . import telemetry as tel
 from .commands import COMMAND_ADAPTER, Command, command_types
 from .results import ProjectionResult, Result, TurnRequest
@@ -104,6 +105,17 @@ class MessageBus:
             })
             tel.count_command(telemetry, kind, result, code)
         return result
+
+    # ---------------------------------------------------------------- async
+    async def adispatch(self, command: Command) -> Any:
+        """``dispatch`` for asyncio callers: the command runs in a command thread, its
+        summary call is ``litellm.acompletion`` on the library's summary loop; nothing
+        blocks the caller's loop (``asyncbus``, ADR 0042)."""
+        return await asyncbus.off_loop(self.dispatch, command)
+
+    async def adispatch_json(self, data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
+        """``dispatch_json`` for asyncio callers, as ``adispatch``."""
+        return await asyncbus.off_loop(self.dispatch_json, data)
 
     # ----------------------------------------------------------------- JSON
     def dispatch_json(self, data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:

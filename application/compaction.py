@@ -26,6 +26,7 @@ from context_compaction.domain.summary import (
     summary_prompt,
 )
 
+from . import asyncbus
 from . import commands as c
 from . import results as r
 from .attemptlog import run_recorded
@@ -37,6 +38,7 @@ from .services import Services, mutate
 from .session_context import SessionContext
 from .telemetry import SUMMARY_DURATION
 from .turncontext import TurnContext, prepare_context
+from .turnlease import refuse_while_turn_runs
 
 log = logging.getLogger("context_compaction.compaction")
 
@@ -199,12 +201,18 @@ def _summarize(svc: Services, request: SummaryRequest, reason: str) -> Any:
     outcome = "failed"
     try:
         with svc.telemetry.span("ctxc.summary", attributes):
-            result = svc.summarizer.summarize(request)
+            result = asyncbus.summarize(svc.summarizer, request, timeout=summary_wait(svc))
         outcome = "ok"
         return result
     finally:
         svc.telemetry.record(SUMMARY_DURATION, (time.perf_counter() - started) * 1000,
                              {"ctxc.summarizer": attributes["ctxc.summarizer"], "outcome": outcome})
+
+
+def summary_wait(svc: Services) -> float:
+    """How long a command thread waits for a summary awaited on the summary loop (ADR
+    0042): the summarizer's own timeout ends the call first; this bounds a stalled loop."""
+    return svc.settings.summary_timeout_seconds + 30.0
 
 
 def _check_shrinks(turn: TurnContext, after: Draft) -> None:
@@ -273,7 +281,7 @@ def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:
 
 # ------------------------------------------------------------------ handlers
 def compact(cmd: c.Compact, svc: Services) -> r.CompactOutcome:
-    svc.turns.refuse_while_turn_runs(cmd.session_id)
+    refuse_while_turn_runs(svc, cmd.session_id)
     return compact_context(svc, prepare_context(svc, cmd.session_id, model=cmd.model), reason="manual")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from context_compaction.domain.attempts import Attempt
 from context_compaction.domain.messages import MessageRecord
@@ -221,6 +221,39 @@ class Summarizer(Protocol):
     """Spec §10: exactly one summary per compaction; failure raises ``SummaryFailed``."""
 
     def summarize(self, request: SummaryRequest) -> SummaryResult: ...
+
+
+@runtime_checkable
+class AsyncSummarizer(Protocol):
+    """A ``Summarizer`` that can also await its call: used when the command runs for an
+    ``adispatch`` (ADR 0042). ``asummarize`` must not block the loop it runs on."""
+
+    def summarize(self, request: SummaryRequest) -> SummaryResult: ...
+
+    async def asummarize(self, request: SummaryRequest) -> SummaryResult: ...
+
+
+class TurnLeases(Protocol):
+    """Which process runs a turn on a session (ADR 0041): one lease per session, held
+    by an owner until it is released or its time runs out (a crashed holder blocks the
+    session for at most its lease time). Each call is its own short transaction."""
+
+    def acquire(self, session_id: str, owner: str, seconds: float) -> bool:
+        """Take the session's lease for ``seconds``; False while another owner holds
+        an unexpired one."""
+        ...
+
+    def renew(self, session_id: str, owner: str, seconds: float) -> bool:
+        """Extend ``owner``'s lease; False when it is no longer ``owner``'s."""
+        ...
+
+    def release(self, session_id: str, owner: str) -> None:
+        """Give the lease up (nothing when it is no longer ``owner``'s)."""
+        ...
+
+    def holder(self, session_id: str) -> str | None:
+        """The owner of the session's unexpired lease, or None."""
+        ...
 
 
 class ContextOverflow(Exception):

@@ -14,10 +14,11 @@ from __future__ import annotations
 from context_compaction.domain.errors import InvalidCommand, SessionNotFound, SummaryFailed
 from context_compaction.domain.summary import build_summary_source, storable_text, summary_prompt
 
+from . import asyncbus
 from . import commands as c
 from . import results as r
 from .attemptlog import summarizer_name
-from .compaction import summary_budget_for
+from .compaction import summary_budget_for, summary_wait
 from .ledgers import ledger_budget, verify_summary
 from .ports import SummaryRequest
 from .services import Services
@@ -63,14 +64,16 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
     source = build_summary_source(
         parent.summary if parent else None, covered, budget_tokens=limits.source_budget, count=count
     )
-    result = summarizer.summarize(
+    result = asyncbus.summarize(
+        summarizer,
         SummaryRequest(
             session_id=cmd.session_id,
             model=model,
             prompt=summary_prompt(source, limits.output_reserve),
             source=source,
             max_output_tokens=limits.output_reserve,
-        )
+        ),
+        timeout=summary_wait(svc),
     )
     text = storable_text(result.text).strip()
     if not text:

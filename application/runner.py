@@ -31,6 +31,7 @@ from . import results as r
 from .ports import ChatProvider, ContextOverflow, ToolExecutor
 from .background_compaction import start_background_compaction, wants_background
 from .recall import RECALL_HISTORY_TOOL, RECALL_TOOL_NAME, run_recall
+from .turnlease import DEFAULT_LEASE_SECONDS, TurnLease
 
 log = logging.getLogger("context_compaction.runner")
 
@@ -62,11 +63,14 @@ class TurnRunner:
         execute_tool: ToolExecutor,
         *,
         max_steps: int = 32,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self.bus = bus
         self.provider = provider
         self.execute_tool = execute_tool
         self.max_steps = max_steps
+        self.lease_seconds = lease_seconds
+        self._leases: dict[str, TurnLease] = {}
 
     def close(self) -> None:
         """Cancel the background summaries this runner started and join their threads:
@@ -84,7 +88,12 @@ class TurnRunner:
         await self.aclose()
 
     async def _dispatch(self, command: c.Command) -> Any:
-        return await asyncio.to_thread(self.bus.dispatch, command)
+        """The command off the event loop (``adispatch``, ADR 0042), once this turn still
+        holds its session (ADR 0041)."""
+        lease = self._leases.get(getattr(command, "session_id", ""))
+        if lease is not None:
+            await lease.ensure()
+        return await self.bus.adispatch(command)
 
     async def run(
         self,
@@ -102,20 +111,27 @@ class TurnRunner:
     ) -> TurnResult:
         """Run one turn to its final answer; returns what happened.
 
+        One turn per session at a time, across processes: while a turn runs (here or in
+        another process on the same database) a second ``run`` on the session raises
+        ``TurnInProgress`` before it appends anything (ADR 0041).
+
         ``recall``: offer the model the ``recall_history`` tool and answer its calls
         here, from the session's own history (never through ``execute_tool``).
         """
         memory = self.bus.services.turns
-        memory.turn_started(session_id)
-        try:
-            return await self._run(
-                session_id, user, system_prompt=system_prompt, tools=list(tools),
-                knowledge=knowledge, active_plan=active_plan, model=model,
-                turn_id=turn_id or f"turn-{uuid.uuid4().hex[:12]}", steering=steering,
-                recall=recall,
-            )
-        finally:
-            memory.turn_finished(session_id)
+        async with TurnLease(self.bus.services, session_id, self.lease_seconds) as lease:
+            self._leases[session_id] = lease
+            memory.turn_started(session_id)
+            try:
+                return await self._run(
+                    session_id, user, system_prompt=system_prompt, tools=list(tools),
+                    knowledge=knowledge, active_plan=active_plan, model=model,
+                    turn_id=turn_id or f"turn-{uuid.uuid4().hex[:12]}", steering=steering,
+                    recall=recall,
+                )
+            finally:
+                memory.turn_finished(session_id)
+                self._leases.pop(session_id, None)
 
     async def _append(
         self,

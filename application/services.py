@@ -27,6 +27,7 @@ from .ports import (
     TimelineStore,
     TokenCountCache,
     TokenCounter,
+    TurnLeases,
 )
 from .session_context import ContextCache
 from .telemetry import STORAGE_RETRIES, NoTelemetry, Telemetry
@@ -85,6 +86,8 @@ class Services:
     """The event feed (``application.feed.EventFeed``) for ``read_events``; None: none."""
     telemetry: Telemetry = field(default_factory=NoTelemetry)
     """Spans and metrics (issue 15): the no-op unless the composition root picks one."""
+    leases: TurnLeases | None = None
+    """Running turns across processes (ADR 0041); None: this process only."""
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
     _contended: dict[str, float] = field(default_factory=dict, repr=False)
     """session → monotonic time until which its writers take the locked path."""

@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged"]
+ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--long-turns", type=int, default=40, help="turns measured per long-session size")
     parser.add_argument("--staged-turns", type=int, default=300, help="turns of the staged-compaction section")
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
+    parser.add_argument("--async-delay", type=float, default=3.0, help="seconds of the async section's summary call")
     parser.add_argument("--pg-prototypes", action="store_true",
                         help="also run the what-if variants of the write path (ADR 0030)")
 
@@ -38,7 +39,7 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
     return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
-            "retention": _retention, "staged": _staged}[name](args, report, text)
+            "retention": _retention, "staged": _staged, "async": _async}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -126,3 +127,15 @@ def _staged(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -
              "tool-result clearing off and on, the same turns:", ""]
     text += staged.markdown(result)
     return [_target(*t) for t in staged.targets(result)]
+
+
+def _async(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import asyncbench
+
+    result = _in_process("asyncbench.py", "--delay", str(args.async_delay))
+    report["async"] = result
+    text += ["", f"Async service (issue 15): an asyncio HTTP service answers `GET /ping` (pinged every "
+             f"10 ms from another process) while one `compact` with a {result['delay_s']:g} s summary call "
+             "(a local fake model through litellm) runs in it:", ""]
+    text += asyncbench.markdown(result)
+    return [_target(*t) for t in asyncbench.targets(result)]

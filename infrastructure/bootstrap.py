@@ -29,6 +29,7 @@ from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
 from .timeline import SqlTimelineStore, TimelineFollower
 from .tokens import TiktokenCounter
+from .turnleases import SqlTurnLeases
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,8 @@ def bootstrap(
                 # followers of the event feed after each save
                 application_class=overrides.pop("application_class", SessionsApplication),
             )
+            leases = SqlTurnLeases(db)
+            leases.create_table()
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
     summarizer = overrides.pop("summarizer", None) or make_summarizer(settings)
     timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
@@ -243,6 +246,7 @@ def bootstrap(
         summarizer_named=lambda name: make_summarizer(settings.model_copy(update={"summarizer": name})),
     )
     services.feed = SqlEventFeed(app)
+    services.leases = leases
     services.telemetry = overrides.pop("telemetry", None) or otel.telemetry()
     assert app.projector is not None
     follower = TimelineFollower(db, app.projector, timeline)

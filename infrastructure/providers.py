@@ -10,7 +10,7 @@ from context_compaction.application.ports import ContextOverflow, ProviderReply
 from context_compaction.application.settings import Settings
 from context_compaction.domain.overflow import is_overflow
 
-from .summarizers import import_litellm
+from .summarizers import import_litellm_off_loop
 
 
 class LiteLLMChatProvider:
@@ -21,7 +21,7 @@ class LiteLLMChatProvider:
     async def complete(
         self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
     ) -> ProviderReply:
-        litellm = import_litellm()
+        litellm = await import_litellm_off_loop()
         config = self.settings.model_config_for(model)
         kwargs: dict[str, Any] = {
             "model": model,

@@ -1,7 +1,7 @@
 """Summarizer adapters (spec §10, DESIGN §9).
 
-* ``LiteLLMSummarizer``: exactly one ``litellm.completion`` per compaction, on the
-  session's model, no tools, low temperature, ``max_tokens`` = the output reserve.
+* ``LiteLLMSummarizer``: exactly one ``litellm.completion`` per compaction (or one
+  ``litellm.acompletion`` for ``adispatch``, ADR 0042), on the session's model, no tools, low temperature, ``max_tokens`` = the output reserve.
 * ``ExtractiveSummarizer``: deterministic and offline; fills the same nine headings by
   extraction. For air-gapped hosts, demos and tests — never a silent fallback for a
   failed LLM call (a failed call is ``summary_failed``).
@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -44,13 +46,39 @@ def import_litellm() -> Any:
     return litellm
 
 
+async def import_litellm_off_loop() -> Any:
+    """``import_litellm`` for a coroutine: the first import (~2 s of module code) runs
+    in a thread, never on the event loop."""
+    if "litellm" in sys.modules:
+        return import_litellm()
+    return await asyncio.to_thread(import_litellm)
+
+
 class LiteLLMSummarizer:
+    """One ``litellm.completion`` per compaction (``summarize``), or one
+    ``litellm.acompletion`` when the command runs for ``adispatch`` (``asummarize``)."""
+
     def __init__(self, settings: Settings, *, timeout: float = 120.0) -> None:
         self.settings = settings
         self.timeout = timeout
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         litellm = import_litellm()
+        try:
+            response = litellm.completion(**self._kwargs(request))
+        except Exception as exc:  # noqa: BLE001 - every provider failure is a summary failure
+            raise self._failed(request, exc) from None
+        return self._result(request, response)
+
+    async def asummarize(self, request: SummaryRequest) -> SummaryResult:
+        litellm = await import_litellm_off_loop()
+        try:
+            response = await litellm.acompletion(**self._kwargs(request))
+        except Exception as exc:  # noqa: BLE001 - every provider failure is a summary failure
+            raise self._failed(request, exc) from None
+        return self._result(request, response)
+
+    def _kwargs(self, request: SummaryRequest) -> dict[str, Any]:
         config = self.settings.model_config_for(request.model)
         kwargs: dict[str, Any] = {
             "model": request.model,
@@ -64,17 +92,21 @@ class LiteLLMSummarizer:
             kwargs["api_base"] = config.api_base
         if config.api_key is not None:
             kwargs["api_key"] = config.api_key.get_secret_value()
-        try:
-            response = litellm.completion(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - every provider failure is a summary failure
-            log.warning(
-                "summary call failed",
-                extra={"session_id": request.session_id, "error_class": type(exc).__name__},
-            )
-            raise SummaryFailed(
-                f"the summary call failed: {type(exc).__name__}",
-                details={"error_class": type(exc).__name__},
-            ) from None
+        return kwargs
+
+    @staticmethod
+    def _failed(request: SummaryRequest, exc: Exception) -> SummaryFailed:
+        log.warning(
+            "summary call failed",
+            extra={"session_id": request.session_id, "error_class": type(exc).__name__},
+        )
+        return SummaryFailed(
+            f"the summary call failed: {type(exc).__name__}",
+            details={"error_class": type(exc).__name__},
+        )
+
+    @staticmethod
+    def _result(request: SummaryRequest, response: Any) -> SummaryResult:
         try:
             choice = response.choices[0]
             message = choice.message
