@@ -13,7 +13,14 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from context_compaction.application.bus import MessageBus
 from context_compaction.application.handlers import HANDLERS
-from context_compaction.application.ports import Clock, IdFactory
+from context_compaction.application.ports import (
+    Clock,
+    EventStore,
+    IdFactory,
+    ReadModel,
+    TimelineStore,
+    TokenCountCache,
+)
 from context_compaction.application.services import Services
 from context_compaction.application.settings import Settings
 from context_compaction.domain.errors import InvalidCommand, StorageError
@@ -24,6 +31,9 @@ from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import SessionsApplication, build_store
 from .eventstore.attempts import SqlAttemptLog
 from .eventstore.feed import SqlEventFeed
+from .memory import build_memory_store
+from .memory.build import PREFIX as MEMORY_PREFIX
+from .memory.stores import MemoryTimelineFollower
 from .readmodel import SqlTokenCountCache
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
@@ -193,7 +203,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         safe = f"postgresql://{parsed.hostname}:{parsed.port or 5432}/{env['POSTGRES_DBNAME']}"
         return DatabaseTarget(Dialect("postgres", schema), env, schema, safe)
     raise InvalidCommand(
-        "database_url must be sqlite:///FILE, sqlite:///:memory: or postgresql://..."
+        "database_url must be sqlite:///FILE, sqlite:///:memory:, postgresql://... or memory://[NAME]"
     )
 
 
@@ -209,6 +219,8 @@ def bootstrap(
 ) -> MessageBus:
     """Build the event store, read model, adapters and the command bus."""
     settings = settings or Settings()
+    if settings.database_url.startswith(MEMORY_PREFIX):
+        return _bootstrap_memory(settings, clock, ids, overrides)
     target = parse_database_url(settings)
     env = dict(target.env)
     if settings.snapshot_interval:
@@ -225,9 +237,44 @@ def bootstrap(
                 # followers of the event feed after each save
                 application_class=overrides.pop("application_class", SessionsApplication),
             )
+    timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
+    services = _services(settings, app, events, read_model, SqlTokenCountCache(db), timeline,
+                         clock, ids, overrides)
+    assert app.projector is not None
+    follower = TimelineFollower(db, app.projector, timeline)
+    services.after_checkpoint.append(follower.catch_up)
+    services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
+    services.extra.update(overrides)
+    return MessageBus(services, HANDLERS, on_close=app.close)
+
+
+def _bootstrap_memory(
+    settings: Settings, clock: Clock | None, ids: IdFactory | None, overrides: dict[str, Any]
+) -> MessageBus:
+    """The memory backend (ADR 0045): the same write path on an in-memory recorder."""
+    if "application_class" in overrides:
+        raise InvalidCommand("application_class needs a SQL database_url")
+    app, events, read_model, storage = build_memory_store(
+        settings.database_url, snapshot_interval=settings.snapshot_interval
+    )
+    timeline = overrides.pop("timeline", None) or storage.timeline
+    services = _services(settings, app, events, read_model, storage.token_cache, timeline,
+                         clock, ids, overrides)
+    follower = MemoryTimelineFollower(storage.recorder, app.mapper, timeline)
+    services.after_checkpoint.append(follower.catch_up)
+    services.extra.update(app=app, memory=storage, database=settings.database_url,
+                          timeline_follower=follower)
+    services.extra.update(overrides)
+    return MessageBus(services, HANDLERS, on_close=app.close)
+
+
+def _services(
+    settings: Settings, app: SessionsApplication, events: EventStore, read_model: ReadModel,
+    token_cache: TokenCountCache, timeline: TimelineStore, clock: Clock | None,
+    ids: IdFactory | None, overrides: dict[str, Any],
+) -> Services:
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
     summarizer = overrides.pop("summarizer", None) or make_summarizer(settings)
-    timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
     services = Services(
         settings=settings,
         events=events,
@@ -236,7 +283,7 @@ def bootstrap(
         ids=ids or RandomIds(),
         catalog=catalog,
         tokens=overrides.pop("tokens", None) or TiktokenCounter(catalog.provider_of),
-        token_cache=SqlTokenCountCache(db),
+        token_cache=token_cache,
         summarizer=summarizer,
         timeline=timeline,
         attempts=overrides.pop("attempts", None) or SqlAttemptLog(app),
@@ -244,12 +291,7 @@ def bootstrap(
     )
     services.feed = SqlEventFeed(app)
     services.telemetry = overrides.pop("telemetry", None) or otel.telemetry()
-    assert app.projector is not None
-    follower = TimelineFollower(db, app.projector, timeline)
-    services.after_checkpoint.append(follower.catch_up)
-    services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
-    services.extra.update(overrides)
-    return MessageBus(services, HANDLERS, on_close=app.close)
+    return services
 
 
 #: pg_advisory_lock key that serializes schema creation across processes.
