@@ -48,7 +48,23 @@ def _require_postgres() -> None:
         )
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+#: The backends a test module's ``backend`` fixture runs on, unless the module sets its
+#: own ``BACKENDS``: handler unit tests say ``BACKENDS = ("memory",)`` (ADR 0045).
+STORAGE_BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    kinds = getattr(metafunc.module, "BACKENDS", STORAGE_BACKENDS)
+    metafunc.parametrize(
+        "backend",
+        [pytest.param(k, marks=pytest.mark.postgres) if k == "postgres" else k for k in kinds],
+        indirect=True,
+    )
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "postgres":
         _require_postgres()
