@@ -7,9 +7,11 @@ read-model table row for row, and the event feed (every stored event, in order, 
 its position). Search hits are compared without their score and order (engine-specific
 by contract: comparable within one answer only).
 
-Breakages tried (each made this fail): the memory projector not restoring a pin's
-removal on rewind; ``MemoryReadModel.messages`` ignoring ``limit``; the command-id
-check of the memory projector accepting a command id of another session.
+Breakages tried (each made this fail): the memory projector keeping the pins of
+invalidated messages; ``MemoryReadModel.messages`` ignoring ``limit``; an invalidation
+that skips the messages of a range starting at seq 1. (A command id of another session
+accepted by the projector is not seen here: the handler refuses it from the read model
+first; the projector's check is the race guard, ``test_idempotency`` covers it.)
 """
 
 from __future__ import annotations
