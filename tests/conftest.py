@@ -48,15 +48,17 @@ def _require_postgres() -> None:
         )
 
 
-#: The backends a test module's ``backend`` fixture runs on, unless the module sets its
-#: own ``BACKENDS``: handler unit tests say ``BACKENDS = ("memory",)`` (ADR 0045).
+#: The backends a test's ``backend`` fixture runs on, unless its module sets its own
+#: ``BACKENDS`` (handler unit tests: ``BACKENDS = ("memory",)``, ADR 0045) or the test
+#: is marked ``@pytest.mark.backends(...)`` (a test of storage among handler tests).
 STORAGE_BACKENDS = ("sqlite", "postgres")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" not in metafunc.fixturenames:
         return
-    kinds = getattr(metafunc.module, "BACKENDS", STORAGE_BACKENDS)
+    marker = metafunc.definition.get_closest_marker("backends")
+    kinds = marker.args if marker else getattr(metafunc.module, "BACKENDS", STORAGE_BACKENDS)
     metafunc.parametrize(
         "backend",
         [pytest.param(k, marks=pytest.mark.postgres) if k == "postgres" else k for k in kinds],

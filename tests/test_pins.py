@@ -5,6 +5,10 @@ from __future__ import annotations
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "p"
 SUMMARY = "## Goal\nKeep going."
 

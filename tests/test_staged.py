@@ -22,6 +22,10 @@ from context_compaction.infrastructure.demo.scenario import coding_session
 from context_compaction.infrastructure.verify import verify
 from helpers import Harness, ok, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 SYSTEM = "You are a careful coding agent."
 MARK = "[tool result cleared to save context"
@@ -72,6 +76,7 @@ def cleared_events(h: Harness) -> list[dict[str, Any]]:
     return [{"version": int(v), **json.loads(bytes(state))} for v, state in rows]
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_clearing_alone_skips_the_summary_and_restores_byte_identically(make_harness) -> None:
     h = make_harness("c", context_compaction=clearing())
     build(h)
@@ -193,6 +198,7 @@ def test_the_aggregate_refuses_a_clearing_of_anything_but_a_visible_tool_result(
     assert s.collect_events() == []
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_version_8_read_model_gains_the_cleared_column_in_place(make_harness, caplog) -> None:
     h = make_harness("m", context_compaction=clearing())
     build(h)
