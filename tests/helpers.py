@@ -133,6 +133,14 @@ class Harness:
                 (ATTEMPT_TOPICS,),
             ).fetchone()[0])
 
+    def stored_events(self, topic_prefix: str) -> list[tuple[int, str, bytes]]:
+        """(version, topic, state) of the stored events whose topic starts with
+        ``topic_prefix``, by version: the notification log, on any backend."""
+        app = self._bus().services.extra["app"]
+        found = [n for n in app.recorder.select_notifications(start=1, limit=10**9)
+                 if n.topic.startswith(topic_prefix)]
+        return sorted(((n.originator_version, n.topic, bytes(n.state)) for n in found), key=lambda r: r[0])
+
     def count(self, table: str) -> int:
         if self.is_memory:
             return _memory_count(self._bus(), table)

@@ -135,8 +135,4 @@ def test_replay_shows_the_pin_events(make_harness: MakeHarness) -> None:
 
 
 def topics(h: Harness) -> list[str]:
-    _, app = h._db()
-    table = app.projector.events_table.qualified
-    rows = h.query(f"SELECT topic FROM {table} WHERE topic LIKE ? ORDER BY originator_version",
-                   ("context_compaction:Session.%",))
-    return [row[0] for row in rows]
+    return [topic for _, topic, _ in h.stored_events("context_compaction:Session.")]

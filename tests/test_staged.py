@@ -67,13 +67,8 @@ def history(messages: list[dict[str, Any]]) -> str:
 
 
 def cleared_events(h: Harness) -> list[dict[str, Any]]:
-    _, app = h._db()
-    rows = h.query(
-        f"SELECT originator_version, state FROM {app.projector.events_table.qualified}"
-        " WHERE topic = ? ORDER BY originator_version",
-        ("context_compaction:Session.ToolResultsCleared",),
-    )
-    return [{"version": int(v), **json.loads(bytes(state))} for v, state in rows]
+    rows = h.stored_events("context_compaction:Session.ToolResultsCleared")
+    return [{"version": v, **json.loads(state)} for v, _, state in rows]
 
 
 @pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
