@@ -180,7 +180,7 @@ def test_replay_beyond_the_current_version_is_refused(harness: Harness) -> None:
 
 
 # -------------------------------------------------------------- rebuild
-@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
+@pytest.mark.backends("memory", "sqlite", "postgres")  # (each backend's rebuild)
 def test_read_model_dropped_and_rebuilt_from_events_equals_the_live_one(harness: Harness) -> None:
     start(harness)
     start(harness, "s2", "claude-sonnet-4-5")

@@ -41,6 +41,9 @@ class MemoryProjector:
             Session.CheckpointReverted: self._checkpoint_reverted,
         }
 
+    def forget(self) -> None:
+        self._session_ids.clear()
+
     def session_of(self, aggregate_hex: str) -> str | None:
         return self._session_ids.get(aggregate_hex)
 

@@ -186,6 +186,17 @@ class MemoryReadModel:
         hits.sort(key=lambda h: (-h.score, h.seq))
         return hits[:limit]
 
+    def rebuild(self) -> int:
+        """Drop every projected row and replay the whole notification log (as
+        ``SqlReadModel.rebuild``); returns the last notification id."""
+        with self.lock:
+            self.recorder.reset_projection()
+            notifications = self.recorder.select_notifications(start=1, limit=2**62)
+            self.recorder.projector.apply_all(
+                [(n.id, self.mapper.to_domain_event(n), n.state) for n in notifications]
+            )
+            return notifications[-1].id if notifications else 0
+
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of one projected table in key order, as ``SqlReadModel.table_rows``."""
         with self.lock:

@@ -63,6 +63,12 @@ class ProjectingMemoryRecorder(POPOApplicationRecorder):
                 self.snapshot_recorder.insert_events(snapshots)
             return ids
 
+    def reset_projection(self) -> None:
+        """Empty read-model tables (a rebuild replays the events into them)."""
+        with self.writer_lock:
+            self.tables.clear()
+            self.projector.forget()
+
     @contextmanager
     def locked_writer(self) -> Iterator[MemoryLockedWriter]:
         with self.writer_lock:

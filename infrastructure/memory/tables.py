@@ -61,6 +61,11 @@ class Tables:
         self.bodies: dict[tuple[str, int], bytes] = {}
         self._undo: list[tuple[dict[Any, Any], Any, Any]] | None = None
 
+    def clear(self) -> None:
+        for rows in self.data.values():
+            rows.clear()
+        self.bodies.clear()
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         assert self._undo is None, "transactions do not nest"
