@@ -59,6 +59,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     marker = metafunc.definition.get_closest_marker("backends")
     kinds = marker.args if marker else getattr(metafunc.module, "BACKENDS", STORAGE_BACKENDS)
+    # CTXC_TEST_BACKENDS=sqlite,postgres runs the handler unit tests on the databases too.
+    forced = os.environ.get("CTXC_TEST_BACKENDS")
+    if forced and not marker:
+        kinds = tuple(k.strip() for k in forced.split(",") if k.strip())
     metafunc.parametrize(
         "backend",
         [pytest.param(k, marks=pytest.mark.postgres) if k == "postgres" else k for k in kinds],

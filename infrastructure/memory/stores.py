@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from eventsourcing.persistence import Mapper
 
@@ -60,7 +61,7 @@ class MemoryTimelineFollower:
     """Writes Timeline entries for committed checkpoints it has not seen yet, reading
     the notification log (``TimelineFollower``'s job, without a database)."""
 
-    def __init__(self, recorder: ProjectingMemoryRecorder, mapper: Mapper[object], store: TimelineStore) -> None:
+    def __init__(self, recorder: ProjectingMemoryRecorder, mapper: Mapper[Any], store: TimelineStore) -> None:
         self.recorder = recorder
         self.mapper = mapper
         self.store = store
