@@ -13,7 +13,15 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from context_compaction.application.bus import MessageBus
 from context_compaction.application.handlers import HANDLERS
-from context_compaction.application.ports import Clock, IdFactory
+from context_compaction.application.ports import (
+    Clock,
+    EventStore,
+    IdFactory,
+    ReadModel,
+    TimelineStore,
+    TokenCountCache,
+    TurnLeases,
+)
 from context_compaction.application.services import Services
 from context_compaction.application.settings import Settings
 from context_compaction.domain.errors import InvalidCommand, StorageError
@@ -24,6 +32,9 @@ from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import SessionsApplication, build_store
 from .eventstore.attempts import SqlAttemptLog
 from .eventstore.feed import SqlEventFeed
+from .memory import build_memory_store
+from .memory.build import PREFIX as MEMORY_PREFIX
+from .memory.stores import MemoryTimelineFollower, MemoryTurnLeases
 from .readmodel import SqlTokenCountCache
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
@@ -194,7 +205,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         safe = f"postgresql://{parsed.hostname}:{parsed.port or 5432}/{env['POSTGRES_DBNAME']}"
         return DatabaseTarget(Dialect("postgres", schema), env, schema, safe)
     raise InvalidCommand(
-        "database_url must be sqlite:///FILE, sqlite:///:memory: or postgresql://..."
+        "database_url must be sqlite:///FILE, sqlite:///:memory:, postgresql://... or memory://[NAME]"
     )
 
 
@@ -210,6 +221,8 @@ def bootstrap(
 ) -> MessageBus:
     """Build the event store, read model, adapters and the command bus."""
     settings = settings or Settings()
+    if settings.database_url.startswith(MEMORY_PREFIX):
+        return _bootstrap_memory(settings, clock, ids, overrides)
     target = parse_database_url(settings)
     env = dict(target.env)
     if settings.snapshot_interval:
@@ -228,9 +241,53 @@ def bootstrap(
             )
             leases = SqlTurnLeases(db)
             leases.create_table()
+    timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
+    services = _services(settings, app, events, read_model, SqlTokenCountCache(db), timeline,
+                         leases, clock, ids, overrides)
+    assert app.projector is not None
+    follower = TimelineFollower(db, app.projector, timeline)
+    services.after_checkpoint.append(follower.catch_up)
+    services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
+    services.extra.update(overrides)
+    return _bus(services, app)
+
+
+def _bootstrap_memory(
+    settings: Settings, clock: Clock | None, ids: IdFactory | None, overrides: dict[str, Any]
+) -> MessageBus:
+    """The memory backend (ADR 0045): the same write path on an in-memory recorder."""
+    if "application_class" in overrides:
+        raise InvalidCommand("application_class needs a SQL database_url")
+    app, events, read_model, storage = build_memory_store(
+        settings.database_url, snapshot_interval=settings.snapshot_interval
+    )
+    timeline = overrides.pop("timeline", None) or storage.timeline
+    services = _services(settings, app, events, read_model, storage.token_cache, timeline,
+                         MemoryTurnLeases(), clock, ids, overrides)
+    follower = MemoryTimelineFollower(storage.recorder, app.mapper, timeline)
+    services.after_checkpoint.append(follower.catch_up)
+    services.extra.update(app=app, memory=storage, database=settings.database_url,
+                          timeline_follower=follower)
+    services.extra.update(overrides)
+    return _bus(services, app)
+
+
+def _bus(services: Services, app: SessionsApplication) -> MessageBus:
+    def close() -> None:
+        # Background summaries first (ADR 0038): none may commit into a closed store.
+        services.turns.background.cancel(timeout=services.settings.summary_timeout_seconds)
+        app.close()
+
+    return MessageBus(services, HANDLERS, on_close=close)
+
+
+def _services(
+    settings: Settings, app: SessionsApplication, events: EventStore, read_model: ReadModel,
+    token_cache: TokenCountCache, timeline: TimelineStore, leases: TurnLeases, clock: Clock | None,
+    ids: IdFactory | None, overrides: dict[str, Any],
+) -> Services:
     catalog = overrides.pop("catalog", None) or LiteLLMCatalog()
     summarizer = overrides.pop("summarizer", None) or make_summarizer(settings)
-    timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
     services = Services(
         settings=settings,
         events=events,
@@ -239,7 +296,7 @@ def bootstrap(
         ids=ids or RandomIds(),
         catalog=catalog,
         tokens=overrides.pop("tokens", None) or TiktokenCounter(catalog.provider_of),
-        token_cache=SqlTokenCountCache(db),
+        token_cache=token_cache,
         summarizer=summarizer,
         timeline=timeline,
         attempts=overrides.pop("attempts", None) or SqlAttemptLog(app),
@@ -248,18 +305,7 @@ def bootstrap(
     services.feed = SqlEventFeed(app)
     services.leases = leases
     services.telemetry = overrides.pop("telemetry", None) or otel.telemetry()
-    assert app.projector is not None
-    follower = TimelineFollower(db, app.projector, timeline)
-    services.after_checkpoint.append(follower.catch_up)
-    services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
-    services.extra.update(overrides)
-
-    def close() -> None:
-        # Background summaries first (ADR 0038): none may commit into a closed store.
-        services.turns.background.cancel(timeout=settings.summary_timeout_seconds)
-        app.close()
-
-    return MessageBus(services, HANDLERS, on_close=close)
+    return services
 
 
 #: pg_advisory_lock key that serializes schema creation across processes.

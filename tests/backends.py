@@ -1,4 +1,5 @@
-"""The two storage backends every contract test runs against (issue 5)."""
+"""The two storage backends every contract test runs against (issue 5), and the
+memory backend the handler unit tests run on (ADR 0045)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from helpers import Harness
+from helpers import Harness, memory_url
 
 POSTGRES_URL = os.environ.get("CTXC_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 RUN_ID = uuid.uuid4().hex[:8]
@@ -34,7 +35,8 @@ def drop_schema(schema: str) -> None:
 
 
 class Databases:
-    """Fresh databases for one test: SQLite files, or PostgreSQL schemas dropped afterwards."""
+    """Fresh databases for one test: SQLite files, PostgreSQL schemas dropped afterwards,
+    or ``memory://`` stores."""
 
     def __init__(self, kind: str, tmp_path: Path) -> None:
         self.kind = kind
@@ -45,7 +47,9 @@ class Databases:
 
     def url(self, name: str = "main") -> str:
         if name not in self.urls:
-            if self.kind == "sqlite":
+            if self.kind == "memory":
+                self.urls[name] = memory_url()
+            elif self.kind == "sqlite":
                 self.urls[name] = f"sqlite:///{self.tmp_path / name}.db"
             else:
                 schema = f"ctxc_{RUN_ID}_{uuid.uuid4().hex[:10]}"

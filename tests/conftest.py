@@ -48,7 +48,29 @@ def _require_postgres() -> None:
         )
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+#: The backends a test's ``backend`` fixture runs on, unless its module sets its own
+#: ``BACKENDS`` (handler unit tests: ``BACKENDS = ("memory",)``, ADR 0045) or the test
+#: is marked ``@pytest.mark.backends(...)`` (a test of storage among handler tests).
+STORAGE_BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("backends")
+    kinds = marker.args if marker else getattr(metafunc.module, "BACKENDS", STORAGE_BACKENDS)
+    # CTXC_TEST_BACKENDS=sqlite,postgres runs the handler unit tests on the databases too.
+    forced = os.environ.get("CTXC_TEST_BACKENDS")
+    if forced and not marker:
+        kinds = tuple(k.strip() for k in forced.split(",") if k.strip())
+    metafunc.parametrize(
+        "backend",
+        [pytest.param(k, marks=pytest.mark.postgres) if k == "postgres" else k for k in kinds],
+        indirect=True,
+    )
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "postgres":
         _require_postgres()

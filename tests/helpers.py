@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,18 @@ def err(envelope: dict[str, Any], code: str) -> dict[str, Any]:
     return envelope["error"]
 
 
+def memory_url() -> str:
+    """A ``memory://`` store of its own (ADR 0045): shared by the buses that name it."""
+    return f"memory://{uuid.uuid4().hex}"
+
+
+class NeedsDatabase(Exception):
+    """A test asked the memory backend for SQL: it belongs on SQLite/PostgreSQL."""
+
+
 class Harness:
-    """Buses on one database (a SQLite file or a PostgreSQL schema); ``reopen()`` is a restart."""
+    """Buses on one database (a SQLite file, a PostgreSQL schema or a ``memory://``
+    store); ``reopen()`` is a restart."""
 
     def __init__(self, target: Path | str, *, adapters: dict[str, Any] | None = None, **settings: Any) -> None:
         self.url = target if isinstance(target, str) and "://" in target else f"sqlite:///{target}"
@@ -55,6 +66,10 @@ class Harness:
     @property
     def is_postgres(self) -> bool:
         return self.url.startswith("postgres")
+
+    @property
+    def is_memory(self) -> bool:
+        return self.url.startswith("memory://")
 
     def new_bus(self, *, adapters: dict[str, Any] | None = None, **overrides: Any) -> MessageBus:
         """A bus on the same database; ``adapters`` replace ports (summarizer, timeline, ...)."""
@@ -73,6 +88,8 @@ class Harness:
 
     # ------------------------------------------------ raw database access (tests only)
     def _db(self) -> Any:
+        if self.is_memory:
+            raise NeedsDatabase("raw SQL needs a SQLite or PostgreSQL harness")
         for bus in reversed(self.buses):
             if not bus._closed:
                 return bus.services.extra["db"], bus.services.extra["app"]
@@ -107,6 +124,8 @@ class Harness:
     def events(self) -> int:
         """How many session events are stored (all sessions; not the compaction attempt
         logs, which record attempts that change nothing by design: ADR 0032)."""
+        if self.is_memory:
+            return sum(1 for n in _notifications(self._bus()) if not _is_attempt(n.topic))
         db, app = self._db()
         with db.read() as cur:
             return int(cur.execute(
@@ -114,8 +133,24 @@ class Harness:
                 (ATTEMPT_TOPICS,),
             ).fetchone()[0])
 
+    def stored_events(self, topic_prefix: str) -> list[tuple[int, str, bytes]]:
+        """(version, topic, state) of the stored events whose topic starts with
+        ``topic_prefix``, by version: the notification log, on any backend."""
+        app = self._bus().services.extra["app"]
+        found = [n for n in app.recorder.select_notifications(start=1, limit=10**9)
+                 if n.topic.startswith(topic_prefix)]
+        return sorted(((n.originator_version, n.topic, bytes(n.state)) for n in found), key=lambda r: r[0])
+
     def count(self, table: str) -> int:
+        if self.is_memory:
+            return _memory_count(self._bus(), table)
         return int(self.query(f"SELECT COUNT(*) FROM {{t}}{table}")[0][0])
+
+    def _bus(self) -> MessageBus:
+        for bus in reversed(self.buses):
+            if not bus._closed:
+                return bus
+        return self.new_bus()
 
     def close(self) -> None:
         for bus in self.buses:
@@ -129,6 +164,28 @@ def event_count(h: Harness) -> int:
 ATTEMPT_TOPICS = "context_compaction:CompactionAttempts%"
 
 
+def _is_attempt(topic: str) -> bool:
+    return topic.startswith(ATTEMPT_TOPICS.rstrip("%"))
+
+
+def _notifications(bus: MessageBus) -> list[Any]:
+    """Every stored event of a memory bus, in notification order."""
+    return list(bus.services.extra["app"].recorder.select_notifications(start=1, limit=10**9))
+
+
+def _memory_count(bus: MessageBus, table: str) -> int:
+    from context_compaction.infrastructure.readmodel import PROJECTED_TABLES
+
+    storage = bus.services.extra["memory"]
+    if table in PROJECTED_TABLES:
+        return len(bus.services.read_model.table_rows(table))  # type: ignore[attr-defined]
+    if table == "rm_timeline":
+        return len(storage.timeline._entries)
+    if table == "rm_token_counts":
+        return sum(len(counts) for counts in storage.token_cache._counts.values())
+    raise NeedsDatabase(f"the memory backend has no table {table}")
+
+
 def fingerprint(bus: MessageBus) -> tuple[Any, ...]:
     """Everything a command could change: the sessions' event log and every projected
     table. The compaction attempt log (its own streams, ADR 0032) records attempts
@@ -136,6 +193,9 @@ def fingerprint(bus: MessageBus) -> tuple[Any, ...]:
     from context_compaction.infrastructure.readmodel import PROJECTED_TABLES
 
     read_model = bus.services.read_model
+    if "memory" in bus.services.extra:
+        ids = [n.id for n in _notifications(bus) if not _is_attempt(n.topic)]
+        return (max(ids, default=None), tuple(tuple(read_model.table_rows(t)) for t in PROJECTED_TABLES))
     app = bus.services.extra["app"]
     table = app.projector.events_table
     row = bus.services.extra["db"].query_one(
@@ -192,6 +252,8 @@ class RecordingSummarizer:
 
 def attempt_count(bus: MessageBus) -> int:
     """Events in the compaction attempt logs of every session (ADR 0032)."""
+    if "memory" in bus.services.extra:
+        return sum(1 for n in _notifications(bus) if _is_attempt(n.topic))
     app = bus.services.extra["app"]
     table = app.projector.events_table
     row = bus.services.extra["db"].query_one(

@@ -8,6 +8,10 @@ from context_compaction.application.ports import SummaryRequest, SummaryResult
 from context_compaction.domain.errors import SummaryFailed
 from helpers import Harness, ok, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 RESERVE = 1_000
 

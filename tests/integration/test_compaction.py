@@ -17,6 +17,10 @@ from context_compaction.infrastructure.demo.scenario import coding_session
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, err, fingerprint, ok, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 
 
@@ -247,6 +251,7 @@ def test_restore_is_byte_identical_and_calls_no_summarizer(make_harness: MakeHar
 
 
 @pytest.mark.parametrize("damage", ["missing", "empty summary", "illegal boundary"])
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_broken_checkpoint_falls_back_to_raw_history(make_harness: MakeHarness, turns, damage: str) -> None:
     spy = RecordingSummarizer()
     h = make(make_harness, spy)
@@ -379,6 +384,7 @@ def test_a_large_window_is_not_capped_at_32k(make_harness: MakeHarness) -> None:
     h.close()
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_storage_failure_at_commit_keeps_the_old_projection(make_harness: MakeHarness, turns, caplog) -> None:
     h = make(make_harness)
     add_turns(h, turns)
@@ -400,6 +406,7 @@ def test_a_storage_failure_at_commit_keeps_the_old_projection(make_harness: Make
     h.close()
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_new_database_has_the_event_and_checkpoint_schema(make_harness: MakeHarness) -> None:
     h = make_harness("fresh")
     counts = {table: h.count(table) for table in ("rm_sessions", "rm_messages", "rm_checkpoints",

@@ -16,6 +16,10 @@ from context_compaction.domain.session import Session
 from context_compaction.infrastructure.demo.scenario import coding_session
 from helpers import Harness, ok, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 SYSTEM = "You are a careful coding agent."
 TEXT = ("This model's maximum context length is {n} tokens. However, your messages resulted in {p} tokens. "
@@ -34,11 +38,8 @@ def usage(h: Harness, **extra) -> dict:
 
 
 def learned_events(h: Harness) -> list[dict]:
-    _, app = h._db()
-    table = app.projector.events_table.qualified
-    rows = h.query(f"SELECT originator_version, state FROM {table} WHERE topic = ? ORDER BY originator_version",
-                   ("context_compaction:Session.WindowLearned",))
-    return [{"version": int(v), **json.loads(bytes(state))} for v, state in rows]
+    rows = h.stored_events("context_compaction:Session.WindowLearned")
+    return [{"version": v, **json.loads(state)} for v, _, state in rows]
 
 
 def overflow(h: Harness, n: int, p: int | None = None) -> tuple[dict, dict]:

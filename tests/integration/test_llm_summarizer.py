@@ -14,6 +14,10 @@ from fakeprovider import FakeProvider, Reply
 from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, err, llm_settings, ok
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 SUMMARY = "\n\n".join(f"## {h}\nNone." for h in HEADINGS).replace(
     "## Objective\nNone.", "## Objective\nFix the flaky refund test in /srv/payments-api."

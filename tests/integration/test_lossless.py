@@ -4,6 +4,8 @@ provider over real HTTP."""
 
 from __future__ import annotations
 
+import pytest
+
 import threading
 
 from context_compaction.domain.checkpoint import Checkpoint
@@ -22,6 +24,10 @@ from helpers import (
     ok,
     user,
 )
+
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
 
 SID = "s"
 EMPTY = "\n\n".join(f"## {h}\nNone." for h in HEADINGS)
@@ -182,6 +188,7 @@ def test_a_checkpoint_without_a_ledger_still_loads_and_compacts(make_harness: Ma
     h.close()
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_an_older_read_model_gains_the_ledger_column_in_place(make_harness: MakeHarness) -> None:
     h = make_harness("u", summarizer="extractive", context_compaction={"keep_recent_tokens": 2000})
     build(h)

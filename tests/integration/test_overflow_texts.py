@@ -16,6 +16,10 @@ from context_compaction.domain.overflow import BREADCRUMB, parse_overflow
 from context_compaction.infrastructure.demo.scenario import coding_session
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 # (name, text as a provider sends it, window, prompt tokens)
 REAL_TEXTS = [
     ("openai", "This model's maximum context length is 128000 tokens. However, your messages resulted in "

@@ -5,6 +5,10 @@ from __future__ import annotations
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "p"
 SUMMARY = "## Goal\nKeep going."
 
@@ -131,8 +135,4 @@ def test_replay_shows_the_pin_events(make_harness: MakeHarness) -> None:
 
 
 def topics(h: Harness) -> list[str]:
-    _, app = h._db()
-    table = app.projector.events_table.qualified
-    rows = h.query(f"SELECT topic FROM {table} WHERE topic LIKE ? ORDER BY originator_version",
-                   ("context_compaction:Session.%",))
-    return [row[0] for row in rows]
+    return [topic for _, topic, _ in h.stored_events("context_compaction:Session.")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from hypothesis import given, settings
@@ -16,6 +18,10 @@ from context_compaction.domain.projection import (
     build_projection,
 )
 from helpers import Harness, assistant, err, ok, tool, user
+
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
 
 CLAUDE = ProviderIdentity("anthropic", "anthropic/claude-sonnet-4-5")
 
@@ -129,6 +135,7 @@ def test_the_incremental_builder_equals_a_full_rebuild(shape, chunks) -> None:
     assert sorted(incremental.diagnostics) == sorted(full.diagnostics)
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_hostile_transcoder_shaped_objects_survive_storage(harness: Harness) -> None:
     weird = {"_type_": "datetime_iso", "_data_": "not a date"}
     nested = {"_type_": "ctxc_escaped_object", "_data_": [["a", 1]]}
@@ -148,6 +155,7 @@ def test_hostile_transcoder_shaped_objects_survive_storage(harness: Harness) -> 
     assert p["projection"]["messages"][1]["x"] == weird
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_user_ids_shaped_like_transcoder_markers_survive_snapshots(make_harness) -> None:
     h = make_harness("snapshots", snapshot_interval=2)
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
@@ -181,6 +189,7 @@ def test_snapshot_steps_are_nested_and_keep_replay_and_write_cost_bounded() -> N
     assert len(taken) < 16 + 8 * 6
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_long_session_reloads_from_a_sparse_snapshot(make_harness) -> None:
     h = make_harness("sparse", snapshot_interval=2)
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))

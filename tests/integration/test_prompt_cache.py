@@ -14,6 +14,10 @@ from typing import Any
 from context_compaction.infrastructure.demo.scenario import coding_session
 from helpers import FAKE_MODEL, Harness, assistant, ok, tool, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 SYSTEM = "You are a careful coding agent."
 

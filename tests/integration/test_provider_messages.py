@@ -21,6 +21,10 @@ from context_compaction.domain.messages import parse_message
 from fakeprovider import FakeProvider, Reply
 from helpers import Harness, err, ok, tool, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 CLAUDE = "anthropic/claude-sonnet-4-5"
 GPT = "gpt-4o"
 
@@ -219,6 +223,7 @@ def test_tool_calls_come_out_nested_from_history_projection_and_prepare_turn(har
         assert calls == [NESTED]
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_stored_events_keep_the_flat_shape_they_were_written_with(harness: Harness) -> None:
     """Nothing rewrites an event: the nested form is a rendering of the stored flat one."""
     h = harness

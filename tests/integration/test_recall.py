@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from backends import MakeHarness
 from helpers import Harness, assistant, err, ok, user
+
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
 
 SID = "r"
 
@@ -86,6 +92,7 @@ def test_search_excludes_invalidated_messages_unless_asked(make_harness: MakeHar
     assert len(ok(h.do({**search, "limit": 1, "include_invalidated": True}))["hits"]) == 1
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (user text never reaches SQL as syntax)
 def test_search_query_is_text_never_syntax(make_harness: MakeHarness) -> None:
     h = start(make_harness)
     (seq,) = append(h, user('he said "OR" NEAR the end; it\'s 50% done * (x:y) ^ -z \x07bell\nline'))
@@ -103,6 +110,7 @@ def test_search_query_is_text_never_syntax(make_harness: MakeHarness) -> None:
     err(h.do({"type": "search_history", "session_id": "nobody", "query": "x"}), "session_not_found")
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_search_index_is_rebuilt_from_the_events(make_harness: MakeHarness) -> None:
     h = start(make_harness)
     append(h, user("the deploy uses version 3.2.1"), assistant("noted: version 3.2.1"))
@@ -169,6 +177,7 @@ def test_run_recall_answers_bad_arguments_with_an_error_for_the_model(make_harne
     assert json.loads(run_recall(h.bus, SID, {"from_seq": 1}))["messages"][0]["content"] == "x"
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_version_6_read_model_gains_its_search_index_without_a_rebuild(make_harness: MakeHarness, caplog) -> None:
     h = start(make_harness)
     append(h, user("the cache lives in /var/cache/ctxc"), assistant("understood"))

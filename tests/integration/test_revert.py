@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 import threading
 
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, user
+
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
 
 SID = "v"
 
@@ -131,6 +137,7 @@ def test_replay_shows_the_revert(make_harness: MakeHarness) -> None:
     assert replay(version)["context_generation"] == cp["generation"] + 1
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_pins_and_reverts_survive_snapshots_and_a_restart(make_harness: MakeHarness) -> None:
     h = make_harness("snap", snapshot_interval=2, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")},
                      context_compaction={"keep_recent_tokens": 400})

@@ -15,6 +15,10 @@ from fakeprovider import FakeProvider, Reply
 from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, ok
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 TOOLS = [{"type": "function", "function": {"name": "run", "description": "Run a shell command",
                                             "parameters": {"type": "object",

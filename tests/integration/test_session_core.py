@@ -9,6 +9,10 @@ import pytest
 from context_compaction import ContextCompactionError, commands
 from helpers import Harness, assistant, err, fingerprint, ok, tool, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 
 def start(h: Harness, sid: str = "s1", model: str = "gpt-4o") -> None:
     ok(h.do({"type": "start_session", "session_id": sid, "model": model}))
@@ -135,6 +139,7 @@ def test_idempotency_outlives_the_aggregates_command_window(harness: Harness) ->
 
 
 # -------------------------------------------------------------- restore
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_new_bus_on_the_same_file_yields_an_identical_projection(harness: Harness) -> None:
     start(harness)
     for n in range(3):
@@ -175,6 +180,7 @@ def test_replay_beyond_the_current_version_is_refused(harness: Harness) -> None:
 
 
 # -------------------------------------------------------------- rebuild
+@pytest.mark.backends("memory", "sqlite", "postgres")  # (each backend's rebuild)
 def test_read_model_dropped_and_rebuilt_from_events_equals_the_live_one(harness: Harness) -> None:
     start(harness)
     start(harness, "s2", "claude-sonnet-4-5")
@@ -189,6 +195,7 @@ def test_read_model_dropped_and_rebuilt_from_events_equals_the_live_one(harness:
     assert fingerprint(harness.bus) == before
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_read_model_catches_up_from_events_it_has_not_seen(harness: Harness) -> None:
     start(harness)
     append(harness, "s1", *coding_turn(1))
@@ -199,6 +206,7 @@ def test_read_model_catches_up_from_events_it_has_not_seen(harness: Harness) -> 
     assert projection(harness) == live
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_read_model_of_an_older_schema_is_rebuilt_from_the_events(harness: Harness) -> None:
     start(harness)
     append(harness, "s1", *coding_turn(1), command_id="k1")
@@ -221,6 +229,7 @@ def test_a_read_model_of_an_older_schema_is_rebuilt_from_the_events(harness: Har
     )  # the command ids were rebuilt too
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_cache_writes_skip_the_flush_and_hand_the_connection_back_durable(harness: Harness) -> None:
     db = harness.bus.services.extra["db"]
     setting, durable = (
@@ -242,6 +251,7 @@ def test_cache_writes_skip_the_flush_and_hand_the_connection_back_durable(harnes
 
 
 # ---------------------------------------------------------- concurrency
+@pytest.mark.backends("memory", "sqlite", "postgres")  # (the store's concurrency, on each)
 def test_two_buses_appending_concurrently_lose_nothing_and_never_duplicate_a_seq(harness: Harness) -> None:
     start(harness)
     buses = [harness.new_bus(), harness.new_bus()]
@@ -326,6 +336,7 @@ def test_typed_dispatch_raises_with_the_contract_code(bus) -> None:
     assert info.value.code == "session_not_found"
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_storage_failure_mid_command_rolls_the_events_back(harness: Harness) -> None:
     start(harness)
     append(harness, "s1", user("hello"))
@@ -363,6 +374,7 @@ def test_soft_deleted_sessions_keep_their_history_for_audit(harness: Harness) ->
     assert sessions[0]["deleted"] is True
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_the_hosts_eventsourcing_environment_does_not_reconfigure_our_store(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,6 +22,10 @@ from context_compaction.infrastructure.demo.scenario import coding_session
 from context_compaction.infrastructure.verify import verify
 from helpers import Harness, ok, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 SYSTEM = "You are a careful coding agent."
 MARK = "[tool result cleared to save context"
@@ -63,15 +67,11 @@ def history(messages: list[dict[str, Any]]) -> str:
 
 
 def cleared_events(h: Harness) -> list[dict[str, Any]]:
-    _, app = h._db()
-    rows = h.query(
-        f"SELECT originator_version, state FROM {app.projector.events_table.qualified}"
-        " WHERE topic = ? ORDER BY originator_version",
-        ("context_compaction:Session.ToolResultsCleared",),
-    )
-    return [{"version": int(v), **json.loads(bytes(state))} for v, state in rows]
+    rows = h.stored_events("context_compaction:Session.ToolResultsCleared")
+    return [{"version": v, **json.loads(state)} for v, _, state in rows]
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_clearing_alone_skips_the_summary_and_restores_byte_identically(make_harness) -> None:
     h = make_harness("c", context_compaction=clearing())
     build(h)
@@ -193,6 +193,7 @@ def test_the_aggregate_refuses_a_clearing_of_anything_but_a_visible_tool_result(
     assert s.collect_events() == []
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_version_8_read_model_gains_the_cleared_column_in_place(make_harness, caplog) -> None:
     h = make_harness("m", context_compaction=clearing())
     build(h)

@@ -12,6 +12,10 @@ from fakeprovider import Reply
 from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, RecordingSummarizer, err, llm_settings, ok, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 SYSTEM = "You are a careful coding agent."
 
@@ -258,6 +262,7 @@ def test_overflow_after_tool_progress_is_not_recovered_from_history(make_harness
     h.close()
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
 def test_a_storage_failure_during_auto_compaction_keeps_memory_and_database_in_step(make_harness: MakeHarness) -> None:
     h = make_harness("t", models={"gpt-4o": {"token_limit": 30_000}},
                 context_compaction={"keep_recent_tokens": 3000})

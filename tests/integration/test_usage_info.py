@@ -11,6 +11,10 @@ from context_compaction.infrastructure.demo.scenario import coding_session
 from context_compaction.infrastructure.tokens import REQUEST_PRIMER, TiktokenCounter
 from helpers import Harness, assistant, ok, user
 
+#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
+#: are marked ``backends("sqlite", "postgres")``.
+BACKENDS = ("memory",)
+
 SID = "s"
 SYSTEM = "You are a careful coding agent."
 TOOLS = [{"type": "function", "function": {"name": "run", "parameters": {"type": "object", "properties": {}}}}]
