@@ -170,6 +170,9 @@ class CheckpointInfo(Result):
     created_at: str
     ledger: dict[str, Any] | None
     """The ledger's coverage (items_total, in_summary, restored, dropped, dropped_items)."""
+    native_state: dict[str, Any] | None = None
+    """Who made the checkpoint's provider-native state ({provider, model, kind}; ADR
+    0039), None without one; the opaque state itself stays in the event."""
     version: int
     active: bool
     reverted: bool

@@ -15,6 +15,7 @@ from context_compaction.domain.session import Session
 from context_compaction.domain.summary import storable_text
 
 from ..readmodel import ProjectionOutOfOrder
+from ..readmodel.handlers import _state_text
 from ..readmodel.rows import dumps
 from ..readmodel.search import search_text
 from .tables import Tables
@@ -131,6 +132,7 @@ class MemoryProjector:
             e.first_retained_seq, e.source_max_seq, e.trigger_reason, e.provider_kind, e.model,
             e.tokens_before, e.tokens_after, int(bool(e.degraded)), dumps(e.summary_source),
             e.created_at, e.originator_version, storable_text(dumps(ledger)) if ledger else None,
+            _state_text(getattr(e, "provider_state", None)),
         ))
         count = self._session(sid)["checkpoint_count"]
         self._touch(sid, e, active_checkpoint_id=e.checkpoint_id, context_generation=e.generation,

@@ -139,6 +139,13 @@ class MemoryReadModel:
                           key=lambda r: r[2])
         return [RevertRecord(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
+    def revert_command(self, command_id: str) -> RevertRecord | None:
+        with self.lock:
+            for r in self.t.data["rm_reverts"].values():
+                if r[5] == command_id:
+                    return RevertRecord(r[0], r[1], r[2], r[3], r[4], r[5])
+        return None
+
     def _checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
         row = self.t.get("rm_checkpoints", checkpoint_id)
         return checkpoint_row(row) if row is not None else None

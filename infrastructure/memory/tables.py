@@ -31,7 +31,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "checkpoint_id", "session_id", "generation", "parent_checkpoint_id", "summary",
         "first_retained_seq", "source_max_seq", "trigger_reason", "provider_kind", "model",
         "tokens_before", "tokens_after", "degraded", "summary_source", "created_at",
-        "version", "ledger",
+        "version", "ledger", "provider_state",
     ),
     "rm_invalidations": (
         "session_id", "version", "kind", "ranges", "excluded", "reason", "generation", "created_at",
