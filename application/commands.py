@@ -108,24 +108,22 @@ class AppendMessages(Command[r.AppendMessagesResult]):
     command_id: CommandId | None = None
     model: ModelName | None = None
 
-    def __init__(
-        self,
-        *,
-        session_id: str,
-        messages: Sequence[MessageInput],
-        command_id: str | None = None,
-        model: str | None = None,
-        type: Literal["append_messages"] = "append_messages",  # noqa: A002 - the field's name
-    ) -> None:
-        # Spelled out so that a type checker takes ``messages`` as the README shows
-        # them (JSON-shaped dicts, a provider's message object as litellm returned
-        # it), which the validator accepts; ``self.messages`` stays ``list[Message]``
-        # (ADR 0040). tests/typing checks that these are exactly the model's fields.
-        given = {"command_id": command_id, "model": model}
-        super().__init__(
-            type=type, session_id=session_id, messages=messages,
-            **{name: value for name, value in given.items() if value is not None},
-        )
+    if TYPE_CHECKING:
+        # The signature a type checker sees: ``messages`` as the README shows them
+        # (JSON-shaped dicts, a provider's message object as litellm returned it),
+        # which the validator accepts; ``self.messages`` stays ``list[Message]`` (ADR
+        # 0040). Only for type checkers: a real ``__init__`` would make pydantic call
+        # it when validating JSON (a missing field a TypeError, not invalid_command).
+        # tests/typing checks that it names exactly the model's fields.
+        def __init__(
+            self,
+            *,
+            session_id: str,
+            messages: Sequence[MessageInput],
+            command_id: str | None = None,
+            model: str | None = None,
+            type: Literal["append_messages"] = "append_messages",  # noqa: A002 - the field's name
+        ) -> None: ...
 
 
 class InvalidateHistory(Command[r.InvalidateHistoryResult]):

@@ -9,6 +9,8 @@ analysing it alone takes ~45 s); our package is, from its sources.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
 import os
 import re
@@ -19,6 +21,7 @@ from inspect import signature
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from context_compaction.application import commands
 from context_compaction.application.commands import AppendMessages, Command, command_types
@@ -134,15 +137,34 @@ def test_every_command_names_the_result_its_handler_returns() -> None:
     assert Command[commands.r.TurnRequest].__origin__ is Command  # an alias, not a model class
 
 
+def _typed_init_parameters(cls: type) -> set[str]:
+    """The parameters of the ``__init__`` a class spells out for type checkers only."""
+    tree = ast.parse(inspect.getsource(cls))
+    inits = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "__init__"]
+    assert len(inits) == 1, f"{cls.__name__} spells out no __init__"
+    arguments = inits[0].args
+    return {a.arg for a in [*arguments.args, *arguments.kwonlyargs]} - {"self"}
+
+
 def test_append_messages_typed_signature_is_exactly_its_fields() -> None:
     # The signature a type checker sees is spelled out (to take dicts): it must name
     # every field, and nothing else, or a field would be untypeable or a typo accepted.
-    parameters = set(signature(AppendMessages.__init__).parameters) - {"self"}
-    assert parameters == set(AppendMessages.model_fields)
+    assert _typed_init_parameters(AppendMessages) == set(AppendMessages.model_fields)
+    # ... and only a type checker sees it: pydantic's own __init__ validates.
+    assert AppendMessages.__init__ is BaseModel.__init__
     data = {"session_id": "s", "messages": [{"role": "user", "content": "hi"}], "model": "gpt-4o"}
     command = AppendMessages(**data)  # type: ignore[arg-type]
     assert command == AppendMessages.model_validate({"type": "append_messages", **data})
     assert command.messages[0].content == "hi"
+
+
+def test_a_json_command_missing_its_fields_is_invalid_command_not_an_internal_error() -> None:
+    from context_compaction import Settings, bootstrap
+
+    with bootstrap(Settings(database_url="sqlite:///:memory:", summarizer="extractive")) as bus:
+        for kind in command_types():
+            envelope = bus.dispatch_json({"type": kind, "session_id": "s", "unexpected": 1})
+            assert envelope["ok"] is False and envelope["error"]["code"] == "invalid_command", (kind, envelope)
 
 
 def _pyright() -> str | None:
