@@ -33,11 +33,16 @@ class ConcurrencyConflict(Exception):
     """The event store refused a save because the session moved on; reload and retry.
 
     ``busy`` marks a database that stayed locked or unreachable rather than a lost race.
+    ``under_lock`` marks a refusal while the writer lock was held: no other writer can
+    have taken the version, so it is a constraint of the database (a host command id
+    another session used, a trigger): worth one more decision after ``after_conflict``
+    has looked, never a retry loop.
     """
 
-    def __init__(self, message: str = "", *, busy: bool = False) -> None:
+    def __init__(self, message: str = "", *, busy: bool = False, under_lock: bool = False) -> None:
         super().__init__(message)
         self.busy = busy
+        self.under_lock = under_lock
 
 
 class EventStore(Protocol):

@@ -147,6 +147,7 @@ def _mutate(
     now = time.monotonic()
     give_up_at = now + deadline_seconds
     busy = 0
+    refused = 0
     stale_ok = True
     exclusive = services._contended.get(session_id, 0.0) > now
     attempt = 0
@@ -169,6 +170,17 @@ def _mutate(
                         f"the database stayed locked or unreachable ({conflict}); nothing "
                         "was written, retry the command",
                         details={"session_id": session_id, "attempts": busy, "cause": str(conflict)},
+                    ) from None
+            elif conflict.under_lock:
+                # A constraint refused the rows under the writer lock: the same decision
+                # would be refused again until the deadline (60 s, seen on SQLite with a
+                # trigger). ``after_conflict`` may name a known cause (a command id another
+                # session took) before one more decision; a second refusal is final.
+                refused += 1
+                if refused > 1 or after_conflict is None:
+                    raise StorageError(
+                        f"the database refused the write: {conflict}; nothing was written",
+                        details={"session_id": session_id, "cause": str(conflict)},
                     ) from None
             else:
                 exclusive = True  # another writer won: the next attempt cannot lose

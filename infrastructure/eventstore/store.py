@@ -198,15 +198,10 @@ class SqlEventStore:
 
     def _write_failure(self, exc: Exception, *, exclusive: bool = False) -> Exception:
         """What a failed write means to the command loop (``exc`` itself: a bug)."""
-        if isinstance(exc, IntegrityError) and not exclusive:
-            # Another writer appended this version first (optimistic concurrency).
-            return ConcurrencyConflict(str(exc))
         if isinstance(exc, IntegrityError):
-            # Under the writer lock no other writer can have taken the version: this is
-            # a constraint the database enforces (a trigger, a CHECK), and a retry would
-            # fail the same way until the command's deadline (it did: 60 s on SQLite).
-            cause = storage_cause(exc)
-            return StorageError(f"the database refused the write: {cause}", details={"cause": cause})
+            # Optimistic: another writer appended this version first. Under the writer
+            # lock no other writer can have: a constraint refused the rows (ADR 0021).
+            return ConcurrencyConflict(storage_cause(exc) if exclusive else str(exc), under_lock=exclusive)
         if is_transient(exc):
             self.db.recover()
             return ConcurrencyConflict(storage_cause(exc), busy=True)
