@@ -13,7 +13,17 @@ rebuild never touches it.
 
 from __future__ import annotations
 
-from .database import Database
+from collections.abc import Callable
+from typing import TypeVar
+
+from .database import Database, StorageBusy
+
+T = TypeVar("T")
+
+#: Tries of one lease operation while the database is busy or a pooled connection was
+#: dropped (PostgreSQL: ``recover`` replaces the dead ones in between). Every operation
+#: is safe to repeat: the owner's own lease can be taken, renewed or released again.
+ATTEMPTS = 3
 
 TABLE = "ctxc_turn_leases"
 
@@ -47,17 +57,28 @@ class SqlTurnLeases:
             cur.execute(self._create)
 
     def acquire(self, session_id: str, owner: str, seconds: float) -> bool:
-        with self.db.write() as cur:
-            return cur.execute(self._acquire, (session_id, owner, float(seconds))).rowcount == 1
+        return self._retrying(lambda: self._changes(self._acquire, (session_id, owner, float(seconds))) == 1)
 
     def renew(self, session_id: str, owner: str, seconds: float) -> bool:
-        with self.db.write() as cur:
-            return cur.execute(self._renew, (float(seconds), session_id, owner)).rowcount == 1
+        return self._retrying(lambda: self._changes(self._renew, (float(seconds), session_id, owner)) == 1)
 
     def release(self, session_id: str, owner: str) -> None:
-        with self.db.write() as cur:
-            cur.execute(self._release, (session_id, owner))
+        self._retrying(lambda: self._changes(self._release, (session_id, owner)))
 
     def holder(self, session_id: str) -> str | None:
-        row = self.db.query_one(self._holder, (session_id,))
+        row = self._retrying(lambda: self.db.query_one(self._holder, (session_id,)))
         return str(row[0]) if row else None
+
+    def _changes(self, sql: str, params: tuple[object, ...]) -> int:
+        with self.db.write() as cur:
+            return cur.execute(sql, params).rowcount
+
+    def _retrying(self, operation: Callable[[], T]) -> T:
+        for attempt in range(ATTEMPTS):
+            try:
+                return operation()
+            except StorageBusy:
+                if attempt == ATTEMPTS - 1:
+                    raise
+                self.db.recover()
+        raise AssertionError("unreachable")

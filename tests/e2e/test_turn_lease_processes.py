@@ -72,7 +72,9 @@ def test_a_crashed_holder_blocks_the_session_only_until_its_lease_runs_out(make_
     never = threading.Event()
     provider.queue(Reply(text="never sent", gate=never), Reply(text="After the crash."))
     h = harness(make_harness, provider)
-    crashing = spawn(h, provider, "question before the crash", tmp_path / "crash.json", 2.0, None)
+    # Renewed every 2 s, so at least 4 s of it are left when it is killed: long enough to
+    # see the session refused on a loaded machine, short enough to wait out.
+    crashing = spawn(h, provider, "question before the crash", tmp_path / "crash.json", 6.0, None)
     try:
         wait_for(lambda: provider.calls == 1)  # the holder waits for its provider
         crashing.send_signal(signal.SIGKILL)

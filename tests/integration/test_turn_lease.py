@@ -74,11 +74,11 @@ def test_a_turn_longer_than_its_lease_keeps_the_session_by_renewing(make_harness
     other = h.new_bus()
 
     async def main() -> tuple[object, BaseException | object]:
-        first = asyncio.create_task(runner(h.bus, lease_seconds=0.6).run(SID, "slow question"))
+        first = asyncio.create_task(runner(h.bus, lease_seconds=1.5).run(SID, "slow question"))
         async with asyncio.timeout(30):
             while provider.calls == 0:
                 await asyncio.sleep(0.005)
-        await asyncio.sleep(1.5)  # 2.5 lease periods: only renewals keep it
+        await asyncio.sleep(4.0)  # 2.7 lease periods: only renewals keep it
         attempt = await asyncio.gather(runner(other).run(SID, "impatient question"), return_exceptions=True)
         gate.set()
         return await first, attempt[0]
