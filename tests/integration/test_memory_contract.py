@@ -254,7 +254,7 @@ def test_memory_backend_answers_as_sqlite_does() -> None:
         TwinMachine,
         # No shrinking: a failing sequence of two twin buses takes minutes to shrink; the
         # unshrunk one names the command and both answers.
-        settings=settings(max_examples=15, stateful_step_count=30, deadline=None,
+        settings=settings(max_examples=10, stateful_step_count=30, deadline=None,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate],
                           suppress_health_check=[HealthCheck.too_slow]),
     )

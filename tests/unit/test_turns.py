@@ -262,23 +262,6 @@ def test_overflow_after_tool_progress_is_not_recovered_from_history(make_harness
     h.close()
 
 
-@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
-def test_a_storage_failure_during_auto_compaction_keeps_memory_and_database_in_step(make_harness: MakeHarness) -> None:
-    h = make_harness("t", models={"gpt-4o": {"token_limit": 30_000}},
-                context_compaction={"keep_recent_tokens": 3000})
-    build(h)
-    h.fail_inserts("rm_checkpoints")  # the checkpoint's projection fails: its event rolls back
-    request = prepare(h)
-    assert request["compaction"] is None
-    assert any("storage_error" in w for w in request["warnings"])
-    h.allow_inserts("rm_checkpoints")
-    live = ok(h.do({"type": "get_projection", "session_id": SID}))
-    assert live["checkpoint_id"] is None and request["messages"][1:] == live["messages"]
-    h.reopen()
-    assert ok(h.do({"type": "get_projection", "session_id": SID})) == live
-    h.close()
-
-
 @pytest.mark.parametrize("kind", ["record_usage", "recover_overflow"])
 def test_turn_commands_validate_their_payloads(make_harness: MakeHarness, kind: str) -> None:
     h = make_harness("t")

@@ -250,31 +250,6 @@ def test_restore_is_byte_identical_and_calls_no_summarizer(make_harness: MakeHar
     h.close()
 
 
-@pytest.mark.parametrize("damage", ["missing", "empty summary", "illegal boundary"])
-@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
-def test_a_broken_checkpoint_falls_back_to_raw_history(make_harness: MakeHarness, turns, damage: str) -> None:
-    spy = RecordingSummarizer()
-    h = make(make_harness, spy)
-    add_turns(h, turns)
-    cp = compact(h)["checkpoint_id"]
-    h.close()
-    if damage == "missing":
-        h.execute("DELETE FROM {t}rm_checkpoints WHERE checkpoint_id = ?", (cp,))
-    elif damage == "empty summary":
-        h.execute("UPDATE {t}rm_checkpoints SET summary = '  ' WHERE checkpoint_id = ?", (cp,))
-    else:
-        h.execute("UPDATE {t}rm_checkpoints SET first_retained_seq = 100000 WHERE checkpoint_id = ?", (cp,))
-    h2 = make_harness("c", adapters={"summarizer": spy})
-    events = h2.events()
-    p = projection(h2)
-    assert p["checkpoint_id"] is None
-    assert p["diagnostics"] and cp in p["diagnostics"][0]
-    assert p["first_raw_seq"] == 1
-    assert len(p["messages"]) == len(history(h2))
-    assert len(spy.requests) == 1 and h2.events() == events
-    h2.close()
-
-
 # ---------------------------------------------------------- timeline
 def test_each_checkpoint_gets_one_timeline_entry(make_harness: MakeHarness) -> None:
     h = make(make_harness)
@@ -384,39 +359,3 @@ def test_a_large_window_is_not_capped_at_32k(make_harness: MakeHarness) -> None:
     h.close()
 
 
-@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
-def test_a_storage_failure_at_commit_keeps_the_old_projection(make_harness: MakeHarness, turns, caplog) -> None:
-    h = make(make_harness)
-    add_turns(h, turns)
-    live = projection(h)
-    events = h.events()
-    h.fail_inserts("rm_checkpoints")  # the checkpoint cannot be projected
-    caplog.set_level(logging.DEBUG, logger="context_compaction")
-    error = err(h.do({"type": "compact", "session_id": SID}), "storage_error")
-    # The cause is named (the driver's error code, never the row's content).
-    assert error["details"]["cause"] in ("SQLITE_CONSTRAINT_TRIGGER", "RaiseException (SQLSTATE P0001)")
-    # A constraint the database enforces fails the same way on every retry: at most the
-    # one optimistic retry under the writer lock, not a spin until the command deadline
-    # (SQLite reports a trigger's RAISE(ABORT) as an IntegrityError, like a lost race).
-    assert caplog.text.count("write conflict, retrying") <= 1
-    assert h.events() == events  # checkpoint event and pointer rolled back together
-    h.allow_inserts("rm_checkpoints")
-    assert projection(h) == live
-    assert compact(h)["status"] == "compacted"  # and the command can be retried
-    h.close()
-
-
-@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
-def test_a_new_database_has_the_event_and_checkpoint_schema(make_harness: MakeHarness) -> None:
-    h = make_harness("fresh")
-    counts = {table: h.count(table) for table in ("rm_sessions", "rm_messages", "rm_checkpoints",
-                                                  "rm_invalidations", "rm_position", "rm_timeline",
-                                                  "rm_token_counts")}
-    # Every table exists and is empty, except the one row that records the schema version.
-    assert counts == {"rm_sessions": 0, "rm_messages": 0, "rm_checkpoints": 0, "rm_invalidations": 0,
-                      "rm_position": 1, "rm_timeline": 0, "rm_token_counts": 0}
-    assert h.query("SELECT name FROM {t}rm_position") == [("schema",)]
-    assert h.events() == 0
-    if not h.is_postgres:
-        assert h.query("PRAGMA journal_mode")[0][0] == "wal"
-    h.close()

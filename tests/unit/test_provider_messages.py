@@ -223,22 +223,6 @@ def test_tool_calls_come_out_nested_from_history_projection_and_prepare_turn(har
         assert calls == [NESTED]
 
 
-@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
-def test_stored_events_keep_the_flat_shape_they_were_written_with(harness: Harness) -> None:
-    """Nothing rewrites an event: the nested form is a rendering of the stored flat one."""
-    h = harness
-    start(h, "s", GPT)
-    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [
-        user("read a.py"), {"role": "assistant", "content": None, "tool_calls": [NESTED]}]}))
-    _, app = h._db()
-    table = app.projector.events_table.qualified
-    states = [bytes(r[0]) for r in h.query(f"SELECT state FROM {table} WHERE topic = ? ORDER BY originator_version",
-                                           ("context_compaction:Session.MessageAppended",))]
-    assert json.loads(states[1])["tool_calls"] == [FLAT]
-    h.reopen()
-    assert ok(h.do({"type": "get_history", "session_id": "s"}))["messages"][1]["tool_calls"] == [NESTED]
-
-
 @functools.cache
 def _command_schema() -> dict[str, Any]:
     return COMMAND_ADAPTER.json_schema()  # what the HTTP server's OpenAPI document is made of
