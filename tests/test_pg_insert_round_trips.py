@@ -41,3 +41,24 @@ def test_the_insert_lock_has_no_set_local_and_still_times_out(pg_databases: Any)
     assert "lock wait timed out" in error["message"], error
     assert elapsed < 12, f"{elapsed:.0f} s for a write against a locked table"
     assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("y")]}))["seqs"] == [2]
+
+
+def test_an_append_sends_no_notify_and_subscribe_says_why(pg_databases: Any) -> None:
+    """ADR 0043: nothing LISTENs, and a notifying commit takes a database-wide lock."""
+    h: Harness = pg_databases.harness("no-notify")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    recorder = h.bus.services.extra["app"].recorder
+    # The library names the channel after the events table, in every schema alike:
+    # a channel of this test's own keeps other databases' writers out of it.
+    recorder.channel_name = "ctxc_" + h.url.split("schema=")[1].replace("-", "_")
+    listener = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        listener.execute(f'LISTEN "{recorder.channel_name}"')
+        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
+        heard = list(listener.notifies(timeout=1.0, stop_after=1))
+    finally:
+        listener.close()
+    assert heard == []
+    with pytest.raises(NotImplementedError, match="no NOTIFY"):
+        recorder.subscribe()
+    assert ok(h.do({"type": "get_projection", "session_id": "s"}))["messages"][0]["content"] == "hello"
