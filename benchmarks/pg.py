@@ -31,9 +31,10 @@ URL = "postgresql://postgres@127.0.0.1:5432/test"
 #: What-if variants of our write path (benchmark processes only): the name and what
 #: is switched off.
 PROTOTYPES = {
-    "lean": "SET LOCAL lock_timeout and NOTIFY per insert (safe today: no listener, lock_timeout set at connect)",
-    "lean_no_lock": "+ LOCK TABLE per plain insert (breaks the global rm_position order)",
-    "lean_no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
+    # (SET LOCAL lock_timeout and NOTIFY, once prototypes here, are gone from the
+    # product: ADR 0030 R1, ADR 0043.)
+    "no_lock": "LOCK TABLE per plain insert (breaks the global rm_position order)",
+    "no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
 }
 
 
@@ -49,12 +50,7 @@ def apply_prototype(bus: Any, variant: str) -> None:
     from eventsourcing.postgres import PostgresAggregateRecorder
 
     recorder = bus.services.extra["app"].recorder
-    # Our pool sets lock_timeout on every connection (``-c lock_timeout`` at connect),
-    # so eventsourcing's per-insert ``SET LOCAL lock_timeout`` repeats it; nothing
-    # LISTENs to the NOTIFY (the read model is projected inline).
-    recorder.lock_table_statements = recorder.lock_table_statements[1:]
-    recorder._notify_channel = lambda curs: None
-    if variant in ("lean_no_lock", "lean_no_lock_no_position"):
+    if variant in ("no_lock", "no_lock_no_position"):
         # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it
         # itself: EXCLUSIVE conflicts with the ROW EXCLUSIVE lock of every INSERT, so the
         # contended path still excludes all other writers.
@@ -62,10 +58,10 @@ def apply_prototype(bus: Any, variant: str) -> None:
             PostgresAggregateRecorder._insert_stored_events(recorder, curs, stored_events, **kwargs)
 
         recorder._insert_stored_events = insert
-    if variant == "lean_no_lock_no_position":
+    if variant == "no_lock_no_position":
         projector = recorder.projector
 
-        def project_inline(cur: Any, ids: Any, events: Any) -> None:
+        def project_inline(cur: Any, ids: Any, events: Any, position: Any = None) -> None:
             projector.apply_all(cur, list(zip(ids, events, strict=True)), strict=True)
 
         projector.project_inline = project_inline
