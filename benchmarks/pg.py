@@ -33,6 +33,7 @@ URL = "postgresql://postgres@127.0.0.1:5432/test"
 PROTOTYPES = {
     # (SET LOCAL lock_timeout and NOTIFY, once prototypes here, are gone from the
     # product: ADR 0030 R1, ADR 0043.)
+    "before_0043": "the write path before ADR 0043: one round trip per statement, NOTIFY per insert",
     "no_lock": "LOCK TABLE per plain insert (breaks the global rm_position order)",
     "no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
 }
@@ -50,6 +51,21 @@ def apply_prototype(bus: Any, variant: str) -> None:
     from eventsourcing.postgres import PostgresAggregateRecorder
 
     recorder = bus.services.extra["app"].recorder
+    if variant == "before_0043":
+        from types import MethodType
+
+        from eventsourcing.postgres import PostgresApplicationRecorder
+
+        recorder._notify_channel = MethodType(PostgresApplicationRecorder._notify_channel, recorder)
+        pipelined = recorder.insert_events
+
+        def unpipelined(stored_events: Any, **kwargs: Any) -> Any:
+            if kwargs.get("locked_writer") is not None or not stored_events:
+                return pipelined(stored_events, **kwargs)
+            with recorder.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+                return recorder._insert_on(conn, curs, stored_events, **kwargs)
+
+        recorder.insert_events = unpipelined
     if variant in ("no_lock", "no_lock_no_position"):
         # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it
         # itself: EXCLUSIVE conflicts with the ROW EXCLUSIVE lock of every INSERT, so the

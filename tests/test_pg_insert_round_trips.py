@@ -62,3 +62,35 @@ def test_an_append_sends_no_notify_and_subscribe_says_why(pg_databases: Any) -> 
     with pytest.raises(NotImplementedError, match="no NOTIFY"):
         recorder.subscribe()
     assert ok(h.do({"type": "get_projection", "session_id": "s"}))["messages"][0]["content"] == "hello"
+
+
+def test_the_pipelined_position_advance_fails_on_the_server_if_the_position_moved(pg_databases: Any) -> None:
+    """ADR 0043: the pipelined insert reads no result before COMMIT, so the position's
+    guard is checked by the server: a position that is not the one read fails the
+    transaction, one that is moves it."""
+    from context_compaction.domain.errors import StorageError
+    from context_compaction.infrastructure.readmodel.projector import ADVANCE_SQL, ReadModelProjector
+    from context_compaction.infrastructure.readmodel.schema import POSITION
+
+    h: Harness = pg_databases.harness("advance-guard")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
+    db = h.bus.services.extra["db"]
+    with db.read() as cur:
+        position = ReadModelProjector.position(cur)
+    assert position > 0
+    with pytest.raises(StorageError):
+        with db.write() as cur:
+            cur.execute(ADVANCE_SQL, (position + 5, POSITION, position - 1))
+    with db.read() as cur:
+        assert ReadModelProjector.position(cur) == position  # rolled back, unmoved
+
+    class Undo(Exception):
+        pass
+
+    with pytest.raises(Undo):
+        with db.write() as cur:
+            cur.execute(ADVANCE_SQL, (position + 5, POSITION, position))
+            assert ReadModelProjector.position(cur) == position + 5
+            raise Undo  # (leave the harness's read model as it was)
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("x")]}))["seqs"] == [2]
