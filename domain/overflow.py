@@ -23,7 +23,7 @@ BREADCRUMB = (
 _N = r"(\d[\d,]*)"  # providers print plain numbers; tolerate thousands separators
 
 #: (pattern, the groups it captures) — the most specific texts first, each from a text
-#: a provider really sends (ADR 0018; tests/test_overflow_texts.py has them verbatim).
+#: a provider really sends (ADR 0018; tests/integration/test_overflow_texts.py has them verbatim).
 #: litellm's ``ContextWindowExceededError`` keeps the text after its own prefix.
 _PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     (re.compile(pattern, re.I), groups)

@@ -1,6 +1,6 @@
 """Where we extend eventsourcing beneath its public API: the only module that does.
 
-Written for eventsourcing ``WRITTEN_FOR``; ``tests/test_library_pin.py`` fails on any
+Written for eventsourcing ``WRITTEN_FOR``; ``tests/unit/test_library_pin.py`` fails on any
 other version and checks that every private name used here still exists. Before moving
 the pin, re-read each override below against the new release's source.
 

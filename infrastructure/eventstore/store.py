@@ -188,7 +188,7 @@ class SqlEventStore:
             raise
         except Exception as exc:
             self._evict(session.id)
-            failure = self._write_failure(exc)
+            failure = self._write_failure(exc, exclusive=True)
             if failure is exc:
                 raise
             raise failure from exc
@@ -196,11 +196,17 @@ class SqlEventStore:
         self._announce(recordings)
         return result, session, saved
 
-    def _write_failure(self, exc: Exception) -> Exception:
+    def _write_failure(self, exc: Exception, *, exclusive: bool = False) -> Exception:
         """What a failed write means to the command loop (``exc`` itself: a bug)."""
-        if isinstance(exc, IntegrityError):
+        if isinstance(exc, IntegrityError) and not exclusive:
             # Another writer appended this version first (optimistic concurrency).
             return ConcurrencyConflict(str(exc))
+        if isinstance(exc, IntegrityError):
+            # Under the writer lock no other writer can have taken the version: this is
+            # a constraint the database enforces (a trigger, a CHECK), and a retry would
+            # fail the same way until the command's deadline (it did: 60 s on SQLite).
+            cause = storage_cause(exc)
+            return StorageError(f"the database refused the write: {cause}", details={"cause": cause})
         if is_transient(exc):
             self.db.recover()
             return ConcurrencyConflict(storage_cause(exc), busy=True)

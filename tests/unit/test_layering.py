@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 IO_LIBRARIES = {
     "litellm", "tiktoken", "sqlite3", "psycopg", "psycopg_pool", "httpx", "requests",

@@ -24,13 +24,13 @@ import pytest
 from backends import MakeHarness
 from helpers import Harness, fingerprint, ok
 
-WORKER = str(Path(__file__).with_name("mp_worker.py"))
+WORKER = str(Path(__file__).parents[1] / "mp_worker.py")
 SESSIONS = ("alpha", "beta")
 ALLOWED_COMPACT_ERRORS = {"stale_candidate", "summary_failed"}
 
 
 def spawn(*args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     return subprocess.Popen([sys.executable, WORKER, *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -196,7 +196,7 @@ def kill_one_worker(url: str, trial: int, out: Path, err: Path, in_commit: bool,
     (returns that checkpoint's id), or at a random moment after its first acknowledged
     batch."""
     before = acknowledged_batches(out)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     with open(err, "wb") as err_file:
         proc = subprocess.Popen(
             [sys.executable, WORKER, "crashloop", url, str(trial), str(out), "3" if in_commit else "0"],

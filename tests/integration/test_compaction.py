@@ -379,13 +379,20 @@ def test_a_large_window_is_not_capped_at_32k(make_harness: MakeHarness) -> None:
     h.close()
 
 
-def test_a_storage_failure_at_commit_keeps_the_old_projection(make_harness: MakeHarness, turns) -> None:
+def test_a_storage_failure_at_commit_keeps_the_old_projection(make_harness: MakeHarness, turns, caplog) -> None:
     h = make(make_harness)
     add_turns(h, turns)
     live = projection(h)
     events = h.events()
     h.fail_inserts("rm_checkpoints")  # the checkpoint cannot be projected
-    err(h.do({"type": "compact", "session_id": SID}), "storage_error")
+    caplog.set_level(logging.DEBUG, logger="context_compaction")
+    error = err(h.do({"type": "compact", "session_id": SID}), "storage_error")
+    # The cause is named (the driver's error code, never the row's content).
+    assert error["details"]["cause"] in ("SQLITE_CONSTRAINT_TRIGGER", "RaiseException (SQLSTATE P0001)")
+    # A constraint the database enforces fails the same way on every retry: at most the
+    # one optimistic retry under the writer lock, not a spin until the command deadline
+    # (SQLite reports a trigger's RAISE(ABORT) as an IntegrityError, like a lost race).
+    assert caplog.text.count("write conflict, retrying") <= 1
     assert h.events() == events  # checkpoint event and pointer rolled back together
     h.allow_inserts("rm_checkpoints")
     assert projection(h) == live

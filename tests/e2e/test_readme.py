@@ -12,7 +12,7 @@ from context_compaction import Settings, bootstrap
 from context_compaction.application import commands as c
 from fakeprovider import Reply
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def embedding_example() -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAME = "context_compaction-0.1.0"
 _JUNK = shutil.ignore_patterns(".venv*", ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis",
                                "*.egg-info", "build", "dist", "*.db", "*.db-wal", "*.db-shm", "ctxc-demo",
@@ -66,7 +66,7 @@ def test_the_sdist_collects_and_runs_its_own_tests(sdist: Path) -> None:
     assert collect.returncode == 0, collect.stdout[-3000:]
     collected = re.search(r"(\d+) tests? collected", collect.stdout)
     assert collected and int(collected.group(1)) > 300, collect.stdout[-500:]
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_settings.py"],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/test_settings.py"],
                          cwd=sdist, capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-3000:]
 
