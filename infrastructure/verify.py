@@ -3,6 +3,7 @@ compare it, table by table, with the live one (DESIGN §5). Reports keys, never 
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -170,28 +171,38 @@ _TEXT_KEYS = frozenset({"session_id", "command_id", "checkpoint_id"})
 
 
 def _rows(cur: Cur, table: str) -> Iterator[tuple[Any, ...]]:
-    """Every row of one projected table in key order, fetched ``BATCH`` at a time
-    (PostgreSQL: a server-side cursor, else the driver would fetch the whole result)."""
+    """Every row of one projected table in key order, ``BATCH`` rows at a time."""
     columns = [c.strip() for c in PROJECTED_TABLES[table].split(",")]
     postgres = cur.dialect.is_postgres
     order = ", ".join(c + (' COLLATE "C"' if postgres and c in _TEXT_KEYS else "") for c in columns)
-    sql = cur.dialect.sql(f"SELECT * FROM {{t}}{table} ORDER BY {order}")
-    if postgres:
+    return _stream(cur, f"SELECT * FROM {{t}}{table} ORDER BY {order}", BATCH)
+
+
+def _stream(cur: Cur, sql: str, batch: int) -> Iterator[tuple[Any, ...]]:
+    """The rows of one query, fetched ``batch`` at a time on a cursor of their own, so
+    two streams can interleave (PostgreSQL: a server-side cursor, else the driver
+    would fetch the whole result at once)."""
+    text = cur.dialect.sql(sql)
+    if cur.dialect.is_postgres:
         from psycopg.rows import tuple_row
 
-        with cur.raw.connection.cursor(name=f"ctxc_verify_{table}", row_factory=tuple_row) as named:
-            named.execute(sql)
-            while rows := named.fetchmany(BATCH):
+        name = f"ctxc_verify_{next(_CURSOR_NUMBERS)}"
+        with cur.raw.connection.cursor(name=name, row_factory=tuple_row) as named:
+            named.execute(text)
+            while rows := named.fetchmany(batch):
                 yield from rows
         return
-    raw = cur.raw.connection.cursor()  # (its own cursor: the two merged reads interleave)
+    raw = cur.raw.connection.cursor()
     try:
-        raw.execute(sql)
-        while rows := raw.fetchmany(BATCH):
+        raw.execute(text)
+        while rows := raw.fetchmany(batch):
             for row in rows:
                 yield tuple(row)
     finally:
         raw.close()
+
+
+_CURSOR_NUMBERS = itertools.count(1)
 
 
 def _damaged_snapshots(app: Any, read_model: SqlReadModel, sessions: dict[str, str]) -> list[DamagedRow]:
@@ -201,15 +212,16 @@ def _damaged_snapshots(app: Any, read_model: SqlReadModel, sessions: dict[str, s
     table = app.snapshots.recorder.events_table_name
     found = []
     with read_model.db.read() as cur:
-        cur.execute(f"SELECT originator_id, originator_version, topic, state FROM {{t}}{table}")
-        while rows := cur.raw.fetchmany(BATCH):
-            for oid, version, topic, state in rows:
-                stored = StoredEvent(oid if isinstance(oid, UUID) else UUID(str(oid)), int(version), topic,
-                                     bytes(state))
-                try:
-                    app.mapper.to_domain_event(stored)
-                except CorruptEvent as exc:
-                    found.append(_damaged(stored, str(exc.details.get("problem", "unreadable")), sessions))
+        # One snapshot at a time: a session's snapshot holds its whole aggregate state
+        # (hundreds of KB at 20k messages), and they are decoded to be checked.
+        rows = _stream(cur, f"SELECT originator_id, originator_version, topic, state FROM {{t}}{table}", 1)
+        for oid, version, topic, state in rows:
+            stored = StoredEvent(oid if isinstance(oid, UUID) else UUID(str(oid)), int(version), topic,
+                                 bytes(state))
+            try:
+                app.mapper.to_domain_event(stored)
+            except CorruptEvent as exc:
+                found.append(_damaged(stored, str(exc.details.get("problem", "unreadable")), sessions))
     return found
 
 
