@@ -122,7 +122,7 @@ def verify(
 ) -> VerifyReport:
     # One snapshot of the live tables, held open while the scratch copy is rebuilt up
     # to the position it reflects; then each table is compared as a merge of two
-    # cursors in key order, so memory stays bounded in the number of rows (ADR 0043).
+    # cursors in key order, so memory stays bounded in the number of rows (ADR 0044).
     damaged: list[DamagedRow] = []
     broken: set[str] = set()
     with read_model.db.read() as live, tempfile.TemporaryDirectory(prefix="ctxc-verify-") as tmp:

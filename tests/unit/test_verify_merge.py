@@ -1,5 +1,5 @@
 """``ctxc verify`` compares each table as a merge of two key-ordered streams
-(issue 18 (b), ADR 0043): only the keys that differ are kept."""
+(issue 18 (b), ADR 0044): only the keys that differ are kept."""
 
 from __future__ import annotations
 
