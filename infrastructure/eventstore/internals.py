@@ -325,9 +325,10 @@ def postgres_recorder_class() -> type:
         def _insert_pipelined(
             self, conn: Any, pipeline: Any, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
         ) -> list[int]:
-            # Two round trips in all (ADR 0043): BEGIN, the table lock, the events, the due snapshots and the read model's position, then one sync for
-            # the notification ids; then the projection and the COMMIT, sent together
-            # when the transaction ends. The lock is held for about one round trip and
+            # Two round trips in all (ADR 0043): BEGIN, the table lock, the events, the
+            # due snapshots and the read model's position, then one sync for the
+            # notification ids; then the projection and the COMMIT, sent together when
+            # the transaction ends. The lock is held for about one round trip and
             # the commit's flush, instead of one round trip per statement.
             self._insert_stored_events(curs, stored_events, **kwargs)
             snapshots = kwargs.get("snapshots")

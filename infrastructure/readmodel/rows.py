@@ -83,7 +83,7 @@ def checkpoint_row(
 
 
 class LedgerCache:
-    """Parsed ledgers by their stored text: a session view reads its active
+    """Parsed ledgers by their stored text (ADR 0044): a session view reads its active
     checkpoint every turn, and its ledger (issue 16) is the one large JSON value in
     that row (~1.4 ms to parse at a few hundred items). The key is the whole text, so
     a hit is exactly what parsing would give; nothing can go stale. Readers only read
