@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--staged-turns", type=int, default=300, help="turns of the staged-compaction section")
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
     parser.add_argument("--pg-prototypes", action="store_true",
-                        help="also run the what-if variants of the write path (ADR 0030)")
+                        help="also run the what-if variants of the write path (ADR 0030, 0043)")
 
 
 def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
