@@ -23,6 +23,7 @@ from context_compaction.domain.errors import (
 from context_compaction.domain.session import Session, session_aggregate_id
 
 from ..database import Database, StorageBusy, is_transient, storage_cause, storage_errors, storage_failure
+from ..readmodel.handlers import CommandIdTaken
 from ..transcoding import naming_session
 
 from .application import SessionsApplication
@@ -198,8 +199,9 @@ class SqlEventStore:
 
     def _write_failure(self, exc: Exception, *, exclusive: bool = False) -> Exception:
         """What a failed write means to the command loop (``exc`` itself: a bug)."""
-        if isinstance(exc, IntegrityError) and not exclusive:
-            # Another writer appended this version first (optimistic concurrency).
+        if isinstance(exc, IntegrityError) and (not exclusive or isinstance(exc, CommandIdTaken)):
+            # Another writer appended this version first (optimistic concurrency), or
+            # used this command id first: the reload finds it (idempotency_conflict).
             return ConcurrencyConflict(str(exc))
         if isinstance(exc, IntegrityError):
             # Under the writer lock no other writer can have taken the version: this is
