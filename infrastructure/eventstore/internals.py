@@ -273,7 +273,7 @@ def postgres_recorder_class() -> type:
     """The projecting PostgreSQL recorder (imported only when PostgreSQL is configured)."""
     from eventsourcing.postgres import PostgresApplicationRecorder
     from psycopg.rows import tuple_row
-    from psycopg.sql import SQL
+    from psycopg.sql import SQL, Identifier
 
     POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
 
@@ -292,6 +292,32 @@ def postgres_recorder_class() -> type:
             self.projector = projector
             self.dialect = dialect
             self.snapshot_recorder: Any = None  # wired by SessionsApplication
+            self.plain_insert_statement = SQL(
+                "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
+                " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
+                " RETURNING notification_id"
+            ).format(
+                schema=Identifier(datastore.schema),
+                table=Identifier(events_table_name),
+                id_type=SQL(datastore.originator_id_type),
+            )
+
+        def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **_: Any) -> None:
+            # The library's lock and insert, with the rows as four plain arrays and the
+            # states sent binary: its array of composite values goes as text, each
+            # state hex-encoded and escaped with regular expressions (~1 ms of CPU and
+            # twice the bytes per 9-message append; ADR 0043).
+            self._lock_table(curs)
+            curs.execute(
+                self.plain_insert_statement,
+                (
+                    [s.originator_id for s in stored_events],
+                    [s.originator_version for s in stored_events],
+                    [s.topic for s in stored_events],
+                    [s.state for s in stored_events],
+                ),
+                prepare=True,
+            )
 
         def _notify_channel(self, curs: Any) -> None:
             # No NOTIFY (ADR 0043). Nothing of ours LISTENs: the read model is projected
