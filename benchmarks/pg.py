@@ -33,7 +33,7 @@ URL = "postgresql://postgres@127.0.0.1:5432/test"
 PROTOTYPES = {
     # (SET LOCAL lock_timeout and NOTIFY, once prototypes here, are gone from the
     # product: ADR 0030 R1, ADR 0043.)
-    "before_0043": "the write path before ADR 0043: one round trip per statement, NOTIFY per insert",
+    "before_0043": "the write path before ADR 0043: one round trip per statement, NOTIFY, composite text rows",
     "no_lock": "LOCK TABLE per plain insert (breaks the global rm_position order)",
     "no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
 }
@@ -57,6 +57,7 @@ def apply_prototype(bus: Any, variant: str) -> None:
         from eventsourcing.postgres import PostgresApplicationRecorder
 
         recorder._notify_channel = MethodType(PostgresApplicationRecorder._notify_channel, recorder)
+        recorder._insert_stored_events = MethodType(PostgresApplicationRecorder._insert_stored_events, recorder)
         pipelined = recorder.insert_events
 
         def unpipelined(stored_events: Any, **kwargs: Any) -> Any:
