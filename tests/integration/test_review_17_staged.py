@@ -73,3 +73,30 @@ def test_replay_before_and_after_the_clearing(make_harness) -> None:
     raw = [m for m in before["projection"]["messages"] if m["role"] == "tool"]
     assert not any(MARK in str(m["content"]) for m in raw)
     assert len(raw) == len([m for m in after["projection"]["messages"] if m["role"] == "tool"])
+
+
+def test_a_result_pinned_after_its_clearing_is_shown_verbatim(make_harness) -> None:
+    """A pin shows a message verbatim (DESIGN §15; the clearing never picks a pinned
+    one): pinning a result that was cleared before brings its output back, in the live
+    request, after a restart and in replay, as it is once a checkpoint passes it."""
+    h, first, _ = cleared_session(make_harness)
+    raw = {m["seq"]: m for m in ok(h.do({"type": "get_history", "session_id": SID}))["messages"]}
+    ids = {m["tool_call_id"]: m["seq"] for m in raw.values() if m["role"] == "tool"}
+    cleared = [m for m in first["messages"] if m["role"] == "tool" and m["content"].startswith(MARK)]
+    seq = ids[cleared[0]["tool_call_id"]]
+    ok(h.do({"type": "pin_messages", "session_id": SID, "seqs": [seq]}))
+
+    def shown(messages: list[dict[str, Any]]) -> str:
+        [found] = [m for m in messages if m.get("tool_call_id") == cleared[0]["tool_call_id"]]
+        return found["content"]
+
+    assert shown(prepare(h)["messages"]) == raw[seq]["content"]
+    assert shown(ok(h.do({"type": "replay_session", "session_id": SID}))["projection"]["messages"]) == raw[seq]["content"]
+    h.reopen()
+    assert shown(prepare(h)["messages"]) == raw[seq]["content"]
+    # the others stay cleared
+    others = [m for m in prepare(h)["messages"] if m["role"] == "tool" and m["content"].startswith(MARK)]
+    assert len(others) == len(cleared) - 1
+    ok(h.do({"type": "unpin_messages", "session_id": SID, "seqs": [seq]}))
+    assert shown(prepare(h)["messages"]) == cleared[0]["content"]  # cleared again, same bytes
+    assert shown(ok(h.do({"type": "replay_session", "session_id": SID}))["projection"]["messages"]) == cleared[0]["content"]
