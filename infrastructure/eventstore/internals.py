@@ -292,6 +292,7 @@ def postgres_recorder_class() -> type:
             self.projector = projector
             self.dialect = dialect
             self.snapshot_recorder: Any = None  # wired by SessionsApplication
+            self.notify = False  # ``postgres.notify``, set by SessionsApplication
             self.plain_insert_statement = SQL(
                 "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
                 " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
@@ -308,6 +309,7 @@ def postgres_recorder_class() -> type:
             # state hex-encoded and escaped with regular expressions (~1 ms of CPU and
             # twice the bytes per 9-message append; ADR 0043).
             self._lock_table(curs)
+            self._notify_channel(curs)
             curs.execute(
                 self.plain_insert_statement,
                 (
@@ -320,16 +322,20 @@ def postgres_recorder_class() -> type:
             )
 
         def _notify_channel(self, curs: Any) -> None:
-            # No NOTIFY (ADR 0043). Nothing of ours LISTENs: the read model is projected
-            # inline and followers are prompted in process after a save. A notifying
-            # commit takes a database-wide lock shared with every other notifying
-            # transaction in the database: measured ~8 of 22 ms per append, one writer.
-            return
+            # NOTIFY only when asked (``postgres.notify``, ADR 0043). Nothing of ours
+            # LISTENs: the read model is projected inline and followers are prompted in
+            # process after a save. A notifying commit takes a database-wide lock shared
+            # with every other notifying transaction: ~8 of 22 ms per append, one writer.
+            if self.notify:
+                super()._notify_channel(curs)
 
         def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
+            if self.notify:
+                return super().subscribe(gt=gt, topics=topics)
             raise NotImplementedError(
-                "context-compaction's PostgreSQL store sends no NOTIFY: follow the events in"
-                " process (an eventsourcing System) or poll select_notifications (ADR 0043)"
+                "context-compaction's PostgreSQL store sends no NOTIFY unless the setting"
+                " postgres.notify is on: turn it on for eventsourcing subscriptions, follow"
+                " the events in process (an eventsourcing System) or poll read_events (ADR 0043)"
             )
 
         def insert_events(

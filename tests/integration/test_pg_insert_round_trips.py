@@ -94,3 +94,23 @@ def test_the_pipelined_position_advance_fails_on_the_server_if_the_position_move
             assert ReadModelProjector.position(cur) == position + 5
             raise Undo  # (leave the harness's read model as it was)
     assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("x")]}))["seqs"] == [2]
+
+
+def test_postgres_notify_on_sends_notify_and_subscriptions_hear_appends(pg_databases: Any) -> None:
+    """``postgres.notify`` (ADR 0043): for eventsourcing subscriptions in other processes."""
+    h: Harness = pg_databases.harness("notify-on", postgres={"notify": True})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    recorder = h.bus.services.extra["app"].recorder
+    recorder.channel_name = "ctxc_on_" + h.url.split("schema=")[1].replace("-", "_")
+    listener = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        listener.execute(f'LISTEN "{recorder.channel_name}"')
+        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
+        heard = list(listener.notifies(timeout=5.0, stop_after=1))
+    finally:
+        listener.close()
+    assert len(heard) == 1
+    # The library's own subscription yields what was written, in order.
+    with recorder.subscribe(gt=0) as subscription:
+        topics = [next(subscription).topic for _ in range(2)]
+    assert [t.rsplit(".", 1)[-1] for t in topics] == ["Started", "MessageAppended"]
