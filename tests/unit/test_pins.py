@@ -136,3 +136,16 @@ def test_replay_shows_the_pin_events(make_harness: MakeHarness) -> None:
 
 def topics(h: Harness) -> list[str]:
     return [topic for _, topic, _ in h.stored_events("context_compaction:Session.")]
+
+
+def test_deleting_a_pinned_message_ends_its_pin(make_harness: MakeHarness) -> None:
+    # ADR 0033: an invalidated message is no longer pinned, so nothing is left to unpin.
+    h = start(make_harness)
+    (a,) = append(h, user("pin me"))
+    (b,) = append(h, user("and me"))
+    assert ok(pin(h, a, b))["pinned_seqs"] == [a, b]
+    ok(h.do({"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [a]}))
+    assert ok(pin(h, b))["pinned_seqs"] == [b]
+    err(pin(h, a, kind="unpin_messages"), "invalid_command")
+    assert ok(pin(h, b, kind="unpin_messages"))["pinned_seqs"] == []
+    h.close()
