@@ -119,10 +119,10 @@ class MessageBus:
         return result
 
     # ---------------------------------------------------------------- async
-    async def adispatch(self, command: Command) -> Any:
-        """``dispatch`` for asyncio callers: the command runs in a command thread, its
-        summary call is ``litellm.acompletion`` on the library's summary loop; nothing
-        blocks the caller's loop (``asyncbus``, ADR 0042)."""
+    async def adispatch(self, command: Command[R]) -> R:
+        """``dispatch`` for asyncio callers, typed as ``dispatch`` (ADR 0040): the command
+        runs in a command thread, its summary call is ``litellm.acompletion`` on the
+        library's summary loop; nothing blocks the caller's loop (``asyncbus``, ADR 0042)."""
         return await asyncbus.off_loop(self.dispatch, command)
 
     async def adispatch_json(self, data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
