@@ -100,3 +100,27 @@ def summary_hint(settings: Any, model: str | None) -> str:
         return f"; check the credentials for model {model!r}, {offline}"
     return (f"; no credentials for model {model!r}: set {' and '.join(missing)}, or "
             f"models[{model!r}].api_key in the settings (CTXC_MODELS), {offline}")
+
+
+def run_subcommand(args: Any) -> int:
+    """The subcommand; an option value its command's model refuses (``events --limit
+    5000``) is that command's ``invalid_command`` naming the field, as through
+    ``dispatch``, not an internal error."""
+    from pydantic import ValidationError
+
+    from context_compaction.domain.errors import InvalidCommand
+
+    try:
+        return int(args.func(args))
+    except ValidationError as exc:
+        if exc.title not in _command_model_names():
+            raise
+        first = exc.errors(include_input=False, include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "command"
+        raise InvalidCommand(f"{where}: {first['msg']}") from None
+
+
+def _command_model_names() -> set[str]:
+    from context_compaction.application.commands import command_types
+
+    return {cls.__name__ for cls in command_types().values()}
