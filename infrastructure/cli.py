@@ -165,6 +165,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
         except SummaryFailed as exc:
             row = bus.services.read_model.session(args.session)
             model = args.model or (row.model if row is not None else None)
+            if model is not None:  # the model that made the call (summary_model, if set)
+                model = bus.services.settings.summary_model_for(model)
             raise SummaryFailed(exc.message + summary_hint(bus.services.settings, model),
                                 details=exc.details) from None
     return _emit(args, result, result.report)
