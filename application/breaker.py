@@ -75,6 +75,10 @@ def _turns_after(records: Sequence[MessageRecord], seq: int) -> int:
     turns = 0
     for m in reversed(records):  # newest first: only the messages after ``seq`` are read
         if m["seq"] <= seq:
+            # The failed turn goes on after its attempt (its reply carries its turn id):
+            # that turn started before ``seq``, so it is not one of the turns after it.
+            if m.get("turn_id") in seen:
+                turns -= 1
             break
         turn_id = m.get("turn_id")
         if turn_id:

@@ -118,7 +118,12 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         )
         tail = [m for m in raw if session.is_visible(m["seq"])]
         ref = None
-    cleared = svc.read_model.cleared_results(cmd.session_id, session.version)
+    pins = set(session.pinned_seqs)
+    cleared = {
+        seq: text
+        for seq, text in svc.read_model.cleared_results(cmd.session_id, session.version).items()
+        if seq not in pins  # a pin shows its message verbatim
+    }
     projection = build_projection(
         checkpoint=ref,
         messages=apply_clearing(tail, cleared),

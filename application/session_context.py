@@ -67,7 +67,9 @@ class _Cached:
         self.checkpoint = checkpoint
         self.records = records  # append-only: a snapshot's records are always a prefix
         self.notes = notes
-        self.cleared = cleared or {}
+        # A pin shows its message verbatim (DESIGN §15), also one cleared before the pin.
+        pins = set(pinned_seqs)
+        self.cleared = {seq: text for seq, text in (cleared or {}).items() if seq not in pins}
         """seq → placeholder of cleared tool results (issue 17): fixed for the life of
         this cache entry, since a new clearing changes ``cleared_count`` (not usable)."""
         self.tokens: dict[str, dict[int, int]] = {}
@@ -216,7 +218,9 @@ class ContextCache:
                 if view is None:
                     self.drop(session_id)
                     raise SessionNotFound(f"session {session_id!r} does not exist")
-                if _usable(view.session, cached):
+                # A pin or unpin changes which cleared results are shown: read in full.
+                repinned = view.pinned_seqs != cached.pinned_seqs and view.session.cleared_count
+                if _usable(view.session, cached) and not repinned:
                     cached.extend(view.session, view.messages)
                     cached.pinned, cached.pinned_seqs = view.pinned, view.pinned_seqs
                     _check_live(cached.session, allow_deleted)

@@ -112,6 +112,10 @@ class PostgresConfig(_Section):
     """Check each pooled connection before use. Off by default: a dropped connection
     fails fast and the command replaces every dead connection at once, then retries."""
     schema_name: str | None = Field(default=None, alias="schema")
+    notify: bool = False
+    """Send PostgreSQL NOTIFY with each append, for eventsourcing subscriptions
+    (``recorder.subscribe()``, its ``ProjectionRunner``) in other processes. Off by
+    default: a notifying commit takes a database-wide lock (ADR 0043)."""
     model_config = ConfigDict(**_CONFIG, populate_by_name=True)
 
 

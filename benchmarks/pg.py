@@ -31,9 +31,11 @@ URL = "postgresql://postgres@127.0.0.1:5432/test"
 #: What-if variants of our write path (benchmark processes only): the name and what
 #: is switched off.
 PROTOTYPES = {
-    "lean": "SET LOCAL lock_timeout and NOTIFY per insert (safe today: no listener, lock_timeout set at connect)",
-    "lean_no_lock": "+ LOCK TABLE per plain insert (breaks the global rm_position order)",
-    "lean_no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
+    # (SET LOCAL lock_timeout and NOTIFY, once prototypes here, are gone from the
+    # product: ADR 0030 R1, ADR 0043.)
+    "before_0043": "the write path before ADR 0043: one round trip per statement, NOTIFY, composite text rows",
+    "no_lock": "LOCK TABLE per plain insert (breaks the global rm_position order)",
+    "no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
 }
 
 
@@ -49,12 +51,23 @@ def apply_prototype(bus: Any, variant: str) -> None:
     from eventsourcing.postgres import PostgresAggregateRecorder
 
     recorder = bus.services.extra["app"].recorder
-    # Our pool sets lock_timeout on every connection (``-c lock_timeout`` at connect),
-    # so eventsourcing's per-insert ``SET LOCAL lock_timeout`` repeats it; nothing
-    # LISTENs to the NOTIFY (the read model is projected inline).
-    recorder.lock_table_statements = recorder.lock_table_statements[1:]
-    recorder._notify_channel = lambda curs: None
-    if variant in ("lean_no_lock", "lean_no_lock_no_position"):
+    if variant == "before_0043":
+        from types import MethodType
+
+        from eventsourcing.postgres import PostgresApplicationRecorder
+
+        recorder._notify_channel = MethodType(PostgresApplicationRecorder._notify_channel, recorder)
+        recorder._insert_stored_events = MethodType(PostgresApplicationRecorder._insert_stored_events, recorder)
+        pipelined = recorder.insert_events
+
+        def unpipelined(stored_events: Any, **kwargs: Any) -> Any:
+            if kwargs.get("locked_writer") is not None or not stored_events:
+                return pipelined(stored_events, **kwargs)
+            with recorder.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+                return recorder._insert_on(conn, curs, stored_events, **kwargs)
+
+        recorder.insert_events = unpipelined
+    if variant in ("no_lock", "no_lock_no_position"):
         # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it
         # itself: EXCLUSIVE conflicts with the ROW EXCLUSIVE lock of every INSERT, so the
         # contended path still excludes all other writers.
@@ -62,10 +75,10 @@ def apply_prototype(bus: Any, variant: str) -> None:
             PostgresAggregateRecorder._insert_stored_events(recorder, curs, stored_events, **kwargs)
 
         recorder._insert_stored_events = insert
-    if variant == "lean_no_lock_no_position":
+    if variant == "no_lock_no_position":
         projector = recorder.projector
 
-        def project_inline(cur: Any, ids: Any, events: Any) -> None:
+        def project_inline(cur: Any, ids: Any, events: Any, position: Any = None) -> None:
             projector.apply_all(cur, list(zip(ids, events, strict=True)), strict=True)
 
         projector.project_inline = project_inline
@@ -123,6 +136,9 @@ def _raw(schema: str, session: str | None, index: int, variant: str | None,
     latencies: list[float] = []
     errors: Counter[str] = Counter()
     statement = f'INSERT INTO "{schema}".raw_m (session_id, seq, body) VALUES (%s, %s, %s)'
+    # ``locked``: the same rows behind the lock eventsourcing takes for gapless
+    # notification ids, held to the COMMIT: the ceiling of any design that keeps it.
+    lock = f'LOCK TABLE "{schema}".raw_m IN EXCLUSIVE MODE' if variant == "locked" else None
     with psycopg.connect(DSN) as conn:
 
         def append(turn: list[dict[str, Any]]) -> None:
@@ -132,6 +148,8 @@ def _raw(schema: str, session: str | None, index: int, variant: str | None,
                 seq += 1
                 rows.append((sid, seq, json.dumps(message)))
             with conn.cursor() as cur:
+                if lock:
+                    cur.execute(lock)
                 cur.executemany(statement, rows)
             conn.commit()
 
@@ -242,9 +260,14 @@ def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool) ->
         for mode in ("distinct", "shared"):
             row = {"ours": run_config("ours", n, mode == "shared", seconds),
                    "raw": run_config("raw", n, mode == "shared", seconds)}
+            if mode == "distinct":
+                row["raw_locked"] = run_config("raw", n, False, seconds, "locked")
             for variant in variants:
                 row[variant] = run_config("ours", n, mode == "shared", seconds, variant)
             row["ratio"] = round(row["ours"]["appends_per_s"] / row["raw"]["appends_per_s"], 3)
+            if "raw_locked" in row:
+                row["ratio_locked"] = round(row["ours"]["appends_per_s"] / row["raw_locked"]["appends_per_s"], 3)
+                row["locked_over_raw"] = round(row["raw_locked"]["appends_per_s"] / row["raw"]["appends_per_s"], 3)
             out[mode][str(n)] = row
     return out
 
@@ -262,6 +285,12 @@ def pg_targets(report: dict[str, Any]) -> list[tuple[str, float, str, bool]]:
     raw_drop = d[hi]["raw"]["appends_per_s"] / d[lo]["raw"]["appends_per_s"]
     out.append((f"PG ours {hi} writers / {lo} writer, vs raw's {raw_drop:.2f}", round(ours_drop, 2),
                 f">= {raw_drop:.2f}", ours_drop >= raw_drop))
+    for n in (lo, hi):
+        if "raw_locked" in d[n]:  # what the gapless-notification lock alone leaves of raw
+            out.append((f"PG raw INSERT + events lock / raw, {n} writer(s) (the lock's ceiling)",
+                        d[n]["locked_over_raw"], "(info)", True))
+            out.append((f"PG distinct sessions, {n} writer(s): ours / raw INSERT + events lock",
+                        d[n]["ratio_locked"], "(info)", True))
     give_ups = sum(row["ours"]["give_ups"] for mode in ("distinct", "shared") for row in report[mode].values())
     out.append(("PG give-ups (storage_error), all runs", give_ups, "0", give_ups == 0))
     return out
@@ -269,8 +298,9 @@ def pg_targets(report: dict[str, Any]) -> list[tuple[str, float, str, bool]]:
 
 def pg_markdown(report: dict[str, Any]) -> list[str]:
     variants = [v for v in PROTOTYPES if any(v in row for row in report["distinct"].values())]
-    head = "| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw | give-ups |"
-    rule = "|---|---|---|---|---|---|"
+    head = ("| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw | give-ups |"
+            " raw + events lock appends/s (p50) | ours / raw + lock |")
+    rule = "|---|---|---|---|---|---|---|---|"
     for v in variants:
         head += f" prototype {v} |"
         rule += "---|"
@@ -280,6 +310,9 @@ def pg_markdown(report: dict[str, Any]) -> list[str]:
             o, r = row["ours"], row["raw"]
             line = (f"| {n} | {mode} | {o['appends_per_s']:,.0f} ({o['p50_ms']:.1f} ms) | "
                     f"{r['appends_per_s']:,.0f} ({r['p50_ms']:.1f} ms) | {row['ratio']:.2f} | {o['give_ups']} |")
+            locked = row.get("raw_locked")
+            line += (f" {locked['appends_per_s']:,.0f} ({locked['p50_ms']:.1f} ms) | {row['ratio_locked']:.2f} |"
+                     if locked else " | |")
             for v in variants:
                 p = row[v]
                 line += f" {p['appends_per_s']:,.0f} ({p['p50_ms']:.1f} ms){' err ' + str(p['errors']) if p['errors'] else ''} |"

@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
     parser.add_argument("--async-delay", type=float, default=3.0, help="seconds of the async section's summary call")
     parser.add_argument("--pg-prototypes", action="store_true",
-                        help="also run the what-if variants of the write path (ADR 0030)")
+                        help="also run the what-if variants of the write path (ADR 0030, 0043)")
 
 
 def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:

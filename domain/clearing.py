@@ -68,7 +68,7 @@ def plan_clearing(
     """
     if not records:
         return ClearingPlan({}, 0)
-    names = tool_names(records)
+    names = result_tools(records)
     newest_turn = _newest_turn_start(records)
     kept = 0
     inside_keep: set[int] = set()
@@ -83,7 +83,7 @@ def plan_clearing(
         seq = m["seq"]
         if m["role"] != "tool" or seq >= newest_turn or seq in inside_keep or seq in cleared:
             continue
-        tool = names.get(m.get("tool_call_id") or "") or m.get("name")
+        tool = names.get(seq) or m.get("name")
         if tool in protected_tools:
             continue
         before = tokens.get(seq, 0)
@@ -121,6 +121,23 @@ def tool_names(records: Sequence[MessageRecord]) -> dict[str, str]:
             if call.get("id") and isinstance(fn, dict) and fn.get("name"):
                 names[str(call["id"])] = str(fn["name"])
     return names
+
+
+def result_tools(records: Sequence[MessageRecord]) -> dict[int, str]:
+    """seq of each tool result -> the function name of the call it answers: the newest
+    call with its id before it. A call id may be reused once answered (some providers
+    send ``call_0`` every turn), so one id -> name map for the whole list would name
+    (and protect) an older result by a later call."""
+    names: dict[str, str] = {}
+    out: dict[int, str] = {}
+    for m in records:
+        if m["role"] == "tool":
+            name = names.get(m.get("tool_call_id") or "")
+            if name:
+                out[m["seq"]] = name
+            continue
+        names.update(tool_names([m]))
+    return out
 
 
 def _newest_turn_start(records: Sequence[MessageRecord]) -> int:

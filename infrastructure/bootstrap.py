@@ -30,6 +30,7 @@ from . import otel
 from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import SessionsApplication, build_store
+from .eventstore.application import NOTIFY_ENV
 from .eventstore.attempts import SqlAttemptLog
 from .eventstore.feed import SqlEventFeed
 from .memory import build_memory_store
@@ -200,6 +201,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
             ),
             "POSTGRES_SCHEMA": schema,
             "POSTGRES_PRE_PING": "y" if pg.pre_ping else "n",
+            NOTIFY_ENV: "y" if pg.notify else "n",
             "CREATE_TABLE": "y",
         }
         safe = f"postgresql://{parsed.hostname}:{parsed.port or 5432}/{env['POSTGRES_DBNAME']}"

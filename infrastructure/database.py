@@ -135,6 +135,30 @@ class Cur:
         return self._dialect
 
 
+class PipelinedCur(Cur):
+    """A PostgreSQL cursor in pipeline mode: statements are sent without waiting for
+    their results, so a run of writes costs one round trip (ADR 0043). Reading a
+    result (``fetch*``, ``rowcount``) syncs the pipeline first."""
+
+    __slots__ = ("_pipeline",)
+
+    def __init__(self, raw: Any, dialect: Dialect, pipeline: Any) -> None:
+        super().__init__(raw, dialect)
+        self._pipeline = pipeline
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        # (psycopg's executemany runs in a pipeline of its own, which syncs when it
+        # ends: one round trip per call. Row by row, the rows join this pipeline.)
+        text = self._dialect.sql(sql)
+        for row in rows:
+            self.raw.execute(text, row)
+
+    @property
+    def rowcount(self) -> int:
+        self._pipeline.sync()
+        return int(self.raw.rowcount)
+
+
 def is_transient(exc: BaseException) -> bool:
     """Locked/busy SQLite, dropped or refused PostgreSQL connections."""
     if isinstance(exc, StorageBusy):

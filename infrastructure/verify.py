@@ -3,8 +3,9 @@ compare it, table by table, with the live one (DESIGN §5). Reports keys, never 
 
 from __future__ import annotations
 
+import itertools
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from eventsourcing.sqlite import SQLiteDatastore
 
 from context_compaction.domain.errors import CorruptEvent
 
-from .database import Database, Dialect
+from .database import Cur, Database, Dialect
 from .readmodel import PROJECTED_TABLES, SCHEMA, EventsTable, ReadModelProjector, SqlReadModel
 
 BATCH = 500
@@ -125,18 +126,15 @@ def verify(
     *,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> VerifyReport:
-    # One snapshot of the live tables and the position they reflect.
-    with read_model.db.read() as cur:
-        position = read_model.projector.position(cur)
-        newest = read_model.lag(cur)[1]
-        live = {
-            table: cur.execute(f"SELECT * FROM {{t}}{table} ORDER BY {order}").fetchall()
-            for table, order in PROJECTED_TABLES.items()
-        }
-        sessions = dict(cur.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
+    # One snapshot of the live tables, held open while the scratch copy is rebuilt up
+    # to the position it reflects; then each table is compared as a merge of two
+    # cursors in key order, so memory stays bounded in the number of rows (ADR 0044).
     damaged: list[DamagedRow] = []
     broken: set[str] = set()
-    with tempfile.TemporaryDirectory(prefix="ctxc-verify-") as tmp:
+    with read_model.db.read() as live, tempfile.TemporaryDirectory(prefix="ctxc-verify-") as tmp:
+        position = read_model.projector.position(live)
+        newest = read_model.lag(live)[1]
+        sessions = dict(live.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
         datastore = SQLiteDatastore(str(Path(tmp) / "scratch.db"))
         try:
             scratch = Database(datastore, Dialect("sqlite"))
@@ -162,17 +160,56 @@ def verify(
                 start = notes[-1].id + 1
                 if on_progress is not None:
                     on_progress(events, position)
-            with scratch.read() as cur:
-                rebuilt = {
-                    table: cur.execute(f"SELECT * FROM {{t}}{table} ORDER BY {order}").fetchall()
-                    for table, order in PROJECTED_TABLES.items()
+            with scratch.read() as rebuilt:
+                tables = {
+                    table: _diff(table, _rows(live, table), _rows(rebuilt, table))
+                    for table in PROJECTED_TABLES
                 }
         finally:
             datastore.close()
-    tables = {name: _diff(name, live[name], rebuilt[name]) for name in PROJECTED_TABLES}
     return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged,
                         damaged_snapshots=_damaged_snapshots(app, read_model, sessions),
                         search_index=read_model.check_search_index())
+
+
+#: Key columns that hold text. PostgreSQL sorts them by byte ("C"), as SQLite does and
+#: as Python compares str, so both cursors of a merge run in one order.
+_TEXT_KEYS = frozenset({"session_id", "command_id", "checkpoint_id"})
+
+
+def _rows(cur: Cur, table: str) -> Iterator[tuple[Any, ...]]:
+    """Every row of one projected table in key order, ``BATCH`` rows at a time."""
+    columns = [c.strip() for c in PROJECTED_TABLES[table].split(",")]
+    postgres = cur.dialect.is_postgres
+    order = ", ".join(c + (' COLLATE "C"' if postgres and c in _TEXT_KEYS else "") for c in columns)
+    return _stream(cur, f"SELECT * FROM {{t}}{table} ORDER BY {order}", BATCH)
+
+
+def _stream(cur: Cur, sql: str, batch: int) -> Iterator[tuple[Any, ...]]:
+    """The rows of one query, fetched ``batch`` at a time on a cursor of their own, so
+    two streams can interleave (PostgreSQL: a server-side cursor, else the driver
+    would fetch the whole result at once)."""
+    text = cur.dialect.sql(sql)
+    if cur.dialect.is_postgres:
+        from psycopg.rows import tuple_row
+
+        name = f"ctxc_verify_{next(_CURSOR_NUMBERS)}"
+        with cur.raw.connection.cursor(name=name, row_factory=tuple_row) as named:
+            named.execute(text)
+            while rows := named.fetchmany(batch):
+                yield from rows
+        return
+    raw = cur.raw.connection.cursor()
+    try:
+        raw.execute(text)
+        while rows := raw.fetchmany(batch):
+            for row in rows:
+                yield tuple(row)
+    finally:
+        raw.close()
+
+
+_CURSOR_NUMBERS = itertools.count(1)
 
 
 def _damaged_snapshots(app: Any, read_model: SqlReadModel, sessions: dict[str, str]) -> list[DamagedRow]:
@@ -182,15 +219,16 @@ def _damaged_snapshots(app: Any, read_model: SqlReadModel, sessions: dict[str, s
     table = app.snapshots.recorder.events_table_name
     found = []
     with read_model.db.read() as cur:
-        cur.execute(f"SELECT originator_id, originator_version, topic, state FROM {{t}}{table}")
-        while rows := cur.raw.fetchmany(BATCH):
-            for oid, version, topic, state in rows:
-                stored = StoredEvent(oid if isinstance(oid, UUID) else UUID(str(oid)), int(version), topic,
-                                     bytes(state))
-                try:
-                    app.mapper.to_domain_event(stored)
-                except CorruptEvent as exc:
-                    found.append(_damaged(stored, str(exc.details.get("problem", "unreadable")), sessions))
+        # One snapshot at a time: a session's snapshot holds its whole aggregate state
+        # (hundreds of KB at 20k messages), and they are decoded to be checked.
+        rows = _stream(cur, f"SELECT originator_id, originator_version, topic, state FROM {{t}}{table}", 1)
+        for oid, version, topic, state in rows:
+            stored = StoredEvent(oid if isinstance(oid, UUID) else UUID(str(oid)), int(version), topic,
+                                 bytes(state))
+            try:
+                app.mapper.to_domain_event(stored)
+            except CorruptEvent as exc:
+                found.append(_damaged(stored, str(exc.details.get("problem", "unreadable")), sessions))
     return found
 
 
@@ -206,18 +244,27 @@ def _damaged(note: Any, problem: str, sessions: dict[str, str]) -> DamagedRow:
     )
 
 
-def _diff(table: str, live: list[tuple[Any, ...]], rebuilt: list[tuple[Any, ...]]) -> TableDiff:
+def _diff(table: str, live: Iterator[tuple[Any, ...]], rebuilt: Iterator[tuple[Any, ...]]) -> TableDiff:
+    """Merge two key-ordered row streams; only the keys that differ are kept."""
     width = len(PROJECTED_TABLES[table].split(","))
-
-    def keyed(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], tuple[Any, ...]]:
-        return {tuple(row[:width]): tuple(row) for row in rows}
-
-    a, b = keyed(live), keyed(rebuilt)
     show = lambda key: "/".join(str(k) for k in key)  # noqa: E731
-    return TableDiff(
-        live=len(live),
-        rebuilt=len(rebuilt),
-        missing=[show(k) for k in b if k not in a],
-        extra=[show(k) for k in a if k not in b],
-        different=[show(k) for k in a if k in b and a[k] != b[k]],
-    )
+    diff = TableDiff(live=0, rebuilt=0)
+    a, b = next(live, None), next(rebuilt, None)
+    while a is not None or b is not None:
+        ka = a[:width] if a is not None else None
+        kb = b[:width] if b is not None else None
+        if kb is None or (ka is not None and ka < kb):
+            diff.extra.append(show(ka))
+            diff.live += 1
+            a = next(live, None)
+        elif ka is None or kb < ka:
+            diff.missing.append(show(kb))
+            diff.rebuilt += 1
+            b = next(rebuilt, None)
+        else:
+            if a != b:
+                diff.different.append(show(ka))
+            diff.live += 1
+            diff.rebuilt += 1
+            a, b = next(live, None), next(rebuilt, None)
+    return diff

@@ -51,6 +51,10 @@ def snapshot_step(interval: int, version: int) -> int:
     return interval * (1 << (ratio.bit_length() - 1)) if ratio > 1 else interval
 
 
+#: The eventsourcing environment key of ``postgres.notify`` (ADR 0043).
+NOTIFY_ENV = "CTXC_POSTGRES_NOTIFY"
+
+
 class SessionsApplication(FastSaveApplication):
     """Sessions as event-sourced aggregates; a snapshot every ``snapshot_interval``
     events (more sparsely as a session grows, see ``snapshot_step``)."""
@@ -121,6 +125,7 @@ class SessionsApplication(FastSaveApplication):
         recorder = postgres_recorder_class()(
             datastore, self.projector, self._dialect, events_table_name=table
         )
+        recorder.notify = self.env.get(NOTIFY_ENV) == "y"
         # Always: besides creating tables it registers the composite type adapters.
         with storage_errors():
             recorder.create_table()

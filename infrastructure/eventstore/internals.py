@@ -9,7 +9,8 @@ the pin, re-read each override below against the new release's source.
   ``_mutually_exclusive_read_write``); ``SQLiteFactory`` installs it (ADR 0016).
 * The projecting recorders: SQLite's ``_insert_events`` hook (the library's own
   extension point, as in its ``searchablecontent`` example), PostgreSQL's
-  ``_insert_stored_events`` and ``_lock_table``; the snapshot recorder's inserts.
+  ``_insert_stored_events``, ``_lock_table`` and ``_notify_channel`` (no NOTIFY);
+  the snapshot recorder's inserts.
 * ``FastSaveApplication``: ``Application.save`` minus its runtime Protocol checks,
   recording through the library's ``_record`` and announcing through ``_notify``, so
   followers and process applications see every event (ADR 0026).
@@ -43,7 +44,8 @@ from eventsourcing.sqlite import (
 )
 from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
-from ..database import Cur, Dialect
+from ..database import Cur, Dialect, PipelinedCur
+from ..readmodel.schema import POSITION
 
 if TYPE_CHECKING:
     from ..readmodel import ReadModelProjector
@@ -61,7 +63,9 @@ PRIVATE_NAMES: dict[str, tuple[str, ...]] = {
     "eventsourcing.sqlite:SQLiteAggregateRecorder": ("_insert_events",),
     "eventsourcing.sqlite:SQLiteApplicationRecorder": ("_insert_events",),
     "eventsourcing.postgres:PostgresAggregateRecorder": ("_insert_stored_events",),
-    "eventsourcing.postgres:PostgresApplicationRecorder": ("_insert_stored_events", "_lock_table"),
+    "eventsourcing.postgres:PostgresApplicationRecorder": (
+        "_insert_stored_events", "_lock_table", "_notify_channel",
+    ),
     "eventsourcing.application:Application": ("_record", "_notify"),
 }
 
@@ -269,7 +273,9 @@ def postgres_recorder_class() -> type:
     """The projecting PostgreSQL recorder (imported only when PostgreSQL is configured)."""
     from eventsourcing.postgres import PostgresApplicationRecorder
     from psycopg.rows import tuple_row
-    from psycopg.sql import SQL
+    from psycopg.sql import SQL, Identifier
+
+    POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
 
     class ProjectingPostgresRecorder(PostgresApplicationRecorder):
         def __init__(
@@ -286,28 +292,98 @@ def postgres_recorder_class() -> type:
             self.projector = projector
             self.dialect = dialect
             self.snapshot_recorder: Any = None  # wired by SessionsApplication
+            self.notify = False  # ``postgres.notify``, set by SessionsApplication
+            self.plain_insert_statement = SQL(
+                "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
+                " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
+                " RETURNING notification_id"
+            ).format(
+                schema=Identifier(datastore.schema),
+                table=Identifier(events_table_name),
+                id_type=SQL(datastore.originator_id_type),
+            )
+
+        def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **_: Any) -> None:
+            # The library's lock and insert, with the rows as four plain arrays and the
+            # states sent binary: its array of composite values goes as text, each
+            # state hex-encoded and escaped with regular expressions (~1 ms of CPU and
+            # twice the bytes per 9-message append; ADR 0043).
+            self._lock_table(curs)
+            self._notify_channel(curs)
+            curs.execute(
+                self.plain_insert_statement,
+                (
+                    [s.originator_id for s in stored_events],
+                    [s.originator_version for s in stored_events],
+                    [s.topic for s in stored_events],
+                    [s.state for s in stored_events],
+                ),
+                prepare=True,
+            )
+
+        def _notify_channel(self, curs: Any) -> None:
+            # NOTIFY only when asked (``postgres.notify``, ADR 0043). Nothing of ours
+            # LISTENs: the read model is projected inline and followers are prompted in
+            # process after a save. A notifying commit takes a database-wide lock shared
+            # with every other notifying transaction: ~8 of 22 ms per append, one writer.
+            if self.notify:
+                super()._notify_channel(curs)
+
+        def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
+            if self.notify:
+                return super().subscribe(gt=gt, topics=topics)
+            raise NotImplementedError(
+                "context-compaction's PostgreSQL store sends no NOTIFY unless the setting"
+                " postgres.notify is on: turn it on for eventsourcing subscriptions, follow"
+                " the events in process (an eventsourcing System) or poll read_events (ADR 0043)"
+            )
 
         def insert_events(
             self, stored_events: Sequence[StoredEvent], **kwargs: Any
         ) -> Sequence[int] | None:
-            # Like the base class, minus the pipeline (the projection reads and must run
-            # inside the transaction, and any error in it must roll the events back
-            # too) and minus its retry decorator: a retry after an unacknowledged commit
-            # could append twice; the command loop reloads and decides again instead.
+            # Like the base class, pipelined, minus its retry decorator: a retry after an
+            # unacknowledged commit could append twice; the command loop reloads and
+            # decides again instead. The projection runs inside the transaction, and
+            # any error in it rolls the events back too.
             writer = kwargs.get("locked_writer")
             if writer is not None:
                 return self._insert_on(writer.conn, writer.curs, stored_events, **kwargs)
             if not stored_events:
                 return []
-            with self.datastore.get_connection() as conn, conn.transaction():
-                with conn.cursor() as curs:
-                    return self._insert_on(conn, curs, stored_events, **kwargs)
+            with self.datastore.get_connection() as conn:
+                with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
+                    return self._insert_pipelined(conn, pipeline, curs, stored_events, **kwargs)
+
+        def _insert_pipelined(
+            self, conn: Any, pipeline: Any, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
+        ) -> list[int]:
+            # Two round trips in all (ADR 0043): BEGIN, the table lock, the events, the
+            # due snapshots and the read model's position, then one sync for the
+            # notification ids; then the projection and the COMMIT, sent together when
+            # the transaction ends. The lock is held for about one round trip and
+            # the commit's flush, instead of one round trip per statement.
+            self._insert_stored_events(curs, stored_events, **kwargs)
+            snapshots = kwargs.get("snapshots")
+            if snapshots:
+                with conn.cursor() as snap:
+                    self.snapshot_recorder._insert_stored_events(snap, snapshots)
+            events = kwargs.get("projected_events")
+            cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
+            if events is not None:
+                cur.execute(POSITION_SQL, (POSITION,))
+            pipeline.sync()  # (a version conflict raises here, as IntegrityError)
+            ids = [row["notification_id"] for row in curs.fetchall()]
+            if events is not None:
+                row = cur.fetchone()
+                self.projector.project_inline(cur, ids, events, position=int(row[0]) if row else None)
+            return ids
 
         def _insert_on(
             self, conn: Any, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
         ) -> list[int]:
-            # The library's insert: the table lock, NOTIFY (its subscriptions listen),
-            # the rows; then its way of reading back the notification ids.
+            # (inside ``locked_writer``: not pipelined, the contended path reads first)
+            # The library's insert: the table lock (no NOTIFY: ``_notify_channel``), the
+            # rows; then its way of reading back the notification ids.
             self._insert_stored_events(curs, stored_events, **kwargs)
             ids = [row["notification_id"] for row in curs.fetchall()]
             snapshots = kwargs.get("snapshots")
@@ -355,8 +431,7 @@ def without_redundant_lock_timeout(statements: list[Any], datastore: Any) -> lis
     ``SessionsApplication.construct_recorder``): one round trip fewer per insert
     (ADR 0030, R1). Anything unexpected keeps the statements as they are.
 
-    NOTIFY stays: eventsourcing's PostgreSQL subscription (``recorder.subscribe()``,
-    used by its ``ProjectionRunner``) LISTENs for it.
+    NOTIFY is dropped by the recorder itself (``_notify_channel``, ADR 0043).
     """
     timeout = getattr(datastore, "lock_timeout", 0)
     options = str(getattr(getattr(datastore, "pool", None), "kwargs", {}).get("options", ""))

@@ -27,6 +27,11 @@ class ProjectionOutOfOrder(Exception):
     """The read model saw an event it cannot place: a bug or a corrupted database."""
 
 
+class CommandIdTaken(IntegrityError):
+    """A host command id another session already used (ADR 0019): a lost race even
+    under the writer lock, so the command loop reloads and reports the earlier use."""
+
+
 class EventHandlers:
     """The projector's per-event SQL. ``Started`` and runs of ``MessageAppended`` are
     dispatched by ``apply_all`` itself (they take ``strict`` and are batched)."""
@@ -102,7 +107,7 @@ class EventHandlers:
         if strict:
             # IntegrityError: the store reports a conflict, the command reloads and
             # finds the earlier use (idempotency_conflict); nothing is written.
-            raise IntegrityError("command id already used by another command")
+            raise CommandIdTaken("command id already used by another command")
         log.warning(
             "command id used twice in the stored events; the first use is kept",
             extra={"session_id": sid, "kind": kind},

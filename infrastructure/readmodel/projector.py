@@ -26,6 +26,14 @@ from .schema import DAMAGE_TABLE, POSITION, EventsTable
 
 log = logging.getLogger("context_compaction.readmodel")
 
+#: PostgreSQL: move the position from exactly ``previous`` to ``new``, or fail the
+#: transaction. No result is read back (the insert is pipelined): a position that moved
+#: makes ``COUNT(*)`` zero and the division fails on the server (SQLSTATE 22012).
+ADVANCE_SQL = (
+    "WITH moved AS (UPDATE {t}rm_position SET notification_id = ? WHERE name = ?"
+    " AND notification_id = ? RETURNING 1) SELECT 1 / COUNT(*) FROM moved"
+)
+
 
 class ReadModelProjector(EventHandlers):
     """Applies Session events to the query tables through a given cursor."""
@@ -58,21 +66,36 @@ class ReadModelProjector(EventHandlers):
             )
 
     # -------------------------------------------------------------- entry
-    def project_inline(self, cur: Cur, ids: Sequence[int], events: Sequence[Any]) -> None:
-        """Project freshly inserted events (same transaction), catching up any gap first."""
+    def project_inline(
+        self, cur: Cur, ids: Sequence[int], events: Sequence[Any], position: int | None = None
+    ) -> None:
+        """Project freshly inserted events (same transaction), catching up any gap first.
+
+        ``position`` (PostgreSQL) is the read model's position as read after the events
+        lock was taken, in the insert's own pipeline: in the common case nothing here
+        then waits for a result, and the projection goes to the server with the COMMIT.
+        """
         if not ids:
             return
         pairs = list(zip(ids, events, strict=True))
-        # Common case in one statement: the read model is exactly at the notification
-        # before these (SQLite rowids are contiguous). Otherwise the careful path.
-        cur.execute(
-            "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id = ?",
-            (ids[-1], POSITION, ids[0] - 1),
-        )
-        if cur.rowcount == 1:
-            self.apply_all(cur, pairs, strict=True)
-            return
-        position = self.position(cur)
+        if position is not None:
+            if position == ids[0] - 1:
+                # Every writer of the position holds the events lock, so it cannot
+                # have moved since it was read; the server still checks (ADVANCE_SQL).
+                cur.execute(ADVANCE_SQL, (ids[-1], POSITION, position))
+                self.apply_all(cur, pairs, strict=True)
+                return
+        else:
+            # Common case in one statement: the read model is exactly at the notification
+            # before these (SQLite rowids are contiguous). Otherwise the careful path.
+            cur.execute(
+                "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id = ?",
+                (ids[-1], POSITION, ids[0] - 1),
+            )
+            if cur.rowcount == 1:
+                self.apply_all(cur, pairs, strict=True)
+                return
+            position = self.position(cur)
         if position < ids[0] - 1:
             self.replay(cur, after=position, before=ids[0])
         self.apply_all(cur, pairs, strict=True)

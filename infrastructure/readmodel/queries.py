@@ -23,7 +23,7 @@ from context_compaction.domain.session import session_aggregate_id
 from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
-from .rows import DamagedMessage, checkpoint_row, message_record, refuse_damaged, session_row
+from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
 from .search import query_terms, search_params, search_sql, search_text, snippet, split_terms
 from .schema import (
     CHECKPOINT_COLS,
@@ -53,6 +53,7 @@ class SqlReadModel:
     def __init__(self, db: Database, projector: ReadModelProjector) -> None:
         self.db = db
         self.projector = projector
+        self._ledgers = LedgerCache()
 
     # ------------------------------------------------------------- schema
     def create_tables(self, previous: int | None = None) -> None:
@@ -285,7 +286,7 @@ class SqlReadModel:
             return None
         session = session_row(row[:N_SESSION_COLS])
         checkpoint = (
-            checkpoint_row(row[N_SESSION_COLS:])
+            checkpoint_row(row[N_SESSION_COLS:], self._ledgers)
             if session.active_checkpoint_id and row[N_SESSION_COLS] is not None
             else None
         )

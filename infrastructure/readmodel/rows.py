@@ -57,7 +57,10 @@ def learned_windows_of(text: str | None) -> dict[str, LearnedWindow]:
     return {model: LearnedWindow(**value) for model, value in json.loads(text).items()}
 
 
-def checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
+def checkpoint_row(
+    row: Sequence[Any], ledger_of: Callable[[str], Any] = json.loads
+) -> CheckpointRow:
+    """``ledger_of`` parses the stored ledger text (``LedgerCache`` reuses a parse)."""
     return CheckpointRow(
         checkpoint_id=row[0],
         session_id=row[1],
@@ -75,9 +78,31 @@ def checkpoint_row(row: Sequence[Any]) -> CheckpointRow:
         summary_source=json.loads(row[13]),
         created_at=row[14],
         version=int(row[15]),
-        ledger=json.loads(row[16]) if row[16] else None,
+        ledger=ledger_of(row[16]) if row[16] else None,
         provider_state=json.loads(row[17]) if row[17] else None,
     )
+
+
+class LedgerCache:
+    """Parsed ledgers by their stored text (ADR 0044): a session view reads its active
+    checkpoint every turn, and its ledger (issue 16) is the one large JSON value in
+    that row (~1.4 ms to parse at a few hundred items). The key is the whole text, so
+    a hit is exactly what parsing would give; nothing can go stale. Readers only read
+    a ledger (``Ledger.from_record``, ``ledger_report`` and ``to_record`` copy what
+    they hand on), so one parse is shared."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._parsed: dict[str, Any] = {}
+
+    def __call__(self, text: str) -> Any:
+        parsed = self._parsed.get(text)
+        if parsed is None:
+            parsed = json.loads(text)
+            if len(self._parsed) >= self.size:
+                self._parsed.pop(next(iter(self._parsed)))  # the oldest
+            self._parsed[text] = parsed
+        return parsed
 
 
 class DamagedMessage(Exception):

@@ -246,7 +246,9 @@ def test_the_crossing_turn_uses_the_background_checkpoint_without_a_summary_call
     crossing = turn(r, "Next step?")
     if background:  # the fresh checkpoint makes the turn fit: no summary call in it
         assert crossing.compactions == [] and summaries == 1
-        # Any summary asked for during the turn is the next background one, not the turn's.
+        # Any summary asked for during the turn is the next background one, not the turn's
+        # (its thread may reach the provider after the turn returned: wait for it).
+        wait_for(lambda: route.summaries() - summaries == int(crossing.background_started))
         assert route.summaries() - summaries == int(crossing.background_started)
     else:  # without it, the turn waits for its own summary call
         assert [x.trigger_reason for x in crossing.compactions] == ["auto"]

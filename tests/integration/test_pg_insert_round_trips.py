@@ -41,3 +41,76 @@ def test_the_insert_lock_has_no_set_local_and_still_times_out(pg_databases: Any)
     assert "lock wait timed out" in error["message"], error
     assert elapsed < 12, f"{elapsed:.0f} s for a write against a locked table"
     assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("y")]}))["seqs"] == [2]
+
+
+def test_an_append_sends_no_notify_and_subscribe_says_why(pg_databases: Any) -> None:
+    """ADR 0043: nothing LISTENs, and a notifying commit takes a database-wide lock."""
+    h: Harness = pg_databases.harness("no-notify")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    recorder = h.bus.services.extra["app"].recorder
+    # The library names the channel after the events table, in every schema alike:
+    # a channel of this test's own keeps other databases' writers out of it.
+    recorder.channel_name = "ctxc_" + h.url.split("schema=")[1].replace("-", "_")
+    listener = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        listener.execute(f'LISTEN "{recorder.channel_name}"')
+        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
+        heard = list(listener.notifies(timeout=1.0, stop_after=1))
+    finally:
+        listener.close()
+    assert heard == []
+    with pytest.raises(NotImplementedError, match="no NOTIFY"):
+        recorder.subscribe()
+    assert ok(h.do({"type": "get_projection", "session_id": "s"}))["messages"][0]["content"] == "hello"
+
+
+def test_the_pipelined_position_advance_fails_on_the_server_if_the_position_moved(pg_databases: Any) -> None:
+    """ADR 0043: the pipelined insert reads no result before COMMIT, so the position's
+    guard is checked by the server: a position that is not the one read fails the
+    transaction, one that is moves it."""
+    from context_compaction.domain.errors import StorageError
+    from context_compaction.infrastructure.readmodel.projector import ADVANCE_SQL, ReadModelProjector
+    from context_compaction.infrastructure.readmodel.schema import POSITION
+
+    h: Harness = pg_databases.harness("advance-guard")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
+    db = h.bus.services.extra["db"]
+    with db.read() as cur:
+        position = ReadModelProjector.position(cur)
+    assert position > 0
+    with pytest.raises(StorageError):
+        with db.write() as cur:
+            cur.execute(ADVANCE_SQL, (position + 5, POSITION, position - 1))
+    with db.read() as cur:
+        assert ReadModelProjector.position(cur) == position  # rolled back, unmoved
+
+    class Undo(Exception):
+        pass
+
+    with pytest.raises(Undo):
+        with db.write() as cur:
+            cur.execute(ADVANCE_SQL, (position + 5, POSITION, position))
+            assert ReadModelProjector.position(cur) == position + 5
+            raise Undo  # (leave the harness's read model as it was)
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("x")]}))["seqs"] == [2]
+
+
+def test_postgres_notify_on_sends_notify_and_subscriptions_hear_appends(pg_databases: Any) -> None:
+    """``postgres.notify`` (ADR 0043): for eventsourcing subscriptions in other processes."""
+    h: Harness = pg_databases.harness("notify-on", postgres={"notify": True})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    recorder = h.bus.services.extra["app"].recorder
+    recorder.channel_name = "ctxc_on_" + h.url.split("schema=")[1].replace("-", "_")
+    listener = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        listener.execute(f'LISTEN "{recorder.channel_name}"')
+        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
+        heard = list(listener.notifies(timeout=5.0, stop_after=1))
+    finally:
+        listener.close()
+    assert len(heard) == 1
+    # The library's own subscription yields what was written, in order.
+    with recorder.subscribe(gt=0) as subscription:
+        topics = [next(subscription).topic for _ in range(2)]
+    assert [t.rsplit(".", 1)[-1] for t in topics] == ["Started", "MessageAppended"]

@@ -163,7 +163,7 @@ def turns(h: Harness, n: int) -> list[dict]:
     return prepared
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+@pytest.mark.backends("sqlite")
 def test_pins_under_the_threshold_leave_room_for_a_summary(make_harness: MakeHarness) -> None:
     # 5,200 pinned tokens under a 7,000-token threshold: the kept tail must make room
     # for them (they were planned as history, so no compaction ever fit)
@@ -174,7 +174,7 @@ def test_pins_under_the_threshold_leave_room_for_a_summary(make_harness: MakeHar
     assert usage["breakdown"]["pinned"] >= 5_200 and usage["used_tokens"] <= usage["compression_threshold_tokens"]
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+@pytest.mark.backends("sqlite")
 def test_pins_near_the_threshold_never_leave_the_session_stuck(make_harness: MakeHarness) -> None:
     # (before: every compaction failed and then the overflow trim planned the pinned
     # tokens as history, "trimming would not shrink the request": overflow_retry_exhausted)

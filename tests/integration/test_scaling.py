@@ -113,23 +113,28 @@ def compacted_session(tmp_path: Path, messages: int) -> Harness:
     return h
 
 
-def json_turn_seconds(h: Harness, start: int, rounds: int) -> list[float]:
-    """One turn through the JSON path as a service drives it: append, prepare_turn,
-    each from JSON text to the response's JSON text."""
-    times = []
+def json_turn_seconds(h: Harness, start: int, rounds: int) -> tuple[list[float], list[float]]:
+    """Turns through the JSON path as a service drives it (the HTTP edge's
+    ``dispatch_json_reply``: JSON text in, response bytes out): seconds of each
+    ``append_messages`` and of each ``prepare_turn``."""
+    appends, prepares = [], []
+    prepare = json.dumps({"type": "prepare_turn", "session_id": "s", "system_prompt": "You are a careful agent."})
     for k in range(rounds):
         append = json.dumps({"type": "append_messages", "session_id": "s", "messages": turn(start + k)})
-        prepare = json.dumps({"type": "prepare_turn", "session_id": "s",
-                              "system_prompt": "You are a careful agent."})
         t0 = time.perf_counter()
-        appended = json.dumps(h.do(append))
-        request = json.dumps(h.do(prepare))
-        times.append(time.perf_counter() - t0)
-        assert '"ok": true' in appended and '"ok": true' in request, (appended[:300], request[:300])
-    return times
+        appended = h.bus.dispatch_json_bytes(append)
+        t1 = time.perf_counter()
+        request = h.bus.dispatch_json_bytes(prepare)
+        t2 = time.perf_counter()
+        appends.append(t1 - t0)
+        prepares.append(t2 - t1)
+        assert appended.startswith(b'{"ok":true') and request.startswith(b'{"ok":true'), (appended[:300], request[:300])
+    return appends, prepares
 
 
-def test_json_path_per_turn_cost_is_flat_from_400_to_4000_messages(tmp_path: Path) -> None:
+def test_json_path_append_and_prepare_turn_are_flat_from_400_to_4000_messages(tmp_path: Path) -> None:
+    """Issue 18 (d): each JSON command's cost at 4,000 messages over its cost at 400,
+    on compacted sessions whose requests are the same size (ratios, not times)."""
     small = compacted_session(tmp_path, 400)
     large = compacted_session(tmp_path, 4000)
     sizes = [len(small.do({"type": "get_projection", "session_id": "s"})["result"]["messages"]),
@@ -137,11 +142,15 @@ def test_json_path_per_turn_cost_is_flat_from_400_to_4000_messages(tmp_path: Pat
     assert sizes[0] == sizes[1] and sizes[0] < 100, sizes  # the same bounded tail at both sizes
     json_turn_seconds(small, 20_000, 2)  # warm: handlers, schemas, caches
     json_turn_seconds(large, 20_000, 2)
-    small_times, large_times = [], []
+    times: dict[str, list[float]] = {"small append": [], "small prepare": [], "large append": [],
+                                     "large prepare": []}
     for r in range(3):  # interleaved, so machine noise hits both sizes alike
-        small_times += json_turn_seconds(small, 30_000 + r * 100, 5)
-        large_times += json_turn_seconds(large, 30_000 + r * 100, 5)
-    ratio = statistics.median(large_times) / statistics.median(small_times)
-    assert ratio < 1.8, f"a JSON-path turn at 4,000 messages costs {ratio:.2f}x the 400-message one"
+        for name, h in (("small", small), ("large", large)):
+            appends, prepares = json_turn_seconds(h, 30_000 + r * 100, 5)
+            times[f"{name} append"] += appends
+            times[f"{name} prepare"] += prepares
+    for kind in ("append", "prepare"):
+        ratio = statistics.median(times[f"large {kind}"]) / statistics.median(times[f"small {kind}"])
+        assert ratio < 1.8, f"a JSON {kind} at 4,000 messages costs {ratio:.2f}x the 400-message one"
     small.close()
     large.close()

@@ -1,0 +1,59 @@
+"""A session view parses its checkpoint's ledger once per stored text (issue 18 (c)).
+
+The view reads the active checkpoint on every turn; the ledger is the one large JSON
+value in that row. ``LedgerCache`` keys the parse by the whole text, so a hit is what
+parsing gives and a changed row is parsed again.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from context_compaction import commands
+from context_compaction.infrastructure.readmodel.rows import LedgerCache
+from helpers import Harness
+
+
+def compacted(tmp_path: Path) -> Harness:
+    h = Harness(tmp_path / "l.db", summarizer="extractive",
+                context_compaction={"enabled": False, "keep_recent_tokens": 200})
+    h.bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=None))
+    batch = []
+    for n in range(40):
+        batch += [
+            {"role": "user", "content": f"Edit src/mod{n}.py, ticket PROJ-{n}; set FLAG_{n}=on. " * 3},
+            {"role": "assistant", "content": f"Done with src/mod{n}.py on port {8000 + n}."},
+        ]
+    h.bus.dispatch(commands.AppendMessages(session_id="s", messages=batch))
+    outcome = h.do({"type": "compact", "session_id": "s"})
+    assert outcome["ok"] and outcome["result"]["status"] == "compacted", outcome
+    return h
+
+
+def test_the_view_reuses_the_parsed_ledger_until_its_text_changes(tmp_path: Path) -> None:
+    h = compacted(tmp_path)
+    read_model = h.bus.services.read_model
+    first = read_model.session_view("s")
+    second = read_model.session_view("s")
+    assert first.checkpoint is not None and first.checkpoint.ledger
+    assert first.checkpoint.ledger["items"], "the fixture's checkpoint has no ledger items"
+    assert second.checkpoint.ledger is first.checkpoint.ledger  # parsed once
+    stored = h.query("SELECT ledger FROM {t}rm_checkpoints")[0][0]
+    assert first.checkpoint.ledger == json.loads(stored)
+
+    changed = json.loads(stored)
+    changed["report"] = {**changed.get("report", {}), "items_total": 12345}
+    h.execute("UPDATE {t}rm_checkpoints SET ledger = ?", (json.dumps(changed),))
+    third = read_model.session_view("s")
+    assert third.checkpoint.ledger == changed  # a different text is parsed again
+    h.close()
+
+
+def test_the_ledger_cache_is_bounded_and_keeps_the_newest() -> None:
+    cache = LedgerCache(size=2)
+    texts = [json.dumps({"items": [n]}) for n in range(3)]
+    parsed = [cache(t) for t in texts]
+    assert parsed == [{"items": [0]}, {"items": [1]}, {"items": [2]}]
+    assert cache(texts[2]) is parsed[2] and cache(texts[1]) is parsed[1]
+    assert cache(texts[0]) is not parsed[0]  # the oldest was dropped
