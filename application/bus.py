@@ -6,6 +6,7 @@ import gc
 import json
 import logging
 import platform
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
@@ -52,6 +53,10 @@ class MessageBus:
         self.handlers = dict(handlers)
         self._on_close = on_close
         self._closed = False
+        # Commands running now (``dispatch`` in any thread, ``adispatch``'s command
+        # threads): ``close`` lets them finish before it closes the store under them.
+        self._running = 0
+        self._idle = threading.Condition()
 
     # ---------------------------------------------------------------- typed
     def dispatch(self, command: Command[R]) -> R:
@@ -67,12 +72,19 @@ class MessageBus:
         return result
 
     def _handle(self, command: Command[Any]) -> Any:
-        if self._closed:
-            raise InvalidCommand("the bus is closed")
         handler = self.handlers.get(type(command))
         if handler is None:
             raise InvalidCommand(f"no handler for {type(command).__name__}")
-        return self._observed(handler, command)
+        with self._idle:
+            if self._closed:
+                raise InvalidCommand("the bus is closed")
+            self._running += 1
+        try:
+            return self._observed(handler, command)
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
 
     def _observed(self, handler: Handler, command: Command[Any]) -> Any:
         """The handler in a ``ctxc.command`` span, its metrics and a completion log line
@@ -107,10 +119,10 @@ class MessageBus:
         return result
 
     # ---------------------------------------------------------------- async
-    async def adispatch(self, command: Command) -> Any:
-        """``dispatch`` for asyncio callers: the command runs in a command thread, its
-        summary call is ``litellm.acompletion`` on the library's summary loop; nothing
-        blocks the caller's loop (``asyncbus``, ADR 0042)."""
+    async def adispatch(self, command: Command[R]) -> R:
+        """``dispatch`` for asyncio callers, typed as ``dispatch`` (ADR 0040): the command
+        runs in a command thread, its summary call is ``litellm.acompletion`` on the
+        library's summary loop; nothing blocks the caller's loop (``asyncbus``, ADR 0042)."""
         return await asyncbus.off_loop(self.dispatch, command)
 
     async def adispatch_json(self, data: Mapping[str, Any] | str | bytes) -> dict[str, Any]:
@@ -188,10 +200,17 @@ class MessageBus:
             raise InvalidCommand("command nested too deeply") from None
 
     def close(self) -> None:
-        if not self._closed:
+        """Refuse new commands, let the running ones finish (a compaction in its summary
+        call: at most the summary timeout), then close the store."""
+        with self._idle:
+            if self._closed:
+                return
             self._closed = True
-            if self._on_close is not None:
-                self._on_close()
+            self._idle.wait_for(
+                lambda: self._running == 0, timeout=self.services.settings.summary_timeout_seconds
+            )
+        if self._on_close is not None:
+            self._on_close()
 
     def __enter__(self) -> MessageBus:
         return self

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
 from types import TracebackType
@@ -63,12 +64,47 @@ class TurnLease:
     async def __aenter__(self) -> TurnLease:
         if self.leases is not None:
             started = time.monotonic()
-            taken = await asyncio.to_thread(self.leases.acquire, self.session_id, self.owner, self.seconds)
+            taken = await self._acquire(self.leases)
             if not taken:
                 raise _in_progress(self.session_id, "a second turn will not run beside it")
             self._renewed_at = started
             self._renewing = asyncio.create_task(self._renew_until_cancelled())
         return self
+
+    async def _acquire(self, leases: TurnLeases) -> bool:
+        """The upsert in a thread. Cancelled while it waits for the database, it still
+        runs and may take the lease, with no ``__aexit__`` to give it back: it is
+        released then (by the thread, or here when the thread had finished), or the
+        session would stay blocked for ``seconds`` with no turn running."""
+        guard = threading.Lock()
+        answer: list[bool] = []  # the upsert's, once it has one
+        abandoned: list[bool] = []  # the caller was cancelled
+
+        def take() -> bool:
+            taken = leases.acquire(self.session_id, self.owner, self.seconds)
+            with guard:
+                answer.append(taken)
+                orphaned = bool(abandoned)
+            if taken and orphaned:
+                self._release_quietly(leases)
+            return taken
+
+        try:
+            return await asyncio.to_thread(take)
+        except asyncio.CancelledError:
+            with guard:
+                abandoned.append(True)
+                orphan = bool(answer and answer[0])
+            if orphan:
+                threading.Thread(target=self._release_quietly, args=(leases,), daemon=True).start()
+            raise
+
+    def _release_quietly(self, leases: TurnLeases) -> None:
+        try:
+            leases.release(self.session_id, self.owner)
+        except ContextCompactionError as failure:  # it runs out by itself
+            log.warning("turn lease not released", extra={
+                "session_id": self.session_id, "error_code": failure.code})
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

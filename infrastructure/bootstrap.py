@@ -35,7 +35,7 @@ from .eventstore.attempts import SqlAttemptLog
 from .eventstore.feed import SqlEventFeed
 from .memory import build_memory_store
 from .memory.build import PREFIX as MEMORY_PREFIX
-from .memory.stores import MemoryTimelineFollower, MemoryTurnLeases
+from .memory.stores import MemoryTimelineFollower
 from .readmodel import SqlTokenCountCache
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
@@ -265,7 +265,7 @@ def _bootstrap_memory(
     )
     timeline = overrides.pop("timeline", None) or storage.timeline
     services = _services(settings, app, events, read_model, storage.token_cache, timeline,
-                         MemoryTurnLeases(), clock, ids, overrides)
+                         storage.leases, clock, ids, overrides)
     follower = MemoryTimelineFollower(storage.recorder, app.mapper, timeline)
     services.after_checkpoint.append(follower.catch_up)
     services.extra.update(app=app, memory=storage, database=settings.database_url,

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cli_setup import UsageError, require_database, settings_for, summary_hint
+from .cli_setup import UsageError, require_database, run_subcommand, settings_for, summary_hint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process killed by SIGPIPE
@@ -165,6 +165,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
         except SummaryFailed as exc:
             row = bus.services.read_model.session(args.session)
             model = args.model or (row.model if row is not None else None)
+            if model is not None:  # the model that made the call (summary_model, if set)
+                model = bus.services.settings.summary_model_for(model)
             raise SummaryFailed(exc.message + summary_hint(bus.services.settings, model),
                                 details=exc.details) from None
     return _emit(args, result, result.report)
@@ -329,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     from context_compaction.domain.errors import ContextCompactionError
 
     try:
-        return int(args.func(args))
+        return int(run_subcommand(args))
     except BrokenPipeError:
         return _closed_pipe()
     except ContextCompactionError as exc:

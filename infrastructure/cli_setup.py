@@ -69,6 +69,7 @@ def require_database(settings: Any, command: str) -> None:
 
     target = parse_database_url(settings)
     if target.dialect.is_postgres:
+        _require_postgres_tables(target, command)
         return
     path = target.env["SQLITE_DBNAME"]
     if path.startswith("file:"):
@@ -81,6 +82,34 @@ def require_database(settings: Any, command: str) -> None:
             f"no database at {path}: `ctxc {command}` only reads and creates none "
             "(check --db or CTXC_DATABASE_URL)",
             details={"database": f"sqlite:///{path}", "cause": "no such file"},
+        )
+
+
+def _require_postgres_tables(target: Any, command: str) -> None:
+    """As a missing SQLite file: a schema without our events table (a typo in
+    ``?schema=``) is refused, not created with every table in it."""
+    import psycopg
+
+    from context_compaction.domain.errors import StorageError
+
+    from .eventstore import SessionsApplication
+
+    env, schema = target.env, target.schema
+    table = f'"{schema}".{SessionsApplication.name.lower()}_events'
+    try:
+        with psycopg.connect(
+            host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"], dbname=env["POSTGRES_DBNAME"],
+            user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"] or None,
+            connect_timeout=max(1, round(float(env["POSTGRES_CONNECT_TIMEOUT"]))),
+        ) as conn:
+            row = conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()
+    except psycopg.Error:
+        return  # bootstrap reports an unreachable database with its cause
+    if row is None or row[0] is None:
+        raise StorageError(
+            f"no context-compaction tables in schema {schema!r} of {target.description}: "
+            f"`ctxc {command}` only reads and creates none (check --db or CTXC_DATABASE_URL)",
+            details={"database": target.description, "schema": schema, "cause": "no such schema or table"},
         )
 
 
@@ -100,3 +129,27 @@ def summary_hint(settings: Any, model: str | None) -> str:
         return f"; check the credentials for model {model!r}, {offline}"
     return (f"; no credentials for model {model!r}: set {' and '.join(missing)}, or "
             f"models[{model!r}].api_key in the settings (CTXC_MODELS), {offline}")
+
+
+def run_subcommand(args: Any) -> int:
+    """The subcommand; an option value its command's model refuses (``events --limit
+    5000``) is that command's ``invalid_command`` naming the field, as through
+    ``dispatch``, not an internal error."""
+    from pydantic import ValidationError
+
+    from context_compaction.domain.errors import InvalidCommand
+
+    try:
+        return int(args.func(args))
+    except ValidationError as exc:
+        if exc.title not in _command_model_names():
+            raise
+        first = exc.errors(include_input=False, include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "command"
+        raise InvalidCommand(f"{where}: {first['msg']}") from None
+
+
+def _command_model_names() -> set[str]:
+    from context_compaction.application.commands import command_types
+
+    return {cls.__name__ for cls in command_types().values()}

@@ -18,20 +18,22 @@ from ..database import Dialect
 from ..eventstore import SessionsApplication, SqlEventStore
 from .readmodel import MemoryReadModel
 from .recorder import ProjectingMemoryRecorder
-from .stores import MemoryTimelineStore, MemoryTokenCountCache
+from .stores import MemoryTimelineStore, MemoryTokenCountCache, MemoryTurnLeases
 
 PREFIX = "memory://"
 
 
 class MemoryStorage:
     """What outlives one bus: the events (with their snapshots), the read-model tables,
-    the token counts and the Timeline."""
+    the token counts, the Timeline and the turn leases (a second bus on the store is
+    another "process": it must see the running turn, ADR 0041)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.recorder = ProjectingMemoryRecorder()
         self.token_cache = MemoryTokenCountCache()
         self.timeline = MemoryTimelineStore()
+        self.leases = MemoryTurnLeases()
 
 
 _NAMED: weakref.WeakValueDictionary[str, MemoryStorage] = weakref.WeakValueDictionary()
