@@ -5,9 +5,9 @@ from __future__ import annotations
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
-#: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
-#: are marked ``backends("sqlite", "postgres")``.
-BACKENDS = ("memory",)
+#: Issue 16's done-when asks for these on SQLite and PostgreSQL; memory:// answers alike
+#: (ADR 0045). Tests marked ``backends(...)`` pick their own.
+BACKENDS = ("memory", "sqlite", "postgres")
 
 SID = "p"
 SUMMARY = "## Goal\nKeep going."
