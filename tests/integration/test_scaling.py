@@ -132,6 +132,10 @@ def json_turn_seconds(h: Harness, start: int, rounds: int) -> tuple[list[float],
     return appends, prepares
 
 
+def quartile(values: list[float]) -> float:
+    return statistics.quantiles(values, n=4)[0]
+
+
 def test_json_path_append_and_prepare_turn_are_flat_from_400_to_4000_messages(tmp_path: Path) -> None:
     """Issue 18 (d): each JSON command's cost at 4,000 messages over its cost at 400,
     on compacted sessions whose requests are the same size (ratios, not times)."""
@@ -144,13 +148,15 @@ def test_json_path_append_and_prepare_turn_are_flat_from_400_to_4000_messages(tm
     json_turn_seconds(large, 20_000, 2)
     times: dict[str, list[float]] = {"small append": [], "small prepare": [], "large append": [],
                                      "large prepare": []}
-    for r in range(3):  # interleaved, so machine noise hits both sizes alike
+    for r in range(15):  # interleaved turn by turn, so machine noise hits both sizes alike
         for name, h in (("small", small), ("large", large)):
-            appends, prepares = json_turn_seconds(h, 30_000 + r * 100, 5)
+            appends, prepares = json_turn_seconds(h, 30_000 + r * 100, 1)
             times[f"{name} append"] += appends
             times[f"{name} prepare"] += prepares
     for kind in ("append", "prepare"):
-        ratio = statistics.median(times[f"large {kind}"]) / statistics.median(times[f"small {kind}"])
+        # The lower quartile: a test worker beside this one (``-n 2``) slows some turns of
+        # either size; a cost that grows with N slows all of the large ones.
+        ratio = quartile(times[f"large {kind}"]) / quartile(times[f"small {kind}"])
         assert ratio < 1.8, f"a JSON {kind} at 4,000 messages costs {ratio:.2f}x the 400-message one"
     small.close()
     large.close()
