@@ -144,3 +144,52 @@ def test_run_recall_answers_bad_arguments_with_an_error_for_the_model(make_harne
     assert json.loads(run_recall(h.bus, SID, {"from_seq": 1}))["messages"][0]["content"] == "x"
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (user text never reaches SQL as syntax)
+def test_search_query_is_text_never_syntax(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    (seq,) = append(h, user('he said "OR" NEAR the end; it\'s 50% done * (x:y) ^ -z \x07bell\nline'))
+    for query in ('"OR"', "NEAR", "it's", "50%", "(x:y)", "^", "-z", "'; DROP TABLE rm_messages; --",
+                  "AND OR NOT", '"', "*", "x:y"):
+        result = h.do({"type": "search_history", "session_id": SID, "query": query})
+        assert result["ok"], (query, result)
+    assert [x["seq"] for x in ok(h.do({"type": "search_history", "session_id": SID, "query": "NEAR"}))["hits"]] == [seq]
+    assert ok(h.do({"type": "search_history", "session_id": SID, "query": "*"}))["hits"] == []
+    snippet = ok(h.do({"type": "search_history", "session_id": SID, "query": "bell"}))["hits"][0]["snippet"]
+    assert "\x07" not in snippet and "\n" not in snippet and "bell line" in snippet
+    assert history(h) and len(history(h)) == 1  # nothing was dropped
+    err(h.do({"type": "search_history", "session_id": SID, "query": ""}), "invalid_command")
+    err(h.do({"type": "search_history", "session_id": SID, "query": "x", "limit": 0}), "invalid_command")
+    err(h.do({"type": "search_history", "session_id": "nobody", "query": "x"}), "session_not_found")
+
+
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
+def test_search_index_is_rebuilt_from_the_events(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    append(h, user("the deploy uses version 3.2.1"), assistant("noted: version 3.2.1"))
+    before = ok(h.do({"type": "search_history", "session_id": SID, "query": "3.2.1"}))["hits"]
+    assert len(before) == 2
+    rm = h.bus.services.read_model
+    rm.rebuild()
+    assert ok(h.do({"type": "search_history", "session_id": SID, "query": "3.2.1"}))["hits"] == before
+    from context_compaction.infrastructure.verify import verify
+
+    report = verify(h.bus.services.extra["app"], rm)
+    assert report.tables["rm_search"].ok and report.tables["rm_search"].rebuilt == 2
+
+
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
+def test_a_version_6_read_model_gains_its_search_index_without_a_rebuild(make_harness: MakeHarness, caplog) -> None:
+    h = start(make_harness)
+    append(h, user("the cache lives in /var/cache/ctxc"), assistant("understood"))
+    if not h.is_postgres:
+        h.execute("DROP TABLE rm_search_fts")
+    h.execute("DROP TABLE {t}rm_search")
+    h.execute("UPDATE {t}rm_position SET notification_id = 6 WHERE name = 'schema'")
+    position = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")
+    h.reopen()
+    hits = ok(h.do({"type": "search_history", "session_id": SID, "query": "/var/cache/ctxc"}))["hits"]
+    assert [x["seq"] for x in hits] == [1]
+    assert h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'") == position
+    assert "rebuilding" not in caplog.text
+    append(h, user("a later /var/cache/ctxc note"))
+    assert len(ok(h.do({"type": "search_history", "session_id": SID, "query": "/var/cache/ctxc"}))["hits"]) == 2

@@ -137,3 +137,27 @@ def test_replay_shows_the_revert(make_harness: MakeHarness) -> None:
     assert replay(version)["context_generation"] == cp["generation"] + 1
 
 
+@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
+def test_pins_and_reverts_survive_snapshots_and_a_restart(make_harness: MakeHarness) -> None:
+    h = make_harness("snap", snapshot_interval=2, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")},
+                     context_compaction={"keep_recent_tokens": 400})
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("keep this", pinned=True)]}))
+    filler(h, 10)
+    first = compact(h)
+    filler(h, 10, start=10)
+    second = compact(h)
+    before = projection(h)
+    assert before["messages"][1]["content"] == "keep this"
+    h.reopen()  # the session is loaded from a snapshot that holds pins and the parent chain
+    assert projection(h) == before
+    assert ok(revert(h, second["checkpoint_id"]))["active_checkpoint_id"] == first["checkpoint_id"]
+    after = projection(h)
+    assert after["checkpoint_id"] == first["checkpoint_id"] and after["messages"][1]["content"] == "keep this"
+    h.reopen()
+    assert projection(h) == after
+    from context_compaction.infrastructure.verify import verify
+
+    report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+    assert all(t.ok for t in report.tables.values()), report.tables
+    assert report.tables["rm_pins"].rebuilt == 1 and report.tables["rm_reverts"].rebuilt == 1
