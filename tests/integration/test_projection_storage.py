@@ -18,18 +18,10 @@ from context_compaction.domain.projection import (
     build_projection,
 )
 from helpers import Harness, assistant, err, ok, tool, user
+from test_projection import rec  # (the handler tests' own helpers, tests/unit)
 
 
 CLAUDE = ProviderIdentity("anthropic", "anthropic/claude-sonnet-4-5")
-
-
-def rec(seq, role, *, calls=(), call_id=None, content="x", state=None, reasoning=None, steering=False):
-    return {
-        "seq": seq, "role": role, "content": content, "reasoning": reasoning,
-        "tool_calls": [{"id": c, "name": "f", "arguments": "{}"} for c in calls],
-        "tool_call_id": call_id, "name": None, "turn_id": None, "steering": steering,
-        "provider_state": state, "created_at": "", "visible": True,
-    }
 
 
 records_strategy = st.lists(
