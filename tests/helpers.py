@@ -260,3 +260,20 @@ def attempt_count(bus: MessageBus) -> int:
         f"SELECT COUNT(*) FROM {table.qualified} WHERE topic LIKE ?", (ATTEMPT_TOPICS,)
     )
     return int(row[0]) if row else 0
+
+def mypy_package_root(root: Path) -> str:
+    """A folder where mypy finds ``context_compaction``: the editable install maps the
+    package onto four folders through an import hook, which mypy does not run."""
+    import context_compaction
+
+    package = Path(context_compaction.__file__).parent
+    if package.name == "context_compaction":  # a wheel install: found as it is
+        return ""
+    tree = root / "context_compaction"
+    tree.mkdir(parents=True)
+    for item in package.iterdir():
+        if item.suffix in (".py", ".typed"):
+            (tree / item.name).symlink_to(item)
+    for layer in ("domain", "application", "infrastructure"):
+        (tree / layer).symlink_to(package.parent / layer)
+    return str(root)

@@ -15,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from context_compaction.application.settings import Settings, UnknownSettingWarning, problems
+from helpers import mypy_package_root
 
 
 @pytest.fixture(autouse=True)
@@ -113,22 +114,6 @@ def test_a_settings_file_that_is_not_json_is_named(tmp_path: Path) -> None:
         Settings.from_file(path)
 
 
-def _package_tree(root: Path) -> str:
-    """A folder where mypy finds ``context_compaction``: the editable install maps the
-    package onto four folders through an import hook, which mypy does not run."""
-    import context_compaction
-
-    package = Path(context_compaction.__file__).parent
-    if package.name == "context_compaction":  # a wheel install: found as it is
-        return ""
-    tree = root / "context_compaction"
-    tree.mkdir(parents=True)
-    for item in package.iterdir():
-        if item.suffix in (".py", ".typed"):
-            (tree / item.name).symlink_to(item)
-    for layer in ("domain", "application", "infrastructure"):
-        (tree / layer).symlink_to(package.parent / layer)
-    return str(root)
 
 
 @pytest.mark.slow
@@ -144,7 +129,7 @@ def test_a_misspelled_keyword_is_a_type_error(tmp_path: Path) -> None:
         [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--follow-imports=silent",
          "--cache-dir", str(tmp_path / ".mypy_cache"), str(script)],
         capture_output=True, text=True, timeout=600, check=False,
-        env={**os.environ, "MYPYPATH": _package_tree(tmp_path / "src")})
+        env={**os.environ, "MYPYPATH": mypy_package_root(tmp_path / "src")})
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert any(":3:" in e and 'Unexpected keyword argument "databse_url"' in e for e in errors), proc.stdout
     assert any(":4:" in e and "snapshot_interval" in e for e in errors), proc.stdout

@@ -20,23 +20,7 @@ from context_compaction.domain.errors import InvalidMessage
 from context_compaction.domain.messages import parse_message
 from fakeprovider import FakeProvider, Reply
 from helpers import Harness, err, ok, tool, user
-from test_provider_messages import openai_reply, claude_message, gpt_message, start, projection, _schema_accepts, _server_accepts  # (the handler tests' own helpers, tests/unit)
-
-
-CLAUDE = "anthropic/claude-sonnet-4-5"
-GPT = "gpt-4o"
-
-ANTHROPIC_REPLY = {
-    "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-    "content": [
-        {"type": "thinking", "thinking": "The import of sys looks unused.", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA"},
-        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"},
-        {"type": "text", "text": "Let me read a.py first."},
-        {"type": "tool_use", "id": "toolu_01A09q90qw90lq917835lq9", "name": "read_file", "input": {"path": "a.py"}},
-    ],
-    "stop_reason": "tool_use", "stop_sequence": None,
-    "usage": {"input_tokens": 412, "output_tokens": 96},
-}
+from test_provider_messages import ANTHROPIC_REPLY, CLAUDE, GPT, openai_reply, claude_message, gpt_message, start, projection, _schema_accepts, _server_accepts  # (the handler tests' own helpers, tests/unit)
 
 
 # ---------------------------------------------------------- litellm objects

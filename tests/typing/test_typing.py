@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from context_compaction.application import commands
 from context_compaction.application.commands import AppendMessages, Command, command_types
+from helpers import mypy_package_root
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parents[1] / "README.md"
@@ -57,22 +58,6 @@ def readme_programs() -> dict[str, str]:
     return out
 
 
-def _package_tree(root: Path) -> str:
-    """A folder where mypy finds ``context_compaction``: the editable install maps the
-    package onto four folders through an import hook, which mypy does not run."""
-    import context_compaction
-
-    package = Path(context_compaction.__file__).parent
-    if package.name == "context_compaction":  # a wheel install: found as it is
-        return ""
-    tree = root / "context_compaction"
-    tree.mkdir(parents=True)
-    for item in package.iterdir():
-        if item.suffix in (".py", ".typed"):
-            (tree / item.name).symlink_to(item)
-    for layer in ("domain", "application", "infrastructure"):
-        (tree / layer).symlink_to(package.parent / layer)
-    return str(root)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +74,7 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[int,
         [sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir", str(work / "cache"),
          *map(str, files)],
         capture_output=True, text=True, timeout=600, check=False, cwd=work,
-        env={**os.environ, "MYPYPATH": _package_tree(work / "src")},
+        env={**os.environ, "MYPYPATH": mypy_package_root(work / "src")},
     )
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 2: mypy itself failed
     found: dict[str, dict[int, list[str]]] = {Path(f).name: {} for f in files}
@@ -178,7 +163,7 @@ def test_pyright_strict_agrees(tmp_path: Path) -> None:
     (``CTXC_TEST_PYRIGHT=/path/to/pyright``): the host's script is clean, and every line
     marked as a mistake has an error (pyright words them its own way)."""
     config = {"typeCheckingMode": "strict", "reportMissingTypeStubs": False,
-              "extraPaths": [p for p in [_package_tree(tmp_path / "src")] if p]}
+              "extraPaths": [p for p in [mypy_package_root(tmp_path / "src")] if p]}
     (tmp_path / "pyrightconfig.json").write_text(json.dumps(config))
     for name in ("user_typed_api.py", "user_type_errors.py"):
         shutil.copy(HERE / name, tmp_path / name)

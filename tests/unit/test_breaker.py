@@ -35,6 +35,19 @@ def turn(h: Harness, n: int) -> dict[str, Any]:
     return ok(h.do({"type": "prepare_turn", "session_id": SID}))
 
 
+def near_the_threshold(h: Harness) -> int:
+    """Twelve long turns, then a window that puts the next turn just over the threshold;
+    returns the tokens used before that window."""
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    for n in range(12):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+            user(f"Request {n}: " + "details " * 200, turn_id=f"h{n}"),
+            {"role": "assistant", "content": "Done " + "ok " * 200, "turn_id": f"h{n}"}]}))
+    used = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
+    ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": used + RESERVE - 50}))
+    return int(used)
+
+
 def breaker(h: Harness) -> dict[str, Any]:
     return ok(h.do({"type": "get_context_usage", "session_id": SID}))["compaction_breaker"]
 
@@ -44,13 +57,7 @@ def test_the_breaker_opens_after_three_failures_pauses_and_resets_on_success(mak
     h = make_harness("b", adapters={"summarizer": flaky},
                      context_compaction={"reserve_tokens": RESERVE, "keep_recent_tokens": 300,
                                          "max_consecutive_failures": 3, "breaker_pause_turns": 2})
-    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    for n in range(12):
-        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
-            user(f"Request {n}: " + "details " * 200, turn_id=f"h{n}"),
-            {"role": "assistant", "content": "Done " + "ok " * 200, "turn_id": f"h{n}"}]}))
-    used = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
-    ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": used + RESERVE - 50}))
+    used = near_the_threshold(h)
     for n in range(3):
         warnings = turn(h, n)["warnings"]
         assert flaky.calls == n + 1 and any("auto compaction failed" in w for w in warnings)
@@ -72,13 +79,7 @@ def test_over_the_hard_window_a_paused_breaker_still_trims(make_harness) -> None
     h = make_harness("w", adapters={"summarizer": flaky},
                      context_compaction={"reserve_tokens": RESERVE, "keep_recent_tokens": 300,
                                          "max_consecutive_failures": 1, "breaker_pause_turns": 5})
-    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    for n in range(12):
-        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
-            user(f"Request {n}: " + "details " * 200, turn_id=f"h{n}"),
-            {"role": "assistant", "content": "Done " + "ok " * 200, "turn_id": f"h{n}"}]}))
-    used = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
-    ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": used + RESERVE - 50}))
+    used = near_the_threshold(h)
     turn(h, 0)
     assert flaky.calls == 1 and breaker(h)["open"]
     ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": used // 2}))

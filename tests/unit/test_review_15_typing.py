@@ -65,7 +65,7 @@ def test_every_command_and_adispatch_are_typed_under_mypy_strict(tmp_path: Path)
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", "cache", script.name],
         capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": helpers._package_tree(tmp_path / "src")},
+        env={**os.environ, "MYPYPATH": helpers.mypy_package_root(tmp_path / "src")},
     )
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     errors: dict[int, list[str]] = {}

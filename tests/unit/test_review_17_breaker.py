@@ -9,6 +9,7 @@ from typing import Any
 from context_compaction.application.ports import SummaryRequest, SummaryResult
 from context_compaction.domain.errors import SummaryFailed
 from helpers import Harness, ok, user
+from test_breaker import near_the_threshold  # (the same session, SID and RESERVE)
 
 BACKENDS = ("memory",)
 
@@ -40,13 +41,7 @@ def _paused_turns(make_harness, turn_ids: bool) -> list[int]:
     h = make_harness("b", adapters={"summarizer": down},
                      context_compaction={"reserve_tokens": RESERVE, "keep_recent_tokens": 300,
                                          "max_consecutive_failures": 3, "breaker_pause_turns": 3})
-    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    for n in range(12):
-        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
-            user(f"Request {n}: " + "details " * 200, turn_id=f"h{n}"),
-            {"role": "assistant", "content": "Done " + "ok " * 200, "turn_id": f"h{n}"}]}))
-    used = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
-    ok(h.do({"type": "configure_session", "session_id": SID, "agent_token_limit": used + RESERVE - 50}))
+    near_the_threshold(h)
     paused = []
     for n in range(8):
         before = down.calls
