@@ -111,7 +111,7 @@ def pause_checkpoint_commits(bus, seconds: float, armed) -> None:  # type: ignor
     from context_compaction.domain.session import Session
 
     projector = bus.services.extra["app"].projector
-    project = projector._handlers[Session.CheckpointCommitted]
+    project = projector.handlers._handlers[Session.CheckpointCommitted]
 
     def paused(cur, event):  # type: ignore[no-untyped-def]
         project(cur, event)
@@ -119,7 +119,7 @@ def pause_checkpoint_commits(bus, seconds: float, armed) -> None:  # type: ignor
             print(f"commit {event.checkpoint_id}", flush=True)
             time.sleep(seconds)
 
-    projector._handlers[Session.CheckpointCommitted] = paused
+    projector.handlers._handlers[Session.CheckpointCommitted] = paused
 
 
 def crashloop(url: str, seed: int, out_path: str, pause: float = 0.0) -> None:

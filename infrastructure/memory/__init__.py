@@ -5,8 +5,9 @@ The write side is the SQL backends' own code (``SessionsApplication``, ``SqlEven
 the attempt log and the event feed) on eventsourcing's in-memory ("POPO") recorder, so
 optimistic concurrency, snapshots, the repository cache and followers behave as on
 SQLite. What differs is storage only: ``recorder`` (the recorder that projects in the
-events' critical section), ``tables`` (the read-model tables as dicts, with an undo log),
-``projection`` (one method per event), ``readmodel`` (the ReadModel port), ``stores``
+events' critical section, with the SQL backends' own handlers, ADR 0050), ``tables``
+(the read-model tables as dicts, with an undo log, and the table operations those
+handlers write with), ``readmodel`` (the ReadModel port), ``stores``
 (token counts and the Timeline), ``build`` (``build_memory_store``).
 """
 

@@ -62,8 +62,8 @@ class MemoryReadModel:
 
     def _records(self, session_id: str, seqs: list[tuple[int, int]]) -> list[MessageRecord]:
         """(seq, visible) → records, decoded from the message events' stored state."""
-        bodies = self.t.bodies
-        return [message_record((seq, bodies[(session_id, seq)], visible, True), self._decode)
+        bodies, messages = self.t.bodies, self.t.data["rm_messages"]
+        return [message_record((seq, bodies[messages[(session_id, seq)][3]], visible, True), self._decode)
                 for seq, visible in seqs]
 
     def _messages(
@@ -200,7 +200,7 @@ class MemoryReadModel:
             self.recorder.reset_projection()
             notifications = self.recorder.select_notifications(start=1, limit=2**62)
             self.recorder.projector.apply_all(
-                [(n.id, self.mapper.to_domain_event(n), n.state) for n in notifications]
+                self.t, [(n.id, self.mapper.to_domain_event(n)) for n in notifications]
             )
             return notifications[-1].id if notifications else 0
 

@@ -18,7 +18,9 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.popo import POPOAggregateRecorder, POPOApplicationRecorder
 
-from .projection import MemoryProjector
+from context_compaction.domain.session import Session
+
+from ..readmodel.handlers import EventHandlers
 from .tables import Tables
 
 
@@ -42,7 +44,7 @@ class ProjectingMemoryRecorder(POPOApplicationRecorder):
         super().__init__()
         self.writer_lock = threading.RLock()
         self.tables = Tables()
-        self.projector = MemoryProjector(self.tables)
+        self.projector = EventHandlers()
         self.snapshot_recorder = POPOAggregateRecorder()
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
@@ -52,9 +54,11 @@ class ProjectingMemoryRecorder(POPOApplicationRecorder):
             ids = list(range(first, first + len(stored_events)))
             with self.tables.transaction():
                 if events is not None:
-                    self.projector.apply_all(
-                        [(i, e, s.state) for i, e, s in zip(ids, events, stored_events, strict=True)]
-                    )
+                    pairs = list(zip(ids, events, strict=True))
+                    for notification_id, event, stored in zip(ids, events, stored_events):
+                        if type(event) is Session.MessageAppended:
+                            self.tables.put_body(notification_id, stored.state)
+                    self.projector.apply_all(self.tables, pairs, strict=True)
                 inserted = super().insert_events(stored_events, **kwargs)
             assert list(inserted or ()) == ids, "notification ids are assigned under the writer lock"
             snapshots = kwargs.get("snapshots")
@@ -64,7 +68,8 @@ class ProjectingMemoryRecorder(POPOApplicationRecorder):
             return ids
 
     def reset_projection(self) -> None:
-        """Empty read-model tables (a rebuild replays the events into them)."""
+        """Empty read-model tables (a rebuild replays the events into them); the
+        message bodies stay: they are the events' (what SQL joins from its events table)."""
         with self.writer_lock:
             self.tables.clear()
             self.projector.forget()

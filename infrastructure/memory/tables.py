@@ -1,70 +1,62 @@
-"""The read model's tables as dicts keyed like the SQL tables' primary keys.
+"""The read model's tables as dicts keyed like the SQL tables' primary keys, and the
+table operations (``readmodel/ops.py``) the one projection writes them with (ADR 0050).
 
-Rows are tuples in the SQL tables' column order (``table_rows`` answers as
-``SqlReadModel.table_rows`` does, so a contract test compares the two backends row for
-row). Writes go through ``put``/``delete`` inside ``transaction()``, which undoes them
-all if the block raises: the events and their projection commit together (ADR 0003).
+Tables, columns and keys come from ``readmodel/schema.py``'s ``PROJECTED``. Rows are
+tuples in column order (``table_rows`` answers as ``SqlReadModel.table_rows`` does, so a
+contract test compares the two backends row for row). Writes inside ``transaction()``
+are undone if the block raises: the events and their projection commit together (ADR
+0003). A key or unique column set already taken raises eventsourcing's
+``IntegrityError``, as the SQL constraints make the driver raise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..readmodel.schema import PROJECTED_TABLES
+from eventsourcing.persistence import IntegrityError
+
+from ..readmodel.ops import Between
+from ..readmodel.schema import PROJECTED, Table
 
 Row = tuple[Any, ...]
 _MISSING = object()
 
-#: Column order of each projected table (``readmodel/schema.py``'s CREATE statements).
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "rm_sessions": (
-        "session_id", "aggregate_id", "model", "agent_token_limit", "version", "next_seq",
-        "context_generation", "active_checkpoint_id", "message_count", "invalidated_count",
-        "checkpoint_count", "deleted", "created_at", "updated_at", "learned_windows",
-        "cleared_count",
-    ),
-    "rm_messages": ("session_id", "seq", "visible", "notification_id"),
-    "rm_commands": ("command_id", "session_id", "kind", "first_seq", "last_seq"),
-    "rm_checkpoints": (
-        "checkpoint_id", "session_id", "generation", "parent_checkpoint_id", "summary",
-        "first_retained_seq", "source_max_seq", "trigger_reason", "provider_kind", "model",
-        "tokens_before", "tokens_after", "degraded", "summary_source", "created_at",
-        "version", "ledger", "provider_state",
-    ),
-    "rm_invalidations": (
-        "session_id", "version", "kind", "ranges", "excluded", "reason", "generation", "created_at",
-    ),
-    "rm_imports": (
-        "session_id", "version", "source", "imported_messages", "skipped_messages",
-        "legacy_seq_upto", "last_compressed_message_at", "created_at",
-    ),
-    "rm_cleared": ("session_id", "seq", "placeholder", "version"),
-    "rm_search": ("session_id", "seq", "role", "turn_id", "body"),
-    "rm_pins": ("session_id", "seq"),
-    "rm_reverts": (
-        "checkpoint_id", "session_id", "version", "now_active", "generation", "command_id",
-        "created_at",
-    ),
-}
-assert set(COLUMNS) == set(PROJECTED_TABLES)
+#: Column order of each projected table.
+COLUMNS: dict[str, tuple[str, ...]] = {table.name: table.column_names for table in PROJECTED}
 INDEX = {table: {name: i for i, name in enumerate(cols)} for table, cols in COLUMNS.items()}
 
 
+def _key_of(table: Table) -> Callable[[Row], Any]:
+    """A row's dict key: the key column's value, or a tuple of the key columns'."""
+    at = [INDEX[table.name][c] for c in table.key]
+    if len(at) == 1:
+        i = at[0]
+        return lambda row: row[i]
+    return lambda row: tuple(row[i] for i in at)
+
+
+_KEYS = {table.name: _key_of(table) for table in PROJECTED}
+_UNIQUE = {
+    table.name: [[INDEX[table.name][c] for c in cols] for cols in table.unique] for table in PROJECTED
+}
+
+
 class Tables:
-    """Projected tables (``data[table][key] = row``) plus, per session, the stored
-    state of each message (``bodies``: what SQL joins from the events table)."""
+    """Projected tables (``data[table][key] = row``) plus the stored state of each
+    message event by notification id (``bodies``: what SQL joins from the events
+    table; not part of the projection, so ``clear`` keeps them)."""
 
     def __init__(self) -> None:
         self.data: dict[str, dict[Any, Row]] = {table: {} for table in COLUMNS}
-        self.bodies: dict[tuple[str, int], bytes] = {}
+        self.bodies: dict[int, bytes] = {}
         self._undo: list[tuple[dict[Any, Any], Any, Any]] | None = None
+        self.rowcount = 0
 
     def clear(self) -> None:
         for rows in self.data.values():
             rows.clear()
-        self.bodies.clear()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -94,25 +86,98 @@ class Tables:
         self._remember(rows, key)
         rows[key] = row
 
-    def update(self, table: str, key: Any, **values: Any) -> None:
-        row = list(self.data[table][key])
-        index = INDEX[table]
-        for name, value in values.items():
-            row[index[name]] = value
-        self.put(table, key, tuple(row))
-
-    def delete(self, table: str, key: Any) -> bool:
-        rows = self.data[table]
-        if key not in rows:
-            return False
-        self._remember(rows, key)
-        del rows[key]
-        return True
-
-    def put_body(self, key: tuple[str, int], state: bytes) -> None:
-        self._remember(self.bodies, key)
-        self.bodies[key] = state
+    def put_body(self, notification_id: int, state: bytes) -> None:
+        self._remember(self.bodies, notification_id)
+        self.bodies[notification_id] = state
 
     def rows(self, table: str) -> list[Row]:
         """Every row in primary-key order (as ``SqlReadModel.table_rows``)."""
         return [row for _, row in sorted(self.data[table].items())]
+
+    # ------------------------------------------- TableOps (readmodel/ops.py)
+    def insert(self, table: str, rows: Sequence[Row], *, if_absent: bool = False) -> None:
+        stored = self.data[table]
+        key_of = _KEYS[table]
+        width = len(COLUMNS[table])
+        added = 0
+        for row in rows:
+            assert len(row) == width, f"{table} rows have {width} columns"
+            key = key_of(row)
+            if key in stored:
+                if if_absent:
+                    continue
+                raise IntegrityError(f"{table}: key already taken")  # (the SQL primary key)
+            self._check_unique(table, row)
+            self.put(table, key, tuple(row))
+            added += 1
+        self.rowcount = added
+
+    def _check_unique(self, table: str, row: Row) -> None:
+        for at in _UNIQUE[table]:
+            wanted = [row[i] for i in at]
+            if any([other[i] for i in at] == wanted for other in self.data[table].values()):
+                raise IntegrityError(f"{table}: unique columns already taken")
+
+    def upsert(self, table: str, row: Row, update: tuple[str, ...], when_same: tuple[str, ...]) -> None:
+        stored = self.data[table].get(_KEYS[table](row))
+        if stored is None:
+            self.insert(table, [row])
+            return
+        index = INDEX[table]
+        if any(stored[index[c]] != row[index[c]] for c in when_same):
+            self.rowcount = 0
+            return
+        self.update_row(table, stored, {c: row[index[c]] for c in update}, {})
+
+    def update(
+        self, table: str, where: Mapping[str, Any], *, values: Mapping[str, Any] = {},
+        add: Mapping[str, Any] = {}, between: Between | None = None,
+    ) -> None:
+        changed = 0
+        for row in self._matching(table, where, between):
+            self.update_row(table, row, values, add)
+            changed += 1
+        self.rowcount = changed
+
+    def update_row(self, table: str, row: Row, values: Mapping[str, Any], add: Mapping[str, Any]) -> None:
+        index = INDEX[table]
+        new = list(row)
+        for name, value in values.items():
+            new[index[name]] = value
+        for name, value in add.items():
+            new[index[name]] += value
+        self.put(table, _KEYS[table](row), tuple(new))
+
+    def delete(self, table: str, where: Mapping[str, Any], *, between: Between | None = None) -> None:
+        key_of = _KEYS[table]
+        gone = [key_of(row) for row in self._matching(table, where, between)]
+        for key in gone:
+            self._remember(self.data[table], key)
+            del self.data[table][key]
+        self.rowcount = len(gone)
+
+    def select_one(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> Row | None:
+        index = INDEX[table]
+        for row in self._matching(table, where, None):
+            return tuple(row[index[c]] for c in columns)
+        return None
+
+    def _matching(self, table: str, where: Mapping[str, Any], between: Between | None) -> list[Row]:
+        """The rows equal to ``where`` (within ``between``): by key when ``where`` is
+        exactly the key, else by a scan (the projection scans only on events that are
+        rare next to appends: invalidations, unknown aggregates)."""
+        spec_key = _KEY_COLUMNS[table]
+        if between is None and tuple(where) == spec_key:
+            key = tuple(where.values())
+            row = self.data[table].get(key[0] if len(key) == 1 else key)
+            return [row] if row is not None else []
+        index = INDEX[table]
+        tests = [(index[c], v) for c, v in where.items()]
+        rows = [r for r in self.data[table].values() if all(r[i] == v for i, v in tests)]
+        if between is not None:
+            i, lo, hi = index[between[0]], between[1], between[2]
+            rows = [r for r in rows if lo <= r[i] <= hi]
+        return rows
+
+
+_KEY_COLUMNS = {table.name: table.key for table in PROJECTED}

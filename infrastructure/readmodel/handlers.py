@@ -1,13 +1,16 @@
-"""One method per Session event: the SQL that projects it (``HANDLERS`` maps event → method).
+"""One method per Session event: how it changes the read-model tables (ADR 0050).
 
-A new event's projection is one method here and one entry in ``HANDLERS``.
+The handlers are written against ``TableOps`` (``ops.py``): the same methods project
+into SQLite and PostgreSQL (``SqlOps``) and into the memory backend's dicts
+(``memory/tables.py``). A new event's projection is one method here and one entry in
+``handler_table``; its table, if it needs one, is one ``Table`` in ``schema.PROJECTED``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError
@@ -15,9 +18,8 @@ from eventsourcing.persistence import IntegrityError
 from context_compaction.domain.session import Session
 from context_compaction.domain.summary import storable_text
 
-from ..database import Cur
+from .ops import TableOps
 from .rows import dumps
-from .schema import CHECKPOINT_COLS
 from .search import search_text
 
 log = logging.getLogger("context_compaction.readmodel")
@@ -33,12 +35,16 @@ class CommandIdTaken(IntegrityError):
 
 
 class EventHandlers:
-    """The projector's per-event SQL. ``Started`` and runs of ``MessageAppended`` are
-    dispatched by ``apply_all`` itself (they take ``strict`` and are batched)."""
+    """Every backend's projection of Session events; other aggregates' events are
+    ignored. Remembers which session each aggregate is (``session_of``)."""
 
-    _session_ids: dict[str, str]
+    def __init__(self) -> None:
+        self._session_ids: dict[str, str] = {}
+        self._handlers = self.handler_table()
 
-    def handler_table(self) -> dict[type, Callable[[Cur, Any], None]]:
+    def handler_table(self) -> dict[type, Callable[[TableOps, Any], None]]:
+        """Every Session event but ``Started`` and ``MessageAppended``, which
+        ``apply_all`` dispatches itself (they take ``strict``; appends are batched)."""
         return {
             Session.ModelConfigured: self._configured,
             Session.CheckpointCommitted: self._checkpoint_committed,
@@ -52,57 +58,74 @@ class EventHandlers:
             Session.CheckpointReverted: self._checkpoint_reverted,
         }
 
-    def _sid(self, cur: Cur, event: Any) -> str:
+    def forget(self) -> None:
+        self._session_ids.clear()
+
+    def session_of(self, aggregate_hex: str) -> str | None:
+        return self._session_ids.get(aggregate_hex)
+
+    def apply_all(self, ops: TableOps, events: Sequence[tuple[int, Any]], *, strict: bool = False) -> None:
+        """Apply (notification id, event) pairs in order; runs of appended messages of one
+        session are written with one statement per table.
+
+        ``strict`` (new events, projected inline): a host command id another session
+        already used fails the transaction, so the events roll back too (ADR 0019).
+        Replaying stored events keeps the first use and warns instead.
+        """
+        run: list[tuple[int, Any]] = []
+        for notification_id, domain_event in events:
+            if type(domain_event) is Session.MessageAppended:
+                if run and run[0][1].originator_id != domain_event.originator_id:
+                    self._messages_appended(ops, run, strict)
+                    run = []
+                run.append((notification_id, domain_event))
+                continue
+            if run:
+                self._messages_appended(ops, run, strict)
+                run = []
+            if type(domain_event) is Session.Started:
+                self._started(ops, domain_event, strict)
+                continue
+            handler = self._handlers.get(type(domain_event))
+            if handler is not None:
+                handler(ops, domain_event)
+        if run:
+            self._messages_appended(ops, run, strict)
+
+    def _sid(self, ops: TableOps, event: Any) -> str:
         key = event.originator_id.hex
         sid = self._session_ids.get(key)
         if sid is None:
-            row = cur.execute(
-                "SELECT session_id FROM {t}rm_sessions WHERE aggregate_id = ?", (key,)
-            ).fetchone()
+            row = ops.select_one("rm_sessions", ("session_id",), {"aggregate_id": key})
             if row is None:
                 raise ProjectionOutOfOrder(f"event for unknown aggregate {key}")
             sid = self._session_ids[key] = row[0]
         return sid
 
-    def _touch(self, cur: Cur, sid: str, event: Any, sets: str = "", params: Iterable[Any] = ()) -> None:
-        cur.execute(
-            "UPDATE {t}rm_sessions SET version = ?, updated_at = ?"
-            + (", " + sets if sets else "")
-            + " WHERE session_id = ?",
-            (event.originator_version, event.created_at, *params, sid),
+    def _touch(self, ops: TableOps, sid: str, event: Any, add: dict[str, Any] | None = None, **values: Any) -> None:
+        """The session row's version and time, with the event's own ``values`` set and
+        ``add`` columns incremented."""
+        ops.update(
+            "rm_sessions", {"session_id": sid},
+            values={"version": event.originator_version, "updated_at": event.created_at, **values},
+            add=add or {},
         )
 
-    def _started(self, cur: Cur, e: Any, strict: bool) -> None:
+    def _started(self, ops: TableOps, e: Any, strict: bool) -> None:
         self._session_ids[e.originator_id.hex] = e.session_id
-        cur.execute(
-            "INSERT INTO {t}rm_sessions (session_id, aggregate_id, model, agent_token_limit,"
-            " version, next_seq, context_generation, active_checkpoint_id, message_count,"
-            " invalidated_count, checkpoint_count, deleted, created_at, updated_at,"
-            " learned_windows) VALUES (?, ?, ?, ?, ?, 1, 0, NULL, 0, 0, 0, 0, ?, ?, '{{}}')",
-            (
-                e.session_id,
-                e.originator_id.hex,
-                e.model,
-                e.agent_token_limit,
-                e.originator_version,
-                e.created_at,
-                e.created_at,
-            ),
-        )
+        ops.insert("rm_sessions", [(
+            e.session_id, e.originator_id.hex, e.model, e.agent_token_limit, e.originator_version,
+            1, 0, None, 0, 0, 0, 0, e.created_at, e.created_at, "{}", 0,
+        )])
         if e.command_id is not None:  # the host's (unique by contract) or ours (random)
-            self._register_command(cur, e.command_id, e.session_id, "start_session", 0, 0, strict)
+            self._register_command(ops, e.command_id, e.session_id, "start_session", 0, 0, strict)
 
     def _register_command(
-        self, cur: Cur, command_id: str, sid: str, kind: str, lo: int, hi: int, strict: bool
+        self, ops: TableOps, command_id: str, sid: str, kind: str, lo: int, hi: int, strict: bool
     ) -> None:
-        cur.execute(
-            "INSERT INTO {t}rm_commands (command_id, session_id, kind, first_seq, last_seq)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (command_id) DO UPDATE SET last_seq ="
-            " excluded.last_seq WHERE {t}rm_commands.session_id = excluded.session_id"
-            " AND {t}rm_commands.kind = excluded.kind",
-            (command_id, sid, kind, lo, hi),
-        )
-        if cur.rowcount == 1:
+        # A command's later messages extend its span; another command's id is refused.
+        ops.upsert("rm_commands", (command_id, sid, kind, lo, hi), ("last_seq",), ("session_id", "kind"))
+        if ops.rowcount == 1:
             return
         if strict:
             # IntegrityError: the store reports a conflict, the command reloads and
@@ -113,133 +136,84 @@ class EventHandlers:
             extra={"session_id": sid, "kind": kind},
         )
 
-    def _configured(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
-        self._touch(cur, sid, e, "model = ?, agent_token_limit = ?", (e.model, e.agent_token_limit))
+    def _configured(self, ops: TableOps, e: Any) -> None:
+        self._touch(ops, self._sid(ops, e), e, model=e.model, agent_token_limit=e.agent_token_limit)
 
-    def _messages_appended(self, cur: Cur, run: list[tuple[int, Any]], strict: bool) -> None:
-        first = run[0][1]
-        sid = self._sid(cur, first)
-        cur.executemany(
-            "INSERT INTO {t}rm_messages (session_id, seq, visible, notification_id)"
-            " VALUES (?, ?, 1, ?)",
-            [(sid, e.seq, notification_id) for notification_id, e in run],
-        )
-        cur.executemany(
-            # (a message's text is a function of its event: a row already there is the same)
-            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT (session_id, seq) DO NOTHING",
-            [(sid, e.seq, e.role, e.turn_id, search_text(e.content, e.tool_calls, e.name)) for _, e in run],
-        )
+    def _messages_appended(self, ops: TableOps, run: list[tuple[int, Any]], strict: bool) -> None:
+        sid = self._sid(ops, run[0][1])
+        ops.insert("rm_messages", [(sid, e.seq, 1, notification_id) for notification_id, e in run])
+        self._index_for_search(ops, sid, run)
         last = run[-1][1]
-        self._touch(
-            cur, sid, last, "next_seq = ?, message_count = message_count + ?", (last.seq + 1, len(run))
-        )
+        self._touch(ops, sid, last, add={"message_count": len(run)}, next_seq=last.seq + 1)
         spans: dict[str, list[int]] = {}
         for _, e in run:
             if e.command_id is not None and not e.command_generated:
                 span = spans.setdefault(e.command_id, [e.seq, e.seq])
                 span[1] = e.seq
         for command_id, (lo, hi) in spans.items():
-            self._register_command(cur, command_id, sid, "append_messages", lo, hi, strict)
+            self._register_command(ops, command_id, sid, "append_messages", lo, hi, strict)
 
-    def _checkpoint_committed(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
-        cur.execute(
-            "INSERT INTO {t}rm_checkpoints (" + CHECKPOINT_COLS + ")"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                e.checkpoint_id,
-                sid,
-                e.generation,
-                e.parent_checkpoint_id,
-                storable_text(e.summary),  # (summaries of older versions may hold NUL)
-                e.first_retained_seq,
-                e.source_max_seq,
-                e.trigger_reason,
-                e.provider_kind,
-                e.model,
-                e.tokens_before,
-                e.tokens_after,
-                int(bool(e.degraded)),
-                dumps(e.summary_source),
-                e.created_at,
-                e.originator_version,
-                _ledger_text(getattr(e, "ledger", None)),
-                _state_text(getattr(e, "provider_state", None)),
-            ),
-        )
-        self._touch(
-            cur,
-            sid,
-            e,
-            "active_checkpoint_id = ?, context_generation = ?,"
-            " checkpoint_count = checkpoint_count + 1",
-            (e.checkpoint_id, e.generation),
-        )
+    @staticmethod
+    def _index_for_search(ops: TableOps, sid: str, run: list[tuple[int, Any]]) -> None:
+        """The messages' searchable text (ADR 0033), in the append's transaction."""
+        # (a message's text is a function of its event: a row already there is the same)
+        ops.insert("rm_search", [
+            (sid, e.seq, e.role, e.turn_id, search_text(e.content, e.tool_calls, e.name)) for _, e in run
+        ], if_absent=True)
 
-    def _history_invalidated(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
+    def _checkpoint_committed(self, ops: TableOps, e: Any) -> None:
+        sid = self._sid(ops, e)
+        ops.insert("rm_checkpoints", [(
+            e.checkpoint_id, sid, e.generation, e.parent_checkpoint_id,
+            storable_text(e.summary),  # (summaries of older versions may hold NUL)
+            e.first_retained_seq, e.source_max_seq, e.trigger_reason, e.provider_kind, e.model,
+            e.tokens_before, e.tokens_after, int(bool(e.degraded)), dumps(e.summary_source),
+            e.created_at, e.originator_version, _ledger_text(getattr(e, "ledger", None)),
+            _state_text(getattr(e, "provider_state", None)),
+        )])
+        self._touch(ops, sid, e, add={"checkpoint_count": 1},
+                    active_checkpoint_id=e.checkpoint_id, context_generation=e.generation)
+
+    def _history_invalidated(self, ops: TableOps, e: Any) -> None:
+        sid = self._sid(ops, e)
         excluded = 0
         for lo, hi in e.ranges:
-            cur.execute(
-                "UPDATE {t}rm_messages SET visible = 0"
-                " WHERE session_id = ? AND seq >= ? AND seq <= ? AND visible = 1",
-                (sid, lo, hi),
-            )
-            excluded += max(cur.rowcount, 0)
-            cur.execute(
-                "DELETE FROM {t}rm_pins WHERE session_id = ? AND seq >= ? AND seq <= ?", (sid, lo, hi)
-            )
-        cur.execute(
-            "INSERT INTO {t}rm_invalidations (session_id, version, kind, ranges, excluded,"
-            " reason, generation, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (sid, e.originator_version, e.kind, dumps(e.ranges), excluded, storable_text(e.reason),
-             e.generation, e.created_at),
-        )
-        self._touch(
-            cur,
-            sid,
-            e,
-            "active_checkpoint_id = NULL, context_generation = ?,"
-            " invalidated_count = invalidated_count + ?",
-            (e.generation, excluded),
-        )
+            ops.update("rm_messages", {"session_id": sid, "visible": 1}, values={"visible": 0},
+                       between=("seq", lo, hi))
+            excluded += max(ops.rowcount, 0)
+            ops.delete("rm_pins", {"session_id": sid}, between=("seq", lo, hi))
+        ops.insert("rm_invalidations", [(
+            sid, e.originator_version, e.kind, dumps(e.ranges), excluded, storable_text(e.reason),
+            e.generation, e.created_at,
+        )])
+        self._touch(ops, sid, e, add={"invalidated_count": excluded},
+                    active_checkpoint_id=None, context_generation=e.generation)
 
-    def _messages_pinned(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
-        cur.executemany(
-            "INSERT INTO {t}rm_pins (session_id, seq) VALUES (?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
-            [(sid, seq) for seq in e.seqs],
-        )
-        self._touch(cur, sid, e)
+    def _messages_pinned(self, ops: TableOps, e: Any) -> None:
+        sid = self._sid(ops, e)
+        ops.insert("rm_pins", [(sid, seq) for seq in e.seqs], if_absent=True)
+        self._touch(ops, sid, e)
 
-    def _messages_unpinned(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
-        cur.executemany(
-            "DELETE FROM {t}rm_pins WHERE session_id = ? AND seq = ?", [(sid, seq) for seq in e.seqs]
-        )
-        self._touch(cur, sid, e)
+    def _messages_unpinned(self, ops: TableOps, e: Any) -> None:
+        sid = self._sid(ops, e)
+        for seq in e.seqs:
+            ops.delete("rm_pins", {"session_id": sid, "seq": seq})
+        self._touch(ops, sid, e)
 
-    def _checkpoint_reverted(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
-        cur.execute(
-            "INSERT INTO {t}rm_reverts (checkpoint_id, session_id, version, now_active, generation,"
-            " command_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (e.checkpoint_id, sid, e.originator_version, e.now_active, e.generation, e.command_id,
-             e.created_at),
-        )
-        self._touch(cur, sid, e, "active_checkpoint_id = ?, context_generation = ?",
-                    (e.now_active, e.generation))
+    def _checkpoint_reverted(self, ops: TableOps, e: Any) -> None:
+        sid = self._sid(ops, e)
+        ops.insert("rm_reverts", [(
+            e.checkpoint_id, sid, e.originator_version, e.now_active, e.generation, e.command_id,
+            e.created_at,
+        )])
+        self._touch(ops, sid, e, active_checkpoint_id=e.now_active, context_generation=e.generation)
 
-    def _deleted(self, cur: Cur, e: Any) -> None:
-        self._touch(cur, self._sid(cur, e), e, "deleted = 1")
+    def _deleted(self, ops: TableOps, e: Any) -> None:
+        self._touch(ops, self._sid(ops, e), e, deleted=1)
 
-    def _window_learned(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
-        row = cur.execute(
-            "SELECT learned_windows FROM {t}rm_sessions WHERE session_id = ?", (sid,)
-        ).fetchone()
+    def _window_learned(self, ops: TableOps, e: Any) -> None:
+        sid = self._sid(ops, e)
+        row = ops.select_one("rm_sessions", ("learned_windows",), {"session_id": sid})
         windows = json.loads(row[0]) if row and row[0] else {}
         windows[e.model] = {
             "provider": e.provider,
@@ -248,30 +222,23 @@ class EventHandlers:
             "prompt_tokens": e.prompt_tokens,
             "estimated_tokens": e.estimated_tokens,
         }
-        self._touch(cur, sid, e, "learned_windows = ?", (dumps(windows),))
+        self._touch(ops, sid, e, learned_windows=dumps(windows))
 
-    def _tool_results_cleared(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
+    def _tool_results_cleared(self, ops: TableOps, e: Any) -> None:
+        sid = self._sid(ops, e)
         added = 0
         for seq, text in zip(e.seqs, e.placeholders):
-            cur.execute(
-                "INSERT INTO {t}rm_cleared (session_id, seq, placeholder, version)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
-                (sid, seq, storable_text(text), e.originator_version),
-            )
-            added += max(cur.rowcount, 0)
-        self._touch(cur, sid, e, "cleared_count = cleared_count + ?", (added,))
+            ops.insert("rm_cleared", [(sid, seq, storable_text(text), e.originator_version)], if_absent=True)
+            added += max(ops.rowcount, 0)
+        self._touch(ops, sid, e, add={"cleared_count": added})
 
-    def _legacy_imported(self, cur: Cur, e: Any) -> None:
-        sid = self._sid(cur, e)
-        cur.execute(
-            "INSERT INTO {t}rm_imports (session_id, version, source, imported_messages,"
-            " skipped_messages, legacy_seq_upto, last_compressed_message_at, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (sid, e.originator_version, e.source, e.imported_messages, e.skipped_messages,
-             e.legacy_seq_upto, e.last_compressed_message_at, e.created_at),
-        )
-        self._touch(cur, sid, e)
+    def _legacy_imported(self, ops: TableOps, e: Any) -> None:
+        sid = self._sid(ops, e)
+        ops.insert("rm_imports", [(
+            sid, e.originator_version, e.source, e.imported_messages, e.skipped_messages,
+            e.legacy_seq_upto, e.last_compressed_message_at, e.created_at,
+        )])
+        self._touch(ops, sid, e)
 
 
 def _state_text(state: Any) -> str | None:

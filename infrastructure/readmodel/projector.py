@@ -17,11 +17,11 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError, Mapper, Notification
 
 from context_compaction.domain.errors import CorruptEvent
-from context_compaction.domain.session import Session
 
 from ..database import Cur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
+from .ops import SqlOps
 from .schema import DAMAGE_TABLE, POSITION, EventsTable
 
 log = logging.getLogger("context_compaction.readmodel")
@@ -35,14 +35,14 @@ ADVANCE_SQL = (
 )
 
 
-class ReadModelProjector(EventHandlers):
-    """Applies Session events to the query tables through a given cursor."""
+class ReadModelProjector:
+    """Applies Session events to the query tables through a given cursor (the
+    handlers are every backend's, ``handlers.py``; here they run as SQL)."""
 
     def __init__(self, events_table: EventsTable) -> None:
         self.events_table = events_table
         self.mapper: Mapper[UUID] | None = None
-        self._session_ids: dict[str, str] = {}
-        self._handlers = self.handler_table()
+        self.handlers = EventHandlers()
 
     # ----------------------------------------------------------- positions
     @staticmethod
@@ -184,32 +184,8 @@ class ReadModelProjector(EventHandlers):
                 damaged.add(notification.originator_id.hex)
 
     def apply_all(self, cur: Cur, events: Sequence[tuple[int, Any]], *, strict: bool = False) -> None:
-        """Apply (notification id, event) pairs in order; runs of appended messages of one
-        session are written with one statement per table.
-
-        ``strict`` (new events, projected inline): a host command id another session
-        already used fails the transaction, so the events roll back too (ADR 0019).
-        Replaying stored events keeps the first use and warns instead.
-        """
-        run: list[tuple[int, Any]] = []
-        for notification_id, domain_event in events:
-            if type(domain_event) is Session.MessageAppended:
-                if run and run[0][1].originator_id != domain_event.originator_id:
-                    self._messages_appended(cur, run, strict)
-                    run = []
-                run.append((notification_id, domain_event))
-                continue
-            if run:
-                self._messages_appended(cur, run, strict)
-                run = []
-            if type(domain_event) is Session.Started:
-                self._started(cur, domain_event, strict)
-                continue
-            handler = self._handlers.get(type(domain_event))
-            if handler is not None:
-                handler(cur, domain_event)
-        if run:
-            self._messages_appended(cur, run, strict)
+        """Apply (notification id, event) pairs in order (``EventHandlers.apply_all``)."""
+        self.handlers.apply_all(SqlOps(cur), events, strict=strict)
 
     def decode_state(self, state: bytes) -> dict[str, Any]:
         """An event's stored state as plain values (what message queries read)."""

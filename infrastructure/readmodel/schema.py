@@ -7,6 +7,7 @@ rebuilt from the events on its next read).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from eventsourcing.utils import get_topic
@@ -41,94 +42,144 @@ ADDED_COLUMNS: tuple[tuple[int, str, str, str], ...] = (
 SEARCH_SINCE = 8
 SCHEMA_MARK = "schema"
 
-SCHEMA: tuple[str, ...] = (
-    "CREATE TABLE IF NOT EXISTS {t}rm_position ("
-    " name TEXT PRIMARY KEY, notification_id {INT} NOT NULL){WR}",
-    "CREATE TABLE IF NOT EXISTS {t}rm_sessions ("
-    " session_id TEXT PRIMARY KEY, aggregate_id TEXT NOT NULL UNIQUE, model TEXT NOT NULL,"
-    " agent_token_limit {INT}, version {INT} NOT NULL, next_seq {INT} NOT NULL,"
-    " context_generation {INT} NOT NULL, active_checkpoint_id TEXT,"
-    " message_count {INT} NOT NULL, invalidated_count {INT} NOT NULL,"
-    " checkpoint_count {INT} NOT NULL, deleted {INT} NOT NULL,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL,"
-    " learned_windows TEXT NOT NULL DEFAULT '{{}}', cleared_count {INT} NOT NULL DEFAULT 0){WR}",
-    # Tool results whose content every projection replaces by the stored placeholder
-    # (``ToolResultsCleared``, issue 17); the first clearing of a seq wins.
-    "CREATE TABLE IF NOT EXISTS {t}rm_cleared ("
-    " session_id TEXT NOT NULL, seq {INT} NOT NULL, placeholder TEXT NOT NULL,"
-    " version {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
+@dataclass(frozen=True)
+class Table:
+    """One read-model table, declared once: its SQL DDL (``ddl``), the SQL the
+    projection's table operations render (``readmodel/ops.py``) and the memory
+    backend's dict table (``memory/tables.py``) all come from it (ADR 0050)."""
+
+    name: str
+    #: (column, SQL type and constraints other than key and uniqueness), in row order:
+    #: a row (insert, ``table_rows``, the memory tables) is a tuple in this order.
+    columns: tuple[tuple[str, str], ...]
+    key: tuple[str, ...]
+    #: Column sets unique besides the key (one column: inline ``UNIQUE``).
+    unique: tuple[tuple[str, ...], ...] = ()
+    #: SQLite ``WITHOUT ROWID`` (``{WR}``); rowid tables are those FTS5 or the
+    #: planner wants a rowid for.
+    without_rowid: bool = True
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
+
+    def ddl(self) -> str:
+        parts = [
+            f"{name} {kind}"
+            + (" PRIMARY KEY" if self.key == (name,) else "")
+            + (" UNIQUE" if (name,) in self.unique else "")
+            for name, kind in self.columns
+        ]
+        if len(self.key) > 1:
+            parts.append(f"PRIMARY KEY ({', '.join(self.key)})")
+        parts += [f"UNIQUE ({', '.join(cols)})" for cols in self.unique if len(cols) > 1]
+        wr = "{WR}" if self.without_rowid else ""
+        return f"CREATE TABLE IF NOT EXISTS {{t}}{self.name} ( {', '.join(parts)}){wr}"
+
+
+_SID = ("session_id", "TEXT NOT NULL")
+_SEQ = ("seq", "{INT} NOT NULL")
+_VERSION = ("version", "{INT} NOT NULL")
+_CREATED = ("created_at", "TEXT NOT NULL")
+
+POSITION_TABLE = Table("rm_position", (("name", "TEXT"), ("notification_id", "{INT} NOT NULL")), ("name",))
+
+#: The projected tables: a pure function of the events (compared by ``verify``, and
+#: row for row between the memory backend and SQLite by the contract test). A new
+#: event's table is one entry here (and ``SCHEMA_VERSION`` + 1).
+PROJECTED: tuple[Table, ...] = (
+    Table("rm_sessions", (
+        ("session_id", "TEXT"), ("aggregate_id", "TEXT NOT NULL"), ("model", "TEXT NOT NULL"),
+        ("agent_token_limit", "{INT}"), _VERSION, ("next_seq", "{INT} NOT NULL"),
+        ("context_generation", "{INT} NOT NULL"), ("active_checkpoint_id", "TEXT"),
+        ("message_count", "{INT} NOT NULL"), ("invalidated_count", "{INT} NOT NULL"),
+        ("checkpoint_count", "{INT} NOT NULL"), ("deleted", "{INT} NOT NULL"), _CREATED,
+        ("updated_at", "TEXT NOT NULL"), ("learned_windows", "TEXT NOT NULL DEFAULT '{{}}'"),
+        ("cleared_count", "{INT} NOT NULL DEFAULT 0"),
+    ), ("session_id",), unique=(("aggregate_id",),)),
     # Only what queries select on and the event that holds the body (ADR 0016): short
     # rows keep the B-tree pages an append rewrites (and fsyncs) few.
-    "CREATE TABLE IF NOT EXISTS {t}rm_messages ("
-    " session_id TEXT NOT NULL, seq {INT} NOT NULL, visible {INT} NOT NULL,"
-    " notification_id {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
+    Table("rm_messages", (_SID, _SEQ, ("visible", "{INT} NOT NULL"), ("notification_id", "{INT} NOT NULL")),
+          ("session_id", "seq")),
     # Host command ids, unique across all sessions (ADR 0019); generated ones are
     # remembered by the aggregate only.
-    "CREATE TABLE IF NOT EXISTS {t}rm_commands ("
-    " command_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL,"
-    " first_seq {INT} NOT NULL, last_seq {INT} NOT NULL){WR}",
-    "CREATE TABLE IF NOT EXISTS {t}rm_checkpoints ("
-    " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, generation {INT} NOT NULL,"
-    " parent_checkpoint_id TEXT, summary TEXT NOT NULL, first_retained_seq {INT} NOT NULL,"
-    " source_max_seq {INT} NOT NULL, trigger_reason TEXT NOT NULL,"
-    " provider_kind TEXT NOT NULL, model TEXT NOT NULL, tokens_before {INT} NOT NULL,"
-    " tokens_after {INT} NOT NULL, degraded {INT} NOT NULL, summary_source TEXT NOT NULL,"
-    " created_at TEXT NOT NULL, version {INT} NOT NULL, ledger TEXT, provider_state TEXT,"
-    " UNIQUE (session_id, generation))",
-    "CREATE TABLE IF NOT EXISTS {t}rm_invalidations ("
-    " session_id TEXT NOT NULL, version {INT} NOT NULL, kind TEXT NOT NULL,"
-    " ranges TEXT NOT NULL, excluded {INT} NOT NULL, reason TEXT NOT NULL,"
-    " generation {INT} NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version))",
-    "CREATE TABLE IF NOT EXISTS {t}rm_imports ("
-    " session_id TEXT NOT NULL, version {INT} NOT NULL, source TEXT NOT NULL,"
-    " imported_messages {INT} NOT NULL, skipped_messages {INT} NOT NULL, legacy_seq_upto {INT} NOT NULL,"
-    " last_compressed_message_at {INT}, created_at TEXT NOT NULL, PRIMARY KEY (session_id, version))",
-    # A cache, not a projection: counts are a pure function of (message, encoding).
-    "CREATE TABLE IF NOT EXISTS {t}rm_token_counts ("
-    " session_id TEXT NOT NULL, encoding TEXT NOT NULL, seq {INT} NOT NULL,"
-    " tokens {INT} NOT NULL, PRIMARY KEY (session_id, encoding, seq)){WR}",
-    # Written by the Timeline follower after commits (best effort), spec §13.
-    "CREATE TABLE IF NOT EXISTS {t}rm_timeline ("
-    " key TEXT PRIMARY KEY, session_id TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
-    " content TEXT NOT NULL, created_at TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
+    Table("rm_commands", (
+        ("command_id", "TEXT"), _SID, ("kind", "TEXT NOT NULL"), ("first_seq", "{INT} NOT NULL"),
+        ("last_seq", "{INT} NOT NULL"),
+    ), ("command_id",)),
+    Table("rm_checkpoints", (
+        ("checkpoint_id", "TEXT"), _SID, ("generation", "{INT} NOT NULL"), ("parent_checkpoint_id", "TEXT"),
+        ("summary", "TEXT NOT NULL"), ("first_retained_seq", "{INT} NOT NULL"),
+        ("source_max_seq", "{INT} NOT NULL"), ("trigger_reason", "TEXT NOT NULL"),
+        ("provider_kind", "TEXT NOT NULL"), ("model", "TEXT NOT NULL"), ("tokens_before", "{INT} NOT NULL"),
+        ("tokens_after", "{INT} NOT NULL"), ("degraded", "{INT} NOT NULL"), ("summary_source", "TEXT NOT NULL"),
+        _CREATED, _VERSION, ("ledger", "TEXT"), ("provider_state", "TEXT"),
+    ), ("checkpoint_id",), unique=(("session_id", "generation"),), without_rowid=False),
+    Table("rm_invalidations", (
+        _SID, _VERSION, ("kind", "TEXT NOT NULL"), ("ranges", "TEXT NOT NULL"), ("excluded", "{INT} NOT NULL"),
+        ("reason", "TEXT NOT NULL"), ("generation", "{INT} NOT NULL"), _CREATED,
+    ), ("session_id", "version"), without_rowid=False),
+    Table("rm_imports", (
+        _SID, _VERSION, ("source", "TEXT NOT NULL"), ("imported_messages", "{INT} NOT NULL"),
+        ("skipped_messages", "{INT} NOT NULL"), ("legacy_seq_upto", "{INT} NOT NULL"),
+        ("last_compressed_message_at", "{INT}"), _CREATED,
+    ), ("session_id", "version"), without_rowid=False),
+    # Tool results whose content every projection replaces by the stored placeholder
+    # (``ToolResultsCleared``, issue 17); the first clearing of a seq wins.
+    Table("rm_cleared", (_SID, _SEQ, ("placeholder", "TEXT NOT NULL"), _VERSION), ("session_id", "seq")),
     # The searchable text of every message (search_history, ADR 0033); its full-text
     # index is per engine (SEARCH_INDEX). A rowid table: FTS5 points at its rowids.
-    "CREATE TABLE IF NOT EXISTS {t}rm_search ("
-    " session_id TEXT NOT NULL, seq {INT} NOT NULL, role TEXT NOT NULL, turn_id TEXT,"
-    " body TEXT NOT NULL, PRIMARY KEY (session_id, seq))",
+    Table("rm_search", (_SID, _SEQ, ("role", "TEXT NOT NULL"), ("turn_id", "TEXT"), ("body", "TEXT NOT NULL")),
+          ("session_id", "seq"), without_rowid=False),
     # Pinned messages (issue 16): kept verbatim after the summary block.
-    "CREATE TABLE IF NOT EXISTS {t}rm_pins ("
-    " session_id TEXT NOT NULL, seq {INT} NOT NULL, PRIMARY KEY (session_id, seq)){WR}",
+    Table("rm_pins", (_SID, _SEQ), ("session_id", "seq")),
     # Reverted checkpoints (issue 16): one revert per checkpoint at most.
-    "CREATE TABLE IF NOT EXISTS {t}rm_reverts ("
-    " checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, version {INT} NOT NULL,"
-    " now_active TEXT, generation {INT} NOT NULL, command_id TEXT, created_at TEXT NOT NULL)",
+    Table("rm_reverts", (
+        ("checkpoint_id", "TEXT"), _SID, _VERSION, ("now_active", "TEXT"), ("generation", "{INT} NOT NULL"),
+        ("command_id", "TEXT"), _CREATED,
+    ), ("checkpoint_id",), without_rowid=False),
+)
+TABLES: dict[str, Table] = {table.name: table for table in PROJECTED}
+
+#: Tables that are a pure function of the events (compared by ``verify``): name → key.
+PROJECTED_TABLES: dict[str, str] = {table.name: ", ".join(table.key) for table in PROJECTED}
+
+# A cache, not a projection: counts are a pure function of (message, encoding).
+TOKEN_COUNTS_TABLE = Table("rm_token_counts", (
+    _SID, ("encoding", "TEXT NOT NULL"), _SEQ, ("tokens", "{INT} NOT NULL"),
+), ("session_id", "encoding", "seq"))
+# Written by the Timeline follower after commits (best effort), spec §13.
+TIMELINE_TABLE = Table("rm_timeline", (
+    ("key", "TEXT"), _SID, ("checkpoint_id", "TEXT NOT NULL"), ("content", "TEXT NOT NULL"), _CREATED,
+), ("key",), without_rowid=False)
+# Sessions whose events the read model could not project (a damaged row met while
+# catching up): their queries answer corrupt_event instead of a partial state.
+DAMAGED_TABLE = Table("rm_damaged", (
+    ("aggregate_id", "TEXT"), ("notification_id", "{INT} NOT NULL"), _VERSION, ("problem", "TEXT NOT NULL"),
+), ("aggregate_id",))
+
+SCHEMA: tuple[str, ...] = (
+    POSITION_TABLE.ddl(),
+    TABLES["rm_sessions"].ddl(),
+    TABLES["rm_cleared"].ddl(),
+    TABLES["rm_messages"].ddl(),
+    TABLES["rm_commands"].ddl(),
+    TABLES["rm_checkpoints"].ddl(),
+    TABLES["rm_invalidations"].ddl(),
+    TABLES["rm_imports"].ddl(),
+    TOKEN_COUNTS_TABLE.ddl(),
+    TIMELINE_TABLE.ddl(),
+    "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
+    TABLES["rm_search"].ddl(),
+    TABLES["rm_pins"].ddl(),
+    TABLES["rm_reverts"].ddl(),
     # (a command_id is unique across all sessions and commands: appends look here too)
     "CREATE INDEX IF NOT EXISTS rm_reverts_command ON {t}rm_reverts (command_id)",
-    # Sessions whose events the read model could not project (a damaged row met while
-    # catching up): their queries answer corrupt_event instead of a partial state.
-    "CREATE TABLE IF NOT EXISTS {t}rm_damaged ("
-    " aggregate_id TEXT PRIMARY KEY, notification_id {INT} NOT NULL, version {INT} NOT NULL,"
-    " problem TEXT NOT NULL){WR}",
+    DAMAGED_TABLE.ddl(),
 )
 #: Rebuilt with the projected tables, but not compared by ``verify`` (which lists
 #: damaged rows itself, also those the live read model projected before the damage).
-DAMAGE_TABLE = "rm_damaged"
-
-#: Tables that are a pure function of the events (compared by ``verify``).
-PROJECTED_TABLES: dict[str, str] = {
-    "rm_sessions": "session_id",
-    "rm_messages": "session_id, seq",
-    "rm_commands": "command_id",
-    "rm_checkpoints": "checkpoint_id",
-    "rm_invalidations": "session_id, version",
-    "rm_imports": "session_id, version",
-    "rm_cleared": "session_id, seq",
-    "rm_search": "session_id, seq",
-    "rm_pins": "session_id, seq",
-    "rm_reverts": "checkpoint_id",
-}
+DAMAGE_TABLE = DAMAGED_TABLE.name
 
 #: The full-text index over rm_search, per engine (not compared by ``verify``: it is
 #: derived from rm_search by the engine itself). SQLite: an external-content FTS5
@@ -158,12 +209,7 @@ SESSION_COLS = (
     " active_checkpoint_id, message_count, invalidated_count, checkpoint_count, deleted,"
     " created_at, updated_at, learned_windows, cleared_count"
 )
-CHECKPOINT_COLS = (
-    "checkpoint_id, session_id, generation, parent_checkpoint_id, summary,"
-    " first_retained_seq, source_max_seq, trigger_reason, provider_kind, model,"
-    " tokens_before, tokens_after, degraded, summary_source, created_at, version, ledger,"
-    " provider_state"
-)
+CHECKPOINT_COLS = ", ".join(TABLES["rm_checkpoints"].column_names)
 N_SESSION_COLS = len(SESSION_COLS.split(","))
 # The session row and whether the read model met a damaged event of it (rm_damaged).
 SESSION_SQL = (

@@ -114,3 +114,40 @@ def test_postgres_notify_on_sends_notify_and_subscriptions_hear_appends(pg_datab
     with recorder.subscribe(gt=0) as subscription:
         topics = [next(subscription).topic for _ in range(2)]
     assert [t.rsplit(".", 1)[-1] for t in topics] == ["Started", "MessageAppended"]
+
+
+def test_the_projection_of_an_append_waits_for_the_server_only_for_a_host_command_id(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADR 0043, 0050: the handlers run on the insert's pipeline through ``SqlOps``; a
+    plain append's projection reads no result (it goes out with the COMMIT), and one
+    with a host command id waits once, for the row count of its command's row."""
+    from context_compaction.infrastructure.readmodel.projector import ReadModelProjector
+
+    h: Harness = pg_databases.harness("projection-waits")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("warm")]}))
+    projecting: list[bool] = []
+    waits: list[str] = []
+    project_inline = ReadModelProjector.project_inline
+    sync = psycopg.Pipeline.sync
+
+    def watched_project(self: Any, *args: Any, **kwargs: Any) -> None:
+        projecting.append(True)
+        try:
+            project_inline(self, *args, **kwargs)
+        finally:
+            projecting.pop()
+
+    def watched_sync(self: Any) -> None:
+        if projecting:
+            waits.append("sync")
+        sync(self)
+
+    monkeypatch.setattr(ReadModelProjector, "project_inline", watched_project)
+    monkeypatch.setattr(psycopg.Pipeline, "sync", watched_sync)
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("a"), user("b")]}))
+    assert waits == []
+    ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "host-1",
+             "messages": [user("c"), user("d")]}))
+    assert waits == ["sync"]
