@@ -16,9 +16,30 @@ from context_compaction.domain.attempts import FAILURES, Breaker, breaker
 from context_compaction.domain.errors import StorageError
 from context_compaction.domain.messages import MessageRecord
 
+from .ports import AttemptLog
 from .services import Services
 
 log = logging.getLogger("context_compaction.compaction")
+
+
+def _streak(attempts: AttemptLog, session_id: str) -> tuple[int, int | None]:
+    """(automatic failures since the last committed compaction, the newest one's seq).
+
+    A log that keeps the count (ours: the aggregate's state) answers it in one read
+    whatever the session's age; a host's own log is read attempt by attempt."""
+    streak = getattr(attempts, "streak", None)
+    if streak is not None:
+        failures, seq = streak(session_id)
+        return int(failures), seq
+    failures, last_failure_seq = 0, None
+    for attempt in attempts.attempts(session_id):  # newest first
+        if attempt.outcome == "compacted":
+            break
+        if attempt.outcome in FAILURES and attempt.reason == "auto":
+            failures += 1
+            if last_failure_seq is None:
+                last_failure_seq = attempt.at_seq
+    return failures, last_failure_seq
 
 
 def breaker_state(svc: Services, session_id: str, records: Sequence[MessageRecord]) -> Breaker:
@@ -27,19 +48,11 @@ def breaker_state(svc: Services, session_id: str, records: Sequence[MessageRecor
     cc = svc.settings.context_compaction
     if svc.attempts is None or cc.max_consecutive_failures <= 0:
         return Breaker(False, 0)
-    failures, last_failure_seq = 0, None
     try:
-        attempts = svc.attempts.attempts(session_id)  # newest first
+        failures, last_failure_seq = _streak(svc.attempts, session_id)
     except StorageError as exc:  # the log is advice: an unreadable one pauses nothing
         log.warning("attempt log not read", extra={"session_id": session_id, "error_class": exc.code})
         return Breaker(False, 0)
-    for attempt in attempts:
-        if attempt.outcome == "compacted":
-            break
-        if attempt.outcome in FAILURES and attempt.reason == "auto":
-            failures += 1
-            if last_failure_seq is None:
-                last_failure_seq = attempt.at_seq
     # The failed attempt ran at the start of its turn (``at_seq`` includes that turn's
     # first message): the turn that starts next is the pause's first.
     if failures < cc.max_consecutive_failures:  # closed: no need to count turns

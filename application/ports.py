@@ -293,7 +293,11 @@ class ToolExecutor(Protocol):
 
 class AttemptLog(Protocol):
     """The compaction attempt log of each session (issue 16): its own stream, so
-    recording never moves or conflicts with the session (DESIGN §15)."""
+    recording never moves or conflicts with the session (DESIGN §15).
+
+    A log may also offer ``streak(session_id) -> (failures, at_seq)``: the automatic
+    failures since the last committed compaction and the newest one's ``at_seq``. The
+    breaker then reads that instead of every attempt (ours does; ADR 0052)."""
 
     def record(self, session_id: str, attempt: Attempt) -> None:
         """Append one attempt durably; raises ``StorageError`` when it cannot."""

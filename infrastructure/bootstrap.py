@@ -242,7 +242,11 @@ def bootstrap(
                 application_class=overrides.pop("application_class", SessionsApplication),
             )
             leases = SqlTurnLeases(db)
-            leases.create_table()
+            if target.dialect.is_postgres:
+                # Under the schema lock: racing CREATEs fail on PostgreSQL. SQLite
+                # creates it on first use, so a reading process never opens the
+                # writer connection for it (ADR 0052).
+                leases.create_table()
     timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
     services = _services(settings, app, events, read_model, SqlTokenCountCache(db), timeline,
                          leases, clock, ids, overrides)

@@ -10,6 +10,7 @@ reported with the error code (``error.type`` in OpenTelemetry's conventions).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import sys
@@ -33,7 +34,9 @@ _HISTOGRAMS = {t.TOKENS_BEFORE, t.TOKENS_AFTER, t.SUMMARY_DURATION}
 _NOTHING = NoTelemetry()
 
 
+@functools.cache
 def available() -> bool:
+    # Once per process: a spec search walks sys.path, a fixed cost of every bootstrap.
     return importlib.util.find_spec("opentelemetry") is not None
 
 

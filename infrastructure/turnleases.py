@@ -52,9 +52,12 @@ class SqlTurnLeases:
         self._release = f"DELETE FROM {t} WHERE session_id = ? AND owner = ?"
         self._holder = f"SELECT owner FROM {t} WHERE session_id = ? AND expires_at > {now}"
 
+        self._created = False
+
     def create_table(self) -> None:
         with self.db.connection_cursor() as cur:
             cur.execute(self._create)
+        self._created = True
 
     def acquire(self, session_id: str, owner: str, seconds: float) -> bool:
         return self._retrying(lambda: self._changes(self._acquire, (session_id, owner, float(seconds))) == 1)
@@ -76,6 +79,8 @@ class SqlTurnLeases:
     def _retrying(self, operation: Callable[[], T]) -> T:
         for attempt in range(ATTEMPTS):
             try:
+                if not self._created:  # SQLite: on first use, not at bootstrap (ADR 0052)
+                    self.create_table()
                 return operation()
             except StorageBusy:
                 if attempt == ATTEMPTS - 1:

@@ -69,6 +69,15 @@ class SqlAttemptLog:
             time.sleep(random.uniform(0.002, 0.02) * (n + 1))
         raise StorageError("the compaction attempt log stayed contended or busy")
 
+    def streak(self, session_id: str) -> tuple[int, int | None]:
+        """(automatic failures since the last committed compaction, the newest one's
+        ``at_seq``): the log aggregate's own state, from the held copy brought up to
+        date (one query), not every attempt the session ever had (ADR 0052)."""
+        log = self._load(session_id)
+        if log is None:
+            return 0, None
+        return log.failures_in_a_row, log.last_failure_seq
+
     def attempts(self, session_id: str, limit: int | None = None) -> list[Attempt]:
         with storage_errors():
             events = list(self.app.events.get(attempts_aggregate_id(session_id)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 from uuid import UUID
 
@@ -16,6 +17,7 @@ from context_compaction.domain.session import Session, snapshot_problem
 from ..transcoding import corrupt_event, field_checks, message_problem, required_fields
 
 
+@cache
 def _event_classes() -> dict[str, type]:
     """Stored topic → class, for our own event classes only (and the snapshot)."""
     classes: dict[str, type] = {get_topic(Snapshot): Snapshot}
@@ -24,6 +26,15 @@ def _event_classes() -> dict[str, type]:
             if isinstance(value, type) and issubclass(value, CanMutateAggregate):
                 classes[get_topic(value)] = value
     return classes
+
+
+@cache
+def _tables() -> tuple[dict[str, type], dict[type, Any], dict[type, Any]]:
+    """The allow-list and each class's field checks: the classes are fixed at import, so
+    they are worked out once per process, not per bootstrap (a cold restore's fixed cost)."""
+    classes = _event_classes()
+    return (classes, {cls: required_fields(cls) for cls in classes.values()},
+            {cls: field_checks(cls) for cls in classes.values()})
 
 
 class EventMapper(Mapper[UUID]):
@@ -43,9 +54,7 @@ class EventMapper(Mapper[UUID]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._classes = _event_classes()
-        self._required = {cls: required_fields(cls) for cls in self._classes.values()}
-        self._checks = {cls: field_checks(cls) for cls in self._classes.values()}
+        self._classes, self._required, self._checks = _tables()
         self._aggregates = {get_topic(Session): Session}
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:

@@ -87,3 +87,54 @@ def test_over_the_hard_window_a_paused_breaker_still_trims(make_harness) -> None
     assert flaky.calls == 1  # paused: no summary
     assert result["compaction"]["stage"] == "degraded" and result["compaction"]["degraded"]
     assert result["usage"]["used_tokens"] <= result["usage"]["effective_window_tokens"]
+
+
+class ListOnly:
+    """A host's own attempt log: it records and lists attempts, and keeps no count."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.listed = 0
+
+    def record(self, session_id: str, attempt: Any) -> None:
+        self.inner.record(session_id, attempt)
+
+    def attempts(self, session_id: str, limit: int | None = None) -> list[Any]:
+        self.listed += 1
+        return self.inner.attempts(session_id, limit)
+
+
+def _three_failures(make_harness, wrap: bool) -> tuple[Harness, list[str], ListOnly | None]:
+    flaky = Flaky()
+    h = make_harness("l", adapters={"summarizer": flaky},
+                     context_compaction={"reserve_tokens": RESERVE, "keep_recent_tokens": 300,
+                                         "max_consecutive_failures": 3, "breaker_pause_turns": 2})
+    services = h.bus.services
+    listed: list[str] = []
+    host = None
+    if wrap:
+        host = services.attempts = ListOnly(services.attempts)
+    else:
+        ours, real = services.attempts, services.attempts.attempts
+        ours.attempts = lambda session_id, limit=None: listed.append(session_id) or real(session_id, limit)
+    near_the_threshold(h)
+    for n in range(3):
+        turn(h, n)
+    return h, listed, host
+
+
+def test_the_breaker_reads_the_logs_count_not_every_attempt(make_harness) -> None:
+    """ADR 0052: the trigger reads the log aggregate's failures in a row (one read of
+    the events after the held copy), so a compaction does not cost more in an old
+    session with hundreds of attempts."""
+    h, listed, _ = _three_failures(make_harness, wrap=False)
+    assert breaker(h) == {"open": True, "failures_in_a_row": 3, "turns_left": 2}
+    assert listed == []
+    h.close()
+
+
+def test_a_host_log_without_a_count_gives_the_same_breaker(make_harness) -> None:
+    h, _, host = _three_failures(make_harness, wrap=True)
+    assert breaker(h) == {"open": True, "failures_in_a_row": 3, "turns_left": 2}
+    assert host is not None and host.listed > 0
+    h.close()
