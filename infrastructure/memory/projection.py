@@ -17,7 +17,6 @@ from context_compaction.domain.summary import storable_text
 from ..readmodel import ProjectionOutOfOrder
 from ..readmodel.handlers import _state_text
 from ..readmodel.rows import dumps
-from ..readmodel.search import search_text
 from .tables import Tables
 
 log = logging.getLogger("context_compaction.readmodel")
@@ -107,9 +106,6 @@ class MemoryProjector:
             raise IntegrityError("message seq already projected")  # (the SQL primary key)
         self.t.put("rm_messages", key, (sid, e.seq, 1, notification_id))
         self.t.put_body(key, state)
-        if self.t.get("rm_search", key) is None:
-            body = search_text(e.content, e.tool_calls, e.name)
-            self.t.put("rm_search", key, (sid, e.seq, e.role, e.turn_id, body))
         row = self._session(sid)
         self._touch(sid, e, next_seq=e.seq + 1, message_count=row["message_count"] + 1)
         if e.command_id is not None and not e.command_generated:

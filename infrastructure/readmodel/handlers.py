@@ -18,7 +18,6 @@ from context_compaction.domain.summary import storable_text
 from ..database import Cur
 from .rows import dumps
 from .schema import CHECKPOINT_COLS
-from .search import search_text
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -124,12 +123,6 @@ class EventHandlers:
             "INSERT INTO {t}rm_messages (session_id, seq, visible, notification_id)"
             " VALUES (?, ?, 1, ?)",
             [(sid, e.seq, notification_id) for notification_id, e in run],
-        )
-        cur.executemany(
-            # (a message's text is a function of its event: a row already there is the same)
-            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT (session_id, seq) DO NOTHING",
-            [(sid, e.seq, e.role, e.turn_id, search_text(e.content, e.tool_calls, e.name)) for _, e in run],
         )
         last = run[-1][1]
         self._touch(
