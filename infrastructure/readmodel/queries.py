@@ -171,12 +171,18 @@ class SqlReadModel:
             cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
             return self.projector.replay(cur, after=0)
 
-    def index_search(self, session_id: str) -> int:
+    def index_search(self, session_id: str, batch: int = 2_000) -> int:
         """Index the session's messages not yet in rm_search (ADR 0049); returns how
-        many. A cache's commit (``durable=False``): a crash loses rows and mark together."""
-        events = self.projector.events_table
-        with self.db.write(durable=False) as cur:
-            return index_session(cur, events.messages_sql, self.projector.decode_state, session_id)
+        many were read. ``batch`` messages per transaction: on SQLite each holds the
+        writer lock, so appends wait for one batch at most. A cache's commit
+        (``durable=False``): a crash loses rows and mark together."""
+        events, done = self.projector.events_table, 0
+        while True:
+            with self.db.write(durable=False) as cur:
+                n = index_session(cur, events.messages_sql, self.projector.decode_state, session_id, batch)
+            done += n
+            if n < batch:
+                return done
 
     def check_search_index(self) -> str | None:
         """What is wrong with the full-text index over ``rm_search`` (None: nothing), after

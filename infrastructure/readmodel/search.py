@@ -74,9 +74,11 @@ BEHIND_SQL = (
 
 
 def index_session(
-    cur: Cur, messages_sql: str, decode: Callable[[bytes], dict[str, Any]], session_id: str
+    cur: Cur, messages_sql: str, decode: Callable[[bytes], dict[str, Any]], session_id: str,
+    batch: int,
 ) -> int:
-    """Index the session's messages above its mark and move the mark; returns how many.
+    """Index up to ``batch`` of the session's messages above its mark and move the mark;
+    returns how many messages it read (``batch``: there may be more).
 
     ``messages_sql`` (``EventsTable.messages_sql``) selects (seq, state, …) of the
     session from a seq on. Every message in rm_messages is indexed, visible or not
@@ -87,7 +89,7 @@ def index_session(
     """
     row = cur.execute(MARK_SQL, (session_id,)).fetchone()
     mark = int(row[0]) if row else 0
-    rows = cur.execute(messages_sql + " ORDER BY m.seq", (session_id, mark + 1)).fetchall()
+    rows = cur.execute(messages_sql + " ORDER BY m.seq LIMIT ?", (session_id, mark + 1, batch)).fetchall()
     if not rows:
         return 0
     found = []
@@ -98,7 +100,7 @@ def index_session(
             continue
     cur.executemany(INSERT_SQL, found)
     cur.execute(_MOVE_MARK_SQL, (session_id, int(rows[-1][0])))
-    return len(found)
+    return len(rows)
 
 
 def query_terms(query: str) -> list[str]:

@@ -196,3 +196,12 @@ def test_a_rebuild_empties_the_index_and_its_marks(make_harness: MakeHarness) ->
     h.bus.services.read_model.rebuild()
     assert h.count("rm_search") == 0 and mark(h) is None
     assert seqs(h, "kiwi") == [1, 2]
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_indexing_goes_in_batches_until_the_session_is_indexed(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    append(h, "kiwi 1", "kiwi 2", "kiwi 3", "kiwi 4", "kiwi 5")
+    assert h.bus.services.read_model.index_search(SID, batch=2) == 5
+    assert mark(h) == 5 and h.count("rm_search") == 5
+    assert h.bus.services.read_model.index_search(SID, batch=2) == 0
