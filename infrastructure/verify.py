@@ -13,11 +13,16 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteDatastore
+from eventsourcing.utils import get_topic
 
 from context_compaction.domain.errors import CorruptEvent
+from context_compaction.domain.session import Session
 
 from .database import Cur, Database, Dialect
 from .readmodel import PROJECTED_TABLES, SCHEMA, EventsTable, ReadModelProjector, SqlReadModel
+from .readmodel.schema import SEARCH_MARKS
+from .readmodel.search import INSERT_SQL as SEARCH_INSERT
+from .readmodel.search import SearchRow, search_row
 
 BATCH = 500
 
@@ -135,6 +140,10 @@ def verify(
         position = read_model.projector.position(live)
         newest = read_model.lag(live)[1]
         sessions = dict(live.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
+        # rm_search lags the appends (ADR 0049): the scratch copy indexes each session up
+        # to the live mark, so a row missing below it, or one above it, is a difference.
+        marked = live.execute(f"SELECT session_id, seq FROM {{t}}{SEARCH_MARKS}").fetchall()
+        marks = {sid: int(seq) for sid, seq in marked}
         datastore = SQLiteDatastore(str(Path(tmp) / "scratch.db"))
         try:
             scratch = Database(datastore, Dialect("sqlite"))
@@ -156,6 +165,7 @@ def verify(
                 with scratch.write() as cur:
                     # (a session is left out from its damaged row on)
                     projector.apply_stored(cur, notes, broken, on_damage)
+                    cur.executemany(SEARCH_INSERT, _search_rows(projector, notes, broken, sessions, marks))
                 events += len(notes)
                 start = notes[-1].id + 1
                 if on_progress is not None:
@@ -171,6 +181,29 @@ def verify(
                         damaged_snapshots=_damaged_snapshots(app, read_model, sessions),
                         search_index=read_model.check_search_index())
 
+
+def _search_rows(
+    projector: ReadModelProjector, notes: list[Any], broken: set[str], sessions: dict[str, str],
+    marks: dict[str, int],
+) -> list[SearchRow]:
+    """The rm_search rows of the appended messages among ``notes`` at or below their
+    session's live mark (what the live index must hold)."""
+    rows = []
+    for note in notes:
+        aggregate = note.originator_id.hex
+        sid = sessions.get(aggregate)
+        if note.topic != _MESSAGE_TOPIC or aggregate in broken or sid is None:
+            continue
+        try:
+            record = projector.decode_state(note.state)
+        except Exception:  # noqa: BLE001 - apply_stored reported the damaged row
+            continue
+        if int(record["seq"]) <= marks.get(sid, 0):
+            rows.append(search_row(sid, int(record["seq"]), record))
+    return rows
+
+
+_MESSAGE_TOPIC = get_topic(Session.MessageAppended)
 
 #: Key columns that hold text. PostgreSQL sorts them by byte ("C"), as SQLite does and
 #: as Python compares str, so both cursors of a merge run in one order.

@@ -26,7 +26,7 @@ from context_compaction.application.views import (
 from context_compaction.domain.messages import MessageRecord
 
 from ..readmodel.rows import checkpoint_row, message_record, session_row
-from ..readmodel.search import query_terms, snippet
+from ..readmodel.search import query_terms, search_row, snippet
 from ..transcoding import PlainJSONTranscoder
 from .recorder import ProjectingMemoryRecorder
 
@@ -172,9 +172,12 @@ class MemoryReadModel:
         splits them, case and diacritics folded); scored by how often they occur."""
         terms = query_terms(query)
         phrases = [_tokens(term) for term in terms]
-        if not terms or not all(phrases):
+        if not terms:
             return []
         with self.lock:
+            self._index(session_id)  # (as SQL: whenever the query has a term)
+            if not all(phrases):
+                return []
             session = self.t.get("rm_sessions", session_id)
             active = self._checkpoint(session[7]) if session and session[7] else None
             boundary = active.first_retained_seq if active else None
@@ -192,6 +195,23 @@ class MemoryReadModel:
                 hits.append(SearchHit(seq, role, turn_id, snippet(body, terms), score, compacted, not visible))
         hits.sort(key=lambda h: (-h.score, h.seq))
         return hits[:limit]
+
+    def _index(self, session_id: str) -> None:
+        """``SqlReadModel.index_search`` on the dicts: the session's messages above its
+        mark get their rm_search rows, so both backends lag the same way (ADR 0049)."""
+        mark = self.t.search_marks.get(session_id, 0)
+        seqs = sorted(seq for sid, seq in self.t.data["rm_messages"] if sid == session_id and seq > mark)
+        messages = self.t.data["rm_messages"]
+        for seq in seqs:
+            key = (session_id, seq)
+            try:
+                row = search_row(session_id, seq, self._decode(self.t.bodies[messages[key][3]]))
+            except Exception:  # noqa: BLE001 - as index_session: skipped, its queries report it
+                continue
+            if self.t.get("rm_search", key) is None:
+                self.t.put("rm_search", key, row)
+        if seqs:
+            self.t.search_marks[session_id] = seqs[-1]
 
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log (as

@@ -51,12 +51,15 @@ class Tables:
     def __init__(self) -> None:
         self.data: dict[str, dict[Any, Row]] = {table: {} for table in COLUMNS}
         self.bodies: dict[int, bytes] = {}
+        #: rm_search_marks: per session, the highest seq searches indexed (ADR 0049).
+        self.search_marks: dict[str, int] = {}
         self._undo: list[tuple[dict[Any, Any], Any, Any]] | None = None
         self.rowcount = 0
 
     def clear(self) -> None:
         for rows in self.data.values():
             rows.clear()
+        self.search_marks.clear()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -20,7 +20,6 @@ from context_compaction.domain.summary import storable_text
 
 from .ops import TableOps
 from .rows import dumps
-from .search import search_text
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -142,7 +141,6 @@ class EventHandlers:
     def _messages_appended(self, ops: TableOps, run: list[tuple[int, Any]], strict: bool) -> None:
         sid = self._sid(ops, run[0][1])
         ops.insert("rm_messages", [(sid, e.seq, 1, notification_id) for notification_id, e in run])
-        self._index_for_search(ops, sid, run)
         last = run[-1][1]
         self._touch(ops, sid, last, add={"message_count": len(run)}, next_seq=last.seq + 1)
         spans: dict[str, list[int]] = {}
@@ -152,14 +150,6 @@ class EventHandlers:
                 span[1] = e.seq
         for command_id, (lo, hi) in spans.items():
             self._register_command(ops, command_id, sid, "append_messages", lo, hi, strict)
-
-    @staticmethod
-    def _index_for_search(ops: TableOps, sid: str, run: list[tuple[int, Any]]) -> None:
-        """The messages' searchable text (ADR 0033), in the append's transaction."""
-        # (a message's text is a function of its event: a row already there is the same)
-        ops.insert("rm_search", [
-            (sid, e.seq, e.role, e.turn_id, search_text(e.content, e.tool_calls, e.name)) for _, e in run
-        ], if_absent=True)
 
     def _checkpoint_committed(self, ops: TableOps, e: Any) -> None:
         sid = self._sid(ops, e)

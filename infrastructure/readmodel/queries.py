@@ -24,7 +24,7 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import query_terms, search_params, search_sql, search_text, snippet, split_terms
+from .search import BEHIND_SQL, index_session, query_terms, search_params, search_sql, snippet, split_terms
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -38,6 +38,8 @@ from .schema import (
     SCHEMA_VERSION,
     SEARCH_DERIVED,
     SEARCH_INDEX,
+    SEARCH_LAG_SINCE,
+    SEARCH_MARKS,
     SEARCH_SINCE,
     SESSION_COLS,
     SESSION_SQL,
@@ -64,7 +66,7 @@ class SqlReadModel:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the next read replays the events into the new ones (catch-up
                 # from position 0), exactly as after losing them.
-                for table in (*SEARCH_DERIVED, *PROJECTED_TABLES, DAMAGE_TABLE):
+                for table in (*SEARCH_DERIVED, *PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
                     cur.execute(f"DROP TABLE IF EXISTS {{t}}{table}")
                 cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
                 log.warning(
@@ -77,8 +79,8 @@ class SqlReadModel:
                 self._add_columns(cur, previous)
             for statement in SEARCH_INDEX[self.db.dialect.name]:
                 cur.execute(statement)
-            if previous is not None and SAME_SHAPE_SINCE <= previous < SEARCH_SINCE:
-                self._fill_search(cur)
+            if previous is not None and SEARCH_SINCE <= previous < SEARCH_LAG_SINCE:
+                self._mark_indexed(cur)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
@@ -96,28 +98,14 @@ class SqlReadModel:
             if column not in names:  # (another process may have added it first)
                 cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN {column} {kind}")
 
-    def _fill_search(self, cur: Cur) -> None:
-        """Index the messages a database of an older schema already holds (once)."""
-        events = self.projector.events_table
-        rows = cur.execute(
-            f"SELECT m.session_id, m.seq, e.state FROM {{t}}rm_messages m"
-            f" JOIN {events.qualified} e ON e.{events.id_column} = m.notification_id"
-            " ORDER BY m.session_id, m.seq"
-        ).fetchall()
-        found = []
-        for session_id, seq, state in rows:
-            try:
-                record = self.projector.decode_state(bytes(state))
-                text = search_text(record.get("content"), record.get("tool_calls"), record.get("name"))
-                found.append((session_id, int(seq), str(record["role"]), record.get("turn_id"), text))
-            except Exception:  # noqa: BLE001 - a damaged row is reported by its queries, not here
-                continue
-        cur.executemany(
-            "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT (session_id, seq) DO NOTHING",
-            found,
+    @staticmethod
+    def _mark_indexed(cur: Cur) -> None:
+        """A database of version 8-10 indexed every message inline (ADR 0049)."""
+        cur.execute(
+            f"INSERT INTO {{t}}{SEARCH_MARKS} (session_id, seq)"
+            " SELECT session_id, next_seq - 1 FROM {t}rm_sessions WHERE next_seq > 1"
+            " ON CONFLICT (session_id) DO NOTHING"
         )
-        log.info("search index filled from the stored messages", extra={"messages": len(found)})
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""
@@ -178,10 +166,23 @@ class SqlReadModel:
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""
         with self.db.write(self.projector.events_table.lock_sql) as cur:
-            for table in (*PROJECTED_TABLES, DAMAGE_TABLE):
+            for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
                 cur.execute(f"DELETE FROM {{t}}{table}")
             cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
             return self.projector.replay(cur, after=0)
+
+    def index_search(self, session_id: str, batch: int = 2_000) -> int:
+        """Index the session's messages not yet in rm_search (ADR 0049); returns how
+        many were read. ``batch`` messages per transaction: on SQLite each holds the
+        writer lock, so appends wait for one batch at most. A cache's commit
+        (``durable=False``): a crash loses rows and mark together."""
+        events, done = self.projector.events_table, 0
+        while True:
+            with self.db.write(durable=False) as cur:
+                n = index_session(cur, events.messages_sql, self.projector.decode_state, session_id, batch)
+            done += n
+            if n < batch:
+                return done
 
     def check_search_index(self) -> str | None:
         """What is wrong with the full-text index over ``rm_search`` (None: nothing), after
@@ -329,8 +330,15 @@ class SqlReadModel:
         words, substrings = split_terms(terms)
         sql = search_sql(dialect, include_invalidated, len(words), len(substrings))
         params = search_params(dialect, words, substrings, session_id, limit)
-        with self.fresh() as cur:
-            rows = cur.execute(sql, params).fetchall()
+        rows: list[Any] = []
+        for attempt in range(2):
+            with self.fresh() as cur:
+                last, mark = cur.execute(BEHIND_SQL, (session_id,)).fetchone() or (0, 0)
+                # (after one indexing, messages appended since are not this search's)
+                if attempt == 1 or int(last) <= int(mark or 0):
+                    rows = cur.execute(sql, params).fetchall()
+                    break
+            self.index_search(session_id)
         return [
             SearchHit(int(seq), role, turn_id, snippet(body, terms), round(float(score), 6),
                       bool(compacted), not visible)

@@ -21,7 +21,7 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
 SAME_SHAPE_SINCE = 5
@@ -37,9 +37,16 @@ ADDED_COLUMNS: tuple[tuple[int, str, str, str], ...] = (
     # for older databases: no checkpoint had one before.
     (10, "rm_checkpoints", "provider_state", "TEXT"),
 )
-#: 8 added rm_search, which must hold every message already stored: it is filled from
-#: the stored messages once when a database of an older version is opened (ADR 0033).
+#: 8 added rm_search (ADR 0033). Since 11 it lags the appends (ADR 0049): a search
+#: indexes its session's messages above the session's mark in ``SEARCH_MARKS`` first.
+#: A database of version 8-10 indexed every message inline: its marks start at each
+#: session's last seq. An older one has no rows and no marks: searches fill it.
 SEARCH_SINCE = 8
+SEARCH_LAG_SINCE = 11
+#: Per session, the highest seq whose rm_search row exists (ADR 0049). Not projected
+#: from the events (it is how far searches have indexed), so ``verify`` compares
+#: rm_search up to it instead of comparing it.
+SEARCH_MARKS = "rm_search_marks"
 SCHEMA_MARK = "schema"
 
 @dataclass(frozen=True)
@@ -176,6 +183,9 @@ SCHEMA: tuple[str, ...] = (
     # (a command_id is unique across all sessions and commands: appends look here too)
     "CREATE INDEX IF NOT EXISTS rm_reverts_command ON {t}rm_reverts (command_id)",
     DAMAGED_TABLE.ddl(),
+    # How far rm_search is filled, per session (SEARCH_MARKS, ADR 0049).
+    "CREATE TABLE IF NOT EXISTS {t}rm_search_marks ("
+    " session_id TEXT PRIMARY KEY, seq {INT} NOT NULL){WR}",
 )
 #: Rebuilt with the projected tables, but not compared by ``verify`` (which lists
 #: damaged rows itself, also those the live read model projected before the damage).

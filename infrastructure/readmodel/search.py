@@ -1,7 +1,9 @@
 """Full-text search over the raw history (``search_history``, issue 16, ADR 0033).
 
-``rm_search`` holds each message's searchable text, projected from ``MessageAppended``
-in the events' transaction; the engine indexes it (schema.py ``SEARCH_INDEX``). The
+``rm_search`` holds each message's searchable text; the engine indexes it (schema.py
+``SEARCH_INDEX``). It lags the appends (ADR 0049): a search first indexes its session's
+messages above the session's mark (``index_session``), in a short write transaction of
+its own, so an append never pays for the index. The
 query is user text: it reaches SQL only as a bound parameter, and for FTS5 every term
 is a quoted string, so no FTS operator (``OR``, ``NEAR``, ``*``, ``:``, ``^``) of the
 user's is ever interpreted.
@@ -11,9 +13,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from context_compaction.domain.summary import storable_text
+
+from ..database import Cur
 
 #: Characters of a snippet either side of the first match.
 SNIPPET_RADIUS = 80
@@ -37,6 +42,65 @@ def search_text(content: Any, tool_calls: Any, name: Any) -> str:
     if isinstance(name, str) and name:
         parts.append(name)
     return storable_text("\n".join(p for p in parts if p))
+
+
+SearchRow = tuple[str, int, str, Any, str]
+
+
+def search_row(session_id: str, seq: int, record: dict[str, Any]) -> SearchRow:
+    """The rm_search row of one message, from its stored state (as plain values)."""
+    text = search_text(record.get("content"), record.get("tool_calls"), record.get("name"))
+    return session_id, seq, str(record["role"]), record.get("turn_id"), text
+
+
+INSERT_SQL = (
+    # (a message's text is a function of its event: a row already there is the same)
+    "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (session_id, seq) DO NOTHING"
+)
+MARK_SQL = "SELECT seq FROM {t}rm_search_marks WHERE session_id = ?"
+# The mark only moves up: two searchers that indexed concurrently (PostgreSQL, no
+# common lock) leave the higher of their marks.
+_MOVE_MARK_SQL = (
+    "INSERT INTO {t}rm_search_marks (session_id, seq) VALUES (?, ?)"
+    " ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq"
+    " WHERE {t}rm_search_marks.seq < excluded.seq"
+)
+#: Is anything of the session above its mark? (one row: the last seq, the mark)
+BEHIND_SQL = (
+    "SELECT s.next_seq - 1, k.seq FROM {t}rm_sessions s"
+    " LEFT JOIN {t}rm_search_marks k ON k.session_id = s.session_id WHERE s.session_id = ?"
+)
+
+
+def index_session(
+    cur: Cur, messages_sql: str, decode: Callable[[bytes], dict[str, Any]], session_id: str,
+    batch: int,
+) -> int:
+    """Index up to ``batch`` of the session's messages above its mark and move the mark;
+    returns how many messages it read (``batch``: there may be more).
+
+    ``messages_sql`` (``EventsTable.messages_sql``) selects (seq, state, …) of the
+    session from a seq on. Every message in rm_messages is indexed, visible or not
+    (``include_invalidated`` searches find invalidated ones), exactly as the inline
+    projection did. Seqs of a session only grow and commit in order, so every message
+    above the mark that this transaction does not see commits later with a higher seq.
+    A row whose stored state does not decode is skipped (its queries report it).
+    """
+    row = cur.execute(MARK_SQL, (session_id,)).fetchone()
+    mark = int(row[0]) if row else 0
+    rows = cur.execute(messages_sql + " ORDER BY m.seq LIMIT ?", (session_id, mark + 1, batch)).fetchall()
+    if not rows:
+        return 0
+    found = []
+    for seq, state, *_ in rows:
+        try:
+            found.append(search_row(session_id, int(seq), decode(bytes(state))))
+        except Exception:  # noqa: BLE001 - a damaged row is reported by its queries, not here
+            continue
+    cur.executemany(INSERT_SQL, found)
+    cur.execute(_MOVE_MARK_SQL, (session_id, int(rows[-1][0])))
+    return len(rows)
 
 
 def query_terms(query: str) -> list[str]:

@@ -9,7 +9,8 @@ by contract: comparable within one answer only).
 
 Breakages tried (each made this fail): the memory projector keeping the pins of
 invalidated messages; ``MemoryReadModel.messages`` ignoring ``limit``; an invalidation
-that skips the messages of a range starting at seq 1. (A command id of another session
+that skips the messages of a range starting at seq 1; the memory search index (lagging,
+ADR 0049) skipping invalidated messages. (A command id of another session
 accepted by the projector is not seen here: the handler refuses it from the read model
 first; the projector's check is the race guard, ``test_idempotency`` covers it.)
 """

@@ -1,0 +1,92 @@
+"""What the lagging search index (ADR 0049) moved to the first search: a session of N
+messages appended with no search between, then ``search_history`` three times (the
+first indexes all N, the second finds nothing to index), then one more turn appended
+and searched (the usual case: a few messages to index). SQLite, and PostgreSQL when
+reachable. Prints JSON.
+
+    python benchmarks/searchlag.py [--messages 10000] [--no-pg]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from workload import MODEL  # noqa: E402
+
+from context_compaction import Settings, bootstrap  # noqa: E402
+from context_compaction import commands as c  # noqa: E402
+from context_compaction.infrastructure.demo.scenario import session_messages  # noqa: E402
+
+PG = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def _settings(url: str) -> Settings:
+    return Settings(database_url=url, summarizer="extractive",
+                    context_compaction={"enabled": False}, models={MODEL: {"token_limit": 100_000_000}})
+
+
+def _search(bus: Any, query: str) -> tuple[float, int]:
+    t = time.perf_counter()
+    result = bus.dispatch(c.SearchHistory(session_id="s", query=query, limit=20))
+    return round((time.perf_counter() - t) * 1000, 1), len(result.hits)
+
+
+def measure(url: str, n: int) -> dict[str, Any]:
+    bus = bootstrap(_settings(url))
+    bus.dispatch(c.StartSession(session_id="s", model=MODEL))
+    turns = session_messages(n + 50)
+    batch: list[dict[str, Any]] = []
+    appended = 0
+    t = time.perf_counter()
+    for turn in turns[:-1]:
+        batch += turn
+        if len(batch) >= 500:
+            bus.dispatch(c.AppendMessages(session_id="s", messages=batch))
+            appended += len(batch)
+            batch = []
+    if batch:
+        bus.dispatch(c.AppendMessages(session_id="s", messages=batch))
+        appended += len(batch)
+    append_s = time.perf_counter() - t
+    first = _search(bus, "import")
+    second = _search(bus, "import")
+    bus.dispatch(c.AppendMessages(session_id="s", messages=turns[-1]))
+    after_turn = _search(bus, "import")
+    bus.close()
+    return {"messages": appended, "append_seconds": round(append_s, 2),
+            "first_search_ms": first[0], "second_search_ms": second[0],
+            "search_after_one_more_turn_ms": after_turn[0], "turn_messages": len(turns[-1]),
+            "hits": first[1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--no-pg", action="store_true")
+    args = parser.parse_args()
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        out["sqlite"] = measure(f"sqlite:///{Path(tmp) / 'lag.db'}", args.messages)
+    if not args.no_pg:
+        schema = f"ctxc_searchlag_{uuid.uuid4().hex[:8]}"
+        try:
+            out["postgres"] = measure(f"{PG}?schema={schema}", args.messages)
+        finally:
+            import psycopg
+
+            with psycopg.connect(PG, autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
