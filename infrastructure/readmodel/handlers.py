@@ -120,11 +120,7 @@ class EventHandlers:
     def _messages_appended(self, cur: Cur, run: list[tuple[int, Any]], strict: bool) -> None:
         first = run[0][1]
         sid = self._sid(cur, first)
-        cur.executemany(
-            "INSERT INTO {t}rm_messages (session_id, seq, visible, notification_id)"
-            " VALUES (?, ?, 1, ?)",
-            [(sid, e.seq, notification_id) for notification_id, e in run],
-        )
+        self._insert_messages(cur, sid, run)
         cur.executemany(
             # (a message's text is a function of its event: a row already there is the same)
             "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
@@ -142,6 +138,14 @@ class EventHandlers:
                 span[1] = e.seq
         for command_id, (lo, hi) in spans.items():
             self._register_command(cur, command_id, sid, "append_messages", lo, hi, strict)
+
+    def _insert_messages(self, cur: Cur, sid: str, run: list[tuple[int, Any]]) -> None:
+        # (the one row that needs the notification ids: the projector can defer it, ADR 0053)
+        cur.executemany(
+            "INSERT INTO {t}rm_messages (session_id, seq, visible, notification_id)"
+            " VALUES (?, ?, 1, ?)",
+            [(sid, e.seq, notification_id) for notification_id, e in run],
+        )
 
     def _checkpoint_committed(self, cur: Cur, e: Any) -> None:
         sid = self._sid(cur, e)

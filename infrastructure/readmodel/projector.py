@@ -19,7 +19,7 @@ from eventsourcing.persistence import IntegrityError, Mapper, Notification
 from context_compaction.domain.errors import CorruptEvent
 from context_compaction.domain.session import Session
 
-from ..database import Cur
+from ..database import Cur, PipelinedCur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
 from .schema import DAMAGE_TABLE, POSITION, EventsTable
@@ -100,6 +100,33 @@ class ReadModelProjector(EventHandlers):
             self.replay(cur, after=position, before=ids[0])
         self.apply_all(cur, pairs, strict=True)
         self._advance(cur, ids[-1])
+
+    @staticmethod
+    def splits_at_ids(events: Sequence[Any]) -> bool:
+        """Whether ``project_before_ids`` may project these events: not when an
+        invalidation would read messages appended by the same command."""
+        kinds = {type(e) for e in events}
+        return not (Session.MessageAppended in kinds and Session.HistoryInvalidated in kinds)
+
+    def project_before_ids(self, cur: PipelinedCur, events: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """PostgreSQL's one-trip append (ADR 0053): the projection's statements that need
+        no notification id, sent *before* the events lock (``splits_at_ids`` first).
+        Returns the ``rm_messages`` rows ``(session id, seq, originator id, version)``
+        left for the events INSERT to give ids to."""
+        rows: list[tuple[Any, ...]] = []
+        cur.messages_after_lock = rows
+        try:
+            self.apply_all(cur, [(0, e) for e in events], strict=True)
+        finally:
+            cur.messages_after_lock = None
+        return rows
+
+    def _insert_messages(self, cur: Cur, sid: str, run: list[tuple[int, Any]]) -> None:
+        later = getattr(cur, "messages_after_lock", None)
+        if later is None:
+            super()._insert_messages(cur, sid, run)
+            return
+        later.extend((sid, e.seq, e.originator_id, e.originator_version) for _, e in run)
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
         """Apply stored notifications with ``after < id < before``; returns the last id.
