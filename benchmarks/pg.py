@@ -36,6 +36,8 @@ PROTOTYPES = {
     "before_0043": "the write path before ADR 0043: one round trip per statement, NOTIFY, composite text rows",
     "no_lock": "LOCK TABLE per plain insert (breaks the global rm_position order)",
     "no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
+    "before_0053": "the write path before ADR 0053: two round trips, the whole projection under the lock",
+    "no_search": "no rm_search rows (and so no GIN index upkeep): what a lagging search index would give",
 }
 
 
@@ -51,6 +53,19 @@ def apply_prototype(bus: Any, variant: str) -> None:
     from eventsourcing.postgres import PostgresAggregateRecorder
 
     recorder = bus.services.extra["app"].recorder
+    if variant == "before_0053":
+        recorder.projector.splits_at_ids = lambda events: False  # (always the two-trip path)
+    if variant == "no_search":
+        from context_compaction.infrastructure import database
+
+        for cls in (database.Cur, database.PipelinedCur):
+            plain = cls.executemany
+
+            def executemany(self: Any, sql: str, rows: Any, plain: Any = plain) -> None:
+                if "rm_search" not in sql:
+                    plain(self, sql, rows)
+
+            cls.executemany = executemany  # type: ignore[method-assign]
     if variant == "before_0043":
         from types import MethodType
 
@@ -251,11 +266,18 @@ def pg_available() -> str | None:
     return None
 
 
-def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool) -> dict[str, Any]:
+def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | str | None) -> dict[str, Any]:
     """Every configuration once; ours and raw alternate per writer count, so a change
-    in the machine's speed during the section hits both alike."""
+    in the machine's speed during the section hits both alike. ``prototypes``: True or
+    "all", or a comma-separated list of ``PROTOTYPES`` names."""
     out: dict[str, Any] = {"seconds": seconds, "writers": writer_counts, "distinct": {}, "shared": {}}
-    variants = list(PROTOTYPES) if prototypes else []
+    if prototypes is True or prototypes == "all":
+        variants = list(PROTOTYPES)
+    else:
+        variants = [v for v in (prototypes or "").split(",") if v]
+        unknown = set(variants) - set(PROTOTYPES)
+        if unknown:
+            raise SystemExit(f"unknown --pg-prototypes {sorted(unknown)}; known: {', '.join(PROTOTYPES)}")
     for n in writer_counts:
         for mode in ("distinct", "shared"):
             row = {"ours": run_config("ours", n, mode == "shared", seconds),

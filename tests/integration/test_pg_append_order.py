@@ -115,8 +115,13 @@ def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: 
         with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
             _blocked_by(probe, pid)
         writer.conn.execute("SET LOCAL lock_timeout = '500ms'")  # (under the 1 s deadlock_timeout)
+        # What the locked writer's own projection writes: the session row, and the
+        # search row of the next seq (which the waiting append must not hold either).
         writer.conn.execute(f'UPDATE "{_schema(h)}".rm_sessions SET updated_at = updated_at'
                             " WHERE aggregate_id = %s", (aggregate,))
+        writer.conn.execute(f'INSERT INTO "{_schema(h)}".rm_search (session_id, seq, role, body)'
+                            " VALUES ('s', 2, 'user', 'x')")
+        writer.conn.execute(f"DELETE FROM \"{_schema(h)}\".rm_search WHERE session_id = 's' AND seq = 2")
     thread.join(30)
     assert ok(out["result"])["seqs"] == [2]
     _consistent(h)
@@ -204,3 +209,21 @@ def test_concurrent_writers_and_a_follower_see_every_event_in_order(pg_databases
     assert seen == stored_ids  # in order, none skipped
     assert len(stored_ids) == 3 + 4 * turns * 2
     _consistent(h)
+
+
+def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> None:
+    """ADR 0053: pglz took about half of the events INSERT, which runs under the lock."""
+    h: Harness = pg_databases.harness("lz4")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("x" * 40_000)]}))
+    has_lz4 = h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
+                      " AND 'lz4' = ANY(enumvals)")[0][0]
+    if not has_lz4:
+        pytest.skip("this PostgreSQL server has no lz4")
+    events = h.bus.services.extra["app"].projector.events_table.qualified
+    assert h.query(f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{events}'::regclass"
+                   " AND attname = 'state'") == [("l",)]
+    assert h.query(f"SELECT DISTINCT pg_column_compression(state) FROM {events}"
+                   " WHERE pg_column_compression(state) IS NOT NULL") == [("lz4",)]
+    history = ok(h.do({"type": "get_history", "session_id": "s"}))["messages"]
+    assert history[0]["content"] == "x" * 40_000
