@@ -391,28 +391,35 @@ def postgres_recorder_class() -> type:
             # ordered statement and the COMMIT. The lock is held for the server's work
             # and the commit's flush only. None: the read model's position was not just
             # before these ids; the transaction rolled back, nothing was written.
+            # BEGIN and COMMIT are plain statements (the connection is autocommit):
+            # psycopg's ``transaction()`` inside a pipeline syncs when it starts and twice
+            # when it ends, three more round trips, one of them with the lock held.
             import psycopg
 
             curs = conn.cursor(row_factory=tuple_row)
             try:
                 with conn.pipeline() as pipeline:
-                    with conn.transaction():
-                        cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
-                        rows = self.projector.project_before_ids(cur, events)
-                        if snapshots:
-                            with conn.cursor() as snap:
-                                self.snapshot_recorder._insert_stored_events(snap, snapshots)
-                        self._lock_table(curs)
-                        self._notify_channel(curs)
-                        curs.execute(self.ordered_insert_statement, self._ordered_params(stored_events, rows),
-                                     prepare=True)
-                    pipeline.sync()  # (the COMMIT is queued: an error here means rolled back)
+                    conn.execute("BEGIN")
+                    cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
+                    rows = self.projector.project_before_ids(cur, events)
+                    if snapshots:
+                        with conn.cursor() as snap:
+                            self.snapshot_recorder._insert_stored_events(snap, snapshots)
+                    self._lock_table(curs)
+                    self._notify_channel(curs)
+                    curs.execute(self.ordered_insert_statement, self._ordered_params(stored_events, rows),
+                                 prepare=True)
+                    conn.execute("COMMIT")
+                    # (the pipeline's exit sends it all with one Sync and waits for it)
                 return [int(row[0]) for row in curs.fetchall()]
             except psycopg.errors.DivisionByZero:
                 return None
             finally:
-                if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
-                    conn.rollback()  # (the failed statement skipped the queued COMMIT)
+                # A failed statement makes the server skip the queued COMMIT; a refusal
+                # raised here (a taken command id) leaves the transaction open.
+                status = psycopg.pq.TransactionStatus
+                if conn.info.transaction_status in (status.INTRANS, status.INERROR):
+                    conn.rollback()
 
         @staticmethod
         def _ordered_params(stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:

@@ -227,3 +227,33 @@ def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> N
                    " WHERE pg_column_compression(state) IS NOT NULL") == [("lz4",)]
     history = ok(h.do({"type": "get_history", "session_id": "s"}))["messages"]
     assert history[0]["content"] == "x" * 40_000
+
+
+def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADR 0053: the whole append, COMMIT included, goes out with one Sync (ADR 0043 had
+    two: one for the notification ids, one with the projection and the COMMIT)."""
+    from psycopg._pipeline_base import BasePipeline
+
+    h: Harness = pg_databases.harness("one-trip")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))  # (warm caches)
+    syncs: list[int] = []
+    enqueue = BasePipeline._enqueue_sync
+
+    def counted(self: Any) -> None:
+        syncs.append(1)
+        enqueue(self)
+
+    monkeypatch.setattr(BasePipeline, "_enqueue_sync", counted)
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def noted(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        statements.append(str(query)[:40])
+        return execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", noted)
+    assert ok(h.do({"type": "append_messages", "session_id": "s",
+                    "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
+    assert len(syncs) == 1, (syncs, statements)
+    _consistent(h)
