@@ -38,6 +38,7 @@ PROTOTYPES = {
     "no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
     "before_0053": "the write path before ADR 0053: two round trips, the whole projection under the lock",
     "no_search": "no rm_search rows (and so no GIN index upkeep): what a lagging search index would give",
+    "no_lock_one_trip": "the one-trip path minus the events lock and the rm_position update (R4's upper bound)",
 }
 
 
@@ -82,7 +83,18 @@ def apply_prototype(bus: Any, variant: str) -> None:
                 return recorder._insert_on(conn, curs, stored_events, **kwargs)
 
         recorder.insert_events = unpipelined
+    if variant == "no_lock_one_trip":
+        import re
+
+        from psycopg.sql import SQL
+
+        with recorder.datastore.get_connection() as conn:
+            text = recorder.ordered_insert_statement.as_string(conn)
+        text = re.sub(r", pos AS \(.*?RETURNING 1\)", "", text)
+        recorder.ordered_insert_statement = SQL(text.replace("1 / (SELECT count(*) FROM pos)", "1"))
+        recorder._lock_table = lambda curs: None
     if variant in ("no_lock", "no_lock_no_position"):
+        recorder.projector.splits_at_ids = lambda events: False  # (their path: ADR 0043's)
         # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it
         # itself: EXCLUSIVE conflicts with the ROW EXCLUSIVE lock of every INSERT, so the
         # contended path still excludes all other writers.
