@@ -93,6 +93,8 @@ def apply_prototype(bus: Any, variant: str) -> None:
         text = re.sub(r", pos AS \(.*?RETURNING 1\)", "", text)
         recorder.ordered_insert_statement = SQL(text.replace("1 / (SELECT count(*) FROM pos)", "1"))
         recorder._lock_table = lambda curs: None
+        ordered_params = recorder._ordered_params
+        recorder._ordered_params = lambda stored, rows: ordered_params(stored, rows)[:-1]  # (no position)
     if variant in ("no_lock", "no_lock_no_position"):
         recorder.projector.splits_at_ids = lambda events: False  # (their path: ADR 0043's)
         # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it

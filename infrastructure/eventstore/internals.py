@@ -401,6 +401,7 @@ def postgres_recorder_class() -> type:
                 with conn.pipeline() as pipeline:
                     conn.execute("BEGIN")
                     cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
+                    self._lock_sessions(cur, (s.originator_id for s in stored_events))
                     rows = self.projector.project_before_ids(cur, events)
                     if snapshots:
                         with conn.cursor() as snap:
@@ -420,6 +421,16 @@ def postgres_recorder_class() -> type:
                 status = psycopg.pq.TransactionStatus
                 if conn.info.transaction_status in (status.INTRANS, status.INERROR):
                     conn.rollback()
+
+        def _lock_sessions(self, cur: Cur, originator_ids: Any) -> None:
+            # The sessions' read-model rows before the events lock, on every write path
+            # (``locked_writer`` too, ADR 0053): the projection writes rows keyed by its
+            # sessions, before the lock on the one-trip path and after it otherwise, so
+            # writers of one session must meet here first or they can deadlock.
+            cur.execute(
+                "SELECT 1 FROM {t}rm_sessions WHERE aggregate_id = ANY(?) ORDER BY aggregate_id FOR UPDATE",
+                (sorted({_hex(o) for o in originator_ids}),),
+            )
 
         @staticmethod
         def _ordered_params(stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
@@ -443,6 +454,7 @@ def postgres_recorder_class() -> type:
             # notification ids; then the projection and the COMMIT, sent together when
             # the transaction ends. The lock is held for about one round trip and
             # the commit's flush, instead of one round trip per statement.
+            self._lock_sessions(Cur(conn.cursor(), self.dialect), (s.originator_id for s in stored_events))
             self._insert_stored_events(curs, stored_events, **kwargs)
             snapshots = kwargs.get("snapshots")
             if snapshots:
@@ -495,10 +507,7 @@ def postgres_recorder_class() -> type:
             # The session's read-model row first, then the events lock: a one-trip
             # append takes them in that order (its projection runs before the lock, ADR
             # 0053); this writer taking the lock first could deadlock with it.
-            self.curs.execute(
-                self.recorder.dialect.sql("SELECT 1 FROM {t}rm_sessions WHERE aggregate_id = ? FOR UPDATE"),
-                (originator_id.hex,),
-            )
+            self.recorder._lock_sessions(Cur(self.curs, self.recorder.dialect), [originator_id])
             self.recorder._lock_table(self.curs)
             self.curs.execute(
                 self.recorder.select_events_statement
@@ -511,6 +520,10 @@ def postgres_recorder_class() -> type:
             ]
 
     return ProjectingPostgresRecorder
+
+
+def _hex(originator_id: Any) -> str:
+    return originator_id.hex if isinstance(originator_id, UUID) else str(originator_id)
 
 
 def without_redundant_lock_timeout(statements: list[Any], datastore: Any) -> list[Any]:

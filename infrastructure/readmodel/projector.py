@@ -113,14 +113,6 @@ class ReadModelProjector(EventHandlers):
         no notification id, sent *before* the events lock (``splits_at_ids`` first).
         Returns the ``rm_messages`` rows ``(session id, seq, originator id, version)``
         left for the events INSERT to give ids to."""
-        # The sessions' rows first, as the contended path (``locked_writer``) takes them
-        # before the events lock: every other row this writes is keyed by a session
-        # (rm_search, rm_commands aside), so two writers of one session meet here
-        # first and never wait for each other in opposite orders.
-        cur.execute(
-            "SELECT 1 FROM {t}rm_sessions WHERE aggregate_id = ANY(?) ORDER BY aggregate_id FOR UPDATE",
-            (sorted({e.originator_id.hex for e in events}),),
-        )
         rows: list[tuple[Any, ...]] = []
         cur.messages_after_lock = rows
         try:

@@ -95,7 +95,8 @@ def test_the_projection_runs_before_the_events_lock(pg_databases: Any) -> None:
     _consistent(h)
 
 
-def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: Any) -> None:
+@pytest.mark.parametrize("path", ["one_trip", "two_trips"])
+def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: Any, path: str) -> None:
     """A locked writer (ADR 0021) on a session whose one-trip append waits: the append
     waits for the session's row, not for the events lock while holding that row, so
     the locked writer can still write the row (before: a deadlock, ended by the
@@ -104,6 +105,8 @@ def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: 
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
     other = h.new_bus()  # a second process's caches
+    if path == "two_trips":  # (ADR 0043's path: projection after the lock, session row first too)
+        other.services.extra["app"].projector.splits_at_ids = lambda events: False
     ok(other.dispatch_json({"type": "get_history", "session_id": "s"}))  # (warm: no SELECT later)
     aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
     recorder = h.bus.services.extra["app"].recorder
@@ -256,4 +259,35 @@ def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest
     assert ok(h.do({"type": "append_messages", "session_id": "s",
                     "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
     assert len(syncs) == 1, (syncs, statements)
+    _consistent(h)
+
+
+@pytest.mark.parametrize("path", ["one_trip", "two_trips"])
+def test_an_append_waiting_for_its_session_row_holds_no_events_lock(pg_databases: Any, path: str) -> None:
+    """Every write path takes the session's row before the events lock (ADR 0053): the
+    contended path holds that row while it waits for the lock, so an append that took
+    the lock first and then waited for the row would deadlock with it."""
+    h: Harness = pg_databases.harness("row-first")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    other = h.new_bus()
+    ok(other.dispatch_json({"type": "get_history", "session_id": "s"}))
+    if path == "two_trips":
+        other.services.extra["app"].projector.splits_at_ids = lambda events: False
+    aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
+    holder = psycopg.connect(POSTGRES_URL)
+    try:
+        holder.execute(f'SELECT 1 FROM "{_schema(h)}".rm_sessions WHERE aggregate_id = %s FOR UPDATE', (aggregate,))
+        pid = int(holder.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+        thread, out = _in_thread(
+            lambda: other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
+        with psycopg.connect(POSTGRES_URL) as probe:
+            _blocked_by(probe, pid)
+            probe.execute(f'LOCK TABLE "{_schema(h)}".contextcompaction_events IN SHARE MODE NOWAIT')
+            probe.rollback()
+    finally:
+        holder.rollback()
+        holder.close()
+    thread.join(30)
+    assert ok(out["result"])["seqs"] == [2]
     _consistent(h)
