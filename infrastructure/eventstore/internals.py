@@ -10,7 +10,8 @@ the pin, re-read each override below against the new release's source.
 * The projecting recorders: SQLite's ``_insert_events`` hook (the library's own
   extension point, as in its ``searchablecontent`` example), PostgreSQL's
   ``_insert_stored_events``, ``_lock_table`` and ``_notify_channel`` (no NOTIFY);
-  the snapshot recorder's inserts.
+  the snapshot recorder's inserts. The common PostgreSQL append is one round trip
+  with the projection before the events lock (ADR 0053).
 * ``FastSaveApplication``: ``Application.save`` minus its runtime Protocol checks,
   recording through the library's ``_record`` and announcing through ``_notify``, so
   followers and process applications see every event (ADR 0026).
