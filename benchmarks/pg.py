@@ -36,6 +36,9 @@ PROTOTYPES = {
     "before_0043": "the write path before ADR 0043: one round trip per statement, NOTIFY, composite text rows",
     "no_lock": "LOCK TABLE per plain insert (breaks the global rm_position order)",
     "no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
+    "before_0053": "the write path before ADR 0053: two round trips, the whole projection under the lock",
+    "no_search": "no rm_search rows (and so no GIN index upkeep): what a lagging search index would give",
+    "no_lock_one_trip": "the one-trip path minus the events lock and the rm_position update (R4's upper bound)",
 }
 
 
@@ -51,6 +54,19 @@ def apply_prototype(bus: Any, variant: str) -> None:
     from eventsourcing.postgres import PostgresAggregateRecorder
 
     recorder = bus.services.extra["app"].recorder
+    if variant == "before_0053":
+        recorder.projector.splits_at_ids = lambda events: False  # (always the two-trip path)
+    if variant == "no_search":
+        from context_compaction.infrastructure import database
+
+        for cls in (database.Cur, database.PipelinedCur):
+            plain = cls.executemany
+
+            def executemany(self: Any, sql: str, rows: Any, plain: Any = plain) -> None:
+                if "rm_search" not in sql:
+                    plain(self, sql, rows)
+
+            cls.executemany = executemany  # type: ignore[method-assign]
     if variant == "before_0043":
         from types import MethodType
 
@@ -67,7 +83,20 @@ def apply_prototype(bus: Any, variant: str) -> None:
                 return recorder._insert_on(conn, curs, stored_events, **kwargs)
 
         recorder.insert_events = unpipelined
+    if variant == "no_lock_one_trip":
+        import re
+
+        from psycopg.sql import SQL
+
+        with recorder.datastore.get_connection() as conn:
+            text = recorder.ordered_insert_statement.as_string(conn)
+        text = re.sub(r", pos AS \(.*?RETURNING 1\)", "", text)
+        recorder.ordered_insert_statement = SQL(text.replace("1 / (SELECT count(*) FROM pos)", "1"))
+        recorder._lock_table = lambda curs: None
+        ordered_params = recorder._ordered_params
+        recorder._ordered_params = lambda stored, rows: ordered_params(stored, rows)[:-1]  # (no position)
     if variant in ("no_lock", "no_lock_no_position"):
+        recorder.projector.splits_at_ids = lambda events: False  # (their path: ADR 0043's)
         # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it
         # itself: EXCLUSIVE conflicts with the ROW EXCLUSIVE lock of every INSERT, so the
         # contended path still excludes all other writers.
@@ -251,11 +280,18 @@ def pg_available() -> str | None:
     return None
 
 
-def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool) -> dict[str, Any]:
+def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | str | None) -> dict[str, Any]:
     """Every configuration once; ours and raw alternate per writer count, so a change
-    in the machine's speed during the section hits both alike."""
+    in the machine's speed during the section hits both alike. ``prototypes``: True or
+    "all", or a comma-separated list of ``PROTOTYPES`` names."""
     out: dict[str, Any] = {"seconds": seconds, "writers": writer_counts, "distinct": {}, "shared": {}}
-    variants = list(PROTOTYPES) if prototypes else []
+    if prototypes is True or prototypes == "all":
+        variants = list(PROTOTYPES)
+    else:
+        variants = [v for v in (prototypes or "").split(",") if v]
+        unknown = set(variants) - set(PROTOTYPES)
+        if unknown:
+            raise SystemExit(f"unknown --pg-prototypes {sorted(unknown)}; known: {', '.join(PROTOTYPES)}")
     for n in writer_counts:
         for mode in ("distinct", "shared"):
             row = {"ours": run_config("ours", n, mode == "shared", seconds),

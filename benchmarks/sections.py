@@ -28,8 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--staged-turns", type=int, default=300, help="turns of the staged-compaction section")
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
     parser.add_argument("--async-delay", type=float, default=3.0, help="seconds of the async section's summary call")
-    parser.add_argument("--pg-prototypes", action="store_true",
-                        help="also run the what-if variants of the write path (ADR 0030, 0043)")
+    parser.add_argument("--pg-prototypes", nargs="?", const="all", default=None,
+                        help="also run the what-if variants of the write path (ADR 0030, 0043, 0053):"
+                             " all, or a comma-separated list of their names")
 
 
 def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:

@@ -10,7 +10,8 @@ the pin, re-read each override below against the new release's source.
 * The projecting recorders: SQLite's ``_insert_events`` hook (the library's own
   extension point, as in its ``searchablecontent`` example), PostgreSQL's
   ``_insert_stored_events``, ``_lock_table`` and ``_notify_channel`` (no NOTIFY);
-  the snapshot recorder's inserts.
+  the snapshot recorder's inserts. The common PostgreSQL append is one round trip
+  with the projection before the events lock (ADR 0053).
 * ``FastSaveApplication``: ``Application.save`` minus its runtime Protocol checks,
   recording through the library's ``_record`` and announcing through ``_notify``, so
   followers and process applications see every event (ADR 0026).
@@ -167,8 +168,9 @@ class SQLiteFactory(BaseSQLiteFactory):
 
 
 class LockedWriter(Protocol):
-    """A write transaction holding the database's writer lock from its start: no other
-    connection inserts events until it ends (ADR 0021). Passed to ``save`` as
+    """A write transaction holding the database's writer lock from its start (PostgreSQL:
+    from its first ``events_after``, ADR 0053): no other connection inserts events
+    until it ends (ADR 0021). Passed to ``save`` as
     ``locked_writer=``; the recorder then inserts inside it."""
 
     def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]: ...
@@ -302,6 +304,29 @@ def postgres_recorder_class() -> type:
                 table=Identifier(events_table_name),
                 id_type=SQL(datastore.originator_id_type),
             )
+            # The one-trip append (ADR 0053): the events, their rm_messages rows and the
+            # read model's position in one statement, so nothing under the events lock
+            # waits for the client. The position moves only from just before these ids
+            # (every writer of it holds the lock); otherwise ``1 / 0`` fails the
+            # transaction and the caller takes the careful path.
+            self.ordered_insert_statement = SQL(
+                "WITH ins AS (INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
+                " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
+                " RETURNING notification_id, originator_id, originator_version),"
+                " msg AS (INSERT INTO {rm}rm_messages (session_id, seq, visible, notification_id)"
+                " SELECT m.s, m.q, 1, ins.notification_id"
+                " FROM unnest(%s::text[], %s::bigint[], %s::{id_type}[], %s::bigint[]) AS m(s, q, o, v)"
+                " JOIN ins ON ins.originator_id = m.o AND ins.originator_version = m.v),"
+                " pos AS (UPDATE {rm}rm_position AS p SET notification_id = b.hi"
+                " FROM (SELECT min(notification_id) AS lo, max(notification_id) AS hi FROM ins) AS b"
+                " WHERE p.name = %s AND p.notification_id = b.lo - 1 RETURNING 1)"
+                " SELECT notification_id, 1 / (SELECT count(*) FROM pos) FROM ins ORDER BY notification_id"
+            ).format(
+                schema=Identifier(datastore.schema),
+                table=Identifier(events_table_name),
+                id_type=SQL(datastore.originator_id_type),
+                rm=SQL(dialect.sql("{t}")),
+            )
 
         def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **_: Any) -> None:
             # The library's lock and insert, with the rows as four plain arrays and the
@@ -350,9 +375,77 @@ def postgres_recorder_class() -> type:
                 return self._insert_on(writer.conn, writer.curs, stored_events, **kwargs)
             if not stored_events:
                 return []
+            events = kwargs.get("projected_events")
             with self.datastore.get_connection() as conn:
+                if events is not None and self.projector.splits_at_ids(events):
+                    ids = self._insert_one_trip(conn, stored_events, events, kwargs.get("snapshots"))
+                    if ids is not None:
+                        return ids
                 with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                     return self._insert_pipelined(conn, pipeline, curs, stored_events, **kwargs)
+
+        def _insert_one_trip(
+            self, conn: Any, stored_events: Sequence[StoredEvent], events: Sequence[Any], snapshots: Any
+        ) -> list[int] | None:
+            # One round trip (ADR 0053): BEGIN, the projection's statements that need no
+            # notification id and the due snapshots, then the events lock, the one
+            # ordered statement and the COMMIT. The lock is held for the server's work
+            # and the commit's flush only. None: the read model's position was not just
+            # before these ids; the transaction rolled back, nothing was written.
+            # BEGIN and COMMIT are plain statements (the connection is autocommit):
+            # psycopg's ``transaction()`` inside a pipeline syncs when it starts and twice
+            # when it ends, three more round trips, one of them with the lock held.
+            import psycopg
+
+            curs = conn.cursor(row_factory=tuple_row)
+            try:
+                with conn.pipeline() as pipeline:
+                    conn.execute("BEGIN")
+                    cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
+                    self._lock_sessions(cur, (s.originator_id for s in stored_events))
+                    rows = self.projector.project_before_ids(cur, events)
+                    if snapshots:
+                        with conn.cursor() as snap:
+                            self.snapshot_recorder._insert_stored_events(snap, snapshots)
+                    self._lock_table(curs)
+                    self._notify_channel(curs)
+                    curs.execute(self.ordered_insert_statement, self._ordered_params(stored_events, rows),
+                                 prepare=True)
+                    conn.execute("COMMIT")
+                    # (the pipeline's exit sends it all with one Sync and waits for it)
+                return [int(row[0]) for row in curs.fetchall()]
+            except psycopg.errors.DivisionByZero:
+                return None
+            finally:
+                # A failed statement makes the server skip the queued COMMIT; a refusal
+                # raised here (a taken command id) leaves the transaction open.
+                status = psycopg.pq.TransactionStatus
+                if conn.info.transaction_status in (status.INTRANS, status.INERROR):
+                    conn.rollback()
+
+        def _lock_sessions(self, cur: Cur, originator_ids: Any) -> None:
+            # The sessions' read-model rows before the events lock, on every write path
+            # (``locked_writer`` too, ADR 0053): the projection writes rows keyed by its
+            # sessions, before the lock on the one-trip path and after it otherwise, so
+            # writers of one session must meet here first or they can deadlock.
+            cur.execute(
+                "SELECT 1 FROM {t}rm_sessions WHERE aggregate_id = ANY(?) ORDER BY aggregate_id FOR UPDATE",
+                (sorted({_hex(o) for o in originator_ids}),),
+            )
+
+        @staticmethod
+        def _ordered_params(stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+            return (
+                [s.originator_id for s in stored_events],
+                [s.originator_version for s in stored_events],
+                [s.topic for s in stored_events],
+                [s.state for s in stored_events],
+                [r[0] for r in rows],
+                [r[1] for r in rows],
+                [r[2] for r in rows],
+                [r[3] for r in rows],
+                POSITION,
+            )
 
         def _insert_pipelined(
             self, conn: Any, pipeline: Any, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -362,6 +455,7 @@ def postgres_recorder_class() -> type:
             # notification ids; then the projection and the COMMIT, sent together when
             # the transaction ends. The lock is held for about one round trip and
             # the commit's flush, instead of one round trip per statement.
+            self._lock_sessions(Cur(conn.cursor(), self.dialect), (s.originator_id for s in stored_events))
             self._insert_stored_events(curs, stored_events, **kwargs)
             snapshots = kwargs.get("snapshots")
             if snapshots:
@@ -398,11 +492,10 @@ def postgres_recorder_class() -> type:
         @contextmanager
         def locked_writer(self) -> Iterator[LockedWriter]:
             # The events table's EXCLUSIVE lock is the one every event insert takes
-            # (eventsourcing orders notifications by it): held from the start, no other
-            # writer can insert until this transaction ends.
+            # (eventsourcing orders notifications by it): taken by ``events_after`` (after
+            # the session's row) and held to the end, no other writer can insert meanwhile.
             with self.datastore.get_connection() as conn, conn.transaction():
                 with conn.cursor() as curs:
-                    self._lock_table(curs)
                     yield _PostgresLockedWriter(self, conn, curs)
 
     class _PostgresLockedWriter:
@@ -412,6 +505,11 @@ def postgres_recorder_class() -> type:
             self.curs = curs
 
         def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
+            # The session's read-model row first, then the events lock: a one-trip
+            # append takes them in that order (its projection runs before the lock, ADR
+            # 0053); this writer taking the lock first could deadlock with it.
+            self.recorder._lock_sessions(Cur(self.curs, self.recorder.dialect), [originator_id])
+            self.recorder._lock_table(self.curs)
             self.curs.execute(
                 self.recorder.select_events_statement
                 + SQL(" AND originator_version > %s ORDER BY originator_version ASC"),
@@ -423,6 +521,10 @@ def postgres_recorder_class() -> type:
             ]
 
     return ProjectingPostgresRecorder
+
+
+def _hex(originator_id: Any) -> str:
+    return originator_id.hex if isinstance(originator_id, UUID) else str(originator_id)
 
 
 def without_redundant_lock_timeout(statements: list[Any], datastore: Any) -> list[Any]:

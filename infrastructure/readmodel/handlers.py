@@ -140,7 +140,7 @@ class EventHandlers:
 
     def _messages_appended(self, ops: TableOps, run: list[tuple[int, Any]], strict: bool) -> None:
         sid = self._sid(ops, run[0][1])
-        ops.insert("rm_messages", [(sid, e.seq, 1, notification_id) for notification_id, e in run])
+        self._insert_messages(ops, sid, run)
         last = run[-1][1]
         self._touch(ops, sid, last, add={"message_count": len(run)}, next_seq=last.seq + 1)
         spans: dict[str, list[int]] = {}
@@ -150,6 +150,17 @@ class EventHandlers:
                 span[1] = e.seq
         for command_id, (lo, hi) in spans.items():
             self._register_command(ops, command_id, sid, "append_messages", lo, hi, strict)
+
+    @staticmethod
+    def _insert_messages(ops: TableOps, sid: str, run: list[tuple[int, Any]]) -> None:
+        # The one row that needs the notification ids: PostgreSQL's one-trip append
+        # projects the rest before the events lock and leaves these rows to the events
+        # INSERT (``ReadModelProjector.project_before_ids``, ADR 0053).
+        later = getattr(ops, "messages_after_lock", None)
+        if later is not None:
+            later.extend((sid, e.seq, e.originator_id, e.originator_version) for _, e in run)
+            return
+        ops.insert("rm_messages", [(sid, e.seq, 1, notification_id) for notification_id, e in run])
 
     def _checkpoint_committed(self, ops: TableOps, e: Any) -> None:
         sid = self._sid(ops, e)

@@ -52,10 +52,13 @@ class SqlOps:
     """``TableOps`` as SQL on one cursor: the statements the handlers wrote by hand
     before ADR 0050, rendered once per shape (cached) and run with bound parameters."""
 
-    __slots__ = ("cur",)
+    __slots__ = ("cur", "messages_after_lock")
 
     def __init__(self, cur: Cur) -> None:
         self.cur = cur
+        #: Set by PostgreSQL's one-trip append: rm_messages rows wait here for their
+        #: notification ids (``EventHandlers._insert_messages``, ADR 0053).
+        self.messages_after_lock: list[tuple[Any, ...]] | None = None
 
     @property
     def rowcount(self) -> int:

@@ -18,7 +18,7 @@ from eventsourcing.persistence import IntegrityError, Mapper, Notification
 
 from context_compaction.domain.errors import CorruptEvent
 
-from ..database import Cur
+from ..database import Cur, PipelinedCur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
 from .ops import SqlOps
@@ -100,6 +100,24 @@ class ReadModelProjector:
             self.replay(cur, after=position, before=ids[0])
         self.apply_all(cur, pairs, strict=True)
         self._advance(cur, ids[-1])
+
+    @staticmethod
+    def splits_at_ids(events: Sequence[Any]) -> bool:
+        """Whether ``project_before_ids`` may project these events: not when an
+        invalidation would read messages appended by the same command."""
+        kinds = {type(e) for e in events}
+        return not (Session.MessageAppended in kinds and Session.HistoryInvalidated in kinds)
+
+    def project_before_ids(self, cur: PipelinedCur, events: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """PostgreSQL's one-trip append (ADR 0053): the projection's statements that need
+        no notification id, sent *before* the events lock (``splits_at_ids`` first).
+        Returns the ``rm_messages`` rows ``(session id, seq, originator id, version)``
+        left for the events INSERT to give ids to."""
+        rows: list[tuple[Any, ...]] = []
+        ops = SqlOps(cur)
+        ops.messages_after_lock = rows
+        self.handlers.apply_all(ops, [(0, e) for e in events], strict=True)
+        return rows
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
         """Apply stored notifications with ``after < id < before``; returns the last id.

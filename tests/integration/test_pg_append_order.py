@@ -1,0 +1,293 @@
+"""The PostgreSQL one-trip append (ADR 0053): the projection's statements that need no
+notification id run *before* the events lock, the events, their ``rm_messages`` rows
+and the position in one statement under it; the contended path takes the session's row
+before the lock, in the same order, so the two never deadlock."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+
+from backends import POSTGRES_URL
+from context_compaction.infrastructure.readmodel.schema import POSITION
+from helpers import Harness, err, ok, user
+
+pytestmark = pytest.mark.postgres
+
+
+def _blocked_by(conn: psycopg.Connection[Any], pid: int, timeout: float = 20.0) -> int:
+    """The pid of a backend waiting for a lock that ``pid`` holds (waits until one is)."""
+    waited = time.monotonic() + timeout
+    while time.monotonic() < waited:
+        row = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (pid,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        time.sleep(0.02)
+    raise AssertionError("no backend ever waited for the lock")
+
+
+def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _schema(h: Harness) -> str:
+    return h.url.split("schema=")[1]
+
+
+def _consistent(h: Harness) -> None:
+    """Every message row points at its own event, and the position is the newest id."""
+    app = h.bus.services.extra["app"]
+    events = app.projector.events_table.qualified
+    wrong = h.query(
+        "SELECT m.session_id, m.seq FROM {t}rm_messages m JOIN {t}rm_sessions s ON s.session_id = m.session_id"
+        f" LEFT JOIN {events} e ON e.notification_id = m.notification_id"
+        " AND e.originator_id::text = (substr(s.aggregate_id, 1, 8) || '-' || substr(s.aggregate_id, 9, 4) || '-'"
+        " || substr(s.aggregate_id, 13, 4) || '-' || substr(s.aggregate_id, 17, 4) || '-' || substr(s.aggregate_id, 21))"
+        " WHERE e.notification_id IS NULL"
+    )
+    assert wrong == []
+    position = h.query("SELECT notification_id FROM {t}rm_position WHERE name = ?", (POSITION,))
+    newest = h.query(f"SELECT max(notification_id) FROM {events}")
+    assert position == newest
+
+
+def test_the_projection_runs_before_the_events_lock(pg_databases: Any) -> None:
+    """While an append waits for the events lock, its session row is already written
+    (and row-locked) by its projection: the lock is held only for what needs the ids."""
+    h: Harness = pg_databases.harness("before-lock")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
+    locker = psycopg.connect(POSTGRES_URL)
+    try:
+        locker.execute(f'LOCK TABLE "{_schema(h)}".contextcompaction_events IN SHARE MODE')
+        pid = int(locker.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+        thread, out = _in_thread(
+            lambda: h.do({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
+            _blocked_by(probe, pid)
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                with probe.transaction():
+                    probe.execute(f'SELECT 1 FROM "{_schema(h)}".rm_sessions WHERE aggregate_id = %s'
+                                  " FOR UPDATE NOWAIT", (aggregate,))
+    finally:
+        locker.rollback()
+        locker.close()
+    thread.join(30)
+    assert ok(out["result"])["seqs"] == [2]
+    _consistent(h)
+
+
+@pytest.mark.parametrize("path", ["one_trip", "two_trips"])
+def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: Any, path: str) -> None:
+    """A locked writer (ADR 0021) on a session whose one-trip append waits: the append
+    waits for the session's row, not for the events lock while holding that row, so
+    the locked writer can still write the row (before: a deadlock, ended by the
+    server's detector after a second, or here by the shorter lock timeout)."""
+    h: Harness = pg_databases.harness("lock-order")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    other = h.new_bus()  # a second process's caches
+    if path == "two_trips":  # (ADR 0043's path: projection after the lock, session row first too)
+        other.services.extra["app"].projector.splits_at_ids = lambda events: False
+    ok(other.dispatch_json({"type": "get_history", "session_id": "s"}))  # (warm: no SELECT later)
+    aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
+    recorder = h.bus.services.extra["app"].recorder
+    with recorder.locked_writer() as writer:
+        assert writer.events_after(UUID(aggregate), 2) == []
+        pid = int(writer.conn.execute("SELECT pg_backend_pid()").fetchone()["pg_backend_pid"])
+        thread, out = _in_thread(
+            lambda: other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
+            _blocked_by(probe, pid)
+        writer.conn.execute("SET LOCAL lock_timeout = '500ms'")  # (under the 1 s deadlock_timeout)
+        # What the locked writer's own projection writes: the session row, and the
+        # search row of the next seq (which the waiting append must not hold either).
+        writer.conn.execute(f'UPDATE "{_schema(h)}".rm_sessions SET updated_at = updated_at'
+                            " WHERE aggregate_id = %s", (aggregate,))
+        writer.conn.execute(f'INSERT INTO "{_schema(h)}".rm_search (session_id, seq, role, body)'
+                            " VALUES ('s', 2, 'user', 'x')")
+        writer.conn.execute(f"DELETE FROM \"{_schema(h)}\".rm_search WHERE session_id = 's' AND seq = 2")
+    thread.join(30)
+    assert ok(out["result"])["seqs"] == [2]
+    _consistent(h)
+
+
+def test_a_taken_command_id_writes_nothing_on_the_one_trip_path(pg_databases: Any) -> None:
+    h: Harness = pg_databases.harness("taken-id")
+    for sid in ("a", "b"):
+        ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "a", "command_id": "c1", "messages": [user("x")]}))
+    events = h.events()
+    rows = [h.query(f"SELECT count(*) FROM {{t}}{t}")[0][0] for t in ("rm_messages", "rm_search", "rm_commands")]
+    other = h.new_bus()  # its own caches: it does not know c1, the database refuses it
+    err(other.dispatch_json({"type": "append_messages", "session_id": "b", "command_id": "c1",
+                             "messages": [user("y")]}), "idempotency_conflict")
+    assert h.events() == events
+    assert [h.query(f"SELECT count(*) FROM {{t}}{t}")[0][0]
+            for t in ("rm_messages", "rm_search", "rm_commands")] == rows
+    assert h.query("SELECT message_count FROM {t}rm_sessions WHERE session_id = 'b'") == [(0,)]
+    _consistent(h)
+
+
+def test_a_read_model_behind_the_events_is_caught_up_by_the_careful_path(pg_databases: Any) -> None:
+    """An event stored without its projection: the one-trip statement finds the position
+    not just before its ids and rolls back (nothing written twice); the careful path
+    replays that event, then appends."""
+    h: Harness = pg_databases.harness("behind")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    app = h.bus.services.extra["app"]
+    session = app.repository.get(UUID(h.query("SELECT aggregate_id FROM {t}rm_sessions")[0][0]))
+    session.configure(model="gpt-4o-mini", agent_token_limit=None, set_limit=False, created_at="2026-01-01T00:00:00Z")
+    app.recorder.insert_events([app.mapper.to_stored_event(e) for e in session.collect_events()])  # unprojected
+    events = h.events()
+    assert h.query("SELECT model FROM {t}rm_sessions") == [("gpt-4o",)]
+    result = ok(h.new_bus().dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
+    assert result["seqs"] == [2]
+    assert h.events() == events + 1
+    assert h.query("SELECT model, message_count FROM {t}rm_sessions") == [("gpt-4o-mini", 2)]
+    assert h.query("SELECT count(*) FROM {t}rm_damaged") == [(0,)]
+    _consistent(h)
+
+
+def test_concurrent_writers_and_a_follower_see_every_event_in_order(pg_databases: Any) -> None:
+    """Writers on their own sessions (one-trip path), two on one shared session (lost
+    races go the contended path), and a follower polling the notification log while
+    they write: every append succeeds, the follower never skips an id it later finds
+    stored, and the read model matches the events."""
+    h: Harness = pg_databases.harness("concurrent")
+    ok(h.do({"type": "start_session", "session_id": "shared", "model": "gpt-4o"}))
+    buses = [h.new_bus() for _ in range(4)]
+    for i, bus in enumerate(buses[:2]):
+        ok(bus.dispatch_json({"type": "start_session", "session_id": f"own{i}", "model": "gpt-4o"}))
+    turns = 15
+    plan = [(buses[0], "own0"), (buses[1], "own1"), (buses[2], "shared"), (buses[3], "shared")]
+    recorder = h.bus.services.extra["app"].recorder
+    done = threading.Event()
+    seen: list[int] = []
+
+    def follow() -> None:
+        while True:
+            finished = done.is_set()
+            start = seen[-1] + 1 if seen else 1
+            seen.extend(n.id for n in recorder.select_notifications(start=start, limit=50))
+            if finished and (not seen or not recorder.select_notifications(start=seen[-1] + 1, limit=1)):
+                return
+
+    def write(bus: Any, sid: str) -> list[int]:
+        return [ok(bus.dispatch_json({"type": "append_messages", "session_id": sid,
+                                      "messages": [user(f"{sid}-{k}"), user("more")]}))["seqs"][0]
+                for k in range(turns)]
+
+    follower, followed = _in_thread(follow)
+    writers = [_in_thread(lambda bus=bus, sid=sid: write(bus, sid)) for bus, sid in plan]
+    for thread, _ in writers:
+        thread.join(120)
+    done.set()
+    follower.join(60)
+    assert "error" not in followed, followed.get("error")
+    for _, out in writers:
+        assert "error" not in out, out.get("error")
+    firsts = sorted(s for _, out in writers[2:] for s in out["result"])
+    assert firsts == list(range(1, 4 * turns, 2))  # the shared session: no seq twice, none lost
+    stored_ids = [n.id for n in recorder.select_notifications(start=1, limit=10**6)]
+    assert seen == stored_ids  # in order, none skipped
+    assert len(stored_ids) == 3 + 4 * turns * 2
+    _consistent(h)
+
+
+def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> None:
+    """ADR 0053: pglz took about half of the events INSERT, which runs under the lock."""
+    h: Harness = pg_databases.harness("lz4")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("x" * 40_000)]}))
+    has_lz4 = h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
+                      " AND 'lz4' = ANY(enumvals)")[0][0]
+    if not has_lz4:
+        pytest.skip("this PostgreSQL server has no lz4")
+    events = h.bus.services.extra["app"].projector.events_table.qualified
+    assert h.query(f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{events}'::regclass"
+                   " AND attname = 'state'") == [("l",)]
+    assert h.query(f"SELECT DISTINCT pg_column_compression(state) FROM {events}"
+                   " WHERE pg_column_compression(state) IS NOT NULL") == [("lz4",)]
+    history = ok(h.do({"type": "get_history", "session_id": "s"}))["messages"]
+    assert history[0]["content"] == "x" * 40_000
+
+
+def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ADR 0053: the whole append, COMMIT included, goes out with one Sync (ADR 0043 had
+    two: one for the notification ids, one with the projection and the COMMIT)."""
+    from psycopg._pipeline_base import BasePipeline
+
+    h: Harness = pg_databases.harness("one-trip")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))  # (warm caches)
+    syncs: list[int] = []
+    enqueue = BasePipeline._enqueue_sync
+
+    def counted(self: Any) -> None:
+        syncs.append(1)
+        enqueue(self)
+
+    monkeypatch.setattr(BasePipeline, "_enqueue_sync", counted)
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def noted(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        statements.append(str(query)[:40])
+        return execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", noted)
+    assert ok(h.do({"type": "append_messages", "session_id": "s",
+                    "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
+    assert len(syncs) == 1, (syncs, statements)
+    _consistent(h)
+
+
+@pytest.mark.parametrize("path", ["one_trip", "two_trips"])
+def test_an_append_waiting_for_its_session_row_holds_no_events_lock(pg_databases: Any, path: str) -> None:
+    """Every write path takes the session's row before the events lock (ADR 0053): the
+    contended path holds that row while it waits for the lock, so an append that took
+    the lock first and then waited for the row would deadlock with it."""
+    h: Harness = pg_databases.harness("row-first")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    other = h.new_bus()
+    ok(other.dispatch_json({"type": "get_history", "session_id": "s"}))
+    if path == "two_trips":
+        other.services.extra["app"].projector.splits_at_ids = lambda events: False
+    aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
+    holder = psycopg.connect(POSTGRES_URL)
+    try:
+        holder.execute(f'SELECT 1 FROM "{_schema(h)}".rm_sessions WHERE aggregate_id = %s FOR UPDATE', (aggregate,))
+        pid = int(holder.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+        thread, out = _in_thread(
+            lambda: other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
+        with psycopg.connect(POSTGRES_URL) as probe:
+            _blocked_by(probe, pid)
+            probe.execute(f'LOCK TABLE "{_schema(h)}".contextcompaction_events IN SHARE MODE NOWAIT')
+            probe.rollback()
+    finally:
+        holder.rollback()
+        holder.close()
+    thread.join(30)
+    assert ok(out["result"])["seqs"] == [2]
+    _consistent(h)
