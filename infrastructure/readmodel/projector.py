@@ -17,6 +17,7 @@ from uuid import UUID
 from eventsourcing.persistence import IntegrityError, Mapper, Notification
 
 from context_compaction.domain.errors import CorruptEvent
+from context_compaction.domain.session import Session
 
 from ..database import Cur, PipelinedCur
 from ..transcoding import PlainJSONTranscoder

@@ -129,22 +129,25 @@ def test_the_projection_of_an_append_waits_for_the_server_only_for_a_host_comman
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("warm")]}))
     projecting: list[bool] = []
     waits: list[str] = []
-    project_inline = ReadModelProjector.project_inline
     sync = psycopg.Pipeline.sync
 
-    def watched_project(self: Any, *args: Any, **kwargs: Any) -> None:
-        projecting.append(True)
-        try:
-            project_inline(self, *args, **kwargs)
-        finally:
-            projecting.pop()
+    def watched(project: Any) -> Any:
+        def watched_project(self: Any, *args: Any, **kwargs: Any) -> Any:
+            projecting.append(True)
+            try:
+                return project(self, *args, **kwargs)
+            finally:
+                projecting.pop()
+        return watched_project
 
     def watched_sync(self: Any) -> None:
         if projecting:
             waits.append("sync")
         sync(self)
 
-    monkeypatch.setattr(ReadModelProjector, "project_inline", watched_project)
+    # (the one-trip append projects before the events lock, the careful path inline: ADR 0053)
+    for name in ("project_inline", "project_before_ids"):
+        monkeypatch.setattr(ReadModelProjector, name, watched(getattr(ReadModelProjector, name)))
     monkeypatch.setattr(psycopg.Pipeline, "sync", watched_sync)
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("a"), user("b")]}))
     assert waits == []
