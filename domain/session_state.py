@@ -52,12 +52,13 @@ class SessionState:
     # Not in ``__dict__``, so not in snapshots (``Snapshot.take`` copies ``vars``):
     # set by the creation event, so only an aggregate replayed from its first event
     # has it (ADR 0051).
-    __slots__ = ("_closed_groups",)
+    __slots__ = ("_closed_groups", "__dict__")  # (``__dict__``: the aggregate's own)
     _closed_groups: list[ToolGroup]
 
     __dict__: dict[str, Any]
     session_id: str
     next_seq: int
+    message_count: int
     deleted: bool
     version: int
     modified_on: Any
@@ -96,7 +97,7 @@ class SessionState:
         # built the way eventsourcing's mapper rebuilds a stored one (its state set
         # directly, no dataclass __init__). Replay goes through the decorated method;
         # both run ``_apply_message``.
-        new_event = object.__new__(event_class)
+        new_event: Any = object.__new__(event_class)
         state = new_event.__dict__
         state["originator_id"] = self.id
         state["originator_version"] = version = self.version + 1
