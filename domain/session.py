@@ -7,10 +7,10 @@ therefore never validate and never depend on settings (STYLE habit 2).
 The state holds counters, open tool calls, tool-group extents, invalidated ranges,
 the active checkpoint pointer and a window of recent command ids. Message bodies
 live only in the events and the read model, so snapshots stay small (DESIGN §3).
-Closed tool groups behind a checkpoint boundary are packed (ADR 0051), so what an
-append loads is bounded by the open work, not by the history. The state's accessors
-are in ``session_state.py``; the rules in pure modules (``pins``, ``toolgroups``,
-``checkpoint``, ``clearing``); what stays here is the events and thin commands.
+Closed tool groups behind a checkpoint boundary leave the state a snapshot carries
+(ADR 0051), so what an append loads is bounded by the open work, not by the history.
+The state's accessors are in ``session_state.py``, the rules in pure modules
+(``pins``, ``toolgroups``, ``checkpoint``, ``clearing``); here: events, thin commands.
 """
 
 from __future__ import annotations
@@ -29,14 +29,7 @@ from .messages import Message
 from .pins import pin_scope, pins_of_append
 from .session_snapshot import snapshot_problem
 from .session_state import COMMAND_WINDOW, HistoryNeeded, SessionState
-from .toolgroups import (
-    ToolGroup,
-    check_tool_chain,
-    group_at,
-    invalidation_ranges,
-    merge_ranges,
-    split_group_seq,
-)
+from .toolgroups import check_tool_chain, invalidation_ranges, merge_ranges, split_group_seq
 
 __all__ = [
     "COMMAND_WINDOW",
@@ -48,6 +41,7 @@ __all__ = [
 ]
 
 SESSION_NAMESPACE = UUID("7d1c2f0e-4b7a-5c55-9a53-3f0c9b6e2a11")
+
 
 def session_aggregate_id(session_id: str) -> UUID:
     """Deterministic aggregate id from the natural key (uuid5)."""
