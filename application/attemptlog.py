@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from context_compaction.domain.attempts import Attempt
 from context_compaction.domain.errors import (
@@ -37,6 +38,16 @@ def summarizer_name(svc: Services) -> str:
     return str(getattr(svc.summarizer, "provider_kind", None) or svc.settings.summarizer)
 
 
+class _Ended(NamedTuple):
+    """How one compaction attempt ended: what the log and the metrics record."""
+
+    reason: str
+    started: float
+    result: r.CompactOutcome | None
+    error: ContextCompactionError | None
+    degraded: bool
+
+
 def _outcome(result: r.CompactOutcome | None, error: ContextCompactionError | None, degraded: bool) -> str:
     if isinstance(error, StaleCandidate):
         return "stale_candidate"
@@ -49,15 +60,8 @@ def _outcome(result: r.CompactOutcome | None, error: ContextCompactionError | No
     return "degraded" if result.degraded else "compacted"
 
 
-def _log_attempt(
-    svc: Services,
-    turn: TurnContext,
-    reason: str,
-    started: float,
-    result: r.CompactOutcome | None,
-    error: ContextCompactionError | None,
-    degraded: bool,
-) -> None:
+def _log_attempt(svc: Services, turn: TurnContext, ended: _Ended) -> None:
+    reason, started, result, error, degraded = ended
     attempts = svc.attempts
     if attempts is None:
         return
@@ -99,24 +103,20 @@ def run_recorded(
     try:
         outcome = attempt()
     except ContextCompactionError as exc:
-        _log_attempt(svc, turn, reason, started, None, exc, degraded)
-        _measure(svc, turn, reason, started, None, exc, degraded)
+        _ended(svc, turn, _Ended(reason, started, None, exc, degraded))
         raise
-    _log_attempt(svc, turn, reason, started, outcome, None, degraded)
-    _measure(svc, turn, reason, started, outcome, None, degraded)
+    _ended(svc, turn, _Ended(reason, started, outcome, None, degraded))
     return outcome
 
 
-def _measure(
-    svc: Services,
-    turn: TurnContext,
-    reason: str,
-    started: float,
-    result: r.CompactOutcome | None,
-    error: ContextCompactionError | None,
-    degraded: bool,
-) -> None:
+def _ended(svc: Services, turn: TurnContext, ended: _Ended) -> None:
+    _log_attempt(svc, turn, ended)
+    _measure(svc, turn, ended)
+
+
+def _measure(svc: Services, turn: TurnContext, ended: _Ended) -> None:
     """The compaction metrics and a log line with the attempt's duration (issue 15)."""
+    reason, started, result, error, degraded = ended
     outcome = _outcome(result, error, degraded)
     stage = getattr(result, "stage", None) or ("degraded" if degraded else "none")
     before = result.tokens_before if result else turn.draft.total

@@ -11,6 +11,8 @@ model changes can be judged on real sessions offline; nothing is written.
 
 from __future__ import annotations
 
+from typing import Any
+
 from context_compaction.domain.errors import InvalidCommand, SessionNotFound, SummaryFailed
 from context_compaction.domain.summary import build_summary_source, storable_text, summary_prompt
 
@@ -25,7 +27,8 @@ from .services import Services
 from .turncontext import budget_for
 
 
-def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
+def _covered_by(cmd: c.Resummarize, svc: Services) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
+    """The session, the checkpoint, its parent and the messages it covered as committed."""
     session = svc.read_model.session(cmd.session_id)
     if session is None or session.deleted:
         raise SessionNotFound(f"session {cmd.session_id!r} does not exist")
@@ -48,6 +51,11 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
     ]
     if not covered:
         raise InvalidCommand(f"checkpoint {cmd.checkpoint_id!r} covers no stored message")
+    return session, cp, parent, covered
+
+
+def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
+    session, cp, parent, covered = _covered_by(cmd, svc)
     summarizer = svc.summarizer
     if cmd.summarizer is not None:
         if svc.summarizer_named is None:

@@ -182,29 +182,12 @@ class TurnRunner:
             seqs = await self._append(session_id, [assistant], ids(f"step{step}"), request.model)
             result.last_seq = seqs[-1]
             if reply.prompt_tokens is not None and exact:
-                await self._dispatch(c.RecordUsage(
-                    session_id=session_id, request_id=request.request_id,
-                    prompt_tokens=reply.prompt_tokens, cached_tokens=reply.cached_tokens,
-                    cache_creation_tokens=reply.cache_creation_tokens,
-                    completion_tokens=reply.completion_tokens))
+                await self._record_usage(session_id, request, reply)
             calls = assistant.get("tool_calls") or []
             if not calls:
                 result.answer = assistant.get("content")
                 return result
-            for call in calls:
-                flat = _flat_call(call)
-                try:
-                    if recall and flat["name"] == RECALL_TOOL_NAME:
-                        output = await asyncio.to_thread(run_recall, self.bus, session_id, flat["arguments"])
-                    else:
-                        output = await self.execute_tool(flat)
-                except Exception as exc:  # noqa: BLE001 - a tool failure is a result for the model
-                    output = f"error: the tool raised {type(exc).__name__}"
-                result.tool_calls += 1
-                seqs = await self._append(session_id, [{
-                    "role": "tool", "tool_call_id": flat["id"], "name": flat["name"],
-                    "content": output, "turn_id": turn_id}], ids(f"tool:{flat['id']}"))
-                result.last_seq = seqs[-1]
+            await self._run_tools(session_id, calls, recall=recall, ids=ids, result=result)
             tool_progress = True
             for text in (steering() if steering else ()):
                 seqs = await self._append(session_id, [{"role": "user", "content": text, "steering": True,
@@ -216,6 +199,31 @@ class TurnRunner:
         result.stopped = "max_steps"
         result.warnings.append(f"stopped after {self.max_steps} steps without a final answer")
         return result
+
+    async def _record_usage(self, session_id: str, request: r.TurnRequest, reply: Any) -> None:
+        await self._dispatch(c.RecordUsage(
+            session_id=session_id, request_id=request.request_id,
+            prompt_tokens=reply.prompt_tokens, cached_tokens=reply.cached_tokens,
+            cache_creation_tokens=reply.cache_creation_tokens,
+            completion_tokens=reply.completion_tokens))
+
+    async def _run_tools(self, session_id: str, calls: list[Any], *, recall: bool,
+                         ids: "_CommandIds", result: TurnResult) -> None:
+        """Run each call and append its result (a raising tool's result says so)."""
+        for call in calls:
+            flat = _flat_call(call)
+            try:
+                if recall and flat["name"] == RECALL_TOOL_NAME:
+                    output = await asyncio.to_thread(run_recall, self.bus, session_id, flat["arguments"])
+                else:
+                    output = await self.execute_tool(flat)
+            except Exception as exc:  # noqa: BLE001 - a tool failure is a result for the model
+                output = f"error: the tool raised {type(exc).__name__}"
+            result.tool_calls += 1
+            seqs = await self._append(session_id, [{
+                "role": "tool", "tool_call_id": flat["id"], "name": flat["name"],
+                "content": output, "turn_id": result.turn_id}], ids(f"tool:{flat['id']}"))
+            result.last_seq = seqs[-1]
 
     def _background(self, prepare: c.PrepareTurn, request: r.TurnRequest, result: TurnResult) -> None:
         """At most one background summary per turn (issue 17, ADR 0038)."""

@@ -173,26 +173,13 @@ def _mutate(
             stale_ok = False
             if conflict.busy:
                 busy += 1
-                if busy >= BUSY_ATTEMPTS:
-                    raise StorageError(
-                        f"the database stayed locked or unreachable ({conflict}); nothing "
-                        "was written, retry the command",
-                        details={"session_id": session_id, "attempts": busy, "cause": str(conflict)},
-                    ) from None
             elif conflict.under_lock:
-                # A constraint refused the rows under the writer lock: the same decision
-                # would be refused again until the deadline (60 s, seen on SQLite with a
-                # trigger). ``after_conflict`` may name a known cause (a command id another
-                # session took) before one more decision; a second refusal is final.
                 refused += 1
-                if refused > 1 or after_conflict is None:
-                    raise StorageError(
-                        f"the database refused the write: {conflict}; nothing was written",
-                        details={"session_id": session_id, "cause": str(conflict)},
-                    ) from None
             else:
                 exclusive = True  # another writer won: the next attempt cannot lose
                 _mark_contended(services, session_id)
+            _give_up_if_final(conflict, session_id, busy=busy, refused=refused,
+                              can_explain=after_conflict is not None)
             if time.monotonic() >= give_up_at:
                 raise StorageError(
                     f"gave up after {deadline_seconds:g} s: the session kept changing under "
@@ -208,8 +195,30 @@ def _mutate(
             )
             if conflict.busy:
                 time.sleep(random.uniform(0, min(0.2, 0.002 * 2**attempt)))
-            if after_conflict is not None and not conflict.busy:
+            elif after_conflict is not None:
                 after_conflict()  # (a busy save learned nothing: its retry's save tells)
+
+
+def _give_up_if_final(conflict: ConcurrencyConflict, session_id: str, *, busy: int, refused: int,
+                      can_explain: bool) -> None:
+    """Raise ``StorageError`` when retrying cannot help: the database stayed busy, or a
+    constraint refused the rows under the writer lock twice (or once, with nothing to
+    explain it)."""
+    if conflict.busy and busy >= BUSY_ATTEMPTS:
+        raise StorageError(
+            f"the database stayed locked or unreachable ({conflict}); nothing "
+            "was written, retry the command",
+            details={"session_id": session_id, "attempts": busy, "cause": str(conflict)},
+        ) from None
+    if not conflict.busy and conflict.under_lock and (refused > 1 or not can_explain):
+        # A constraint refused the rows under the writer lock: the same decision would
+        # be refused again until the deadline (60 s, seen on SQLite with a trigger).
+        # ``after_conflict`` may name a known cause (a command id another session took)
+        # before one more decision; a second refusal is final.
+        raise StorageError(
+            f"the database refused the write: {conflict}; nothing was written",
+            details={"session_id": session_id, "cause": str(conflict)},
+        ) from None
 
 
 def _decide_optimistically(

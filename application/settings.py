@@ -90,9 +90,10 @@ class CompactionConfig(_Section):
 class NativeCompactionConfig(_Section):
     """Provider-native compaction (``summarizer: "native"``, issue 17, ADR 0039)."""
 
-    readable: Literal["llm", "extractive"] = "llm"
+    readable: str = Field(default="llm", min_length=1)
     """The summarizer that writes the readable shadow summary stored beside the native
-    state: what every other provider and model, and every audit, gets."""
+    state: what every other provider and model, and every audit, gets. Any registered
+    summarizer but ``native`` itself (bootstrap refuses others with ``invalid_command``)."""
 
 
 class ModelConfig(_Section):
@@ -133,7 +134,10 @@ class Settings(BaseModel):
     database_url: str = "sqlite:///ctxc.db"
     context_compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     models: dict[str, ModelConfig] = Field(default_factory=dict)
-    summarizer: Literal["llm", "extractive", "native"] = "llm"
+    summarizer: str = Field(default="llm", min_length=1)
+    """A name in the summarizer registry (``llm``, ``extractive``, ``native`` and any
+    added there): a new summarizer is its module and one registry entry, no settings
+    change. Bootstrap refuses an unknown name with ``invalid_command``."""
     native_compaction: NativeCompactionConfig = Field(default_factory=NativeCompactionConfig)
     summary_timeout_seconds: float = Field(default=120.0, gt=0)
     snapshot_interval: int = Field(default=100, ge=0)

@@ -82,7 +82,12 @@ def clear_tool_results(svc: Services, turn: TurnContext, reason: str = "auto") -
             "summary_needed": not enough,
         },
     )
-    outcome = r.CompactOutcome(
+    return Cleared(_cleared_outcome(turn, after, len(seqs), freed, reason), after, usage, enough)
+
+
+def _cleared_outcome(turn: TurnContext, after: TurnContext, count: int, freed: int,
+                     reason: str) -> r.CompactOutcome:
+    return r.CompactOutcome(
         status="compacted",
         stage="cleared",
         checkpoint_id=None,
@@ -95,12 +100,11 @@ def clear_tool_results(svc: Services, turn: TurnContext, reason: str = "auto") -
         trigger_reason=reason,
         report=(
             f"Tool results cleared: {turn.draft.total:,} -> {after.draft.total:,} tokens\n"
-            f"Cleared {len(seqs)} old tool results (recallable by seq)\n"
+            f"Cleared {count} old tool results (recallable by seq)\n"
             "Raw history unchanged"
         ),
-        tool_results_cleared=r.ToolResultsCleared(count=len(seqs), tokens_freed=freed),
+        tool_results_cleared=r.ToolResultsCleared(count=count, tokens_freed=freed),
     )
-    return Cleared(outcome, after, usage, enough)
 
 
 def with_clearing(outcome: r.CompactOutcome, cleared: Cleared | None) -> r.CompactOutcome:

@@ -103,6 +103,16 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
         p.set_defaults(func=commands[name], read_only=read_only)
         return p
 
+    _session_commands(add)
+    _log_commands(add)
+    _serve_command(add)
+    return parser
+
+
+_Add = Callable[..., argparse.ArgumentParser]
+
+
+def _session_commands(add: _Add) -> None:
     p = add("demo", "run the offline demo session (no network, no API key)")
     p.add_argument("--workdir", default="ctxc-demo", help="folder for the demo database (recreated)")
     p.add_argument("--turns", type=_positive_int, default=12, help="turns in the scripted session")
@@ -126,6 +136,10 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     p = add("replay", "state and projection of a session as of a past version",
             session=True, read_only=True)
     p.add_argument("--at-version", type=_positive_int, required=True, help="aggregate version to replay to")
+
+
+def _log_commands(add: _Add) -> None:
+    """The commands over a session's past and the whole log: timeline, verify, events..."""
     p = add("timeline", "Timeline entries (checkpoint summaries) of a session",
             session=True, read_only=True)
     p.add_argument("query", nargs="?", help="text to look for (default: every entry)")
@@ -146,6 +160,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     p = add("import-legacy", "import sessions from a legacy PicoBot SQLite file")
     p.add_argument("file", help="the legacy SQLite file")
     p.add_argument("--model", default="gpt-4o", help="model for sessions whose row names none")
+
+
+def _serve_command(add: _Add) -> None:
     p = add("serve", "HTTP endpoint POST /v1/commands (needs the [http] extra)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8080, help="port to listen on")
@@ -161,4 +178,3 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
                    help="seconds an idle keep-alive connection stays open")
     p.add_argument("--public-docs", action="store_true",
                    help="serve /docs and /openapi.json without the token")
-    return parser

@@ -80,24 +80,10 @@ def _error(code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message, "details": {}}}
 
 
-def _raw_response(status: int, reason: str, code: str, message: str) -> bytes:
-    """An envelope as a complete HTTP/1.1 response, for answers outside any request."""
-    body = json.dumps(_error(code, message)).encode()
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode() + body
-
-
 def create_app(
     bus: MessageBus, *, token: "str | None", max_body_bytes: int, public_docs: bool = False
 ) -> Any:
-    from fastapi import FastAPI, Request
-    from fastapi.openapi.docs import get_swagger_ui_html
-    from fastapi.responses import HTMLResponse, JSONResponse, Response
-    from starlette.concurrency import run_in_threadpool
-    from starlette.exceptions import HTTPException
+    from fastapi import FastAPI
 
     from context_compaction import __version__
 
@@ -109,9 +95,22 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
+    refused = _bearer_check(token)
+    _answer_errors_with_envelopes(app)
+    from .openapi import command_schemas
 
-    def refused(request: Request) -> "JSONResponse | None":
-        """The 401 answer when the request lacks the bearer token (None: it has it)."""
+    command_schema, definitions = command_schemas()
+    responses = _documented_responses()
+    _add_command_routes(app, bus, refused, responses, command_schema, max_body_bytes)
+    _add_document_routes(app, None if public_docs else refused, definitions)
+    return app
+
+
+def _bearer_check(token: "str | None") -> Any:
+    """A function of a request: the 401 answer when it lacks the bearer token, else None."""
+    from fastapi.responses import JSONResponse
+
+    def refused(request: Any) -> "JSONResponse | None":
         if token is None:
             return None
         given = request.headers.get("authorization", "")
@@ -120,6 +119,14 @@ def create_app(
             return None
         return JSONResponse(_error("unauthorized", "a valid bearer token is required"),
                             status_code=401, headers={"WWW-Authenticate": "Bearer"})
+
+    return refused
+
+
+def _answer_errors_with_envelopes(app: Any) -> None:
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -134,11 +141,13 @@ def create_app(
         log.error("request failed unexpectedly", extra={"error_class": type(exc).__name__})
         return JSONResponse(_error("internal_error", f"unexpected {type(exc).__name__}"),
                             status_code=500)
-    from .openapi import command_schemas, components, success_schema
 
-    command_schema, definitions = command_schemas()
+
+def _documented_responses() -> "dict[int | str, Any]":
+    from .openapi import success_schema
+
     failed = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
-    responses: dict[int | str, Any] = {
+    return {
         200: {
             "description": "the command's result, in the envelope its command schema names in "
                            "`x-result-envelope` (`<Command>Envelope`)",
@@ -159,6 +168,40 @@ def create_app(
         },
     }
 
+
+async def _read_body(request: Any, max_body_bytes: int) -> "str | Any":
+    """The request's text, or the envelope response that refuses it (413, 400)."""
+    from fastapi.responses import JSONResponse
+
+    too_large = f"request larger than {max_body_bytes:,} bytes"
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+        return JSONResponse(_error("invalid_command", too_large), status_code=413)
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > max_body_bytes:
+            return JSONResponse(_error("invalid_command", too_large), status_code=413)
+    try:
+        return bytes(body).decode("utf-8")
+    except UnicodeDecodeError:
+        return JSONResponse(_error("invalid_command", "the body is not UTF-8"), status_code=400)
+
+
+def _events_query_problem(request: Any, given: "dict[str, str]") -> "str | None":
+    bad = next((f"{k}: not an integer" for k, v in given.items() if not re.fullmatch(r"-?[0-9]{1,19}", v)),
+               next((f"unknown parameter {k!r}" for k in request.query_params if k not in ("after", "limit")), None))
+    # (FastAPI keeps the last of repeated values: refuse the ambiguity instead)
+    return bad or next((f"{k}: given more than once" for k in ("after", "limit")
+                        if len(request.query_params.getlist(k)) > 1), None)
+
+
+def _add_command_routes(app: Any, bus: MessageBus, refused: Any, responses: Any,
+                        command_schema: Any, max_body_bytes: int) -> None:
+    from fastapi import Request
+    from fastapi.responses import JSONResponse, Response
+    from starlette.concurrency import run_in_threadpool
+
     @app.get("/healthz", responses={200: {"description": "ok"}, 503: {"description": "database unavailable"}})
     async def healthz() -> JSONResponse:
         envelope_ = await run_in_threadpool(bus.dispatch_json, {"type": "list_sessions", "limit": 1})
@@ -173,20 +216,9 @@ def create_app(
         denied = refused(request)
         if denied is not None:
             return denied
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-            return JSONResponse(_error("invalid_command", f"request larger than {max_body_bytes:,} bytes"),
-                                status_code=413)
-        body = bytearray()
-        async for chunk in request.stream():
-            body.extend(chunk)
-            if len(body) > max_body_bytes:
-                return JSONResponse(_error("invalid_command", f"request larger than {max_body_bytes:,} bytes"),
-                                    status_code=413)
-        try:
-            text = bytes(body).decode("utf-8")
-        except UnicodeDecodeError:
-            return JSONResponse(_error("invalid_command", "the body is not UTF-8"), status_code=400)
+        text = await _read_body(request, max_body_bytes)
+        if not isinstance(text, str):
+            return text
         # One walk from result to bytes (ADR 0030, R7): the envelope is not built as
         # JSON-ready dicts and then walked again by JSONResponse.
         reply = await run_in_threadpool(bus.dispatch_json_reply, text)
@@ -197,17 +229,22 @@ def create_app(
     async def events(request: Request, after: "str | None" = None, limit: "str | None" = None) -> JSONResponse:
         """The event feed, ``read_events``; a bad number gets our envelope, not FastAPI's 422."""
         given = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
-        bad = next((f"{k}: not an integer" for k, v in given.items() if not re.fullmatch(r"-?[0-9]{1,19}", v)),
-                   next((f"unknown parameter {k!r}" for k in request.query_params if k not in ("after", "limit")), None))
-        # (FastAPI keeps the last of repeated values: refuse the ambiguity instead)
-        bad = bad or next((f"{k}: given more than once" for k in ("after", "limit")
-                           if len(request.query_params.getlist(k)) > 1), None)
+        bad = _events_query_problem(request, given)
         denied = refused(request)
         if denied is not None or bad is not None:
             return denied or JSONResponse(_error("invalid_command", str(bad)), status_code=400)
         command = {"type": "read_events", **{k: int(v) for k, v in given.items()}}
         result = await run_in_threadpool(bus.dispatch_json, command)
         return JSONResponse(result, status_code=200 if result["ok"] else STATUS.get(result["error"]["code"], 400))
+
+
+def _add_document_routes(app: Any, refused: Any, definitions: Any) -> None:
+    """``/openapi.json`` and ``/docs``; ``refused`` None: public (``--public-docs``)."""
+    from fastapi import Request
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.responses import HTMLResponse, JSONResponse
+
+    from .openapi import components
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -224,134 +261,17 @@ def create_app(
             app.openapi_schema = document
         return app.openapi_schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi
 
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi_document(request: Request) -> JSONResponse:
-        denied = None if public_docs else refused(request)
+        denied = None if refused is None else refused(request)
         return denied or JSONResponse(openapi())
 
     @app.get("/docs", include_in_schema=False)
     async def docs(request: Request) -> "HTMLResponse | JSONResponse":
-        denied = None if public_docs else refused(request)
+        denied = None if refused is None else refused(request)
         return denied or get_swagger_ui_html(openapi_url="/openapi.json", title=app.title)
-
-    return app
-
-
-def guarded_protocol(*, max_connections: int, request_timeout: float) -> type:
-    """uvicorn's h11 protocol with the edge limits of ADR 0020 (see the module text)."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class GuardedH11Protocol(H11Protocol):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._timer: "asyncio.TimerHandle | None" = None
-            self._waiting_since: "float | None" = None  # waiting for a request since
-            self._partial = False  # bytes of the awaited request have arrived
-            self._read_cycle: Any = None  # the last request read completely
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._wait_for_request()
-            if len(self.connections) > max_connections:
-                self._make_room()
-
-        def connection_lost(self, exc: "Exception | None") -> None:
-            self._cancel_timer()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            self._partial = self._waiting_since is not None
-            super().data_received(data)
-            self._note_progress()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing():
-                self._wait_for_request()
-                self._note_progress()  # a pipelined request may have started meanwhile
-
-        def _wait_for_request(self) -> None:
-            self._cancel_timer()
-            self._waiting_since = self.loop.time()
-            self._partial = False
-            self._timer = self.loop.call_later(request_timeout, self._timed_out)
-
-        def _note_progress(self) -> None:
-            cycle = self.cycle
-            if cycle is not None and cycle is not self._read_cycle and not cycle.more_body:
-                # The whole request is in: the application has it, however long it takes.
-                self._read_cycle = cycle
-                self._waiting_since = None
-                self._cancel_timer()
-
-        def _cancel_timer(self) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-
-        def _timed_out(self) -> None:
-            self._timer = None
-            if self.transport.is_closing():
-                return
-            if self._partial and self.conn.our_state is h11.IDLE:
-                self.transport.write(_raw_response(
-                    408, "Request Timeout", "request_timeout",
-                    f"the request did not arrive within {request_timeout:g} s"))
-            self.transport.close()
-
-        def send_400_response(self, msg: str) -> None:
-            # h11 refused the bytes as HTTP (uvicorn's own answer is plain text).
-            self._cancel_timer()
-            self.transport.write(_raw_response(
-                400, "Bad Request", "invalid_command", "the request is not valid HTTP/1.1"))
-            self.transport.close()
-
-        def _make_room(self) -> None:
-            waiting = [
-                c for c in self.connections
-                if c is not self and isinstance(c, GuardedH11Protocol)
-                and c._waiting_since is not None and not c.transport.is_closing()
-            ]
-            if waiting:  # the connection that has kept us waiting longest goes
-                min(waiting, key=lambda c: c._waiting_since or 0.0).transport.close()
-                return
-            self._cancel_timer()
-            self.transport.write(_raw_response(
-                503, "Service Unavailable", "too_many_connections",
-                f"all {max_connections} connections are busy; retry"))
-            self.transport.close()
-
-    return GuardedH11Protocol
-
-
-#: Descriptors the process needs besides its connections (database, logs, libraries).
-_SPARE_DESCRIPTORS = 64
-
-
-def _fit_descriptors(max_connections: int) -> int:
-    """Make room for the connections a burst can hold open (the cap, one accepted batch
-    of the same size being turned away, spares): raise the soft descriptor limit if the
-    hard one allows, else lower the cap."""
-    import resource
-
-    needed = 2 * max_connections + _SPARE_DESCRIPTORS
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed:
-        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-        except (ValueError, OSError):
-            pass
-        if soft < needed:
-            fitted = max((soft - _SPARE_DESCRIPTORS) // 2, 1)
-            log.warning("connection limit lowered to fit the descriptor limit",
-                        extra={"max_connections": fitted, "descriptor_limit": soft})
-            return fitted
-    return max_connections
 
 
 def token_problem(token: str) -> "str | None":
@@ -391,11 +311,12 @@ def serve(args: argparse.Namespace, settings: Any) -> int:
         )
         return 2
     from .bootstrap import bootstrap
+    from .http_edge import fit_descriptors, guarded_protocol
 
     bus = bootstrap(settings)
     limit = args.max_body_bytes or settings.limits.max_request_bytes
     app = create_app(bus, token=token, max_body_bytes=limit, public_docs=args.public_docs)
-    max_connections = _fit_descriptors(args.max_connections)
+    max_connections = fit_descriptors(args.max_connections)
     protocol = guarded_protocol(max_connections=max_connections, request_timeout=args.request_timeout)
     # The address an operator needs, shown without -v: this logger alone goes to INFO.
     log.setLevel(logging.INFO)

@@ -302,11 +302,19 @@ SUMMARIZERS: dict[str, Callable[[Settings], Summarizer]] = {
     "extractive": lambda settings: ExtractiveSummarizer(),
     "native": lambda settings: NativeCompactionSummarizer(  # ADR 0039
         settings,
-        readable=SUMMARIZERS[settings.native_compaction.readable](settings),
+        readable=_readable_summarizer(settings),
         litellm=import_litellm,
         timeout=settings.summary_timeout_seconds,
     ),
 }
+
+
+def _readable_summarizer(settings: Settings) -> Summarizer:
+    name = settings.native_compaction.readable
+    if name == "native":
+        # The shadow summary is what every other provider reads: it must be plain text.
+        raise InvalidCommand("native_compaction.readable cannot be 'native'")
+    return make_summarizer(settings.model_copy(update={"summarizer": name}))
 
 
 def make_summarizer(settings: Settings) -> Summarizer:

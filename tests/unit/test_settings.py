@@ -105,3 +105,35 @@ def test_a_variable_that_must_hold_json_is_refused_without_echoing_it(monkeypatc
     with pytest.raises(ValueError) as info:
         Settings()
     assert "CTXC_MODELS" in str(info.value) and "sk-secret" not in str(info.value)
+
+
+def test_a_summarizer_is_any_registered_name_and_an_unknown_one_is_refused_at_bootstrap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Adding a summarizer is its module and one registry entry (docs/architecture.md):
+    settings take the new name without a change of their own."""
+    from context_compaction.domain.errors import ContextCompactionError
+    from context_compaction.infrastructure import summarizers
+    from context_compaction.infrastructure.bootstrap import bootstrap
+    from context_compaction.infrastructure.summarizers import ExtractiveSummarizer
+
+    class Shouting(ExtractiveSummarizer):
+        pass
+
+    monkeypatch.setitem(summarizers.SUMMARIZERS, "shouting", lambda settings: Shouting())
+    bus = bootstrap(Settings(database_url="memory://", summarizer="shouting"))
+    try:
+        assert isinstance(bus.services.summarizer, Shouting)
+    finally:
+        bus.close()
+    bad = [
+        {"summarizer": "shoutng"},
+        {"summarizer": "native", "native_compaction": {"readable": "native"}},
+        {"summarizer": "native", "native_compaction": {"readable": "nope"}},
+    ]
+    for fields in bad:
+        with pytest.raises(ContextCompactionError) as caught:
+            bootstrap(Settings(database_url="memory://", **fields)).close()
+        assert caught.value.code == "invalid_command", fields
+    with pytest.raises(ValidationError):
+        Settings(summarizer="")
