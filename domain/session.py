@@ -215,8 +215,8 @@ class Session(SessionState, Aggregate):
                                      self.is_visible, expand_tool_groups)
         if ranges is None:
             return Invalidation(self.context_generation, [])
-        if any(lo <= self.archived_upto for lo, _ in ranges):
-            self._closed()  # its event reopens calls of closed groups: they must be held
+        if self.needs_closed_groups(ranges, merge_ranges([*self.invalidated, *ranges])):
+            self._closed()  # its event may reopen calls of closed groups: they must be held
         self._history_invalidated(
             kind=kind, ranges=ranges, reason=reason, generation=self.context_generation + 1,
             created_at=created_at,

@@ -204,10 +204,25 @@ class SessionState:
             held.extend(closed)
         self.__dict__["archived_upto"] = max(self.archived_upto, *(g.last_seq for g in closed))
 
-    def _hide_invalidated_groups(self, ranges: list[list[int]]) -> None:
-        """Groups and open calls after an invalidation (``visible_groups``)."""
+    def needs_closed_groups(self, ranges: list[list[int]], invalidated: list[list[int]]) -> bool:
+        """Does hiding ``ranges`` (``invalidated``: every hidden range with them) touch
+        closed groups it does not hide whole? Hiding all of ``1..archived_upto`` (a
+        clear, a rewind before them) drops them all and reopens nothing."""
         upto = self.archived_upto
         if not (upto and any(lo <= upto for lo, _ in ranges)):
+            return False
+        return not (invalidated and invalidated[0][0] <= 1 and invalidated[0][1] >= upto)
+
+    def _hide_invalidated_groups(self, ranges: list[list[int]]) -> None:
+        """Groups and open calls after an invalidation (``visible_groups``); runs after
+        ``invalidated`` took ``ranges``."""
+        upto = self.archived_upto
+        reaches_back = bool(upto) and any(lo <= upto for lo, _ in ranges)
+        if reaches_back and not self.needs_closed_groups(ranges, self.invalidated):
+            self._closed_groups = []  # every closed group is hidden whole
+            self._keep_value("archived_upto", 0)
+            reaches_back = False
+        if not reaches_back:
             self.tool_groups, self.open_calls = visible_groups(self.tool_groups, self.open_calls, self.is_visible)
             return
         # It reaches back to closed groups: every group is checked, and the ones whose

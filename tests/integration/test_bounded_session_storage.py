@@ -13,7 +13,7 @@ from backends import MakeHarness
 from context_compaction.domain.session import session_aggregate_id
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
-BACKENDS = ("memory", "sqlite")
+BACKENDS = ("memory", "sqlite", "postgres")
 
 SID = "long"
 

@@ -119,9 +119,8 @@ def test_an_ordinary_append_on_a_snapshot_copy_needs_no_history() -> None:
     lambda s: s.unpin([8], created_at=T),
     lambda s: s.invalidate(kind="delete", seqs=[6, 7, 8], created_at=T),
     lambda s: s.invalidate(kind="rewind", to_seq=7, created_at=T),
-    lambda s: s.invalidate(kind="clear", created_at=T),
     lambda s: s.clear_tool_results(seqs=[8], placeholders=["[cleared]"], tokens_freed=1, created_at=T),
-], ids=["pin", "unpin", "delete", "rewind", "clear", "clear_results"])
+], ids=["pin", "unpin", "delete", "rewind", "clear_results"])
 def test_a_command_naming_an_old_seq_asks_for_the_history_and_then_decides_as_a_replay(command: Any) -> None:
     session = long_session(31)
     loaded = from_snapshot(session)
@@ -133,6 +132,19 @@ def test_a_command_naming_an_old_seq_asks_for_the_history_and_then_decides_as_a_
     command(full)
     command(session)
     assert same_state(full, session)
+
+
+@pytest.mark.parametrize("command", [
+    lambda s: s.invalidate(kind="clear", created_at=T),
+    lambda s: s.invalidate(kind="rewind", to_seq=0, created_at=T),
+], ids=["clear", "rewind_to_0"])
+def test_hiding_every_closed_group_whole_needs_no_history(command: Any) -> None:
+    session = long_session(31)
+    loaded = from_snapshot(session)
+    command(loaded)
+    command(session)
+    assert same_state(loaded, session) and loaded.archived_upto == 0
+    loaded.append_messages(turn(90), command_id=None, created_at=T)  # (no HistoryNeeded)
 
 
 def test_refusals_about_old_groups_hold_on_a_full_replay() -> None:
