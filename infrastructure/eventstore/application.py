@@ -55,7 +55,7 @@ NOTIFY_ENV = "CTXC_POSTGRES_NOTIFY"
 
 class SessionsApplication(FastSaveApplication):
     """Sessions as event-sourced aggregates; a snapshot every ``snapshot_interval``
-    events (more sparsely as a session grows, see ``snapshot_step``)."""
+    events (``snapshot_step``; fixed since ADR 0051)."""
 
     name = "ContextCompaction"
 
