@@ -151,7 +151,7 @@ def _mutate(
     stale_ok = True
     exclusive = services._contended.get(session_id, 0.0) > now
     attempt = 0
-    rebuilt = False
+    rebuilt = 0
     while True:
         attempt += 1
         try:
@@ -164,10 +164,11 @@ def _mutate(
             return outcome
         except HistoryNeeded:
             # The held copy came from a snapshot, which keeps no closed tool groups;
-            # this (rare) command names an old seq: decide again on a full replay.
-            if rebuilt:
+            # this (rare) command names an old seq: decide again on a full replay
+            # (again only if the replayed copy left the cache before the decision).
+            rebuilt += 1
+            if rebuilt > 3:
                 raise
-            rebuilt = True
             services.events.load_complete(session_id)
         except ConcurrencyConflict as conflict:
             stale_ok = False
