@@ -163,9 +163,8 @@ def _mutate(
                 continue
             return outcome
         except HistoryNeeded:
-            # The held copy came from a snapshot, which keeps no closed tool groups;
-            # this (rare) command names an old seq: decide again on a full replay
-            # (again only if the replayed copy left the cache before the decision).
+            # A rare command names an old seq; the held copy (from a snapshot) lacks
+            # closed tool groups: decide again on a full replay (ADR 0051).
             rebuilt += 1
             if rebuilt > 3:
                 raise
