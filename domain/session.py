@@ -216,7 +216,7 @@ class Session(SessionState, Aggregate):
         if ranges is None:
             return Invalidation(self.context_generation, [])
         if self.needs_closed_groups(ranges, merge_ranges([*self.invalidated, *ranges])):
-            self._closed()  # its event may reopen calls of closed groups: they must be held
+            self._closed_or_history()  # its event may reopen calls of closed groups: they must be held
         self._history_invalidated(
             kind=kind, ranges=ranges, reason=reason, generation=self.context_generation + 1,
             created_at=created_at,
@@ -248,7 +248,7 @@ class Session(SessionState, Aggregate):
         if active is not None and active.checkpoint_id == checkpoint.checkpoint_id:
             return self.context_generation  # already committed (a retried, acknowledged-late commit)
         check_commit(checkpoint, self.context_generation, active, self.is_visible, lambda seq: split_group_seq(
-            self.tool_groups, seq, self.archived_upto, self._closed))
+            self.tool_groups, seq, self.archived_upto, self._closed_or_history))
         record = checkpoint.to_record()
         # The parent is the checkpoint active now, whatever the candidate saw (its
         # context may have set aside an unusable checkpoint, spec §14).

@@ -184,7 +184,7 @@ class SessionState:
             self._closed_groups = []
             return self._closed_groups
 
-    def _closed(self) -> list[ToolGroup]:
+    def _closed_or_history(self) -> list[ToolGroup]:
         """The closed groups, or ``HistoryNeeded`` when this copy does not hold them."""
         closed = self._held_closed()
         if closed is None:
@@ -241,7 +241,7 @@ class SessionState:
 
     def all_tool_groups(self) -> list[ToolGroup]:
         """Every group, ascending by seq (``HistoryNeeded`` if the closed ones are not held)."""
-        closed = self._closed()
+        closed = self._closed_or_history()
         return sorted([*closed, *self.tool_groups], key=lambda g: g.seq) if closed else self.tool_groups
 
     def group_finder(self) -> GroupFinder:
@@ -255,7 +255,7 @@ class SessionState:
             group = group_containing(live, seq)
             if group is None and seq <= upto:
                 if index is None:
-                    index = {m: g for g in self._closed() for m in g.members()}
+                    index = {m: g for g in self._closed_or_history() for m in g.members()}
                 group = index.get(seq)
             return group
 
