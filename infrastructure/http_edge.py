@@ -11,14 +11,12 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .http import _error
-
 log = logging.getLogger("context_compaction.http")
 
 
 def _raw_response(status: int, reason: str, code: str, message: str) -> bytes:
     """An envelope as a complete HTTP/1.1 response, for answers outside any request."""
-    body = json.dumps(_error(code, message)).encode()
+    body = json.dumps({"ok": False, "error": {"code": code, "message": message, "details": {}}}).encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
