@@ -210,18 +210,25 @@ _MESSAGE_TOPIC = get_topic(Session.MessageAppended)
 _TEXT_KEYS = frozenset({"session_id", "command_id", "checkpoint_id"})
 
 
+#: Tables whose rows grow with the history: a checkpoint row holds its ledger (every
+#: item its compaction dropped, ~0.13 MB each at 10k messages), and there is one per
+#: compaction, so a batch of 500 held the whole table, twice (live and rebuilt).
+_WIDE = frozenset({"rm_checkpoints"})
+
+
 def _rows(cur: Cur, table: str) -> Iterator[tuple[Any, ...]]:
-    """Every row of one projected table in key order, ``BATCH`` rows at a time."""
+    """Every row of one projected table in key order (``BATCH`` rows at a time, one for
+    a ``_WIDE`` table)."""
     columns = [c.strip() for c in PROJECTED_TABLES[table].split(",")]
     postgres = cur.dialect.is_postgres
     order = ", ".join(c + (' COLLATE "C"' if postgres and c in _TEXT_KEYS else "") for c in columns)
-    return _stream(cur, f"SELECT * FROM {{t}}{table} ORDER BY {order}", BATCH)
+    return _stream(cur, f"SELECT * FROM {{t}}{table} ORDER BY {order}", 1 if table in _WIDE else BATCH)
 
 
 def _stream(cur: Cur, sql: str, batch: int) -> Iterator[tuple[Any, ...]]:
-    """The rows of one query, fetched ``batch`` at a time on a cursor of their own, so
-    two streams can interleave (PostgreSQL: a server-side cursor, else the driver
-    would fetch the whole result at once)."""
+    """The rows of one query on a cursor of their own, so two streams can interleave.
+    PostgreSQL: ``batch`` rows at a time from a server-side cursor (else the driver
+    would fetch the whole result at once); SQLite: one row at a time."""
     text = cur.dialect.sql(sql)
     if cur.dialect.is_postgres:
         from psycopg.rows import tuple_row
@@ -232,12 +239,11 @@ def _stream(cur: Cur, sql: str, batch: int) -> Iterator[tuple[Any, ...]]:
             while rows := named.fetchmany(batch):
                 yield from rows
         return
+    # SQLite steps one row per iteration: a batch would only add rows held at once.
     raw = cur.raw.connection.cursor()
     try:
-        raw.execute(text)
-        while rows := raw.fetchmany(batch):
-            for row in rows:
-                yield tuple(row)
+        for row in raw.execute(text):
+            yield tuple(row)
     finally:
         raw.close()
 

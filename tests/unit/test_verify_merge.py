@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from context_compaction.infrastructure.verify import _diff
+import gc
+import tracemalloc
+from pathlib import Path
+
+from eventsourcing.sqlite import SQLiteDatastore
+
+from context_compaction.infrastructure.database import Database, Dialect
+from context_compaction.infrastructure.readmodel import SCHEMA
+from context_compaction.infrastructure.verify import _diff, _rows
 
 
 def test_the_merge_finds_missing_unexpected_and_different_rows_anywhere_in_the_order() -> None:
@@ -25,3 +33,41 @@ def test_equal_streams_match_and_empty_sides_are_all_missing_or_unexpected() -> 
     assert gone.missing == ["s/1", "s/2", "s/3"] and gone.live == 0
     left = _diff("rm_messages", iter(rows[:2]), iter([]))
     assert left.extra == ["s/1", "s/2"] and left.rebuilt == 0
+
+
+def _checkpoints_peak(tmp_path: Path, count: int) -> int:
+    """Traced peak (bytes) of comparing ``count`` checkpoint rows, each with a 200 KB
+    ledger, against themselves, as ``verify`` streams them."""
+    datastore = SQLiteDatastore(str(tmp_path / f"cp{count}.db"))
+    try:
+        db = Database(datastore, Dialect("sqlite"))
+        with db.write() as cur:
+            for statement in SCHEMA:
+                cur.execute(statement)
+            columns = cur.execute("PRAGMA table_info(rm_checkpoints)").fetchall()
+            names = [c[1] for c in columns]
+            sql = f"INSERT INTO rm_checkpoints ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+            for n in range(count):
+                ledger = f"{n:04d}" + "x" * 200_000  # distinct text: no shared string
+                cur.execute(sql, [f"cp{n:04d}" if name == "checkpoint_id" else ledger if name == "ledger"
+                                  else n if "INT" in (ctype or "").upper() else "t"
+                                  for _, name, ctype, *_ in columns])
+        with db.read() as live, db.read() as rebuilt:
+            gc.collect()
+            tracemalloc.start()
+            try:
+                diff = _diff("rm_checkpoints", _rows(live, "rm_checkpoints"), _rows(rebuilt, "rm_checkpoints"))
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+        assert diff.ok and diff.live == diff.rebuilt == count
+        return peak
+    finally:
+        datastore.close()
+
+
+def test_comparing_checkpoints_holds_a_few_rows_at_once_not_the_table(tmp_path: Path) -> None:
+    # Each checkpoint row holds its ledger and there is one per compaction: at 100k
+    # messages, holding the table (twice) was 28 MB of verify's peak (issue 18, ADR 0044).
+    few, many = _checkpoints_peak(tmp_path, 3), _checkpoints_peak(tmp_path, 24)
+    assert many < 1.5 * few, (few, many)
