@@ -20,7 +20,7 @@ from context_compaction.domain.session import Session
 
 from .database import Cur, Database, Dialect
 from .readmodel import PROJECTED_TABLES, SCHEMA, EventsTable, ReadModelProjector, SqlReadModel
-from .readmodel.schema import SEARCH_MARKS
+from .readmodel.schema import SEARCH_MARKS, TABLES
 from .readmodel.search import INSERT_SQL as SEARCH_INSERT
 from .readmodel.search import SearchRow, search_row
 
@@ -215,7 +215,10 @@ def _rows(cur: Cur, table: str) -> Iterator[tuple[Any, ...]]:
     columns = [c.strip() for c in PROJECTED_TABLES[table].split(",")]
     postgres = cur.dialect.is_postgres
     order = ", ".join(c + (' COLLATE "C"' if postgres and c in _TEXT_KEYS else "") for c in columns)
-    return _stream(cur, f"SELECT * FROM {{t}}{table} ORDER BY {order}", BATCH)
+    # (the declared columns, not *: PostgreSQL's rm_search also stores its tsvector,
+    # derived by the engine like SQLite's FTS5 table, ADR 0054)
+    names = ", ".join(TABLES[table].column_names)
+    return _stream(cur, f"SELECT {names} FROM {{t}}{table} ORDER BY {order}", BATCH)
 
 
 def _stream(cur: Cur, sql: str, batch: int) -> Iterator[tuple[Any, ...]]:
