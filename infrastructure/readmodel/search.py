@@ -148,8 +148,14 @@ PG_JOINERS = "/.-_:@=+~#&"
 
 
 def pg_words(column: str) -> str:
-    """SQL: ``column`` with the joiners as spaces."""
-    return f"translate({column}, '{PG_JOINERS}', '{' ' * len(PG_JOINERS)}')"
+    """SQL: ``column`` with the joiners as spaces. One ``replace`` per joiner, not one
+    ``translate``: the same text, but ``translate`` walks every character through a
+    multibyte-aware lookup, and took 2.6 s of the 8 s to index a 10k-message session
+    (15 MB of text), the chain 0.45 s (ADR 0054)."""
+    out = column
+    for joiner in PG_JOINERS:
+        out = f"replace({out}, '{joiner}', ' ')"
+    return out
 
 
 #: What PostgreSQL indexes of a body: rm_search's stored column ``words`` (schema.py

@@ -61,6 +61,13 @@ def test_rm_search_stores_the_tsvector_and_the_search_ranks_with_it(pg_databases
                       " AND schemaname = ?", (h.url.split("schema=")[1],))
     gin = [d for _, d in indexes if "gin" in d.lower()]
     assert len(gin) == 1 and gin[0].endswith("(words)"), indexes
+    # the replace chain is translate's text, character for character (faster, ADR 0054)
+    from context_compaction.infrastructure.readmodel.search import PG_JOINERS, pg_words
+
+    text = f"a{PG_JOINERS}b/c.d-é_ü:数@x=y+z~w#v&u"
+    same = h.query(f"SELECT {pg_words('?')} = translate(?, ?, ?), {pg_words('?')}",
+                   (text, text, PG_JOINERS, " " * len(PG_JOINERS), text))
+    assert same[0][0] is True and not any(j in same[0][1] for j in PG_JOINERS)
     hits = ok(h.do({"type": "search_history", "session_id": SID, "query": "kiwi", "limit": 10}))["hits"]
     assert [x["seq"] for x in hits] == [2, 3] and hits[0]["score"] > hits[1]["score"]
 
@@ -71,11 +78,10 @@ def test_a_schema_11_database_gains_the_column_and_still_finds_its_messages(pg_d
              "messages": [user("kiwi in src/app/main.py"), assistant("数据库 kiwi"), user("café naïve")]}))
     assert seqs(h, "kiwi") == [1, 2]
     # What schema 11 had: no column, a GIN index on the expression.
-    from context_compaction.infrastructure.readmodel.search import PG_TSVECTOR
-
     h.execute("DROP INDEX {t}rm_search_tsv")
     h.execute("ALTER TABLE {t}rm_search DROP COLUMN words")
-    h.execute(f"CREATE INDEX rm_search_words ON {{t}}rm_search USING GIN ({PG_TSVECTOR})")
+    h.execute("CREATE INDEX rm_search_words ON {t}rm_search USING GIN"
+              " (to_tsvector('simple', translate(body, '/.-_:@=+~#&', '           ')))")
     h.execute("UPDATE {t}rm_position SET notification_id = 11 WHERE name = 'schema'")
     h.reopen()
     assert h.query("SELECT COUNT(*) FROM {t}rm_search WHERE words IS NULL") == [(0,)]
