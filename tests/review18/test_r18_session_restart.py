@@ -83,6 +83,18 @@ def script() -> list[Step]:
         lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "rewind", "to_seq": 22},
         lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("c5", "again", name="read")]},
         lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("late1", "again", name="slow")]},
+        lambda s: {"type": "pin_messages", "session_id": SID, "seqs": [22]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(60, 6)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "rewind", "to_seq": 6},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("c5", "hidden call", name="read")]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("c1", "c1 again", name="read")]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(70, 8)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "pin_messages", "session_id": SID, "seqs": [6]},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [6]},
+        lambda s: {"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": active(s)},
+        lambda s: {"type": "compact", "session_id": SID},
         lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(40, 10)},
         lambda s: {"type": "compact", "session_id": SID},
         lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [30]},
@@ -125,7 +137,7 @@ def run(h: Harness, restart: bool) -> list[Any]:
 
 
 @pytest.mark.backends("sqlite", "postgres")
-@pytest.mark.parametrize("interval", [2, 3, 5])
+@pytest.mark.parametrize("interval", [1, 2, 3, 5, 8])
 def test_every_answer_after_restarts_from_snapshots_equals_the_held_copys(
     make_harness: MakeHarness, interval: int
 ) -> None:
