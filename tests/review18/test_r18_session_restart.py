@@ -151,3 +151,63 @@ def test_every_answer_after_restarts_from_snapshots_equals_the_held_copys(
     assert len(held) == len(restarted)
     for a, b in zip(held, restarted):
         assert a == b
+
+
+# ------------------------------------------------ a snapshot written before ADR 0051
+def _old_shape_snapshot(h: Harness) -> None:
+    """Rewrite the session's newest snapshot as a binary before ADR 0051 wrote it: every
+    tool group in ``tool_groups``, no ``archived_upto``."""
+    import orjson
+
+    from context_compaction.domain.session import session_aggregate_id
+
+    app, db = h.bus.services.extra["app"], h.bus.services.extra["db"]
+    full = h.bus.services.events.load_complete(SID)
+    groups = [{"seq": g.seq, "calls": list(g.calls), "results": [[s, c] for s, c in g.results]}
+              for g in full.all_tool_groups()]
+    table = app.snapshots.recorder.events_table_name
+    oid = session_aggregate_id(SID)
+    oid = oid if h.is_postgres else oid.hex
+    with db.read() as cur:
+        version, state = cur.execute(
+            f"SELECT originator_version, state FROM {{t}}{table} WHERE originator_id = ?"
+            " ORDER BY originator_version DESC LIMIT 1", (oid,)).fetchone()
+    assert version == full.version  # (snapshot_interval=1: the newest is the session's state)
+    stored = orjson.loads(bytes(state))
+    assert stored["state"].get("archived_upto", 0) > 0  # the new shape had moved groups out
+    stored["state"]["tool_groups"] = groups
+    stored["state"].pop("archived_upto", None)
+    with db.write() as cur:
+        cur.execute(f"UPDATE {{t}}{table} SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                    (orjson.dumps(stored), oid, version))
+
+
+@pytest.mark.backends("sqlite", "postgres")
+@pytest.mark.parametrize("old_at", [8, 13, 19, 28])
+def test_after_an_old_shape_snapshot_every_answer_equals_the_held_copys(make_harness: MakeHarness, old_at: int) -> None:
+    def harness(name: str) -> Harness:
+        return make_harness(name, snapshot_interval=1,
+                            adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")},
+                            context_compaction={"keep_recent_tokens": 300})
+
+    steps = script()
+    answers = []
+    for name, rewrite_at in (("held", None), ("old", old_at)):
+        h, ids, out = harness(name), Checkpoints(), []
+        state: dict[str, Any] = {}
+        h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"})
+        for i, step in enumerate(steps):
+            if i == rewrite_at:
+                _old_shape_snapshot(h)
+                h.settings["snapshot_interval"] = 10**6  # (no newer snapshot: the old one stays in use)
+            if rewrite_at is not None and i >= rewrite_at:
+                h.reopen()
+            state["active"] = h.do({"type": "list_checkpoints", "session_id": SID})["result"]["active_checkpoint_id"]
+            answer = h.do(step(state))
+            if not answer["ok"]:
+                answer["error"].pop("message", None)
+            out.append((i, normal(answer, ids)))
+        out += [("read", normal(h.do(read), ids)) for read in READS]
+        answers.append(out)
+    for a, b in zip(*answers):
+        assert a == b
