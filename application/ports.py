@@ -57,6 +57,11 @@ class EventStore(Protocol):
         """
         ...
 
+    def load_complete(self, session_id: str) -> Session:
+        """The session replayed from its first event (no snapshot), kept as the held
+        copy: what a command that raised ``HistoryNeeded`` decides on (ADR 0051)."""
+        ...
+
     def is_current(self, session: Session) -> bool:
         """True when no event was stored for the session after ``session.version``."""
         ...

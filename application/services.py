@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from context_compaction.domain.errors import ContextCompactionError, StorageError
 from context_compaction.domain.projection import ProviderIdentity
-from context_compaction.domain.session import Session
+from context_compaction.domain.session import HistoryNeeded, Session
 
 from .ports import (
     AttemptLog,
@@ -151,6 +151,7 @@ def _mutate(
     stale_ok = True
     exclusive = services._contended.get(session_id, 0.0) > now
     attempt = 0
+    rebuilt = 0
     while True:
         attempt += 1
         try:
@@ -161,6 +162,13 @@ def _mutate(
                 stale_ok = False
                 continue
             return outcome
+        except HistoryNeeded:
+            # A rare command names an old seq; the held copy (from a snapshot) lacks
+            # closed tool groups: decide again on a full replay (ADR 0051).
+            rebuilt += 1
+            if rebuilt > 3:
+                raise
+            services.events.load_complete(session_id)
         except ConcurrencyConflict as conflict:
             stale_ok = False
             if conflict.busy:

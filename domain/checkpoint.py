@@ -13,9 +13,11 @@ summary text stays out of its state, so snapshots stay small (DESIGN §3).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
+
+from .errors import InvalidCommand, StaleCandidate, SummaryFailed
 
 TRIGGER_REASONS = ("manual", "auto", "overflow")
 
@@ -125,6 +127,49 @@ def native_state_ok(state: Mapping[str, Any]) -> bool:
         and bool(state.get("model"))
         and isinstance(state.get("message"), Mapping)
     )
+
+
+def check_commit(
+    checkpoint: Checkpoint,
+    context_generation: int,
+    previous: CheckpointMark | None,
+    is_visible: Callable[[int], bool],
+    split_group_seq: Callable[[int], int | None],
+) -> None:
+    """The rules a checkpoint must meet to become active after ``previous`` (spec §6.2,
+    §9.3); ``split_group_seq(seq)`` is the seq of the tool group a cut before ``seq``
+    would split, if any. Raises ``StaleCandidate`` (the generation CAS: it must be the
+    session's next one), ``SummaryFailed`` or ``InvalidCommand``."""
+    expected_generation = checkpoint.generation - 1
+    if expected_generation != context_generation:
+        raise StaleCandidate(
+            f"context generation moved from {expected_generation} to "
+            f"{context_generation} while the summary was produced",
+            details={"expected_generation": expected_generation, "context_generation": context_generation},
+        )
+    first_retained_seq = checkpoint.first_retained_seq
+    if not checkpoint.summary.strip():
+        raise SummaryFailed("the summary is empty")
+    if checkpoint.trigger_reason not in TRIGGER_REASONS:
+        raise InvalidCommand(f"unknown trigger reason {checkpoint.trigger_reason!r}")
+    if not is_visible(first_retained_seq):
+        raise InvalidCommand(f"first_retained_seq {first_retained_seq} is not a visible message")
+    if previous is not None and first_retained_seq <= previous.first_retained_seq:
+        raise InvalidCommand(
+            f"first_retained_seq {first_retained_seq} does not advance past "
+            f"{previous.first_retained_seq}"
+        )
+    split = split_group_seq(first_retained_seq)
+    if split is not None:
+        raise InvalidCommand(
+            f"first_retained_seq {first_retained_seq} falls inside the tool group "
+            f"that starts at seq {split}"
+        )
+    if min(checkpoint.tokens_before, checkpoint.tokens_after) < 0:
+        raise InvalidCommand("token figures must be >= 0")
+    state = checkpoint.provider_state
+    if state is not None and not native_state_ok(state):
+        raise InvalidCommand("provider_state needs a provider, a model and a message object")
 
 
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Checkpoint))

@@ -19,7 +19,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import InvalidCommand
 from .messages import MessageRecord
+from .toolgroups import ToolGroup
 
 Count = Callable[[str], int]
 
@@ -110,6 +112,28 @@ def apply_clearing(records: Sequence[MessageRecord], placeholders: Mapping[int, 
             copy["content"] = text
             out.append(copy)  # type: ignore[arg-type]
     return out
+
+
+def check_clear_request(
+    seqs: Sequence[int],
+    placeholders: Sequence[str],
+    tokens_freed: int,
+    is_visible: Callable[[int], bool],
+    find: Callable[[int], ToolGroup | None],
+) -> None:
+    """What ``Session.clear_tool_results`` accepts: one non-empty placeholder per seq,
+    each seq a visible tool result. Raises ``InvalidCommand``."""
+    if not seqs or len(seqs) != len(placeholders):
+        raise InvalidCommand("clearing needs one placeholder per seq, and at least one seq")
+    if isinstance(tokens_freed, bool) or tokens_freed < 0:
+        raise InvalidCommand("tokens_freed must be >= 0")
+    for seq, text in zip(seqs, placeholders):
+        is_seq = isinstance(seq, int) and not isinstance(seq, bool)
+        group = find(seq) if is_seq and is_visible(seq) else None
+        if group is None or group.seq == seq:
+            raise InvalidCommand(f"seq {seq} is not a visible tool result")
+        if not isinstance(text, str) or not text:
+            raise InvalidCommand("a placeholder must be a non-empty string")
 
 
 def tool_names(records: Sequence[MessageRecord]) -> dict[str, str]:

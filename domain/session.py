@@ -7,6 +7,10 @@ therefore never validate and never depend on settings (STYLE habit 2).
 The state holds counters, open tool calls, tool-group extents, invalidated ranges,
 the active checkpoint pointer and a window of recent command ids. Message bodies
 live only in the events and the read model, so snapshots stay small (DESIGN §3).
+Closed tool groups behind a checkpoint boundary leave the state a snapshot carries
+(ADR 0051), so what an append loads is bounded by the open work, not by the history.
+The state's accessors are in ``session_state.py``, the rules in pure modules
+(``pins``, ``toolgroups``, ``checkpoint``, ``clearing``); here: events, thin commands.
 """
 
 from __future__ import annotations
@@ -18,30 +22,18 @@ from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
-from .errors import (
-    InvalidCommand,
-    SessionDeleted,
-    StaleCandidate,
-    SummaryFailed,
-)
-from .checkpoint import TRIGGER_REASONS, Checkpoint, CheckpointMark, native_state_ok
+from .checkpoint import Checkpoint, CheckpointMark, check_commit
+from .clearing import check_clear_request
+from .errors import InvalidCommand
 from .messages import Message
+from .pins import pin_scope, pins_of_append
 from .session_snapshot import snapshot_problem
-from .toolgroups import (
-    ToolGroup,
-    check_tool_chain,
-    delete_ranges,
-    group_at,
-    group_containing,
-    group_split_by,
-    groups_from_json,
-    in_ranges,
-    merge_ranges,
-    visible_groups,
-)
+from .session_state import COMMAND_WINDOW, HistoryNeeded, SessionState
+from .toolgroups import check_tool_chain, invalidation_ranges, merge_ranges, split_group_seq
 
 __all__ = [
     "COMMAND_WINDOW",
+    "HistoryNeeded",
     "Invalidation",
     "Session",
     "session_aggregate_id",
@@ -50,18 +42,13 @@ __all__ = [
 
 SESSION_NAMESPACE = UUID("7d1c2f0e-4b7a-5c55-9a53-3f0c9b6e2a11")
 
-#: How many recent command ids the aggregate remembers; older ones are answered from
-#: the read model (ADR 0004), so a snapshot does not grow with every command.
-COMMAND_WINDOW = 512
-
-
 
 def session_aggregate_id(session_id: str) -> UUID:
     """Deterministic aggregate id from the natural key (uuid5)."""
     return uuid5(SESSION_NAMESPACE, session_id)
 
 
-class Session(Aggregate):
+class Session(SessionState, Aggregate):
     TOPIC = "context_compaction:Session"
 
     class Created(Aggregate.Created):
@@ -77,10 +64,7 @@ class Session(Aggregate):
     @classmethod
     def start(
         cls,
-        session_id: str,
-        model: str,
-        agent_token_limit: int | None,
-        created_at: str,
+        session_id: str, model: str, agent_token_limit: int | None, created_at: str,
         command_id: str | None = None,
     ) -> Session:
         if not session_id or len(session_id) > 256:
@@ -89,20 +73,14 @@ class Session(Aggregate):
             raise InvalidCommand("model must not be empty")
         _check_limit(agent_token_limit)
         return cls(
-            session_id=session_id,
-            model=model,
-            agent_token_limit=agent_token_limit,
-            created_at=created_at,
-            command_id=command_id,
+            session_id=session_id, model=model, agent_token_limit=agent_token_limit,
+            created_at=created_at, command_id=command_id,
         )
 
     @event("Started", topic="context_compaction:Session.Started")
     def __init__(
         self,
-        session_id: str,
-        model: str,
-        agent_token_limit: int | None,
-        created_at: str,
+        session_id: str, model: str, agent_token_limit: int | None, created_at: str,
         command_id: str | None,
     ) -> None:
         self.session_id = session_id
@@ -115,90 +93,17 @@ class Session(Aggregate):
         self.context_generation = 0
         self.active_checkpoint = None
         self.checkpoint_count = 0
-        self.invalidated: list[list[int]] = []
-        self.open_calls: dict[str, int] = {}
+        self.invalidated = []
+        self.open_calls = {}
         self.tool_groups = []
-        self.recent_commands: dict[str, list[int]] = {}
+        self._closed_groups = []  # (a slot: see SessionState)
+        self.recent_commands = {}
         self.deleted = False
-
-    # -------------------------------------------------------------- queries
-    @property
-    def max_seq(self) -> int:
-        return self.next_seq - 1
-
-    def is_visible(self, seq: int) -> bool:
-        return 1 <= seq < self.next_seq and not in_ranges(self.invalidated, seq)
-
-    def seqs_for_command(self, command_id: str) -> list[int] | None:
-        span = self.recent_commands.get(command_id)
-        return list(range(span[0], span[1] + 1)) if span else None
-
-    # Typed state read from snapshots: a snapshot sets the aggregate's ``__dict__`` to
-    # the stored JSON (eventsourcing's ``Snapshot.mutate``), so the typed values are
-    # made on first use, from snapshots of any age (the stored shape never changed).
-    @property
-    def active_checkpoint(self) -> CheckpointMark | None:
-        value = self.__dict__["active_checkpoint"]
-        if value is not None and type(value) is not CheckpointMark:
-            value = self.__dict__["active_checkpoint"] = CheckpointMark.from_json(value)
-        return value  # type: ignore[no-any-return]
-
-    @active_checkpoint.setter
-    def active_checkpoint(self, value: CheckpointMark | None) -> None:
-        self.__dict__["active_checkpoint"] = value
-
-    @property
-    def tool_groups(self) -> list[ToolGroup]:
-        value = self.__dict__["tool_groups"]
-        if value and type(value[0]) is not ToolGroup:
-            value = self.__dict__["tool_groups"] = groups_from_json(value)
-        return value  # type: ignore[no-any-return]
-
-    @tool_groups.setter
-    def tool_groups(self, value: list[ToolGroup]) -> None:
-        self.__dict__["tool_groups"] = value
-
-    @property
-    def checkpoint_parents(self) -> list[CheckpointMark]:
-        """The active checkpoint's ancestors back to the last invalidation, oldest
-        first: where a revert returns to (ADR 0033). Absent from snapshots older than
-        reverts: none known, so a revert from such a state returns to raw history."""
-        value = self.__dict__.get("checkpoint_parents")
-        if not value:
-            return []
-        if type(value[0]) is not CheckpointMark:
-            value = self.__dict__["checkpoint_parents"] = [CheckpointMark.from_json(v) for v in value]
-        return value  # type: ignore[no-any-return]
-
-    @property
-    def pinned_seqs(self) -> list[int]:
-        """Pinned seqs, ascending (issue 16); absent from snapshots older than pins."""
-        return self.__dict__.get("pinned", [])  # type: ignore[no-any-return]
-
-    def _keep(self, name: str, value: list[Any]) -> None:
-        # State added in issue 16 is stored only while it is not empty: snapshots of
-        # sessions that use neither pins nor reverts keep their old shape.
-        if value:
-            self.__dict__[name] = value
-        else:
-            self.__dict__.pop(name, None)
-
-    def tool_group_containing(self, seq: int) -> ToolGroup | None:
-        """The tool group (assistant call + its results) that ``seq`` belongs to."""
-        return group_containing(self.tool_groups, seq)
-
-    def _ensure_live(self) -> None:
-        if self.deleted:
-            raise SessionDeleted(f"session {self.session_id!r} is deleted")
 
     # ------------------------------------------------------------ configure
     def configure(
         self,
-        *,
-        model: str | None,
-        agent_token_limit: int | None,
-        set_limit: bool,
-        created_at: str,
+        *, model: str | None, agent_token_limit: int | None, set_limit: bool, created_at: str,
     ) -> None:
         self._ensure_live()
         if model is not None and not model:
@@ -218,12 +123,8 @@ class Session(Aggregate):
     # --------------------------------------------------------------- append
     def append_messages(
         self,
-        messages: Sequence[Message],
-        *,
-        command_id: str | None,
-        created_at: str,
-        created_ats: Sequence[str] | None = None,
-        producer: tuple[str, str] | None = None,
+        messages: Sequence[Message], *, command_id: str | None, created_at: str,
+        created_ats: Sequence[str] | None = None, producer: tuple[str, str] | None = None,
         command_generated: bool = False,
     ) -> list[int]:
         """Assign seqs and record the messages; returns their seqs.
@@ -250,142 +151,45 @@ class Session(Aggregate):
         for index, message in enumerate(messages):
             seqs.append(self.next_seq)
             self._record_message(
+                Session.MessageAppended,
                 message.to_record(by),
                 command_id,
                 created_ats[index] if created_ats is not None else created_at,
                 timestamp,
                 command_generated,
             )
-        self._pin_appended(messages, seqs, created_at)
+        if self.pinned_seqs or any(m.pinned for m in messages):
+            new = pins_of_append(messages, seqs, self.pinned_seqs, self.is_visible, self.group_finder())
+            if new:
+                self._messages_pinned(seqs=new, created_at=created_at)
         return seqs
-
-    def _pin_appended(self, messages: Sequence[Message], seqs: list[int], created_at: str) -> None:
-        """Pins of an append: messages given ``pinned: true`` (with their tool group), and
-        tool results that join a pinned group (a pin takes the whole group)."""
-        if not self.pinned_seqs and not any(m.pinned for m in messages):
-            return  # the common case: no group lookup per appended message
-        pinned = set(self.pinned_seqs)
-        wanted: set[int] = set()
-        for message, seq in zip(messages, seqs):
-            if message.pinned:
-                wanted |= self._pin_scope([seq])
-            elif pinned or wanted:
-                group = self.tool_group_containing(seq)
-                if group is not None and group.seq in pinned | wanted:
-                    wanted.add(seq)
-        new = sorted(wanted - pinned)
-        if new:
-            self._messages_pinned(seqs=new, created_at=created_at)
-
-    def _record_message(
-        self,
-        record: dict[str, Any],
-        command_id: str | None,
-        created_at: str,
-        timestamp: Any,
-        command_generated: bool,
-    ) -> None:
-        # The append hot path does what calling the @event method does (a new event at
-        # version + 1, applied, kept pending) without eventsourcing re-filtering the
-        # kwargs through the method signature twice per message. The event object is
-        # built the way eventsourcing's mapper rebuilds a stored one (its state set
-        # directly, no dataclass __init__). Replay goes through the decorated method;
-        # both run ``_apply_message``.
-        new_event = object.__new__(Session.MessageAppended)
-        state = new_event.__dict__
-        state["originator_id"] = self.id
-        state["originator_version"] = version = self.version + 1
-        state["timestamp"] = timestamp
-        state["seq"] = seq = self.next_seq
-        state.update(record)
-        state["command_id"] = command_id
-        state["created_at"] = created_at
-        state["command_generated"] = command_generated
-        self._apply_message(seq, record["role"], record["tool_calls"], record["tool_call_id"], command_id)
-        self.version = version
-        self.modified_on = timestamp
-        self.pending_events.append(new_event)  # (the library's list itself)
 
     @event("MessageAppended", topic="context_compaction:Session.MessageAppended")
     def _message_appended(
         self,
-        seq: int,
-        role: str,
-        content: Any,
-        reasoning: str | None,
-        tool_calls: list[dict[str, Any]],
-        tool_call_id: str | None,
-        name: str | None,
-        turn_id: str | None,
-        steering: bool,
-        provider_state: dict[str, Any] | None,
-        command_id: str | None,
-        created_at: str,
+        seq: int, role: str, content: Any, reasoning: str | None, tool_calls: list[dict[str, Any]],
+        tool_call_id: str | None, name: str | None, turn_id: str | None, steering: bool,
+        provider_state: dict[str, Any] | None, command_id: str | None, created_at: str,
         command_generated: bool,
     ) -> None:
         self._apply_message(seq, role, tool_calls, tool_call_id, command_id)
-
-    def _apply_message(
-        self,
-        seq: int,
-        role: str,
-        tool_calls: list[dict[str, Any]],
-        tool_call_id: str | None,
-        command_id: str | None,
-    ) -> None:
-        self.next_seq = seq + 1
-        self.message_count += 1
-        if role == "assistant" and tool_calls:
-            ids = [c["id"] for c in tool_calls]
-            for call_id in ids:
-                self.open_calls[call_id] = seq
-            self.tool_groups.append(ToolGroup(seq, ids, []))
-        elif role == "tool" and tool_call_id is not None:
-            assistant_seq = self.open_calls.pop(tool_call_id, None)
-            if assistant_seq is not None:
-                group = group_at(self.tool_groups, assistant_seq)
-                if group is not None:
-                    group.results.append((seq, tool_call_id))
-        if command_id is not None:
-            span = self.recent_commands.get(command_id)
-            if span is None:
-                self.recent_commands[command_id] = [seq, seq]
-                if len(self.recent_commands) > COMMAND_WINDOW:
-                    del self.recent_commands[next(iter(self.recent_commands))]
-            else:
-                span[1] = seq
 
     # ------------------------------------------------------------------ pins
     def pin(self, seqs: Sequence[int], *, created_at: str) -> list[int]:
         """Pin visible messages with their whole tool groups (issue 16); returns every
         pinned seq. Pins do not move ``context_generation``: a summary stays true."""
         self._ensure_live()
-        new = sorted(self._pin_scope(seqs) - set(self.pinned_seqs))
+        new = sorted(pin_scope(seqs, self.is_visible, self.group_finder()) - set(self.pinned_seqs))
         if new:
             self._messages_pinned(seqs=new, created_at=created_at)
         return list(self.pinned_seqs)
 
     def unpin(self, seqs: Sequence[int], *, created_at: str) -> list[int]:
         self._ensure_live()
-        gone = sorted(self._pin_scope(seqs) & set(self.pinned_seqs))
+        gone = sorted(pin_scope(seqs, self.is_visible, self.group_finder()) & set(self.pinned_seqs))
         if gone:
             self._messages_unpinned(seqs=gone, created_at=created_at)
         return list(self.pinned_seqs)
-
-    def _pin_scope(self, seqs: Sequence[int]) -> set[int]:
-        if not seqs:
-            raise InvalidCommand("seqs must not be empty")
-        scope: set[int] = set()
-        for seq in seqs:
-            if isinstance(seq, bool) or not isinstance(seq, int) or not self.is_visible(seq):
-                raise InvalidCommand(f"seq {seq} is not a visible message")
-            group = self.tool_group_containing(seq)
-            if group is None:
-                scope.add(seq)
-            else:
-                scope.add(group.seq)
-                scope.update(s for s, _ in group.results if self.is_visible(s))
-        return scope
 
     @event("MessagesPinned", topic="context_compaction:Session.MessagesPinned")
     def _messages_pinned(self, seqs: list[int], created_at: str) -> None:
@@ -399,38 +203,22 @@ class Session(Aggregate):
     # ----------------------------------------------------------- invalidate
     def invalidate(
         self,
-        *,
-        kind: str,
-        to_seq: int | None = None,
-        seqs: Sequence[int] | None = None,
-        expand_tool_groups: bool = False,
-        reason: str = "",
-        created_at: str,
+        *, kind: str, to_seq: int | None = None, seqs: Sequence[int] | None = None,
+        expand_tool_groups: bool = False, reason: str = "", created_at: str,
     ) -> Invalidation:
         """Exclude seqs from the projection (clear / rewind / delete), spec §6.3, §12.3.
 
         A rewind that excludes nothing is not a change of history and records nothing.
         """
         self._ensure_live()
-        if kind == "clear":
-            ranges = [[1, self.max_seq]] if self.max_seq >= 1 else []
-        elif kind == "rewind":
-            if to_seq is None:
-                raise InvalidCommand("rewind needs to_seq (keep seq <= to_seq)")
-            if to_seq < 0:
-                raise InvalidCommand("to_seq must be >= 0")
-            if to_seq >= self.max_seq:
-                return Invalidation(self.context_generation, [])
-            ranges = [[to_seq + 1, self.max_seq]]
-        elif kind == "delete":
-            ranges = delete_ranges(seqs, self.tool_groups, self.is_visible, expand_tool_groups)
-        else:
-            raise InvalidCommand(f"unknown invalidation kind {kind!r}")
+        ranges = invalidation_ranges(kind, self.max_seq, to_seq, seqs, self.group_finder(),
+                                     self.is_visible, expand_tool_groups)
+        if ranges is None:
+            return Invalidation(self.context_generation, [])
+        if self.needs_closed_groups(ranges, merge_ranges([*self.invalidated, *ranges])):
+            self._closed_or_history()  # its event may reopen calls of closed groups: they must be held
         self._history_invalidated(
-            kind=kind,
-            ranges=ranges,
-            reason=reason,
-            generation=self.context_generation + 1,
+            kind=kind, ranges=ranges, reason=reason, generation=self.context_generation + 1,
             created_at=created_at,
         )
         return Invalidation(self.context_generation, ranges)
@@ -438,19 +226,13 @@ class Session(Aggregate):
     @event("HistoryInvalidated", topic="context_compaction:Session.HistoryInvalidated")
     def _history_invalidated(
         self,
-        kind: str,
-        ranges: list[list[int]],
-        reason: str,
-        generation: int,
-        created_at: str,
+        kind: str, ranges: list[list[int]], reason: str, generation: int, created_at: str,
     ) -> None:
         self.invalidated = merge_ranges([*self.invalidated, *ranges])
         self.context_generation = generation
         self.active_checkpoint = None
         self._keep("checkpoint_parents", [])
-        self.tool_groups, self.open_calls = visible_groups(
-            self.tool_groups, self.open_calls, self.is_visible
-        )
+        self._hide_invalidated_groups(ranges)
         if self.pinned_seqs:  # an invalidated message is no longer pinned (ADR 0033)
             self._keep("pinned", [s for s in self.pinned_seqs if self.is_visible(s)])
 
@@ -465,17 +247,8 @@ class Session(Aggregate):
         active = self.active_checkpoint
         if active is not None and active.checkpoint_id == checkpoint.checkpoint_id:
             return self.context_generation  # already committed (a retried, acknowledged-late commit)
-        expected_generation = checkpoint.generation - 1
-        if expected_generation != self.context_generation:
-            raise StaleCandidate(
-                f"context generation moved from {expected_generation} to "
-                f"{self.context_generation} while the summary was produced",
-                details={
-                    "expected_generation": expected_generation,
-                    "context_generation": self.context_generation,
-                },
-            )
-        self._check_checkpoint(checkpoint)
+        check_commit(checkpoint, self.context_generation, active, self.is_visible, lambda seq: split_group_seq(
+            self.tool_groups, seq, self.archived_upto, self._closed_or_history))
         record = checkpoint.to_record()
         # The parent is the checkpoint active now, whatever the candidate saw (its
         # context may have set aside an unusable checkpoint, spec §14).
@@ -483,51 +256,15 @@ class Session(Aggregate):
         self._checkpoint_committed(**record)
         return self.context_generation
 
-    def _check_checkpoint(self, checkpoint: Checkpoint) -> None:
-        first_retained_seq = checkpoint.first_retained_seq
-        if not checkpoint.summary.strip():
-            raise SummaryFailed("the summary is empty")
-        if checkpoint.trigger_reason not in TRIGGER_REASONS:
-            raise InvalidCommand(f"unknown trigger reason {checkpoint.trigger_reason!r}")
-        if not self.is_visible(first_retained_seq):
-            raise InvalidCommand(
-                f"first_retained_seq {first_retained_seq} is not a visible message"
-            )
-        previous = self.active_checkpoint
-        if previous is not None and first_retained_seq <= previous.first_retained_seq:
-            raise InvalidCommand(
-                f"first_retained_seq {first_retained_seq} does not advance past "
-                f"{previous.first_retained_seq}"
-            )
-        split = group_split_by(self.tool_groups, first_retained_seq)
-        if split is not None:
-            raise InvalidCommand(
-                f"first_retained_seq {first_retained_seq} falls inside the tool group "
-                f"that starts at seq {split.seq}"
-            )
-        if min(checkpoint.tokens_before, checkpoint.tokens_after) < 0:
-            raise InvalidCommand("token figures must be >= 0")
-        state = checkpoint.provider_state
-        if state is not None and not native_state_ok(state):
-            raise InvalidCommand("provider_state needs a provider, a model and a message object")
-
     @event("CheckpointCommitted", topic="context_compaction:Session.CheckpointCommitted")
     def _checkpoint_committed(
         self,
         checkpoint_id: str,
         generation: int,
         parent_checkpoint_id: str | None,
-        summary: str,
-        first_retained_seq: int,
-        source_max_seq: int,
-        trigger_reason: str,
-        provider_kind: str,
-        model: str,
-        tokens_before: int,
-        tokens_after: int,
-        degraded: bool,
-        summary_source: dict[str, Any],
-        created_at: str,
+        summary: str, first_retained_seq: int, source_max_seq: int, trigger_reason: str,
+        provider_kind: str, model: str, tokens_before: int, tokens_after: int, degraded: bool,
+        summary_source: dict[str, Any], created_at: str,
         ledger: dict[str, Any] | None = None,  # issue 16: absent from older events
         provider_state: dict[str, Any] | None = None,  # ADR 0039: absent from older events
     ) -> None:
@@ -536,6 +273,9 @@ class Session(Aggregate):
         self.active_checkpoint = CheckpointMark(checkpoint_id, generation, first_retained_seq)
         self.context_generation = generation
         self.checkpoint_count += 1
+        # Groups behind the new boundary that no result can join any more are packed:
+        # only a command naming an old seq reads them again (ADR 0051).
+        self._archive_closed(first_retained_seq)
 
     # ---------------------------------------------------------------- revert
     def revert_checkpoint(self, checkpoint_id: str, *, command_id: str | None, created_at: str) -> int:
@@ -552,21 +292,15 @@ class Session(Aggregate):
             )
         parents = self.checkpoint_parents
         self._checkpoint_reverted(
-            checkpoint_id=checkpoint_id,
-            now_active=parents[-1].checkpoint_id if parents else None,
-            generation=self.context_generation + 1,
-            command_id=command_id,
-            created_at=created_at,
+            checkpoint_id=checkpoint_id, now_active=parents[-1].checkpoint_id if parents else None,
+            generation=self.context_generation + 1, command_id=command_id, created_at=created_at,
         )
         return self.context_generation
 
     @event("CheckpointReverted", topic="context_compaction:Session.CheckpointReverted")
     def _checkpoint_reverted(
         self,
-        checkpoint_id: str,
-        now_active: str | None,
-        generation: int,
-        command_id: str | None,
+        checkpoint_id: str, now_active: str | None, generation: int, command_id: str | None,
         created_at: str,
     ) -> None:
         # Follow the event: the parent it names, found among the known ancestors.
@@ -583,13 +317,8 @@ class Session(Aggregate):
     # --------------------------------------------------------- learned window
     def learn_window(
         self,
-        *,
-        provider: str,
-        model: str,
-        window: int,
-        prompt_tokens: int | None,
-        estimated_tokens: int | None,
-        created_at: str,
+        *, provider: str, model: str, window: int, prompt_tokens: int | None,
+        estimated_tokens: int | None, created_at: str,
     ) -> None:
         """Record the context window a provider reported in an overflow error (spec §11.3).
 
@@ -606,34 +335,22 @@ class Session(Aggregate):
             if value is not None and (isinstance(value, bool) or value <= 0):
                 raise InvalidCommand(f"{name} must be a positive integer")
         self._window_learned(
-            provider=provider,
-            model=model,
-            window=window,
-            prompt_tokens=prompt_tokens,
-            estimated_tokens=estimated_tokens,
-            created_at=created_at,
+            provider=provider, model=model, window=window, prompt_tokens=prompt_tokens,
+            estimated_tokens=estimated_tokens, created_at=created_at,
         )
 
     @event("WindowLearned", topic="context_compaction:Session.WindowLearned")
     def _window_learned(
         self,
-        provider: str,
-        model: str,
-        window: int,
-        prompt_tokens: int | None,
-        estimated_tokens: int | None,
-        created_at: str,
+        provider: str, model: str, window: int, prompt_tokens: int | None,
+        estimated_tokens: int | None, created_at: str,
     ) -> None:
         pass  # read by budgets through the read model; nothing the aggregate enforces
 
     # ------------------------------------------------------ tool-result clearing
     def clear_tool_results(
         self,
-        *,
-        seqs: Sequence[int],
-        placeholders: Sequence[str],
-        tokens_freed: int,
-        created_at: str,
+        *, seqs: Sequence[int], placeholders: Sequence[str], tokens_freed: int, created_at: str,
     ) -> None:
         """Record that the content of old tool results is replaced by a placeholder in
         every projection from now on (issue 17, stage 1; DESIGN §15).
@@ -643,20 +360,9 @@ class Session(Aggregate):
         The placeholders are stored (not recomputed) so a restart restores the same bytes.
         """
         self._ensure_live()
-        if not seqs or len(seqs) != len(placeholders):
-            raise InvalidCommand("clearing needs one placeholder per seq, and at least one seq")
-        if isinstance(tokens_freed, bool) or tokens_freed < 0:
-            raise InvalidCommand("tokens_freed must be >= 0")
-        results = {seq for group in self.tool_groups for seq, _ in group.results}
-        for seq, text in zip(seqs, placeholders):
-            if seq not in results or not self.is_visible(seq):
-                raise InvalidCommand(f"seq {seq} is not a visible tool result")
-            if not isinstance(text, str) or not text:
-                raise InvalidCommand("a placeholder must be a non-empty string")
+        check_clear_request(seqs, placeholders, tokens_freed, self.is_visible, self.group_finder())
         self._tool_results_cleared(
-            seqs=list(seqs),
-            placeholders=list(placeholders),
-            tokens_freed=tokens_freed,
+            seqs=list(seqs), placeholders=list(placeholders), tokens_freed=tokens_freed,
             created_at=created_at,
         )
 
@@ -669,13 +375,8 @@ class Session(Aggregate):
     # --------------------------------------------------------------- import
     def record_import(
         self,
-        *,
-        source: str,
-        imported_messages: int,
-        skipped_messages: int,
-        legacy_seq_upto: int,
-        last_compressed_message_at: int | None,
-        created_at: str,
+        *, source: str, imported_messages: int, skipped_messages: int, legacy_seq_upto: int,
+        last_compressed_message_at: int | None, created_at: str,
     ) -> None:
         """Note that history was imported from a legacy store (spec §15).
 
@@ -684,23 +385,16 @@ class Session(Aggregate):
         """
         self._ensure_live()
         self._legacy_imported(
-            source=source,
-            imported_messages=imported_messages,
-            skipped_messages=skipped_messages,
-            legacy_seq_upto=legacy_seq_upto,
-            last_compressed_message_at=last_compressed_message_at,
+            source=source, imported_messages=imported_messages, skipped_messages=skipped_messages,
+            legacy_seq_upto=legacy_seq_upto, last_compressed_message_at=last_compressed_message_at,
             created_at=created_at,
         )
 
     @event("LegacyImported", topic="context_compaction:Session.LegacyImported")
     def _legacy_imported(
         self,
-        source: str,
-        imported_messages: int,
-        skipped_messages: int,
-        legacy_seq_upto: int,
-        last_compressed_message_at: int | None,
-        created_at: str,
+        source: str, imported_messages: int, skipped_messages: int, legacy_seq_upto: int,
+        last_compressed_message_at: int | None, created_at: str,
     ) -> None:
         self.legacy_last_compressed_message_at = last_compressed_message_at
 

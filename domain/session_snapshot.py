@@ -2,7 +2,8 @@
 
 A snapshot is only a cache of the events: the store replays the events instead of
 using one with a problem. The shape checked is the stored JSON, the same before and
-after the aggregate's state was typed (``toolgroups.py``, ``checkpoint.py``).
+after the aggregate's state was typed (``toolgroups.py``, ``checkpoint.py``), plus the
+two fields of ADR 0051 (absent from older snapshots).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def snapshot_problem(state: dict[str, Any]) -> str | None:
         for p in parents
     ):
         return "checkpoint_parents has the wrong shape"
+    for name, kind in (("archived_upto", int), ("groups_incomplete", bool)):  # ADR 0051
+        if name in state and type(state[name]) is not kind:
+            return f"{name} has the wrong type"
     pinned = state.get("pinned", [])
     if type(pinned) is not list or not all(type(s) is int for s in pinned):
         return "pinned is not a list of seqs"

@@ -107,6 +107,20 @@ def visible_groups(
     return kept_groups, still_open
 
 
+def split_closed(
+    groups: Sequence[ToolGroup], open_calls: dict[str, int], horizon: int
+) -> tuple[list[ToolGroup], list[ToolGroup]]:
+    """(kept, closed): ``closed`` are the groups that end before ``horizon`` with no
+    open call (no result can join them any more), in order; ``kept`` the others."""
+    open_seqs = set(open_calls.values())
+    kept: list[ToolGroup] = []
+    closed: list[ToolGroup] = []
+    for group in groups:
+        done = group.last_seq < horizon and group.seq not in open_seqs
+        (closed if done else kept).append(group)
+    return kept, closed
+
+
 def check_tool_chain(messages: Sequence[Message], open_calls: dict[str, int], next_seq: int) -> None:
     """A call id must not be open already; a tool result must answer an open call of
     the session (the ones before, or earlier in ``messages``). Raises ``InvalidMessage``."""
@@ -133,7 +147,7 @@ def check_tool_chain(messages: Sequence[Message], open_calls: dict[str, int], ne
 
 def delete_ranges(
     seqs: Sequence[int] | None,
-    groups: Sequence[ToolGroup],
+    find: Callable[[int], ToolGroup | None],
     is_visible: Callable[[int], bool],
     expand_tool_groups: bool,
 ) -> list[list[int]]:
@@ -146,7 +160,7 @@ def delete_ranges(
         if not is_visible(seq):
             raise InvalidCommand(f"seq {seq} is not a visible message of this session")
     for seq in sorted(wanted):
-        group = group_containing(groups, seq)
+        group = find(seq)
         if group is None:
             continue
         members = {m for m in group.members() if is_visible(m)}
@@ -159,6 +173,42 @@ def delete_ranges(
             )
         wanted |= members
     return seqs_to_ranges(sorted(wanted))
+
+
+def invalidation_ranges(
+    kind: str,
+    max_seq: int,
+    to_seq: int | None,
+    seqs: Sequence[int] | None,
+    find: Callable[[int], ToolGroup | None],
+    is_visible: Callable[[int], bool],
+    expand_tool_groups: bool,
+) -> list[list[int]] | None:
+    """The ranges an invalidation excludes (spec §6.3, §12.3); None for a rewind that
+    excludes nothing (not a change of history)."""
+    if kind == "clear":
+        return [[1, max_seq]] if max_seq >= 1 else []
+    if kind == "rewind":
+        if to_seq is None:
+            raise InvalidCommand("rewind needs to_seq (keep seq <= to_seq)")
+        if to_seq < 0:
+            raise InvalidCommand("to_seq must be >= 0")
+        return None if to_seq >= max_seq else [[to_seq + 1, max_seq]]
+    if kind == "delete":
+        return delete_ranges(seqs, find, is_visible, expand_tool_groups)
+    raise InvalidCommand(f"unknown invalidation kind {kind!r}")
+
+
+def split_group_seq(
+    live: Sequence[ToolGroup], first_retained_seq: int, archived_upto: int,
+    archived: Callable[[], Sequence[ToolGroup]],
+) -> int | None:
+    """The seq of the group a cut before ``first_retained_seq`` would split: the live
+    groups, and the archived ones only when the cut is not past all of them."""
+    group = group_split_by(live, first_retained_seq)
+    if group is None and first_retained_seq <= archived_upto:
+        group = group_split_by(archived(), first_retained_seq)
+    return None if group is None else group.seq
 
 
 # ------------------------------------------------------------------ seq ranges

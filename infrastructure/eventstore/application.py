@@ -37,18 +37,16 @@ AGGREGATE_CACHE_SIZE = 256
 
 
 def snapshot_step(interval: int, version: int) -> int:
-    """Events between snapshots: ``interval``, doubled as the session grows.
+    """Events between snapshots: ``interval``, whatever the session's size.
 
-    A snapshot holds state that grows with the session (its tool groups), so a fixed
-    interval would make the snapshot bytes written per appended event grow with N.
-    The step is ``interval`` times the largest power of two not above
-    ``version / (8 * interval)``: snapshot bytes per event stay flat, and a cold load
-    replays at most about an eighth of the session's events after its snapshot.
-    Steps are nested powers of two, so a crossing at a larger step is one at a
-    smaller step too.
+    Until ADR 0051 the step doubled as a session grew, because a snapshot held every
+    tool group of the session and a fixed interval made the snapshot bytes written per
+    event grow with N; a cold load then replayed up to an eighth of the events. Since
+    ADR 0051 a snapshot holds only the open work (closed groups behind the checkpoint
+    leave it), so a fixed step keeps both the bytes per event and the replay after a
+    snapshot bounded. ``version`` stays in the signature for the callers.
     """
-    ratio = version // (8 * interval)
-    return interval * (1 << (ratio.bit_length() - 1)) if ratio > 1 else interval
+    return interval
 
 
 #: The eventsourcing environment key of ``postgres.notify`` (ADR 0043).
@@ -57,7 +55,7 @@ NOTIFY_ENV = "CTXC_POSTGRES_NOTIFY"
 
 class SessionsApplication(FastSaveApplication):
     """Sessions as event-sourced aggregates; a snapshot every ``snapshot_interval``
-    events (more sparsely as a session grows, see ``snapshot_step``)."""
+    events (``snapshot_step``; fixed since ADR 0051)."""
 
     name = "ContextCompaction"
 

@@ -129,6 +129,21 @@ class SqlEventStore:
         )
         return session  # type: ignore[no-any-return]
 
+    def load_complete(self, session_id: str) -> Session:
+        """The session replayed from its first event, without its snapshot, which does
+        not keep closed tool groups (ADR 0051); it becomes the held copy."""
+        aggregate_id = _aggregate_id(session_id)
+        self._evict(aggregate_id)
+        try:
+            with storage_errors():
+                session = replay(None, self.app.events.get(aggregate_id))
+        except CorruptEvent as exc:
+            raise naming_session(exc, session_id) from None
+        if session is None:
+            raise SessionNotFound(f"session {session_id!r} does not exist")
+        self.cache.put(aggregate_id, session)
+        return session  # type: ignore[no-any-return]
+
     def is_current(self, session: Session) -> bool:
         """Has nothing been stored for this session after ``session.version``?"""
         try:

@@ -114,13 +114,17 @@ def test_commands_on_a_session_loaded_from_an_old_snapshot_behave_as_on_a_replay
     assert loaded.tool_groups == replayed.tool_groups
 
 
-def test_new_snapshots_are_stored_in_the_same_shape_as_before() -> None:
+def test_new_snapshots_keep_the_shape_but_not_the_closed_groups() -> None:
     expected = orjson.loads(MAIN_SNAPSHOT_STATE)
     for key in ("_created_on", "_modified_on"):
         expected.pop(key)
-    assert stored_state(build_session()) == expected
-    # and a snapshot of a loaded (still untyped) state is the same too
+    # a snapshot of a loaded old state is stored as it was until its next checkpoint
     assert stored_state(from_stored_state(MAIN_SNAPSHOT_STATE)) == expected
+    # ADR 0051: the group closed behind the checkpoint at seq 6 leaves the snapshot;
+    # the open one stays, and ``archived_upto`` says up to where groups were moved out
+    new = stored_state(build_session())
+    assert new == {**expected, "tool_groups": [{"seq": 7, "calls": ["c"], "results": []}], "archived_upto": 4}
+    assert snapshot_problem(new) is None
 
 
 def test_the_checkpoint_committed_event_keeps_its_stored_fields() -> None:
