@@ -4,6 +4,7 @@ library's cached projection (ADR 0052 point 4, ADR 0030 R8)."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -64,6 +65,8 @@ def test_editing_every_handed_out_dict_and_list_changes_nothing_the_next_call_re
     # and the JSON path agrees with the typed one after the vandalism
     json_messages = ok(h.do({"type": command, "session_id": SID}))["messages"]
     assert json_messages == before
+    raw = json.loads(h.bus.dispatch_json_bytes({"type": command, "session_id": SID}))
+    assert raw["result"]["messages"] == before
 
 
 def test_editing_the_json_envelope_changes_nothing_the_next_call_returns(make_harness: MakeHarness) -> None:
