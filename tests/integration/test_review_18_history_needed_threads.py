@@ -12,7 +12,7 @@ import pytest
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, ok
 
-from test_r18_session_restart import turns
+from test_review_18_session_restart import turns
 
 SID = "hn"
 
