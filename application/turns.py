@@ -149,12 +149,9 @@ def _issue(
             retry_of=retry_of,
         )
     )
-    log.info(
-        "turn request prepared",
-        extra={"session_id": turn.session_id, "request_id": request_id,
-               "generation": ctx.session.context_generation, "used_tokens": usage.used,
-               "usage_source": usage.source, "threshold": budget.threshold, "phase": phase},
-    )
+    log.info("turn request prepared", extra={
+        "session_id": turn.session_id, "request_id": request_id, "generation": ctx.session.context_generation,
+        "used_tokens": usage.used, "usage_source": usage.source, "threshold": budget.threshold, "phase": phase})
     credentials = svc.settings.model_config_for(turn.model)
     return r.TurnRequest.model_construct(  # built by us: no re-validation of the messages
         request_id=request_id,

@@ -4,7 +4,10 @@ first indexes all N, the second finds nothing to index), then one more turn appe
 and searched (the usual case: a few messages to index). SQLite, and PostgreSQL when
 reachable. Prints JSON.
 
-    python benchmarks/searchlag.py [--messages 10000] [--no-pg]
+    python benchmarks/searchlag.py [--messages 10000] [--no-pg] [--index-apart]
+
+``--index-apart`` times the indexing alone (``read_model.index_search``) before the
+first search, which then only queries (ADR 0054).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ def _search(bus: Any, query: str) -> tuple[float, int]:
     return round((time.perf_counter() - t) * 1000, 1), len(result.hits)
 
 
-def measure(url: str, n: int) -> dict[str, Any]:
+def measure(url: str, n: int, index_apart: bool = False) -> dict[str, Any]:
     bus = bootstrap(_settings(url))
     bus.dispatch(c.StartSession(session_id="s", model=MODEL))
     turns = session_messages(n + 50)
@@ -57,12 +60,17 @@ def measure(url: str, n: int) -> dict[str, Any]:
         bus.dispatch(c.AppendMessages(session_id="s", messages=batch))
         appended += len(batch)
     append_s = time.perf_counter() - t
+    index_s = None
+    if index_apart:
+        t = time.perf_counter()
+        bus.services.read_model.index_search("s")
+        index_s = round(time.perf_counter() - t, 2)
     first = _search(bus, "import")
     second = _search(bus, "import")
     bus.dispatch(c.AppendMessages(session_id="s", messages=turns[-1]))
     after_turn = _search(bus, "import")
     bus.close()
-    return {"messages": appended, "append_seconds": round(append_s, 2),
+    return {"messages": appended, "append_seconds": round(append_s, 2), "index_seconds": index_s,
             "first_search_ms": first[0], "second_search_ms": second[0],
             "search_after_one_more_turn_ms": after_turn[0], "turn_messages": len(turns[-1]),
             "hits": first[1]}
@@ -72,14 +80,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--no-pg", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--index-apart", action="store_true")
     args = parser.parse_args()
     out: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        out["sqlite"] = measure(f"sqlite:///{Path(tmp) / 'lag.db'}", args.messages)
+    if not args.no_sqlite:
+        with tempfile.TemporaryDirectory() as tmp:
+            out["sqlite"] = measure(f"sqlite:///{Path(tmp) / 'lag.db'}", args.messages, args.index_apart)
     if not args.no_pg:
         schema = f"ctxc_searchlag_{uuid.uuid4().hex[:8]}"
         try:
-            out["postgres"] = measure(f"{PG}?schema={schema}", args.messages)
+            out["postgres"] = measure(f"{PG}?schema={schema}", args.messages, args.index_apart)
         finally:
             import psycopg
 

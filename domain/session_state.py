@@ -201,7 +201,10 @@ class SessionState:
         self.tool_groups = kept
         held = self._held_closed()
         if held is not None:
+            # In call order, which ``group_split_by`` bisects on: a group whose call
+            # stayed open across an earlier checkpoint is archived after later ones.
             held.extend(closed)
+            held.sort(key=lambda group: group.seq)
         self.__dict__["archived_upto"] = max(self.archived_upto, *(g.last_seq for g in closed))
 
     def needs_closed_groups(self, ranges: list[list[int]], invalidated: list[list[int]]) -> bool:

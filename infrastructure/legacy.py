@@ -292,6 +292,10 @@ def _open_calls(svc: Any, session_id: str) -> list[str]:
         session: Session = svc.events.load(session_id)
     except SessionNotFound:
         return []
+    if session.__dict__.get("groups_incomplete"):
+        # A rewind replayed onto a snapshot copy could not reopen calls of the groups
+        # behind the checkpoint: only a full replay knows them (ADR 0051).
+        session = svc.events.load_complete(session_id)
     return list(session.open_calls)
 
 

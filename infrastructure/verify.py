@@ -20,7 +20,7 @@ from context_compaction.domain.session import Session
 
 from .database import Cur, Database, Dialect
 from .readmodel import PROJECTED_TABLES, SCHEMA, EventsTable, ReadModelProjector, SqlReadModel
-from .readmodel.schema import SEARCH_MARKS
+from .readmodel.schema import SEARCH_MARKS, TABLES
 from .readmodel.search import INSERT_SQL as SEARCH_INSERT
 from .readmodel.search import SearchRow, search_row
 
@@ -155,8 +155,13 @@ def verify(
             events = 0
             start = 1
 
+            # The first damaged row of each session: its messages before it are indexed
+            # (apply_stored keeps them), from it on none are.
+            damaged_from: dict[str, int] = {}
+
             def on_damage(note: Any, problem: str) -> None:
                 damaged.append(_damaged(note, problem, sessions))
+                damaged_from.setdefault(note.originator_id.hex, note.id)
 
             while start <= position:
                 notes = app.recorder.select_notifications(start=start, limit=BATCH, stop=position)
@@ -165,7 +170,7 @@ def verify(
                 with scratch.write() as cur:
                     # (a session is left out from its damaged row on)
                     projector.apply_stored(cur, notes, broken, on_damage)
-                    cur.executemany(SEARCH_INSERT, _search_rows(projector, notes, broken, sessions, marks))
+                    cur.executemany(SEARCH_INSERT, _search_rows(projector, notes, damaged_from, sessions, marks))
                 events += len(notes)
                 start = notes[-1].id + 1
                 if on_progress is not None:
@@ -183,8 +188,8 @@ def verify(
 
 
 def _search_rows(
-    projector: ReadModelProjector, notes: list[Any], broken: set[str], sessions: dict[str, str],
-    marks: dict[str, int],
+    projector: ReadModelProjector, notes: list[Any], damaged_from: dict[str, int],
+    sessions: dict[str, str], marks: dict[str, int],
 ) -> list[SearchRow]:
     """The rm_search rows of the appended messages among ``notes`` at or below their
     session's live mark (what the live index must hold)."""
@@ -192,7 +197,7 @@ def _search_rows(
     for note in notes:
         aggregate = note.originator_id.hex
         sid = sessions.get(aggregate)
-        if note.topic != _MESSAGE_TOPIC or aggregate in broken or sid is None:
+        if note.topic != _MESSAGE_TOPIC or sid is None or note.id >= damaged_from.get(aggregate, note.id + 1):
             continue
         try:
             record = projector.decode_state(note.state)
@@ -222,7 +227,10 @@ def _rows(cur: Cur, table: str) -> Iterator[tuple[Any, ...]]:
     columns = [c.strip() for c in PROJECTED_TABLES[table].split(",")]
     postgres = cur.dialect.is_postgres
     order = ", ".join(c + (' COLLATE "C"' if postgres and c in _TEXT_KEYS else "") for c in columns)
-    return _stream(cur, f"SELECT * FROM {{t}}{table} ORDER BY {order}", 1 if table in _WIDE else BATCH)
+    # (the declared columns, not *: PostgreSQL's rm_search also stores its tsvector,
+    # derived by the engine like SQLite's FTS5 table, ADR 0054)
+    names = ", ".join(TABLES[table].column_names)
+    return _stream(cur, f"SELECT {names} FROM {{t}}{table} ORDER BY {order}", 1 if table in _WIDE else BATCH)
 
 
 def _stream(cur: Cur, sql: str, batch: int) -> Iterator[tuple[Any, ...]]:

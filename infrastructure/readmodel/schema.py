@@ -21,7 +21,7 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
 SAME_SHAPE_SINCE = 5
@@ -208,7 +208,15 @@ SEARCH_INDEX: dict[str, tuple[str, ...]] = {
         # (rm_search_body indexed the text as the parser reads it: a path was one
         # token, so a file name in it was not found; review of issue 16)
         "DROP INDEX IF EXISTS {t}rm_search_body",
-        f"CREATE INDEX IF NOT EXISTS rm_search_words ON {{t}}rm_search USING GIN ({PG_TSVECTOR})",
+        # (rm_search_words, schema 8-11, indexed the expression: ranking parsed every
+        # matching body again at query time; dropped before the column's rewrite)
+        "DROP INDEX IF EXISTS {t}rm_search_words",
+        # The tsvector stored once, when the row is written (ADR 0054). Generated, so
+        # the upgrade fills it for the rows already there, and a process of an older
+        # schema that still inserts (body only) writes rows that are right.
+        f"ALTER TABLE {{t}}rm_search ADD COLUMN IF NOT EXISTS words tsvector"
+        f" GENERATED ALWAYS AS ({PG_TSVECTOR}) STORED",
+        "CREATE INDEX IF NOT EXISTS rm_search_tsv ON {t}rm_search USING GIN (words)",
     ),
 }
 #: Dropped with the projected tables when the schema is upgraded.

@@ -1,0 +1,213 @@
+"""Review 18: the Session aggregate after a restart from a snapshot behaves exactly as
+the held copy that saw every event (ADR 0051: state bounded by the open work).
+
+One script of commands runs on two databases: one bus that never restarts, and one
+restarted before every command (so the aggregate comes from a snapshot, and the events
+after it, every time). Every answer and the final history/projection must be equal."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+
+from backends import MakeHarness
+from helpers import Harness, RecordingSummarizer, assistant, tool, user
+
+SID = "r18"
+_VOLATILE = {"created_at", "at", "updated_at", "request_id", "duration_ms", "snippet", "score"}
+
+
+def turns(start: int, count: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for n in range(start, start + count):
+        out += [user(f"step {n}"), assistant(None, [(f"c{n}", "read", "{}")]),
+                tool(f"c{n}", f"contents {n} " + "line " * 30, name="read"), assistant(f"done {n} " + "ok " * 20)]
+    return out
+
+
+class Checkpoints:
+    """Checkpoint ids differ between databases: named by the order they were seen."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def name(self, value: Any) -> Any:
+        if isinstance(value, str) and len(value) >= 16 and value not in (SID,):
+            return self.names.setdefault(value, f"ckpt{len(self.names)}")
+        return value
+
+
+def normal(value: Any, ids: Checkpoints, key: str = "") -> Any:
+    if isinstance(value, dict):
+        return {k: normal(v, ids, k) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [normal(v, ids, key) for v in value]
+    if "checkpoint" in key or key in ("now_active", "parent", "checkpoint_id", "id", "attempt_id"):
+        return ids.name(value)
+    return value
+
+
+Step = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def script() -> list[Step]:
+    def active(state: dict[str, Any]) -> Any:
+        return state["active"]
+
+    late = [user("start the slow ones"), assistant(None, [("late1", "slow", "{}"), ("late2", "slow", "{}")])]
+    return [
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(0, 10)},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": late},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(10, 10)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("late1", "slow one done", name="slow")]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(20, 10)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": active(s)},
+        lambda s: {"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": active(s)},
+        lambda s: {"type": "pin_messages", "session_id": SID, "seqs": [50]},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": active(s)},
+        lambda s: {"type": "pin_messages", "session_id": SID, "seqs": [7]},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [11]},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [11],
+                   "expand_tool_groups": True},
+        lambda s: {"type": "unpin_messages", "session_id": SID, "seqs": [6]},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("late2", "slow two done", name="slow")]},
+        lambda s: {"type": "pin_messages", "session_id": SID, "seqs": [15, 19]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(30, 10)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "rewind", "to_seq": 22},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("c5", "again", name="read")]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("late1", "again", name="slow")]},
+        lambda s: {"type": "pin_messages", "session_id": SID, "seqs": [22]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(60, 6)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "rewind", "to_seq": 6},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("c5", "hidden call", name="read")]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("c1", "c1 again", name="read")]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(70, 8)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "pin_messages", "session_id": SID, "seqs": [6]},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [6]},
+        lambda s: {"type": "revert_checkpoint", "session_id": SID, "checkpoint_id": active(s)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(40, 10)},
+        lambda s: {"type": "compact", "session_id": SID},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [30]},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [2, 3],
+                   "expand_tool_groups": True},
+        lambda s: {"type": "prepare_turn", "session_id": SID, "system_prompt": "Be careful."},
+        lambda s: {"type": "invalidate_history", "session_id": SID, "kind": "clear"},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": [tool("c45", "after clear", name="read")]},
+        lambda s: {"type": "append_messages", "session_id": SID, "messages": turns(50, 3)},
+    ]
+
+
+READS = [
+    {"type": "get_history", "session_id": SID, "include_invalidated": True},
+    {"type": "get_projection", "session_id": SID},
+    {"type": "list_checkpoints", "session_id": SID},
+    {"type": "get_context_usage", "session_id": SID},
+]
+
+
+def run(h: Harness, restart: bool) -> list[Any]:
+    ids = Checkpoints()
+    state: dict[str, Any] = {"active": None}
+    out: list[Any] = [normal(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}), ids)]
+    for i, step in enumerate(script()):
+        if restart:
+            h.reopen()
+        listed = h.do({"type": "list_checkpoints", "session_id": SID})["result"]
+        state["active"] = listed["active_checkpoint_id"]
+        if restart:
+            h.reopen()
+        answer = h.do(step(state))
+        if not answer["ok"]:
+            answer["error"].pop("message", None)
+        out.append((i, normal(answer, ids)))
+    if restart:
+        h.reopen()
+    out += [("read", normal(h.do(read), ids)) for read in READS]
+    return out
+
+
+@pytest.mark.backends("sqlite", "postgres")
+@pytest.mark.parametrize("interval", [1, 2, 3, 5, 8])
+def test_every_answer_after_restarts_from_snapshots_equals_the_held_copys(
+    make_harness: MakeHarness, interval: int
+) -> None:
+    def harness(name: str) -> Harness:
+        return make_harness(name, snapshot_interval=interval,
+                            adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")},
+                            context_compaction={"keep_recent_tokens": 300})
+
+    held = run(harness("held"), restart=False)
+    restarted = run(harness("restarted"), restart=True)
+    assert len(held) == len(restarted)
+    for a, b in zip(held, restarted):
+        assert a == b
+
+
+# ------------------------------------------------ a snapshot written before ADR 0051
+def _old_shape_snapshot(h: Harness) -> None:
+    """Rewrite the session's newest snapshot as a binary before ADR 0051 wrote it: every
+    tool group in ``tool_groups``, no ``archived_upto``."""
+    import orjson
+
+    from context_compaction.domain.session import session_aggregate_id
+
+    app, db = h.bus.services.extra["app"], h.bus.services.extra["db"]
+    full = h.bus.services.events.load_complete(SID)
+    groups = [{"seq": g.seq, "calls": list(g.calls), "results": [[s, c] for s, c in g.results]}
+              for g in full.all_tool_groups()]
+    table = app.snapshots.recorder.events_table_name
+    oid = session_aggregate_id(SID)
+    oid = oid if h.is_postgres else oid.hex
+    with db.read() as cur:
+        version, state = cur.execute(
+            f"SELECT originator_version, state FROM {{t}}{table} WHERE originator_id = ?"
+            " ORDER BY originator_version DESC LIMIT 1", (oid,)).fetchone()
+    assert version == full.version  # (snapshot_interval=1: the newest is the session's state)
+    stored = orjson.loads(bytes(state))
+    assert stored["state"].get("archived_upto", 0) > 0  # the new shape had moved groups out
+    stored["state"]["tool_groups"] = groups
+    stored["state"].pop("archived_upto", None)
+    with db.write() as cur:
+        cur.execute(f"UPDATE {{t}}{table} SET state = ? WHERE originator_id = ? AND originator_version = ?",
+                    (orjson.dumps(stored), oid, version))
+
+
+@pytest.mark.backends("sqlite", "postgres")
+@pytest.mark.parametrize("old_at", [8, 13, 19, 28])
+def test_after_an_old_shape_snapshot_every_answer_equals_the_held_copys(make_harness: MakeHarness, old_at: int) -> None:
+    def harness(name: str) -> Harness:
+        return make_harness(name, snapshot_interval=1,
+                            adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")},
+                            context_compaction={"keep_recent_tokens": 300})
+
+    steps = script()
+    answers = []
+    for name, rewrite_at in (("held", None), ("old", old_at)):
+        h, ids, out = harness(name), Checkpoints(), []
+        state: dict[str, Any] = {}
+        h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"})
+        for i, step in enumerate(steps):
+            if i == rewrite_at:
+                _old_shape_snapshot(h)
+                h.settings["snapshot_interval"] = 10**6  # (no newer snapshot: the old one stays in use)
+            if rewrite_at is not None and i >= rewrite_at:
+                h.reopen()
+            state["active"] = h.do({"type": "list_checkpoints", "session_id": SID})["result"]["active_checkpoint_id"]
+            answer = h.do(step(state))
+            if not answer["ok"]:
+                answer["error"].pop("message", None)
+            out.append((i, normal(answer, ids)))
+        out += [("read", normal(h.do(read), ids)) for read in READS]
+        answers.append(out)
+    for a, b in zip(*answers):
+        assert a == b
