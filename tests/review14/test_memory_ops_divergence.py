@@ -86,3 +86,18 @@ def test_an_increment_of_a_null_column_gives_null_in_memory_as_in_sql() -> None:
     sql.update("rm_sessions", {"session_id": "a"}, add={"agent_token_limit": 1})
     memory.update("rm_sessions", {"session_id": "a"}, add={"agent_token_limit": 1})
     assert memory.rows("rm_sessions") == _sql_rows(conn, "rm_sessions")
+
+
+def test_an_upsert_that_updates_reports_one_row_in_memory_as_in_sql() -> None:
+    """``rowcount`` is "the rows the last operation inserted, changed or deleted" (ops.py).
+    Memory's upsert of a taken key (``update_row``) never sets it: it reports whatever
+    the operation before left, here 0, so ``_register_command`` would take a command's
+    own later span for another command's id (a refusal under ``strict``)."""
+    sql, memory, conn = _both()
+    for ops in (sql, memory):
+        ops.upsert("rm_commands", ("c", "s", "append_messages", 1, 2), ("last_seq",), ("session_id", "kind"))
+        ops.delete("rm_pins", {"session_id": "s"})  # nothing to delete: rowcount 0
+        ops.upsert("rm_commands", ("c", "s", "append_messages", 3, 4), ("last_seq",), ("session_id", "kind"))
+    assert sql.rowcount == 1
+    assert memory.rowcount == sql.rowcount
+    assert memory.rows("rm_commands") == _sql_rows(conn, "rm_commands")
