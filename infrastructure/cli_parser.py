@@ -55,9 +55,11 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
                        help="SQLite file or database URL (default: $CTXC_DATABASE_URL, else ./ctxc.db)")
     group.add_argument("--config", default=d(None), metavar="FILE",
                        help="JSON settings file (it wins over CTXC_* variables, options win over both)")
-    group.add_argument("--summarizer", default=d(None), choices=["llm", "extractive"],
-                       help="how checkpoints are summarized: llm (litellm, the session's model) or "
-                            "extractive (offline, deterministic) (default: the settings' summarizer, llm)")
+    # (no argparse choices: any registered summarizer is a name; bootstrap refuses others)
+    group.add_argument("--summarizer", default=d(None), metavar="NAME",
+                       help="how checkpoints are summarized: llm (litellm, the session's model), "
+                            "extractive (offline, deterministic), native, or another registered "
+                            "name (default: the settings' summarizer, llm)")
     group.add_argument("--json", action="store_true", default=d(False), help="machine-readable JSON output")
     group.add_argument("--log-json", action="store_true", default=d(False), help="log as JSON lines on stderr")
     group.add_argument("-v", "--verbose", action="store_true", default=d(False),

@@ -115,10 +115,16 @@ class Tables:
             added += 1
         self.rowcount = added
 
-    def _check_unique(self, table: str, row: Row) -> None:
+    def _check_unique(self, table: str, row: Row, *, besides: Any = _MISSING) -> None:
+        """SQL's UNIQUE: a clash with another row (not ``besides``, the row's own old
+        key); NULLs never clash."""
+        key_of = _KEYS[table]
         for at in _UNIQUE[table]:
             wanted = [row[i] for i in at]
-            if any([other[i] for i in at] == wanted for other in self.data[table].values()):
+            if None in wanted:
+                continue
+            if any([other[i] for i in at] == wanted and key_of(other) != besides
+                   for other in self.data[table].values()):
                 raise IntegrityError(f"{table}: unique columns already taken")
 
     def upsert(self, table: str, row: Row, update: tuple[str, ...], when_same: tuple[str, ...]) -> None:
@@ -131,6 +137,7 @@ class Tables:
             self.rowcount = 0
             return
         self.update_row(table, stored, {c: row[index[c]] for c in update}, {})
+        self.rowcount = 1
 
     def update(
         self, table: str, where: Mapping[str, Any], *, values: Mapping[str, Any] = {},
@@ -143,13 +150,25 @@ class Tables:
         self.rowcount = changed
 
     def update_row(self, table: str, row: Row, values: Mapping[str, Any], add: Mapping[str, Any]) -> None:
+        """As SQL's UPDATE: ``NULL + n`` stays NULL, a changed key moves the row, a
+        taken key or unique value is refused."""
         index = INDEX[table]
         new = list(row)
         for name, value in values.items():
             new[index[name]] = value
         for name, value in add.items():
-            new[index[name]] += value
-        self.put(table, _KEYS[table](row), tuple(new))
+            at = index[name]
+            new[at] = None if new[at] is None or value is None else new[at] + value
+        key_of = _KEYS[table]
+        old_key, new_key = key_of(row), key_of(new)
+        if _UNIQUE[table]:
+            self._check_unique(table, new, besides=old_key)
+        if new_key != old_key:
+            if new_key in self.data[table]:
+                raise IntegrityError(f"{table}: key already taken")
+            self._remember(self.data[table], old_key)
+            del self.data[table][old_key]
+        self.put(table, new_key, tuple(new))
 
     def delete(self, table: str, where: Mapping[str, Any], *, between: Between | None = None) -> None:
         key_of = _KEYS[table]
@@ -174,6 +193,8 @@ class Tables:
             key = tuple(where.values())
             row = self.data[table].get(key[0] if len(key) == 1 else key)
             return [row] if row is not None else []
+        if any(v is None for v in where.values()):
+            return []  # (SQL: ``column = NULL`` matches no row)
         index = INDEX[table]
         tests = [(index[c], v) for c, v in where.items()]
         rows = [r for r in self.data[table].values() if all(r[i] == v for i, v in tests)]

@@ -167,19 +167,12 @@ DAMAGED_TABLE = Table("rm_damaged", (
 
 SCHEMA: tuple[str, ...] = (
     POSITION_TABLE.ddl(),
-    TABLES["rm_sessions"].ddl(),
-    TABLES["rm_cleared"].ddl(),
-    TABLES["rm_messages"].ddl(),
-    TABLES["rm_commands"].ddl(),
-    TABLES["rm_checkpoints"].ddl(),
-    TABLES["rm_invalidations"].ddl(),
-    TABLES["rm_imports"].ddl(),
+    # Every projected table from its one declaration: a new event's table is a
+    # ``Table`` in ``PROJECTED`` and nothing here (ADR 0050).
+    *(table.ddl() for table in PROJECTED),
     TOKEN_COUNTS_TABLE.ddl(),
     TIMELINE_TABLE.ddl(),
     "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
-    TABLES["rm_search"].ddl(),
-    TABLES["rm_pins"].ddl(),
-    TABLES["rm_reverts"].ddl(),
     # (a command_id is unique across all sessions and commands: appends look here too)
     "CREATE INDEX IF NOT EXISTS rm_reverts_command ON {t}rm_reverts (command_id)",
     DAMAGED_TABLE.ddl(),

@@ -80,6 +80,16 @@ def test_the_wheel_built_from_the_sdist_has_the_license(sdist: Path, tmp_path: P
         assert zf.read(f"{NAME}.dist-info/licenses/LICENSE").decode() == (ROOT / "LICENSE").read_text()
     assert "License-Expression: Apache-2.0" in metadata
     assert "context_compaction/py.typed" in names and "context_compaction/infrastructure/cli.py" in names
+    # Every module of the source tree ships (a subpackage missing from pyproject's
+    # hand-written list once left infrastructure/memory out: bootstrap failed to import).
+    layers = {"facade": "context_compaction", "domain": "context_compaction/domain",
+              "application": "context_compaction/application",
+              "infrastructure": "context_compaction/infrastructure"}
+    expected = {
+        f"{target}/{path.relative_to(ROOT / folder).as_posix()}"
+        for folder, target in layers.items() for path in (ROOT / folder).rglob("*.py")
+    }
+    assert expected - set(names) == set()
     assert not [n for n in names if n.startswith("tests/")]  # tests ship in the sdist only
 
 

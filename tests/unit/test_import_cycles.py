@@ -61,10 +61,35 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
                     f"{source}.{alias.name}" if f"{source}.{alias.name}" in files else source
                     for alias in node.names
                 ]
+            elif isinstance(node, ast.Call):
+                targets = _named_modules(node, module, is_package, files)
             for target in targets:
                 if target in files and target != module:
                     graph[module].add(target)
     return graph
+
+
+#: Calls that import the module a string names: importlib's, the builtin, and the
+#: handler registry's lazy loader (application/handlers.py).
+_IMPORTING_CALLS = frozenset({"import_module", "__import__", "_on_first_use"})
+
+
+def _named_modules(call: ast.Call, module: str, is_package: bool, files: dict[str, Path]) -> list[str]:
+    """Modules a call names by string (``importlib.import_module("pkg.mod")``, a lazy
+    registry's ``_on_first_use("mod", ...)``): a string argument that is a package
+    module's full name, or a sibling's name, counts as an import of it."""
+    func = call.func
+    called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    if called not in _IMPORTING_CALLS:
+        return []  # (other strings, e.g. logger names, are not imports)
+    package = module if is_package else module.rpartition(".")[0]
+    found = []
+    for arg in call.args:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            for name in (arg.value, f"{package}.{arg.value}"):
+                if name in files:
+                    found.append(name)
+    return found
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:

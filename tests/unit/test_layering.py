@@ -156,6 +156,11 @@ def private_library_uses(root: Path, library_names: set[str]) -> dict[str, list[
                 elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eventsourcing"):
                     found += [f"{a.name}:{node.lineno}" for a in node.names if a.name.startswith("_")]
                     continue
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                      and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+                      and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                      and isinstance(node.args[1].value, str)):
+                    name = node.args[1].value  # (a private name given as a string)
                 else:
                     continue
                 if name in library_names and name not in own:
@@ -223,6 +228,9 @@ def demo_importers(root: Path) -> list[str]:
                     else:
                         module = node.module or ""
                     targets = [module, *(f"{module}.{a.name}" for a in node.names)]
+                elif isinstance(node, ast.Call):
+                    # (``importlib.import_module("...demo...")``, ``__import__``: by string)
+                    targets = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
                 else:
                     continue
                 if any(t == DEMO or t.startswith(DEMO + ".") for t in targets):
