@@ -41,6 +41,12 @@ class _HelpFormatter(argparse.HelpFormatter):
             return text
         return f"{text} (default: %(default)s)"
 
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        # (never inside a name: "ctxc-demo" must stay whole, also to copy it)
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
 
 def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     """The options every command takes, before or after its name. The copy on each
