@@ -287,7 +287,7 @@ class SqlReadModel:
             return None
         session = session_row(row[:N_SESSION_COLS])
         checkpoint = (
-            checkpoint_row(row[N_SESSION_COLS:], self._ledgers)
+            checkpoint_row(row[N_SESSION_COLS:], self._ledgers, self._ledger_text)
             if session.active_checkpoint_id and row[N_SESSION_COLS] is not None
             else None
         )
@@ -318,6 +318,16 @@ class SqlReadModel:
             session=session, checkpoint=checkpoint, messages=messages, pinned=pinned,
             pinned_seqs=pinned_seqs, cleared=cleared,
         )
+
+    def _ledger_text(self, checkpoint_id: str) -> str:
+        """A checkpoint's stored ledger, which session views leave out (ADR 0059).
+        Checkpoint rows are written once; read caught up, so that a read model being
+        rebuilt has the row again."""
+        with self.fresh() as cur:
+            row = cur.execute(self.projector.events_table.ledger_sql, (checkpoint_id,)).fetchone()
+        if row is None or row[0] is None:
+            raise StorageError(f"the ledger of checkpoint {checkpoint_id!r} is missing from the read model")
+        return str(row[0])
 
     def search(
         self, session_id: str, query: str, *, limit: int, include_invalidated: bool

@@ -58,9 +58,19 @@ def learned_windows_of(text: str | None) -> dict[str, LearnedWindow]:
 
 
 def checkpoint_row(
-    row: Sequence[Any], ledger_of: Callable[[str], Any] = json.loads
+    row: Sequence[Any],
+    ledger_of: Callable[[str], Any] = json.loads,
+    fetch_ledger: Callable[[str], str] | None = None,
 ) -> CheckpointRow:
-    """``ledger_of`` parses the stored ledger text (``LedgerCache`` reuses a parse)."""
+    """``ledger_of`` parses the stored ledger text (``LedgerCache`` reuses a parse).
+    With ``fetch_ledger`` (checkpoint id → stored text), the row holds only whether
+    there is a ledger (``EventsTable.session_view_sql``) and the text is fetched when
+    the ledger is first used."""
+    if fetch_ledger is None or not row[16]:
+        ledger = LazyLedger(row[16], ledger_of) if row[16] else None
+    else:
+        checkpoint_id = row[0]
+        ledger = LazyLedger(lambda: fetch_ledger(checkpoint_id), ledger_of)
     return CheckpointRow(
         checkpoint_id=row[0],
         session_id=row[1],
@@ -78,27 +88,32 @@ def checkpoint_row(
         summary_source=json.loads(row[13]),
         created_at=row[14],
         version=int(row[15]),
-        ledger=LazyLedger(row[16], ledger_of) if row[16] else None,
+        ledger=ledger,
         provider_state=json.loads(row[17]) if row[17] else None,
     )
 
 
 class LazyLedger(Mapping[str, Any]):
-    """A checkpoint's stored ledger, parsed on first use (ADR 0044). Most reads of a
-    checkpoint (a projection, a turn that does not compact) never look at its ledger,
-    and one compaction of a long history records every item it dropped: 0.8 MB of JSON
-    at 20k messages, which a cold restore parsed for nothing (5 ms, growing with N)."""
+    """A checkpoint's stored ledger, parsed on first use (ADR 0044) and, given as a
+    function, read on first use too (ADR 0059). Most reads of a checkpoint (a
+    projection, a turn that does not compact) never look at its ledger, and one
+    compaction of a long history records every item it dropped: 0.8 MB of JSON at 20k
+    messages, which a cold restore parsed for nothing (5 ms, growing with N), and then
+    still read from the database (0.8 ms)."""
 
     __slots__ = ("_text", "_parse", "_value")
 
-    def __init__(self, text: str, parse: Callable[[str], Any]) -> None:
+    def __init__(self, text: str | Callable[[], str], parse: Callable[[str], Any]) -> None:
         self._text = text
         self._parse = parse
         self._value: Mapping[str, Any] | None = None
 
     def _parsed(self) -> Mapping[str, Any]:
         if self._value is None:
-            self._value = self._parse(self._text)
+            text = self._text
+            if not isinstance(text, str):
+                text = self._text = text()
+            self._value = self._parse(text)
         return self._value
 
     def __getitem__(self, key: str) -> Any:
@@ -114,6 +129,8 @@ class LazyLedger(Mapping[str, Any]):
         return True  # (stored only when not empty: no parse to answer this)
 
     def __repr__(self) -> str:
+        if not isinstance(self._text, str):
+            return "LazyLedger(not read yet)"
         return f"LazyLedger({len(self._text)} characters)"
 
 

@@ -229,12 +229,17 @@ SESSION_SQL = (
     " LEFT JOIN {t}rm_damaged d ON d.aggregate_id = ?"
 )
 # Newest notification, read-model position, the session row and its active checkpoint:
-# the whole head of a session view in one round trip (always exactly one row).
+# the whole head of a session view in one round trip (always exactly one row). In place
+# of the checkpoint's ledger, only whether it has one (``{ledger_flag}``): the text is
+# the row's one large value (0.8 MB at 20k messages, every item a compaction dropped),
+# most views never read it, and reading it cost a cold restore more than everything
+# else it reads (ADR 0059). ``LazyLedger`` fetches it by the checkpoint's id when used;
+# a checkpoint row is written once, so that is the text this view would have read.
 _SESSION_VIEW_SQL = (
     "SELECT {lag_columns}, "
     + ", ".join("s." + c.strip() for c in SESSION_COLS.split(","))
     + ", "
-    + ", ".join("c." + c.strip() for c in CHECKPOINT_COLS.split(","))
+    + ", ".join("{ledger_flag}" if c.strip() == "ledger" else "c." + c.strip() for c in CHECKPOINT_COLS.split(","))
     + ", d.version, d.problem"
     " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
     " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = s.active_checkpoint_id"
@@ -271,7 +276,12 @@ class EventsTable:
             f" (SELECT notification_id FROM {{t}}rm_position WHERE name = '{POSITION}')"
         )
         self.lag_sql = "SELECT " + lag_columns
-        self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns)
+        # SQLite's typeof() reads the column's type from the record header, never its
+        # overflow pages (``IS NOT NULL`` reads them); PostgreSQL's IS NOT NULL does not
+        # detoast the value.
+        ledger_flag = "c.ledger IS NOT NULL" if dialect_name == "postgres" else "typeof(c.ledger) <> 'null'"
+        self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns, ledger_flag=ledger_flag)
+        self.ledger_sql = "SELECT ledger FROM {t}rm_checkpoints WHERE checkpoint_id = ?"
         # Message bodies live once, in the events; the read model points at them.
         self.messages_sql = (
             f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_messages m"
