@@ -135,9 +135,10 @@ class LazyLedger(Mapping[str, Any]):
 
 
 class LedgerCache:
-    """Parsed ledgers by their stored text (ADR 0044): a session view reads its active
-    checkpoint every turn, and its ledger (issue 16) is the one large JSON value in
-    that row (~1.4 ms to parse at a few hundred items). The key is the whole text, so
+    """Parsed ledgers by their stored text (ADR 0044): the ledger (issue 16) is a
+    checkpoint row's one large JSON value (~1.4 ms to parse at a few hundred items),
+    and each compaction reads the active one again (since ADR 0059 a session view
+    reads it only when it is used). The key is the whole text, so
     a hit is exactly what parsing would give; nothing can go stale. Readers only read
     a ledger (``Ledger.from_record``, ``ledger_report`` and ``to_record`` copy what
     they hand on), so one parse is shared."""

@@ -232,14 +232,16 @@ SESSION_SQL = (
 # the whole head of a session view in one round trip (always exactly one row). In place
 # of the checkpoint's ledger, only whether it has one (``{ledger_flag}``): the text is
 # the row's one large value (0.8 MB at 20k messages, every item a compaction dropped),
-# most views never read it, and reading it cost a cold restore more than everything
-# else it reads (ADR 0059). ``LazyLedger`` fetches it by the checkpoint's id when used;
-# a checkpoint row is written once, so that is the text this view would have read.
+# most views never read it, and reading it was a third of a cold restore at 20k
+# (ADR 0059). ``LazyLedger`` fetches it by the checkpoint's id when used; a
+# checkpoint row is written once, so that is the text this view would have read.
 _SESSION_VIEW_SQL = (
     "SELECT {lag_columns}, "
     + ", ".join("s." + c.strip() for c in SESSION_COLS.split(","))
     + ", "
-    + ", ".join("{ledger_flag}" if c.strip() == "ledger" else "c." + c.strip() for c in CHECKPOINT_COLS.split(","))
+    + ", ".join(
+        "{ledger_flag}" if c.strip() == "ledger" else "c." + c.strip() for c in CHECKPOINT_COLS.split(",")
+    )
     + ", d.version, d.problem"
     " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
     " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = s.active_checkpoint_id"
