@@ -6,8 +6,9 @@ request. An eager copy of every message made each turn O(N) in the history (ADR 
 ~60 % of a 10k-message ``prepare_turn``), although a caller reads most requests without
 editing them, and the one that walks them (litellm walks the list three times, at
 ~67 µs a message of its own) pays far more than the copy. So a message is copied
-when a caller first takes it out of the list, by index, slice or iteration: what it
-can hold and edit is always its own, and what it never takes out is never copied.
+when a caller first takes it out of the list, by index or slice (a walk copies them
+all when it starts): what it can hold and edit is always its own, and what it never
+takes out is never copied.
 
 C-level readers that do not go through the list's methods (``json.dumps``, orjson,
 pydantic's ``model_dump``, ``==``, ``in``) read the slots without taking anything out;
@@ -81,9 +82,13 @@ class HandedOutMessages(list):  # type: ignore[type-arg]
         """Copy what is still shared: the slots stop mattering (before any reordering)."""
         if self._left:
             with self._lock:
-                for index, flag in enumerate(self._shared):
-                    if flag:
-                        list.__setitem__(self, index, owned(list.__getitem__(self, index)))
+                shared = len(self._shared)
+                if self._left == shared:  # nothing taken out or put in yet: one C-level pass
+                    list.__setitem__(self, slice(0, shared), handed_out(list.__getitem__(self, slice(0, shared))))
+                else:
+                    for index, flag in enumerate(self._shared):
+                        if flag:
+                            list.__setitem__(self, index, owned(list.__getitem__(self, index)))
                 self._shared = bytearray()
                 self._left = 0
 
@@ -101,15 +106,10 @@ class HandedOutMessages(list):  # type: ignore[type-arg]
         return self._own(i)
 
     def __iter__(self) -> Iterator[Any]:
-        if not self._left:
-            return list.__iter__(self)
-        return self._walk()
-
-    def _walk(self) -> Iterator[Any]:
-        index = 0
-        while index < len(self):  # as a list iterator: sees appends made while walking
-            yield self._own(index)
-            index += 1
+        # A walk takes every message out (litellm walks the list three times): copying
+        # them all at once costs what the eager copy did; one by one, twice that.
+        self._own_all()
+        return list.__iter__(self)
 
     def __reversed__(self) -> Iterator[Any]:
         index = len(self) - 1
