@@ -10,10 +10,11 @@ when a caller first takes it out of the list, by index or slice (a walk copies t
 all when it starts): what it can hold and edit is always its own, and what it never
 takes out is never copied.
 
-C-level readers that do not go through the list's methods (``json.dumps``, orjson,
-pydantic's ``model_dump``, ``==``, ``in``) read the slots without taking anything out;
+C-level readers that do not go through the list's methods (orjson, pydantic's
+``model_dump``, ``==``, ``in``, ``repr``) read the slots without taking anything out;
 they see the cache's messages or the caller's copies, never handing either to code
-that could edit them. Every method that reorders, removes or inserts copies what is
+that could edit them. (``json.dumps``, ``tuple()`` and ``list.extend`` of a list
+subclass walk it: they copy.) Every method that reorders, removes or inserts copies what is
 still shared first, after which the list is a plain list in all but its type.
 """
 
@@ -70,7 +71,8 @@ class HandedOutMessages(list):  # type: ignore[type-arg]
 
     # ------------------------------------------------------------ taking out
     def _own(self, index: int) -> Any:
-        if self._left and index < len(self._shared) and self._shared[index]:
+        shared = self._shared  # (another thread may swap it for an empty one)
+        if self._left and index < len(shared) and shared[index]:
             with self._lock:  # two threads taking one message out get the same copy
                 if index < len(self._shared) and self._shared[index]:
                     list.__setitem__(self, index, owned(list.__getitem__(self, index)))

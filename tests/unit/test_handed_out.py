@@ -140,6 +140,9 @@ REARRANGE: dict[str, Callable[[list[Any]], None]] = {
     "extend": lambda h: h.extend([{"role": "user", "content": "mine"}]),
     "+=": lambda h: h.__iadd__([{"role": "user", "content": "mine"}]),
     "item assignment": lambda h: h.__setitem__(2, {"role": "user", "content": "mine"}),
+    "extended by itself": lambda h: h.extend(h),
+    "+= itself": lambda h: h.__iadd__(h),
+    "slice assigned itself": lambda h: h.__setitem__(slice(0, 0), h),
 }
 
 
