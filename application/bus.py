@@ -22,13 +22,11 @@ from context_compaction.domain.messages import json_problem
 from . import asyncbus
 from . import telemetry as tel
 from .commands import COMMAND_ADAPTER, Command, command_types
-from .handout import HandedOutMessages, handed_out
+from .handout import HandedOutMessages
 from .results import ProjectionResult, Result, TurnRequest
 from .services import Services
 
 log = logging.getLogger("context_compaction.bus")
-
-__all__ = ["JsonReply", "MessageBus", "envelope_bytes", "handed_out", "validation_error"]
 
 _SHARING_MESSAGES = (TurnRequest, ProjectionResult)
 

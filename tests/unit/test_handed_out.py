@@ -1,10 +1,19 @@
-"""Typed results hand out messages that share no dict or list with the cache (R8)."""
+"""Typed results hand out messages that share no dict or list with the cache (R8), each
+copied when the caller takes it out (ADR 0058)."""
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
+import threading
+from collections.abc import Callable
 from typing import Any
 
-from context_compaction.application.bus import handed_out
+import orjson
+import pytest
+
+from context_compaction.application.handout import HandedOutMessages, handed_out
 
 
 def _containers(value: Any) -> list[Any]:
@@ -47,18 +56,6 @@ def test_changing_what_was_handed_out_leaves_the_source_alone() -> None:
 
 
 # ------------------------------------------------- copied when taken out (ADR 0058)
-import copy  # noqa: E402
-import json  # noqa: E402
-import pickle  # noqa: E402
-import threading  # noqa: E402
-from collections.abc import Callable  # noqa: E402
-
-import orjson  # noqa: E402
-import pytest  # noqa: E402
-
-from context_compaction.application.handout import HandedOutMessages  # noqa: E402
-
-
 def _cache() -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": "be brief"},
