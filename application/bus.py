@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
-import platform
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,6 +22,7 @@ from context_compaction.domain.messages import json_problem
 from . import asyncbus
 from . import telemetry as tel
 from .commands import COMMAND_ADAPTER, Command, command_types
+from .handout import HandedOutMessages
 from .results import ProjectionResult, Result, TurnRequest
 from .services import Services
 
@@ -67,8 +66,9 @@ class MessageBus:
         result: R = self._handle(command)
         if isinstance(result, _SHARING_MESSAGES):
             # Their messages come from the process's cached projection: the typed caller
-            # gets its own copy to mark or edit (``dispatch_json`` serializes anyway).
-            result.messages = handed_out(result.messages)
+            # gets each one copied as it takes it out, to mark or edit (ADR 0058;
+            # ``dispatch_json`` serializes the cached ones, never handing them out).
+            result.messages = HandedOutMessages(result.messages)
         return result
 
     def _handle(self, command: Command[Any]) -> Any:
@@ -275,39 +275,3 @@ def envelope_bytes(envelope: Mapping[str, Any]) -> bytes:
     return json.dumps(
         envelope, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
     ).encode("utf-8")
-
-
-# ------------------------------------------------------------ handed out
-#: CPython keeps a dict untracked by the collector while it holds no list, dict or
-#: other container that could be tracked (inserting one tracks it for good), so an
-#: untracked dict's flat ``copy()`` shares nothing mutable with it. Elsewhere, or if
-#: in doubt, every dict is walked.
-_IS_TRACKED = gc.is_tracked if platform.python_implementation() == "CPython" else (lambda _: True)
-
-
-def handed_out(messages: list[Any]) -> list[Any]:
-    """A copy of JSON-shaped provider ``messages`` that shares no dict or list with them.
-
-    Most messages are flat (role, string content, ids): they are copied by one C-level
-    ``dict.copy()``. Only the dicts and lists that hold other dicts or lists are walked,
-    which keeps a turn's hand-out small next to the rest of a turn even at 20k
-    messages (ADR 0030, R8); the recursive ``detached`` it replaces took ~40 % of a
-    10k-message turn.
-    """
-    tracked = _IS_TRACKED
-    return [
-        (m.copy() if not tracked(m) else _fresh(m)) if type(m) is dict
-        else _fresh(m) if type(m) is list else m
-        for m in messages
-    ]
-
-
-def _fresh(value: Any) -> Any:
-    if type(value) is dict:
-        copy = value.copy()
-        if _IS_TRACKED(value):
-            for key, item in value.items():
-                if type(item) is dict or type(item) is list:
-                    copy[key] = _fresh(item)
-        return copy
-    return [_fresh(item) if type(item) is dict or type(item) is list else item for item in value]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any
 
 from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.errors import SessionDeleted, SessionNotFound
@@ -291,23 +290,6 @@ def load_context(
     raise SessionNotFound(f"session {session_id!r} kept changing; try again")
 
 
-def detached(value: Any) -> Any:
-    """A copy of JSON-shaped ``value`` that shares no dict or list with it.
-
-    Provider messages of a projection are shared with the cache (the incremental
-    builder converts each message once, and a message's content list is its stored
-    record's); a caller that is handed them gets this copy to change as it likes.
-    """
-    kind = type(value)
-    if kind is dict:
-        return {key: detached(item) for key, item in value.items()}
-    if kind is list:
-        return [detached(item) for item in value]
-    return value
-
-
-
-# -------------------------------------------------------------------- tokens
 # -------------------------------------------------------------------- tokens
 def record_tokens(
     counter: TokenCounter, token_cache: TokenCountCache, ctx: SessionContext, encoding: str

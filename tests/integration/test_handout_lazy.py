@@ -1,0 +1,85 @@
+"""The typed hand-out copies a message when the host takes it out (ADR 0058): whatever
+way the host reaches a message of ``prepare_turn`` / ``get_projection`` and edits it,
+the next request is unchanged (issue 13)."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from helpers import Harness, assistant, ok, tool, user
+
+from context_compaction.application.commands import GetProjection, PrepareTurn
+from context_compaction.application.handout import HandedOutMessages
+
+SID = "lazy"
+
+
+def _session(harness: Harness) -> None:
+    ok(harness.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": SID, "messages": [
+        user("plain question"),
+        {"role": "user", "content": [{"type": "text", "text": "part one"}, {"type": "text", "text": "two"}]},
+        assistant(None, calls=[("call_1", "read_file", '{"path": "a.py"}')]),
+        tool("call_1", "contents of a.py"),
+        assistant("done"),
+    ]}))
+
+
+def _edit(messages: list[dict[str, Any]]) -> None:
+    for message in messages:
+        if isinstance(message.get("content"), list):
+            message["content"][0]["cache_control"] = {"type": "ephemeral"}
+            message["content"].append({"type": "text", "text": "added"})
+        else:
+            message["content"] = "changed by the host"
+        for call in message.get("tool_calls") or []:
+            call["function"]["arguments"] = "{}changed"
+        message["cache_control"] = {"type": "ephemeral"}
+
+
+#: How a host gets at the messages of a typed result before editing them.
+REACH: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
+    "walk": lambda r: r.messages,
+    "by index": lambda r: [r.messages[i] for i in range(len(r.messages))],
+    "a slice": lambda r: r.messages[:],
+    "completion_kwargs": lambda r: r.completion_kwargs()["messages"],
+    "model_dump": lambda r: r.model_dump()["messages"],
+    "model_copy": lambda r: r.model_copy().messages,
+    "deep model_copy": lambda r: r.model_copy(deep=True).messages,
+    "pickle": lambda r: pickle.loads(pickle.dumps(r.messages)),
+    "system prompt put first": lambda r: [{"role": "system", "content": "x"}] + r.messages,
+}
+
+
+@pytest.mark.parametrize("command", ["prepare_turn", "get_projection"])
+@pytest.mark.parametrize("reach", list(REACH))
+def test_a_host_editing_what_it_reached_changes_nothing_the_next_call_returns(
+    harness: Harness, command: str, reach: str
+) -> None:
+    if reach == "completion_kwargs" and command == "get_projection":
+        pytest.skip("a projection is not a request: it has no completion_kwargs")
+    _session(harness)
+    make = (lambda: PrepareTurn(session_id=SID)) if command == "prepare_turn" else (lambda: GetProjection(session_id=SID))
+    first = harness.bus.dispatch(make())
+    before = copy.deepcopy(list(first.messages))
+    _edit(REACH[reach](first))
+    assert harness.bus.dispatch(make()).messages == before
+    assert ok(harness.do({"type": command, "session_id": SID}))["messages"] == before
+
+
+def test_typed_messages_are_handed_out_uncopied_until_taken(harness: Harness) -> None:
+    """What makes the hand-out O(1) in the history: ``dispatch`` copies no message."""
+    _session(harness)
+    first = harness.bus.dispatch(PrepareTurn(session_id=SID))
+    second = harness.bus.dispatch(PrepareTurn(session_id=SID))
+    assert isinstance(first.messages, HandedOutMessages)
+    # both hold the cache's messages in their slots until a message is taken out
+    assert all(list.__getitem__(first.messages, i) is list.__getitem__(second.messages, i)
+               for i in range(len(first.messages)))
+    taken = first.messages[1]
+    assert taken is not list.__getitem__(second.messages, 1) and taken == second.messages[1]
