@@ -20,6 +20,7 @@ the pin, re-read each override below against the new release's source.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -295,23 +296,17 @@ def postgres_recorder_class() -> type:
             self.dialect = dialect
             self.snapshot_recorder: Any = None  # wired by SessionsApplication
             self.notify = False  # ``postgres.notify``, set by SessionsApplication
-            self.plain_insert_statement = SQL(
-                "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
-                " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
-                " RETURNING notification_id"
-            ).format(
-                schema=Identifier(datastore.schema),
-                table=Identifier(events_table_name),
-                id_type=SQL(datastore.originator_id_type),
+            self._insert_into = functools.partial(
+                unnest_insert, datastore.schema, id_type=datastore.originator_id_type
             )
+            self.plain_insert_statement = self._insert_into(events_table_name) + SQL(" RETURNING notification_id")
+            self._snapshot_insert: Any = None  # (the snapshot table is wired later)
             # The one-trip append (ADR 0053): the events, their rm_messages rows and the
             # read model's position in one statement, so nothing under the events lock
             # waits for the client. The position moves only from just before these ids
             # (every writer of it holds the lock); otherwise ``1 / 0`` fails the
             # transaction and the caller takes the careful path.
-            self.ordered_insert_statement = SQL(
-                "WITH ins AS (INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
-                " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
+            self.ordered_insert_statement = SQL("WITH ins AS (") + self._insert_into(events_table_name) + SQL(
                 " RETURNING notification_id, originator_id, originator_version),"
                 " msg AS (INSERT INTO {rm}rm_messages (session_id, seq, visible, notification_id)"
                 " SELECT m.s, m.q, 1, ins.notification_id"
@@ -321,12 +316,7 @@ def postgres_recorder_class() -> type:
                 " FROM (SELECT min(notification_id) AS lo, max(notification_id) AS hi FROM ins) AS b"
                 " WHERE p.name = %s AND p.notification_id = b.lo - 1 RETURNING 1)"
                 " SELECT notification_id, 1 / (SELECT count(*) FROM pos) FROM ins ORDER BY notification_id"
-            ).format(
-                schema=Identifier(datastore.schema),
-                table=Identifier(events_table_name),
-                id_type=SQL(datastore.originator_id_type),
-                rm=SQL(dialect.sql("{t}")),
-            )
+            ).format(id_type=SQL(datastore.originator_id_type), rm=SQL(dialect.sql("{t}")))
 
         def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **_: Any) -> None:
             # The library's lock and insert, with the rows as four plain arrays and the
@@ -335,16 +325,15 @@ def postgres_recorder_class() -> type:
             # twice the bytes per 9-message append; ADR 0043).
             self._lock_table(curs)
             self._notify_channel(curs)
-            curs.execute(
-                self.plain_insert_statement,
-                (
-                    [s.originator_id for s in stored_events],
-                    [s.originator_version for s in stored_events],
-                    [s.topic for s in stored_events],
-                    [s.state for s in stored_events],
-                ),
-                prepare=True,
-            )
+            curs.execute(self.plain_insert_statement, columns(stored_events), prepare=True)
+
+        def _insert_snapshots(self, curs: Any, snapshots: Sequence[StoredEvent]) -> None:
+            # The library's snapshot insert sends its composite rows as text too: a
+            # snapshot (~40 KB, one every ~11 appends) hex-encoded and escaped in Python
+            # cost more client time than the events of those appends (ADR 0057).
+            if self._snapshot_insert is None:
+                self._snapshot_insert = self._insert_into(self.snapshot_recorder.events_table_name)
+            curs.execute(self._snapshot_insert, columns(snapshots), prepare=True)
 
         def _notify_channel(self, curs: Any) -> None:
             # NOTIFY only when asked (``postgres.notify``, ADR 0043). Nothing of ours
@@ -406,7 +395,7 @@ def postgres_recorder_class() -> type:
                     rows = self.projector.project_before_ids(cur, events)
                     if snapshots:
                         with conn.cursor() as snap:
-                            self.snapshot_recorder._insert_stored_events(snap, snapshots)
+                            self._insert_snapshots(snap, snapshots)
                     self._lock_table(curs)
                     self._notify_channel(curs)
                     curs.execute(self.ordered_insert_statement, self._ordered_params(stored_events, rows),
@@ -436,10 +425,7 @@ def postgres_recorder_class() -> type:
         @staticmethod
         def _ordered_params(stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
             return (
-                [s.originator_id for s in stored_events],
-                [s.originator_version for s in stored_events],
-                [s.topic for s in stored_events],
-                [s.state for s in stored_events],
+                *columns(stored_events),
                 [r[0] for r in rows],
                 [r[1] for r in rows],
                 [r[2] for r in rows],
@@ -460,7 +446,7 @@ def postgres_recorder_class() -> type:
             snapshots = kwargs.get("snapshots")
             if snapshots:
                 with conn.cursor() as snap:
-                    self.snapshot_recorder._insert_stored_events(snap, snapshots)
+                    self._insert_snapshots(snap, snapshots)
             events = kwargs.get("projected_events")
             cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
             if events is not None:
@@ -482,7 +468,7 @@ def postgres_recorder_class() -> type:
             ids = [row["notification_id"] for row in curs.fetchall()]
             snapshots = kwargs.get("snapshots")
             if snapshots:
-                self.snapshot_recorder._insert_stored_events(curs, snapshots)
+                self._insert_snapshots(curs, snapshots)
             events = kwargs.get("projected_events")
             if events is not None:
                 cur = Cur(conn.cursor(row_factory=tuple_row), self.dialect)
@@ -521,6 +507,28 @@ def postgres_recorder_class() -> type:
             ]
 
     return ProjectingPostgresRecorder
+
+
+def unnest_insert(schema: str, table: str, *, id_type: str) -> Any:
+    """The one INSERT of stored events (or snapshots) of every PostgreSQL write path:
+    four plain arrays, the states binary (``columns`` gives them), for the events'
+    plain and ordered statements and the snapshots alike (ADR 0043, 0057)."""
+    from psycopg.sql import SQL, Identifier
+
+    return SQL(
+        "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
+        " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
+    ).format(schema=Identifier(schema), table=Identifier(table), id_type=SQL(id_type))
+
+
+def columns(stored: Sequence[StoredEvent]) -> tuple[list[Any], list[int], list[str], list[bytes]]:
+    """``unnest_insert``'s four parameters."""
+    return (
+        [s.originator_id for s in stored],
+        [s.originator_version for s in stored],
+        [s.topic for s in stored],
+        [s.state for s in stored],
+    )
 
 
 def _hex(originator_id: Any) -> str:
