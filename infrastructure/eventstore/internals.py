@@ -10,8 +10,9 @@ the pin, re-read each override below against the new release's source.
 * The projecting recorders: SQLite's ``_insert_events`` hook (the library's own
   extension point, as in its ``searchablecontent`` example), PostgreSQL's
   ``_insert_stored_events``, ``_lock_table`` and ``_notify_channel`` (no NOTIFY);
-  the snapshot recorder's inserts. The common PostgreSQL append is one round trip
-  with the projection before the events lock (ADR 0053).
+  the snapshot recorder's inserts (SQLite: its ``_insert_events``; PostgreSQL: the
+  events' own binary INSERT into its table, ADR 0057). The common PostgreSQL append
+  is one round trip with the projection before the events lock (ADR 0053).
 * ``FastSaveApplication``: ``Application.save`` minus its runtime Protocol checks,
   recording through the library's ``_record`` and announcing through ``_notify``, so
   followers and process applications see every event (ADR 0026).
@@ -64,7 +65,6 @@ PRIVATE_NAMES: dict[str, tuple[str, ...]] = {
     "eventsourcing.sqlite:SQLiteConnectionPool": ("_create_connection",),
     "eventsourcing.sqlite:SQLiteAggregateRecorder": ("_insert_events",),
     "eventsourcing.sqlite:SQLiteApplicationRecorder": ("_insert_events",),
-    "eventsourcing.postgres:PostgresAggregateRecorder": ("_insert_stored_events",),
     "eventsourcing.postgres:PostgresApplicationRecorder": (
         "_insert_stored_events", "_lock_table", "_notify_channel",
     ),
@@ -276,7 +276,7 @@ def postgres_recorder_class() -> type:
     """The projecting PostgreSQL recorder (imported only when PostgreSQL is configured)."""
     from eventsourcing.postgres import PostgresApplicationRecorder
     from psycopg.rows import tuple_row
-    from psycopg.sql import SQL, Identifier
+    from psycopg.sql import SQL, Identifier, Literal
 
     POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
 
@@ -302,21 +302,47 @@ def postgres_recorder_class() -> type:
             self.plain_insert_statement = self._insert_into(events_table_name) + SQL(" RETURNING notification_id")
             self._snapshot_insert: Any = None  # (the snapshot table is wired later)
             # The one-trip append (ADR 0053): the events, their rm_messages rows and the
-            # read model's position in one statement, so nothing under the events lock
-            # waits for the client. The position moves only from just before these ids
-            # (every writer of it holds the lock); otherwise ``1 / 0`` fails the
-            # transaction and the caller takes the careful path.
-            self.ordered_insert_statement = SQL("WITH ins AS (") + self._insert_into(events_table_name) + SQL(
-                " RETURNING notification_id, originator_id, originator_version),"
-                " msg AS (INSERT INTO {rm}rm_messages (session_id, seq, visible, notification_id)"
-                " SELECT m.s, m.q, 1, ins.notification_id"
-                " FROM unnest(%s::text[], %s::bigint[], %s::{id_type}[], %s::bigint[]) AS m(s, q, o, v)"
-                " JOIN ins ON ins.originator_id = m.o AND ins.originator_version = m.v),"
-                " pos AS (UPDATE {rm}rm_position AS p SET notification_id = b.hi"
-                " FROM (SELECT min(notification_id) AS lo, max(notification_id) AS hi FROM ins) AS b"
-                " WHERE p.name = %s AND p.notification_id = b.lo - 1 RETURNING 1)"
-                " SELECT notification_id, 1 / (SELECT count(*) FROM pos) FROM ins ORDER BY notification_id"
-            ).format(id_type=SQL(datastore.originator_id_type), rm=SQL(dialect.sql("{t}")))
+            # read model's position in one statement. The position moves only from just
+            # before these ids (every writer of it holds the lock); otherwise ``1 / 0``
+            # fails the transaction and the caller takes the careful path.
+            id_type = datastore.originator_id_type
+            self.ordered_insert_statement = ordered_insert(
+                self._insert_into(events_table_name), id_type, dialect.sql("{t}"), PARAMS
+            )
+            # ADR 0057: the events lock is taken inside the statement that inserts (a
+            # function), so nothing the client does (encoding the parameters, being
+            # descheduled on a busy machine) comes between the lock and the insert.
+            locks = [s for s in self.lock_table_statements if "LOCK TABLE" in repr(s)]
+            self.pre_lock_statements = [s for s in self.lock_table_statements if s not in locks]
+            self.lock_in_function = len(locks) == 1
+            function = Identifier(datastore.schema, ORDERED_FUNCTION)
+            arguments = f"{id_type}[], bigint[], text[], bytea[], text[], bigint[], {id_type}[], bigint[], text"
+            body = SQL("BEGIN {lock}; RETURN QUERY {insert}; END").format(
+                lock=locks[0] if locks else SQL(""),
+                insert=ordered_insert(
+                    unnest_insert(datastore.schema, events_table_name, id_type=id_type, params=DOLLARS[:4]),
+                    id_type, dialect.sql("{t}"), DOLLARS[4:],
+                ),
+            )
+            create = SQL(
+                "CREATE FUNCTION {function}({arguments}) RETURNS TABLE (nid bigint, guard bigint)"
+                " LANGUAGE plpgsql AS {body}"
+            ).format(function=function, arguments=SQL(arguments), body=Literal(body.as_string()))
+            # Created once (a version in its name: a changed body is a new function);
+            # ``create_table`` runs this at every start, and an append that finds it
+            # missing creates it too (``_insert_one_trip``).
+            self.create_ordered_function = SQL(
+                "DO $ctxc$ BEGIN IF to_regprocedure({signature}) IS NULL THEN EXECUTE {create}; END IF;"
+                " END $ctxc$"
+            ).format(
+                signature=Literal(SQL("{function}({arguments})").format(
+                    function=function, arguments=SQL(arguments)).as_string()),
+                create=Literal(create.as_string()),
+            )
+            self.sql_create_statements.append(self.create_ordered_function)
+            self.ordered_call_statement = SQL("SELECT * FROM {function}(%s, %s, %s, %b, %s, %s, %s, %s, %s)").format(
+                function=function
+            )
 
         def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **_: Any) -> None:
             # The library's lock and insert, with the rows as four plain arrays and the
@@ -396,14 +422,26 @@ def postgres_recorder_class() -> type:
                     if snapshots:
                         with conn.cursor() as snap:
                             self._insert_snapshots(snap, snapshots)
-                    self._lock_table(curs)
                     self._notify_channel(curs)
-                    curs.execute(self.ordered_insert_statement, self._ordered_params(stored_events, rows),
-                                 prepare=True)
+                    params = self._ordered_params(stored_events, rows)
+                    if self.lock_in_function:
+                        for statement in self.pre_lock_statements:
+                            curs.execute(statement, prepare=True)
+                        curs.execute(self.ordered_call_statement, params, prepare=True)
+                    else:
+                        self._lock_table(curs)
+                        curs.execute(self.ordered_insert_statement, params, prepare=True)
                     conn.execute("COMMIT")
                     # (the pipeline's exit sends it all with one Sync and waits for it)
                 return [int(row[0]) for row in curs.fetchall()]
             except psycopg.errors.DivisionByZero:
+                return None
+            except psycopg.errors.UndefinedFunction:
+                # A database whose tables were made before ADR 0057 and not since: make
+                # the function; this append takes the careful path, the next one not.
+                conn.rollback()
+                with conn.transaction():
+                    conn.execute(self.create_ordered_function)
                 return None
             finally:
                 # A failed statement makes the server skip the queued COMMIT; a refusal
@@ -509,7 +547,14 @@ def postgres_recorder_class() -> type:
     return ProjectingPostgresRecorder
 
 
-def unnest_insert(schema: str, table: str, *, id_type: str) -> Any:
+#: The one-trip append's function (ADR 0057); a new body gets a new version.
+ORDERED_FUNCTION = "ctxc_ordered_insert_v1"
+#: Parameter marks: psycopg's (the states binary), and a function body's.
+PARAMS = ("%s", "%s", "%s", "%b", "%s", "%s", "%s", "%s", "%s")
+DOLLARS = tuple(f"${n}" for n in range(1, 10))
+
+
+def unnest_insert(schema: str, table: str, *, id_type: str, params: Sequence[str] = PARAMS[:4]) -> Any:
     """The one INSERT of stored events (or snapshots) of every PostgreSQL write path:
     four plain arrays, the states binary (``columns`` gives them), for the events'
     plain and ordered statements and the snapshots alike (ADR 0043, 0057)."""
@@ -517,8 +562,28 @@ def unnest_insert(schema: str, table: str, *, id_type: str) -> Any:
 
     return SQL(
         "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
-        " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
-    ).format(schema=Identifier(schema), table=Identifier(table), id_type=SQL(id_type))
+        " SELECT * FROM unnest({0}::{id_type}[], {1}::bigint[], {2}::text[], {3}::bytea[])"
+    ).format(*map(SQL, params), schema=Identifier(schema), table=Identifier(table), id_type=SQL(id_type))
+
+
+def ordered_insert(insert: Any, id_type: str, rm: str, params: Sequence[str]) -> Any:
+    """The events (``insert``), their ``rm_messages`` rows joined on originator and
+    version to the ids just assigned, and the read model's position moved from
+    ``min(id) - 1`` to ``max(id)``, in one statement (ADR 0053); ``1 / 0`` when the
+    position was anywhere else. ``params``: the marks of the five other parameters."""
+    from psycopg.sql import SQL
+
+    return SQL("WITH ins AS (") + insert + SQL(
+        " RETURNING notification_id, originator_id, originator_version),"
+        " msg AS (INSERT INTO {rm}rm_messages (session_id, seq, visible, notification_id)"
+        " SELECT m.s, m.q, 1, ins.notification_id"
+        " FROM unnest({0}::text[], {1}::bigint[], {2}::{id_type}[], {3}::bigint[]) AS m(s, q, o, v)"
+        " JOIN ins ON ins.originator_id = m.o AND ins.originator_version = m.v),"
+        " pos AS (UPDATE {rm}rm_position AS p SET notification_id = b.hi"
+        " FROM (SELECT min(notification_id) AS lo, max(notification_id) AS hi FROM ins) AS b"
+        " WHERE p.name = {4} AND p.notification_id = b.lo - 1 RETURNING 1)"
+        " SELECT notification_id, 1 / (SELECT count(*) FROM pos) FROM ins ORDER BY notification_id"
+    ).format(*map(SQL, params), id_type=SQL(id_type), rm=SQL(rm))
 
 
 def columns(stored: Sequence[StoredEvent]) -> tuple[list[Any], list[int], list[str], list[bytes]]:
