@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from context_compaction.infrastructure.eventstore.internals import ORDERED_FUNCTION
+from context_compaction.infrastructure.eventstore.pgsql import ORDERED_FUNCTION
 from helpers import Harness, ok, user
 
 pytestmark = pytest.mark.postgres
