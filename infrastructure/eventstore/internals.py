@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import MethodType
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
@@ -440,9 +440,11 @@ def postgres_recorder_class() -> type:
             except psycopg.errors.UndefinedFunction:
                 # A database whose tables were made before ADR 0057 and not since: make
                 # the function; this append takes the careful path, the next one not.
+                # (Another process making it at the same moment is as good.)
                 conn.rollback()
-                with conn.transaction():
-                    conn.execute(self.create_ordered_function)
+                with suppress(psycopg.errors.DuplicateFunction, psycopg.errors.UniqueViolation):
+                    with conn.transaction():
+                        conn.execute(self.create_ordered_function)
                 return None
             finally:
                 # A failed statement makes the server skip the queued COMMIT; a refusal
