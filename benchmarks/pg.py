@@ -93,6 +93,7 @@ def apply_prototype(bus: Any, variant: str) -> None:
         text = re.sub(r", pos AS \(.*?RETURNING 1\)", "", text)
         recorder.ordered_insert_statement = SQL(text.replace("1 / (SELECT count(*) FROM pos)", "1"))
         recorder._lock_table = lambda curs: None
+        recorder.lock_in_function = False  # (ADR 0057's function takes the lock itself)
         ordered_params = recorder._ordered_params
         recorder._ordered_params = lambda stored, rows: ordered_params(stored, rows)[:-1]  # (no position)
     if variant in ("no_lock", "no_lock_no_position"):

@@ -10,8 +10,9 @@ the pin, re-read each override below against the new release's source.
 * The projecting recorders: SQLite's ``_insert_events`` hook (the library's own
   extension point, as in its ``searchablecontent`` example), PostgreSQL's
   ``_insert_stored_events``, ``_lock_table`` and ``_notify_channel`` (no NOTIFY);
-  the snapshot recorder's inserts. The common PostgreSQL append is one round trip
-  with the projection before the events lock (ADR 0053).
+  the snapshot recorder's inserts (SQLite: its ``_insert_events``; PostgreSQL: the
+  events' own binary INSERT into its table, ADR 0057). The common PostgreSQL append
+  is one round trip with the projection before the events lock (ADR 0053).
 * ``FastSaveApplication``: ``Application.save`` minus its runtime Protocol checks,
   recording through the library's ``_record`` and announcing through ``_notify``, so
   followers and process applications see every event (ADR 0026).
@@ -20,9 +21,10 @@ the pin, re-read each override below against the new release's source.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import MethodType
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
@@ -47,6 +49,7 @@ from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
 from ..database import Cur, Dialect, PipelinedCur
 from ..readmodel.schema import POSITION
+from .pgsql import DOLLARS, ORDERED_FUNCTION, PARAMS, columns, ordered_insert, unnest_insert
 
 if TYPE_CHECKING:
     from ..readmodel import ReadModelProjector
@@ -63,7 +66,6 @@ PRIVATE_NAMES: dict[str, tuple[str, ...]] = {
     "eventsourcing.sqlite:SQLiteConnectionPool": ("_create_connection",),
     "eventsourcing.sqlite:SQLiteAggregateRecorder": ("_insert_events",),
     "eventsourcing.sqlite:SQLiteApplicationRecorder": ("_insert_events",),
-    "eventsourcing.postgres:PostgresAggregateRecorder": ("_insert_stored_events",),
     "eventsourcing.postgres:PostgresApplicationRecorder": (
         "_insert_stored_events", "_lock_table", "_notify_channel",
     ),
@@ -275,7 +277,7 @@ def postgres_recorder_class() -> type:
     """The projecting PostgreSQL recorder (imported only when PostgreSQL is configured)."""
     from eventsourcing.postgres import PostgresApplicationRecorder
     from psycopg.rows import tuple_row
-    from psycopg.sql import SQL, Identifier
+    from psycopg.sql import SQL, Identifier, Literal
 
     POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
 
@@ -295,37 +297,52 @@ def postgres_recorder_class() -> type:
             self.dialect = dialect
             self.snapshot_recorder: Any = None  # wired by SessionsApplication
             self.notify = False  # ``postgres.notify``, set by SessionsApplication
-            self.plain_insert_statement = SQL(
-                "INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
-                " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
-                " RETURNING notification_id"
-            ).format(
-                schema=Identifier(datastore.schema),
-                table=Identifier(events_table_name),
-                id_type=SQL(datastore.originator_id_type),
+            self._insert_into = functools.partial(
+                unnest_insert, datastore.schema, id_type=datastore.originator_id_type
             )
+            self.plain_insert_statement = self._insert_into(events_table_name) + SQL(" RETURNING notification_id")
+            self._snapshot_insert: Any = None  # (the snapshot table is wired later)
             # The one-trip append (ADR 0053): the events, their rm_messages rows and the
-            # read model's position in one statement, so nothing under the events lock
-            # waits for the client. The position moves only from just before these ids
-            # (every writer of it holds the lock); otherwise ``1 / 0`` fails the
-            # transaction and the caller takes the careful path.
-            self.ordered_insert_statement = SQL(
-                "WITH ins AS (INSERT INTO {schema}.{table} (originator_id, originator_version, topic, state)"
-                " SELECT * FROM unnest(%s::{id_type}[], %s::bigint[], %s::text[], %b::bytea[])"
-                " RETURNING notification_id, originator_id, originator_version),"
-                " msg AS (INSERT INTO {rm}rm_messages (session_id, seq, visible, notification_id)"
-                " SELECT m.s, m.q, 1, ins.notification_id"
-                " FROM unnest(%s::text[], %s::bigint[], %s::{id_type}[], %s::bigint[]) AS m(s, q, o, v)"
-                " JOIN ins ON ins.originator_id = m.o AND ins.originator_version = m.v),"
-                " pos AS (UPDATE {rm}rm_position AS p SET notification_id = b.hi"
-                " FROM (SELECT min(notification_id) AS lo, max(notification_id) AS hi FROM ins) AS b"
-                " WHERE p.name = %s AND p.notification_id = b.lo - 1 RETURNING 1)"
-                " SELECT notification_id, 1 / (SELECT count(*) FROM pos) FROM ins ORDER BY notification_id"
+            # read model's position in one statement. The position moves only from just
+            # before these ids (every writer of it holds the lock); otherwise ``1 / 0``
+            # fails the transaction and the caller takes the careful path.
+            id_type = datastore.originator_id_type
+            self.ordered_insert_statement = ordered_insert(
+                self._insert_into(events_table_name), id_type, dialect.sql("{t}"), PARAMS
+            )
+            # ADR 0057: the events lock is taken inside the statement that inserts (a
+            # function), so nothing the client does (encoding the parameters, being
+            # descheduled on a busy machine) comes between the lock and the insert.
+            locks = [s for s in self.lock_table_statements if "LOCK TABLE" in repr(s)]
+            self.pre_lock_statements = [s for s in self.lock_table_statements if s not in locks]
+            self.lock_in_function = len(locks) == 1
+            function = Identifier(datastore.schema, ORDERED_FUNCTION)
+            arguments = f"{id_type}[], bigint[], text[], bytea[], text[], bigint[], {id_type}[], bigint[], text"
+            body = SQL("BEGIN {lock}; RETURN QUERY {insert}; END").format(
+                lock=locks[0] if locks else SQL(""),
+                insert=ordered_insert(
+                    unnest_insert(datastore.schema, events_table_name, id_type=id_type, params=DOLLARS[:4]),
+                    id_type, dialect.sql("{t}"), DOLLARS[4:],
+                ),
+            )
+            create = SQL(
+                "CREATE FUNCTION {function}({arguments}) RETURNS TABLE (nid bigint, guard bigint)"
+                " LANGUAGE plpgsql AS {body}"
+            ).format(function=function, arguments=SQL(arguments), body=Literal(body.as_string()))
+            # Created once (a version in its name: a changed body is a new function);
+            # ``create_table`` runs this at every start, and an append that finds it
+            # missing creates it too (``_insert_one_trip``).
+            self.create_ordered_function = SQL(
+                "DO $ctxc$ BEGIN IF to_regprocedure({signature}) IS NULL THEN EXECUTE {create}; END IF;"
+                " END $ctxc$"
             ).format(
-                schema=Identifier(datastore.schema),
-                table=Identifier(events_table_name),
-                id_type=SQL(datastore.originator_id_type),
-                rm=SQL(dialect.sql("{t}")),
+                signature=Literal(SQL("{function}({arguments})").format(
+                    function=function, arguments=SQL(arguments)).as_string()),
+                create=Literal(create.as_string()),
+            )
+            self.sql_create_statements.append(self.create_ordered_function)
+            self.ordered_call_statement = SQL("SELECT * FROM {function}(%s, %s, %s, %b, %s, %s, %s, %s, %s)").format(
+                function=function
             )
 
         def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **_: Any) -> None:
@@ -335,16 +352,15 @@ def postgres_recorder_class() -> type:
             # twice the bytes per 9-message append; ADR 0043).
             self._lock_table(curs)
             self._notify_channel(curs)
-            curs.execute(
-                self.plain_insert_statement,
-                (
-                    [s.originator_id for s in stored_events],
-                    [s.originator_version for s in stored_events],
-                    [s.topic for s in stored_events],
-                    [s.state for s in stored_events],
-                ),
-                prepare=True,
-            )
+            curs.execute(self.plain_insert_statement, columns(stored_events), prepare=True)
+
+        def _insert_snapshots(self, curs: Any, snapshots: Sequence[StoredEvent]) -> None:
+            # The library's snapshot insert sends its composite rows as text too: a
+            # snapshot (~40 KB, one every ~11 appends) hex-encoded and escaped in Python
+            # cost more client time than the events of those appends (ADR 0057).
+            if self._snapshot_insert is None:
+                self._snapshot_insert = self._insert_into(self.snapshot_recorder.events_table_name)
+            curs.execute(self._snapshot_insert, columns(snapshots), prepare=True)
 
         def _notify_channel(self, curs: Any) -> None:
             # NOTIFY only when asked (``postgres.notify``, ADR 0043). Nothing of ours
@@ -406,15 +422,29 @@ def postgres_recorder_class() -> type:
                     rows = self.projector.project_before_ids(cur, events)
                     if snapshots:
                         with conn.cursor() as snap:
-                            self.snapshot_recorder._insert_stored_events(snap, snapshots)
-                    self._lock_table(curs)
+                            self._insert_snapshots(snap, snapshots)
                     self._notify_channel(curs)
-                    curs.execute(self.ordered_insert_statement, self._ordered_params(stored_events, rows),
-                                 prepare=True)
+                    params = self._ordered_params(stored_events, rows)
+                    if self.lock_in_function:
+                        for statement in self.pre_lock_statements:
+                            curs.execute(statement, prepare=True)
+                        curs.execute(self.ordered_call_statement, params, prepare=True)
+                    else:
+                        self._lock_table(curs)
+                        curs.execute(self.ordered_insert_statement, params, prepare=True)
                     conn.execute("COMMIT")
                     # (the pipeline's exit sends it all with one Sync and waits for it)
                 return [int(row[0]) for row in curs.fetchall()]
             except psycopg.errors.DivisionByZero:
+                return None
+            except psycopg.errors.UndefinedFunction:
+                # A database whose tables were made before ADR 0057 and not since: make
+                # the function; this append takes the careful path, the next one not.
+                # (Another process making it at the same moment is as good.)
+                conn.rollback()
+                with suppress(psycopg.errors.DuplicateFunction, psycopg.errors.UniqueViolation):
+                    with conn.transaction():
+                        conn.execute(self.create_ordered_function)
                 return None
             finally:
                 # A failed statement makes the server skip the queued COMMIT; a refusal
@@ -436,10 +466,7 @@ def postgres_recorder_class() -> type:
         @staticmethod
         def _ordered_params(stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
             return (
-                [s.originator_id for s in stored_events],
-                [s.originator_version for s in stored_events],
-                [s.topic for s in stored_events],
-                [s.state for s in stored_events],
+                *columns(stored_events),
                 [r[0] for r in rows],
                 [r[1] for r in rows],
                 [r[2] for r in rows],
@@ -460,7 +487,7 @@ def postgres_recorder_class() -> type:
             snapshots = kwargs.get("snapshots")
             if snapshots:
                 with conn.cursor() as snap:
-                    self.snapshot_recorder._insert_stored_events(snap, snapshots)
+                    self._insert_snapshots(snap, snapshots)
             events = kwargs.get("projected_events")
             cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
             if events is not None:
@@ -482,7 +509,7 @@ def postgres_recorder_class() -> type:
             ids = [row["notification_id"] for row in curs.fetchall()]
             snapshots = kwargs.get("snapshots")
             if snapshots:
-                self.snapshot_recorder._insert_stored_events(curs, snapshots)
+                self._insert_snapshots(curs, snapshots)
             events = kwargs.get("projected_events")
             if events is not None:
                 cur = Cur(conn.cursor(row_factory=tuple_row), self.dialect)

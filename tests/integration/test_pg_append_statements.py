@@ -1,0 +1,122 @@
+"""What one PostgreSQL append sends (ADR 0053, 0057): the statements of the one-trip
+path are pinned, so a statement added to every append is a decision, not an accident;
+a due snapshot goes out binary through the events' own INSERT, in the same trip."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from context_compaction.infrastructure.eventstore.pgsql import ORDERED_FUNCTION
+from helpers import Harness, ok, user
+
+pytestmark = pytest.mark.postgres
+
+
+def _recorded(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[int]]:
+    from psycopg._pipeline_base import BasePipeline
+
+    statements: list[str] = []
+    syncs: list[int] = []
+    execute = psycopg.Cursor.execute
+    enqueue = BasePipeline._enqueue_sync
+
+    def noted(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+        statements.append(query if isinstance(query, str) else query.as_string(self.connection))
+        return execute(self, query, params, **kw)
+
+    def counted(self: Any) -> None:
+        syncs.append(1)
+        enqueue(self)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", noted)
+    monkeypatch.setattr(BasePipeline, "_enqueue_sync", counted)
+    return statements, syncs
+
+
+def _schema(h: Harness) -> str:
+    return h.url.split("schema=")[1]
+
+
+def _shape(statement: str) -> str:
+    return " ".join(statement.split()[:2])
+
+
+def test_a_plain_append_sends_five_statements_with_one_sync(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h: Harness = pg_databases.harness("statements")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))  # (warm caches)
+    statements, syncs = _recorded(monkeypatch)
+    assert ok(h.do({"type": "append_messages", "session_id": "s",
+                    "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
+    # BEGIN, the session's row (before the events lock, ADR 0053), its read-model
+    # update, then one call that takes the events lock and inserts the events, their
+    # rm_messages rows and the position (ADR 0057), COMMIT; all before the one Sync.
+    assert [_shape(s) for s in statements] == [
+        "BEGIN", "SELECT 1", "UPDATE " + statements[2].split()[1], "SELECT *", "COMMIT",
+    ], statements
+    assert "FOR UPDATE" in statements[1] and "rm_sessions" in statements[2]
+    assert ORDERED_FUNCTION in statements[3]
+    assert len(syncs) == 1
+
+
+def test_the_events_lock_is_taken_inside_the_inserting_statement(pg_databases: Any) -> None:
+    """ADR 0057: the function's body locks the events table before its INSERT (the lock
+    eventsourcing takes for gapless notification ids), and the insert is the ordered one."""
+    h: Harness = pg_databases.harness("lock-in-function")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    (body,) = h.query(
+        "SELECT prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = ? AND p.proname = ?", (_schema(h), ORDERED_FUNCTION))[0]
+    lock = body.index("LOCK TABLE")
+    assert "IN EXCLUSIVE MODE" in body[lock:body.index(";", lock)]
+    assert lock < body.index("INSERT INTO") and "rm_position" in body
+
+
+def test_an_append_to_a_database_without_the_function_makes_it(pg_databases: Any) -> None:
+    """A database whose tables were made before ADR 0057 (and a start that skipped its
+    schema statements) lacks the function: that append takes the careful path and makes
+    it; the next one is one trip again. Nothing is lost or doubled."""
+    h: Harness = pg_databases.harness("function-missing")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    h.execute(f"DROP FUNCTION {{t}}{ORDERED_FUNCTION}")
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))["seqs"] == [1]
+    assert h.query("SELECT count(*) FROM pg_proc WHERE proname = ?", (ORDERED_FUNCTION,))[0][0] >= 1
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))["seqs"] == [2]
+    history = ok(h.do({"type": "get_history", "session_id": "s"}))
+    assert [m["content"] for m in history["messages"]] == ["one", "two"]
+    rows = h.query("SELECT seq, notification_id FROM {t}rm_messages ORDER BY seq")
+    ids = [r[1] for r in rows]
+    assert [r[0] for r in rows] == [1, 2] and ids == sorted(ids) and None not in ids
+
+
+def test_a_due_snapshot_goes_binary_in_the_append_and_restores(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h: Harness = pg_databases.harness("snapshot-binary", snapshot_interval=4)
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    statements, syncs = _recorded(monkeypatch)
+    # Version 2 -> 5 crosses the step at 4: a snapshot is due with these events.
+    texts = ["two", "three é", "four"]
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user(t) for t in texts]}))
+    monkeypatch.undo()
+    snapshot_inserts = [s for s in statements if "contextcompaction_snapshots" in s]
+    assert len(snapshot_inserts) == 1, statements
+    # The events' four-array INSERT (states as binary bytea), not the library's array of
+    # composite values sent as hex-escaped text.
+    assert "%b::bytea[]" in snapshot_inserts[0] and "stored_event" not in snapshot_inserts[0]
+    assert len(syncs) == 1
+    rows = h.query("SELECT originator_version, length(state) FROM {t}contextcompaction_snapshots")
+    assert [r[0] for r in rows] == [5] and rows[0][1] > 0
+    # A process that never saw the session restores it from that snapshot.
+    other = h.new_bus()
+    history = ok(other.dispatch_json({"type": "get_history", "session_id": "s"}))
+    assert [m["content"] for m in history["messages"]] == ["one", *texts]
+    appended = ok(other.dispatch_json({"type": "append_messages", "session_id": "s",
+                                       "messages": [user("five")]}))
+    assert appended["seqs"] == [5]
