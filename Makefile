@@ -26,8 +26,9 @@ install: $(STAMP)
 demo: $(DEMO_STAMP)
 	$(BIN)/ctxc demo
 
+# --durations: the slowest tests show in every run, so a suite that slows down is seen (issue 14).
 test: $(STAMP)
-	$(BIN)/pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 # Peers (LangChain, LlamaIndex) live in their own venv so they never leak into tests.
 BENCH_VENV  := .venv-bench

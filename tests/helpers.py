@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,29 @@ def tool(call_id: str, text: str, name: str | None = None) -> dict[str, Any]:
     if name:
         message["name"] = name
     return message
+
+
+def read_turns(start: int, count: int) -> list[dict[str, Any]]:
+    """``count`` turns from ``start``: user, assistant calling ``read``, its result,
+    assistant (4 messages each, about 60 tokens of payload)."""
+    out: list[dict[str, Any]] = []
+    for n in range(start, start + count):
+        out += [user(f"step {n}"), assistant(None, [(f"c{n}", "read", "{}")]),
+                tool(f"c{n}", f"contents {n} " + "line " * 30, name="read"), assistant(f"done {n} " + "ok " * 20)]
+    return out
+
+
+def commit_checkpoint(session: Any, first_retained_seq: int, *, created_at: str = "2024-01-01T00:00:00+00:00") -> None:
+    """Commit the next checkpoint on a ``Session`` aggregate, cutting before
+    ``first_retained_seq`` (domain tests: no handler, no summary)."""
+    from context_compaction.domain.checkpoint import Checkpoint
+
+    generation = session.context_generation + 1
+    session.commit_checkpoint(Checkpoint(
+        checkpoint_id=f"cp_{generation}", generation=generation, parent_checkpoint_id=None, summary="s",
+        first_retained_seq=first_retained_seq, source_max_seq=first_retained_seq - 1, trigger_reason="auto",
+        provider_kind="extractive", model="m", tokens_before=10, tokens_after=1, degraded=False,
+        summary_source={}, created_at=created_at))
 
 
 def ok(envelope: dict[str, Any]) -> dict[str, Any]:
@@ -155,6 +180,43 @@ class Harness:
     def close(self) -> None:
         for bus in self.buses:
             bus.close()
+
+
+@contextmanager
+def table_locked(h: Harness, mode: str, table: str = "contextcompaction_events") -> Iterator[None]:
+    """Another connection holds a PostgreSQL table (the events table unless named) in
+    ``mode`` while the block runs (a writer elsewhere), and lets go after it."""
+    import psycopg
+
+    from backends import POSTGRES_URL
+
+    schema = h.url.split("schema=")[1]
+    locker = psycopg.connect(POSTGRES_URL)
+    locker.execute(f'LOCK TABLE "{schema}".{table} IN {mode} MODE')
+    try:
+        yield
+    finally:
+        locker.rollback()
+        locker.close()
+
+
+def notifies_heard(h: Harness, channel_prefix: str, command: dict[str, Any], timeout: float) -> list[Any]:
+    """The PostgreSQL NOTIFYs that running ``command`` sends. The library names the
+    channel after the events table, alike in every schema: a channel of this harness's
+    own keeps other databases' writers out of it."""
+    import psycopg
+
+    from backends import POSTGRES_URL
+
+    recorder = h.bus.services.extra["app"].recorder
+    recorder.channel_name = channel_prefix + h.url.split("schema=")[1].replace("-", "_")
+    listener = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        listener.execute(f'LISTEN "{recorder.channel_name}"')
+        ok(h.do(command))
+        return list(listener.notifies(timeout=timeout, stop_after=1))
+    finally:
+        listener.close()
 
 
 def event_count(h: Harness) -> int:

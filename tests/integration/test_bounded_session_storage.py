@@ -11,25 +11,17 @@ import pytest
 
 from backends import MakeHarness
 from context_compaction.domain.session import session_aggregate_id
-from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
+from helpers import Harness, RecordingSummarizer, err, ok, read_turns, tool
 
 BACKENDS = ("memory", "sqlite", "postgres")
 
 SID = "long"
 
 
-def turns(start: int, count: int) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for n in range(start, start + count):
-        out += [user(f"step {n}"), assistant(None, [(f"c{n}", "read", "{}")]),
-                tool(f"c{n}", f"contents {n} " + "line " * 30, name="read"), assistant(f"done {n} " + "ok " * 20)]
-    return out
-
-
 def fill(h: Harness, batches: int, per_batch: int = 50) -> None:
     """``batches`` appends of ``per_batch`` turns (4 messages each), a compaction after each."""
     for b in range(batches):
-        ok(h.do({"type": "append_messages", "session_id": SID, "messages": turns(b * per_batch, per_batch)}))
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": read_turns(b * per_batch, per_batch)}))
         assert ok(h.do({"type": "compact", "session_id": SID}))["status"] == "compacted"
 
 
@@ -72,7 +64,7 @@ def test_commands_on_old_seqs_after_a_restart_behave_as_on_the_held_copy(make_ha
     replays: list[str] = []
     full = events.load_complete
     events.load_complete = lambda sid: replays.append(sid) or full(sid)  # type: ignore[method-assign]
-    ok(h.do({"type": "append_messages", "session_id": SID, "messages": turns(900, 1)}))
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": read_turns(900, 1)}))
     assert replays == []  # an append never needs the closed groups
     assert ok(h.do({"type": "pin_messages", "session_id": SID, "seqs": [7]}))["pinned_seqs"] == [6, 7]
     assert replays == ([SID] if restart else [])  # the held copy after a restart came from a snapshot

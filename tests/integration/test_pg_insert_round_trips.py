@@ -10,8 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from backends import POSTGRES_URL
-from helpers import Harness, err, ok, user
+from helpers import Harness, err, table_locked, notifies_heard, ok, user
 
 pytestmark = pytest.mark.postgres
 
@@ -26,17 +25,11 @@ def test_the_insert_lock_has_no_set_local_and_still_times_out(pg_databases: Any)
     with recorder.datastore.get_connection() as conn, conn.transaction():
         assert conn.execute("SHOW lock_timeout").fetchone()["lock_timeout"] == "1s"
 
-    schema = h.url.split("schema=")[1]
-    locker = psycopg.connect(POSTGRES_URL)
     # SHARE conflicts with the insert's EXCLUSIVE lock and lets reads through.
-    locker.execute(f'LOCK TABLE "{schema}".contextcompaction_events IN SHARE MODE')
-    try:
+    with table_locked(h, "SHARE"):
         began = time.monotonic()
         result = h.do({"type": "append_messages", "session_id": "s", "messages": [user("x")]})
         elapsed = time.monotonic() - began
-    finally:
-        locker.rollback()
-        locker.close()
     error = err(result, "storage_error")
     assert "lock wait timed out" in error["message"], error
     assert elapsed < 12, f"{elapsed:.0f} s for a write against a locked table"
@@ -47,20 +40,11 @@ def test_an_append_sends_no_notify_and_subscribe_says_why(pg_databases: Any) -> 
     """ADR 0043: nothing LISTENs, and a notifying commit takes a database-wide lock."""
     h: Harness = pg_databases.harness("no-notify")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    recorder = h.bus.services.extra["app"].recorder
-    # The library names the channel after the events table, in every schema alike:
-    # a channel of this test's own keeps other databases' writers out of it.
-    recorder.channel_name = "ctxc_" + h.url.split("schema=")[1].replace("-", "_")
-    listener = psycopg.connect(POSTGRES_URL, autocommit=True)
-    try:
-        listener.execute(f'LISTEN "{recorder.channel_name}"')
-        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
-        heard = list(listener.notifies(timeout=1.0, stop_after=1))
-    finally:
-        listener.close()
+    heard = notifies_heard(h, "ctxc_", {"type": "append_messages", "session_id": "s", "messages": [user("hello")]},
+                           timeout=1.0)
     assert heard == []
     with pytest.raises(NotImplementedError, match="no NOTIFY"):
-        recorder.subscribe()
+        h.bus.services.extra["app"].recorder.subscribe()
     assert ok(h.do({"type": "get_projection", "session_id": "s"}))["messages"][0]["content"] == "hello"
 
 
@@ -100,16 +84,10 @@ def test_postgres_notify_on_sends_notify_and_subscriptions_hear_appends(pg_datab
     """``postgres.notify`` (ADR 0043): for eventsourcing subscriptions in other processes."""
     h: Harness = pg_databases.harness("notify-on", postgres={"notify": True})
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    recorder = h.bus.services.extra["app"].recorder
-    recorder.channel_name = "ctxc_on_" + h.url.split("schema=")[1].replace("-", "_")
-    listener = psycopg.connect(POSTGRES_URL, autocommit=True)
-    try:
-        listener.execute(f'LISTEN "{recorder.channel_name}"')
-        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
-        heard = list(listener.notifies(timeout=5.0, stop_after=1))
-    finally:
-        listener.close()
+    heard = notifies_heard(h, "ctxc_on_", {"type": "append_messages", "session_id": "s", "messages": [user("hello")]},
+                           timeout=5.0)
     assert len(heard) == 1
+    recorder = h.bus.services.extra["app"].recorder
     # The library's own subscription yields what was written, in order.
     with recorder.subscribe(gt=0) as subscription:
         topics = [next(subscription).topic for _ in range(2)]

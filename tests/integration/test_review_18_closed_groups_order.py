@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.errors import InvalidCommand
 from context_compaction.domain.messages import parse_message
 from context_compaction.domain.session import Session
+from helpers import commit_checkpoint
 
 T = "2024-01-01T00:00:00+00:00"
 
@@ -25,15 +25,6 @@ def turn(n: int) -> list[Any]:
     )]
 
 
-def commit(session: Session, first_retained_seq: int) -> None:
-    generation = session.context_generation + 1
-    session.commit_checkpoint(Checkpoint(
-        checkpoint_id=f"cp_{generation}", generation=generation, parent_checkpoint_id=None, summary="s",
-        first_retained_seq=first_retained_seq, source_max_seq=first_retained_seq - 1, trigger_reason="auto",
-        provider_kind="extractive", model="m", tokens_before=10, tokens_after=1, degraded=False,
-        summary_source={}, created_at=T))
-
-
 def session_with_a_late_archived_group() -> Session:
     """seq 2 calls ``slow``; turns 1-5 (seqs 3-22, groups at 4, 8, ..., 20) are archived by
     the checkpoint at 22 while ``slow`` is open; ``slow`` is answered at 23, so its group
@@ -44,11 +35,11 @@ def session_with_a_late_archived_group() -> Session:
         command_id=None, created_at=T)
     for n in range(1, 6):
         s.append_messages(turn(n), command_id=None, created_at=T)
-    commit(s, 22)
+    commit_checkpoint(s, 22)
     s.append_messages([parse_message({"role": "tool", "tool_call_id": "slow", "content": "finally"})],
                       command_id=None, created_at=T)
     s.append_messages(turn(6), command_id=None, created_at=T)
-    commit(s, 27)
+    commit_checkpoint(s, 27)
     assert s.archived_upto >= 23 and all(g.seq != 2 for g in s.tool_groups)  # (the group left the live list)
     return s
 
@@ -65,4 +56,4 @@ def test_a_cut_inside_a_late_archived_group_is_refused_after_reverting_to_raw_hi
     s.revert_checkpoint("cp_1", command_id=None, created_at=T)
     assert s.active_checkpoint is None
     with pytest.raises(InvalidCommand, match="tool group that starts at seq 2"):
-        commit(s, cut)  # the group 2..23 would be split: call summarized, result kept
+        commit_checkpoint(s, cut)  # the group 2..23 would be split: call summarized, result kept

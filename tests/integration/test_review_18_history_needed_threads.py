@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from backends import MakeHarness
-from helpers import Harness, RecordingSummarizer, ok
+from helpers import Harness, RecordingSummarizer, ok, read_turns
 
-from test_review_18_session_restart import turns
 
 SID = "hn"
 
@@ -24,7 +23,7 @@ def test_old_seq_commands_and_appends_in_threads_after_a_restart(make_harness: M
                               context_compaction={"keep_recent_tokens": 300})
     ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
     for b in range(3):
-        ok(h.do({"type": "append_messages", "session_id": SID, "messages": turns(b * 10, 10)}))
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": read_turns(b * 10, 10)}))
         assert ok(h.do({"type": "compact", "session_id": SID}))["status"] == "compacted"
     h.reopen()
     buses = [h.bus, h.new_bus()]  # (the second: another process's view, its own cache)
@@ -40,7 +39,7 @@ def test_old_seq_commands_and_appends_in_threads_after_a_restart(make_harness: M
     def appender(bus: Any, base: int) -> None:
         for k in range(6):
             answer = bus.dispatch_json({"type": "append_messages", "session_id": SID,
-                                        "messages": turns(base + k, 1)})
+                                        "messages": read_turns(base + k, 1)})
             if not answer["ok"]:
                 errors.append(answer["error"])
 
@@ -60,4 +59,4 @@ def test_old_seq_commands_and_appends_in_threads_after_a_restart(make_harness: M
     gone = ok(buses[1].dispatch_json({"type": "invalidate_history", "session_id": SID, "kind": "delete",
                                       "seqs": [11], "expand_tool_groups": True}))
     assert gone["excluded_seqs"] == [[10, 11]]
-    ok(h.do({"type": "append_messages", "session_id": SID, "messages": turns(300, 1)}))
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": read_turns(300, 1)}))

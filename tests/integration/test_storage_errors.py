@@ -22,7 +22,7 @@ from cli_inprocess import run_cli
 from context_compaction import Settings, bootstrap
 from context_compaction.domain.errors import InvalidCommand, StorageError
 from context_compaction.infrastructure.cli import EXIT_FAILED
-from helpers import Harness, err, ok, user
+from helpers import Harness, err, table_locked, ok, user
 
 
 def _session(h: Harness) -> None:
@@ -82,17 +82,11 @@ def test_a_locked_events_table_fails_a_write_in_a_few_lock_timeouts_not_fifty(pg
     retries of every event query inside each of them made it fifty lock waits."""
     h: Harness = pg_databases.harness("locked-events", postgres={"lock_timeout": 1})
     _session(h)
-    schema = h.url.split("schema=")[1]
     fresh = h.new_bus()  # holds no copy of the session: it must load it
-    locker = psycopg.connect(POSTGRES_URL)
-    locker.execute(f'LOCK TABLE "{schema}".contextcompaction_events IN ACCESS EXCLUSIVE MODE')
-    try:
+    with table_locked(h, "ACCESS EXCLUSIVE"):
         began = time.monotonic()
         result = fresh.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("x")]})
         elapsed = time.monotonic() - began
-    finally:
-        locker.rollback()
-        locker.close()
     error = err(result, "storage_error")
     assert "lock wait timed out" in error["message"], error
     assert elapsed < 12, f"{elapsed:.0f} s for a write against a table locked elsewhere"
@@ -118,18 +112,14 @@ def test_an_unreachable_postgres_is_named_by_host_and_port_never_by_password(
 def test_a_locked_table_makes_a_postgres_read_fail_in_time_instead_of_hanging(pg_databases: Any) -> None:
     h: Harness = pg_databases.harness("locked", postgres={"lock_timeout": 1})
     _session(h)
-    schema = h.url.split("schema=")[1]
-    locker = psycopg.connect(POSTGRES_URL)
-    locker.execute(f'LOCK TABLE "{schema}".rm_sessions IN ACCESS EXCLUSIVE MODE')
     result: dict[str, Any] = {}
     reader = threading.Thread(target=lambda: result.update(h.do({"type": "get_history", "session_id": "s"})))
     try:
-        reader.start()
-        reader.join(timeout=30)
-        assert not reader.is_alive(), "the read waited for the lock indefinitely"
+        with table_locked(h, "ACCESS EXCLUSIVE", "rm_sessions"):
+            reader.start()
+            reader.join(timeout=30)
+            assert not reader.is_alive(), "the read waited for the lock indefinitely"
     finally:
-        locker.rollback()
-        locker.close()
         reader.join(timeout=30)
     error = err(result, "storage_error")
     assert "lock wait timed out" in error["message"], error

@@ -11,11 +11,11 @@ import orjson
 import pytest
 from eventsourcing.domain import Snapshot
 
-from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.errors import InvalidCommand, InvalidMessage
 from context_compaction.domain.messages import parse_message
 from context_compaction.domain.session import HistoryNeeded, Session, snapshot_problem
 from context_compaction.infrastructure.transcoding import PlainJSONTranscoder
+from helpers import commit_checkpoint
 
 T = "2024-01-01T00:00:00+00:00"
 
@@ -33,15 +33,6 @@ def turn(n: int) -> list[Any]:
     )]
 
 
-def checkpoint(session: Session, first_retained_seq: int) -> None:
-    generation = session.context_generation + 1
-    session.commit_checkpoint(Checkpoint(
-        checkpoint_id=f"cp_{generation}", generation=generation, parent_checkpoint_id=None, summary="s",
-        first_retained_seq=first_retained_seq, source_max_seq=first_retained_seq - 1, trigger_reason="auto",
-        provider_kind="extractive", model="m", tokens_before=10, tokens_after=1, degraded=False,
-        summary_source={}, created_at=T))
-
-
 def long_session(turns: int, *, every: int = 10) -> Session:
     """``turns`` turns, a checkpoint before the last turn of every ``every``; the first
     turn's second call is left unanswered for good (open work that stays)."""
@@ -52,7 +43,7 @@ def long_session(turns: int, *, every: int = 10) -> Session:
     for n in range(1, turns):
         session.append_messages(turn(n), command_id=None, created_at=T)
         if n % every == 0:
-            checkpoint(session, session.next_seq - 5)
+            commit_checkpoint(session, session.next_seq - 5)
     return session
 
 
@@ -108,7 +99,7 @@ def test_an_ordinary_append_on_a_snapshot_copy_needs_no_history() -> None:
     for copy in (session, loaded):
         copy.append_messages(turn(500), command_id="x", created_at=T)
         copy.pin([copy.max_seq - 1], created_at=T)  # (a recent seq)
-        checkpoint(copy, copy.max_seq - 4)
+        commit_checkpoint(copy, copy.max_seq - 4)
         copy.clear_tool_results(seqs=[copy.max_seq - 1], placeholders=["[cleared]"], tokens_freed=1, created_at=T)
     assert same_state(loaded, session)
     assert [g.seq for g in loaded.tool_groups] == [2, loaded.max_seq - 3]  # (c0b is still open)
@@ -165,11 +156,11 @@ def test_a_cut_into_a_closed_group_after_a_revert_is_refused() -> None:
     session.revert_checkpoint(second.checkpoint_id, command_id=None, created_at=T)
     loaded = from_snapshot(session)
     with pytest.raises(HistoryNeeded):
-        checkpoint(loaded, 77)  # inside the group of seq 76, closed behind seq 100
+        commit_checkpoint(loaded, 77)  # inside the group of seq 76, closed behind seq 100
     full = replayed(session)
     with pytest.raises(InvalidCommand, match="inside the tool group that starts at seq 76"):
-        checkpoint(full, 77)
-    checkpoint(full, 75)
+        commit_checkpoint(full, 77)
+    commit_checkpoint(full, 75)
 
 
 def test_a_rewind_into_a_closed_group_reopens_its_call_and_a_replay_after_a_snapshot_asks_for_history() -> None:
