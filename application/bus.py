@@ -19,7 +19,7 @@ from context_compaction.domain.errors import (
     InvalidCommand,
     InvalidMessage,
 )
-from context_compaction.domain.messages import json_problem
+from context_compaction.domain.messages import PORTABLE_CHECKED, json_problem
 
 from . import asyncbus
 from . import telemetry as tel
@@ -30,6 +30,7 @@ from .services import Services
 log = logging.getLogger("context_compaction.bus")
 
 _SHARING_MESSAGES = (TurnRequest, ProjectionResult)
+_CHECKED = {PORTABLE_CHECKED: True}
 
 Handler = Callable[[Any, Services], BaseModel]
 R = TypeVar("R", bound=Result)
@@ -92,7 +93,7 @@ class MessageBus:
         telemetry = self.services.telemetry
         kind, session_id = str(command.type), getattr(command, "session_id", None)
         started = time.perf_counter()
-        result, code = None, None
+        result, code, outcome = None, None, None
         try:
             with telemetry.span("ctxc.command", {"ctxc.command": kind}) as span:
                 try:
@@ -108,10 +109,11 @@ class MessageBus:
                     # (content, even): it is reported only when the session exists.
                     if not tel.names_no_session(code) and isinstance(session_id, str):
                         span.set("ctxc.session_id", session_id)
-                span.set("ctxc.outcome", tel.outcome_of(result))
+                outcome = tel.outcome_of(result)
+                span.set("ctxc.outcome", outcome)
         finally:
             log.info("command completed" if code is None else "command failed", extra={
-                "command": kind, "outcome": tel.outcome_of(result) if code is None else None,
+                "command": kind, "outcome": (outcome or tel.outcome_of(result)) if code is None else None,
                 "session_id": None if tel.names_no_session(code) else session_id, "error_code": code,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             })
@@ -193,7 +195,8 @@ class MessageBus:
                 details={"known_types": sorted(command_types())},
             )
         try:
-            return COMMAND_ADAPTER.validate_python(dict(data))  # type: ignore[no-any-return]
+            # The command was checked whole above: its messages skip their own walk.
+            return COMMAND_ADAPTER.validate_python(dict(data), context=_CHECKED)  # type: ignore[no-any-return]
         except ValidationError as exc:
             raise validation_error(exc) from None
         except RecursionError:
