@@ -20,6 +20,7 @@ from context_compaction.domain.errors import (
     InvalidMessage,
 )
 from context_compaction.domain.messages import PORTABLE_CHECKED, json_problem
+from context_compaction.domain.portable_json import plainly_fine
 
 from . import asyncbus
 from . import telemetry as tel
@@ -174,20 +175,19 @@ class MessageBus:
     def parse(self, data: Mapping[str, Any] | str | bytes) -> Command[Any]:
         """Validate a JSON command (dict or text) into its typed model."""
         limit = self.services.settings.limits.max_request_bytes
+        checked = False
         if isinstance(data, (str, bytes, bytearray)):
             if len(data) > limit:
                 raise InvalidCommand(f"request larger than {limit:,} bytes")
-            try:
-                data = json.loads(data)
-            except (ValueError, RecursionError) as exc:
-                raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
+            data, checked = decode_command(data)
         if not isinstance(data, Mapping):
             raise InvalidCommand("a command must be a JSON object")
-        problem = json_problem(dict(data))
-        if problem:
-            if problem.startswith("messages."):
-                raise InvalidMessage(problem)
-            raise InvalidCommand(problem)
+        if not checked:
+            problem = json_problem(dict(data))
+            if problem:
+                if problem.startswith("messages."):
+                    raise InvalidMessage(problem)
+                raise InvalidCommand(problem)
         kind = data.get("type")
         if not isinstance(kind, str) or kind not in command_types():
             raise InvalidCommand(
@@ -220,6 +220,31 @@ class MessageBus:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def decode_command(text: str | bytes | bytearray) -> tuple[Any, bool]:
+    """The JSON text's value, and whether it is known to be portable JSON (ADR 0056).
+
+    orjson parses the common command (~2.6x faster than ``json`` here) and one quick
+    walk (``plainly_fine``) then settles both questions at once: orjson gives what
+    ``json.loads`` gives for every text it accepts, except an integer beyond 64 bits,
+    which it turns into a float that the walk refuses (as it refuses every integer
+    beyond ``MAX_INT``). Anything else — text orjson refuses (NaN, lone surrogates,
+    ``1e400``, bad JSON) or a value the walk does not pass — is parsed by
+    ``json.loads`` and checked by ``json_problem`` as before, so its answer and error
+    are the ones it always was.
+    """
+    try:
+        value = orjson.loads(text)
+    except (ValueError, RecursionError):  # (orjson.JSONDecodeError is a ValueError)
+        pass
+    else:
+        if type(value) is dict and plainly_fine(value):
+            return value, True
+    try:
+        return json.loads(text), False
+    except (ValueError, RecursionError) as exc:
+        raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
 
 
 def validation_error(exc: ValidationError) -> ContextCompactionError:

@@ -175,7 +175,8 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
             "messages appended",
             extra={"session_id": cmd.session_id, "count": len(seqs), "last_seq": seqs[-1]},
         )
-    return r.AppendMessagesResult.model_construct(seqs=seqs, version=session.version, duplicate=not saved)
+    # (validated: pydantic-core builds it faster than ``model_construct``'s Python)
+    return r.AppendMessagesResult(seqs=seqs, version=session.version, duplicate=not saved)
 
 
 def _appended_before(
