@@ -16,6 +16,9 @@ the pin, re-read each override below against the new release's source.
   recording through the library's ``_record`` and announcing through ``_notify``, so
   followers and process applications see every event (ADR 0026).
 * ``without_inner_retries``: the PostgreSQL reads undecorated (``__wrapped__``).
+* ``FastEventStore``: the event store's public ``put``, building the library's frozen
+  ``Recording`` and ``Notification`` dataclasses field by field (ADR 0056; the pin
+  test compares its recordings with the library's own).
 """
 
 from __future__ import annotations
