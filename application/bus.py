@@ -17,7 +17,8 @@ from context_compaction.domain.errors import (
     InvalidCommand,
     InvalidMessage,
 )
-from context_compaction.domain.messages import json_problem
+from context_compaction.domain.messages import PORTABLE_CHECKED, json_problem
+from context_compaction.domain.portable_json import plainly_fine
 
 from . import asyncbus
 from . import telemetry as tel
@@ -29,6 +30,7 @@ from .services import Services
 log = logging.getLogger("context_compaction.bus")
 
 _SHARING_MESSAGES = (TurnRequest, ProjectionResult)
+_CHECKED = {PORTABLE_CHECKED: True}
 
 Handler = Callable[[Any, Services], BaseModel]
 R = TypeVar("R", bound=Result)
@@ -92,7 +94,7 @@ class MessageBus:
         telemetry = self.services.telemetry
         kind, session_id = str(command.type), getattr(command, "session_id", None)
         started = time.perf_counter()
-        result, code = None, None
+        result, code, outcome = None, None, None
         try:
             with telemetry.span("ctxc.command", {"ctxc.command": kind}) as span:
                 try:
@@ -108,10 +110,11 @@ class MessageBus:
                     # (content, even): it is reported only when the session exists.
                     if not tel.names_no_session(code) and isinstance(session_id, str):
                         span.set("ctxc.session_id", session_id)
-                span.set("ctxc.outcome", tel.outcome_of(result))
+                outcome = tel.outcome_of(result)
+                span.set("ctxc.outcome", outcome)
         finally:
             log.info("command completed" if code is None else "command failed", extra={
-                "command": kind, "outcome": tel.outcome_of(result) if code is None else None,
+                "command": kind, "outcome": (outcome or tel.outcome_of(result)) if code is None else None,
                 "session_id": None if tel.names_no_session(code) else session_id, "error_code": code,
                 "duration_ms": round((time.perf_counter() - started) * 1000, 3),
             })
@@ -172,20 +175,19 @@ class MessageBus:
     def parse(self, data: Mapping[str, Any] | str | bytes) -> Command[Any]:
         """Validate a JSON command (dict or text) into its typed model."""
         limit = self.services.settings.limits.max_request_bytes
+        checked = False
         if isinstance(data, (str, bytes, bytearray)):
             if len(data) > limit:
                 raise InvalidCommand(f"request larger than {limit:,} bytes")
-            try:
-                data = json.loads(data)
-            except (ValueError, RecursionError) as exc:
-                raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
+            data, checked = decode_command(data)
         if not isinstance(data, Mapping):
             raise InvalidCommand("a command must be a JSON object")
-        problem = json_problem(dict(data))
-        if problem:
-            if problem.startswith("messages."):
-                raise InvalidMessage(problem)
-            raise InvalidCommand(problem)
+        if not checked:
+            problem = json_problem(dict(data))
+            if problem:
+                if problem.startswith("messages."):
+                    raise InvalidMessage(problem)
+                raise InvalidCommand(problem)
         kind = data.get("type")
         if not isinstance(kind, str) or kind not in command_types():
             raise InvalidCommand(
@@ -193,7 +195,8 @@ class MessageBus:
                 details={"known_types": sorted(command_types())},
             )
         try:
-            return COMMAND_ADAPTER.validate_python(dict(data))  # type: ignore[no-any-return]
+            # The command was checked whole above: its messages skip their own walk.
+            return COMMAND_ADAPTER.validate_python(dict(data), context=_CHECKED)  # type: ignore[no-any-return]
         except ValidationError as exc:
             raise validation_error(exc) from None
         except RecursionError:
@@ -217,6 +220,31 @@ class MessageBus:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def decode_command(text: str | bytes | bytearray) -> tuple[Any, bool]:
+    """The JSON text's value, and whether it is known to be portable JSON (ADR 0056).
+
+    orjson parses the common command (~2.6x faster than ``json`` here) and one quick
+    walk (``plainly_fine``) then settles both questions at once: orjson gives what
+    ``json.loads`` gives for every text it accepts, except an integer beyond 64 bits,
+    which it turns into a float that the walk refuses (as it refuses every integer
+    beyond ``MAX_INT``). Anything else — text orjson refuses (NaN, lone surrogates,
+    ``1e400``, bad JSON) or a value the walk does not pass — is parsed by
+    ``json.loads`` and checked by ``json_problem`` as before, so its answer and error
+    are the ones it always was.
+    """
+    try:
+        value = orjson.loads(text)
+    except (ValueError, RecursionError):  # (orjson.JSONDecodeError is a ValueError)
+        pass
+    else:
+        if type(value) is dict and plainly_fine(value):
+            return value, True
+    try:
+        return json.loads(text), False
+    except (ValueError, RecursionError) as exc:
+        raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
 
 
 def validation_error(exc: ValidationError) -> ContextCompactionError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from .errors import InvalidMessage
 # (the portable-JSON checks moved to their own module; their names stay importable here)
@@ -20,6 +20,12 @@ from .portable_json import MAX_DEPTH, MAX_INT, _json_problem, _plainly_fine, jso
 from .toolcalls import TOOL_CALL_JSON_SCHEMA, nested_tool_calls
 
 Role = Literal["user", "assistant", "tool", "system", "developer"]
+
+#: Validation context key: the caller has checked the whole input with ``json_problem``
+#: (the JSON edge checks the command it parsed), so each message need not walk itself
+#: again. That check is at least as strict: a message inside a command sits two levels
+#: deeper against the same depth limit (ADR 0056).
+PORTABLE_CHECKED = "portable_json_checked"
 
 #: Provider output fields of an assistant message beyond the portable chat fields
 #: (OpenAI, litellm, Anthropic). Kept verbatim in ``provider_state.data``, bound to the
@@ -44,6 +50,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT",
     "OUTPUT_ONLY_FIELDS",
+    "PORTABLE_CHECKED",
     "PROVIDER_FIELDS",
     "ContentPart",
     "Message",
@@ -203,12 +210,14 @@ class Message(_Frozen):
 
     @model_validator(mode="before")
     @classmethod
-    def _provider_shapes(cls, data: Any) -> Any:
+    def _provider_shapes(cls, data: Any, info: ValidationInfo) -> Any:
         if type(data) is not dict and isinstance(data, BaseModel) and not isinstance(data, Message):
             data = data.model_dump()  # a litellm Message, as the provider returned it
-        problem = json_problem(data)
-        if problem:
-            raise ValueError(problem)
+        context = info.context
+        if not (context and context.get(PORTABLE_CHECKED)):
+            problem = json_problem(data)
+            if problem:
+                raise ValueError(problem)
         if not isinstance(data, dict) or data.keys() <= _PLAIN_KEYS and data.get("tool_calls", ()) is not None:
             return data
         data = dict(data)

@@ -24,6 +24,14 @@ def json_problem(value: Any, *, max_depth: int = MAX_DEPTH, where: str = "") -> 
     return problem
 
 
+def plainly_fine(value: Any, max_depth: int = MAX_DEPTH) -> bool:
+    """True when ``json_problem(value)`` is surely None: ``value`` is built of exact
+    JSON types only and passes every check. False decides nothing (the full walk has
+    the last word). It also refuses floats of 2**63 and beyond, which is what orjson
+    makes of a JSON integer beyond 64 bits: ``bus.decode_command`` relies on it."""
+    return _plainly_fine(value, max_depth)
+
+
 def _plainly_fine(value: Any, depth_left: int) -> bool:
     """True when ``value`` is built of exact JSON types only and passes every check.
 
@@ -61,8 +69,12 @@ def _plainly_fine(value: Any, depth_left: int) -> bool:
     if kind is int:
         return -MAX_INT <= value <= MAX_INT
     if kind is float:
-        return value == value and value not in (float("inf"), float("-inf"))
+        # (finite, and below 2**63: see ``plainly_fine``; NaN fails every comparison)
+        return -_FLOAT_BOUND < value < _FLOAT_BOUND
     return False
+
+
+_FLOAT_BOUND = float(2**63)
 
 
 def _text_ok(text: str) -> bool:

@@ -17,6 +17,9 @@ the pin, re-read each override below against the new release's source.
   recording through the library's ``_record`` and announcing through ``_notify``, so
   followers and process applications see every event (ADR 0026).
 * ``without_inner_retries``: the PostgreSQL reads undecorated (``__wrapped__``).
+* ``FastEventStore``: the event store's public ``put``, building the library's frozen
+  ``Recording`` and ``Notification`` dataclasses field by field (ADR 0056; the pin
+  test compares its recordings with the library's own).
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from eventsourcing.application import Application, ProcessingEvent
 from eventsourcing.persistence import (
     ConnectionPoolClosedError,
     ConnectionUnavailableError,
+    EventStore,
     InterfaceError,
+    Notification,
     Recording,
     StoredEvent,
 )
@@ -580,6 +585,35 @@ def without_inner_retries(recorder: Any) -> None:
             setattr(recorder, name, MethodType(inner, recorder))
 
 
+class FastEventStore(EventStore[UUID]):
+    """eventsourcing's ``EventStore`` whose ``put`` builds its ``Recording`` and
+    ``Notification`` objects the way its mapper rebuilds a stored event: fields set
+    directly, not through the frozen dataclasses' ``__init__`` (an ``object.__setattr__``
+    per field: ~1.8 µs of a message's append, ADR 0056). Equal objects, same order."""
+
+    def put(self, domain_events: Sequence[Any], **kwargs: Any) -> list[Recording[UUID]]:
+        stored_events = list(map(self.mapper.to_stored_event, domain_events))
+        notification_ids = self.recorder.insert_events(stored_events, **kwargs)
+        if not notification_ids:
+            return []
+        assert len(notification_ids) == len(stored_events)
+        new = object.__new__
+        recordings = []
+        for d, s, n_id in zip(domain_events, stored_events, notification_ids, strict=True):
+            notification = new(Notification)
+            fields = notification.__dict__
+            fields["originator_id"] = s.originator_id
+            fields["originator_version"] = s.originator_version
+            fields["topic"] = s.topic
+            fields["state"] = s.state
+            fields["id"] = n_id
+            recording = new(Recording)
+            recording.__dict__["domain_event"] = d
+            recording.__dict__["notification"] = notification
+            recordings.append(recording)
+        return recordings
+
+
 class FastSaveApplication(Application[UUID]):
     """``Application`` whose ``save`` skips the runtime Protocol checks of
     ``ProcessingEvent.collect_events`` (two ``isinstance`` checks against
@@ -596,6 +630,9 @@ class FastSaveApplication(Application[UUID]):
     transaction of their own): subclasses pass them to ``record`` as ``snapshots=``,
     written in the events' transaction (ADR 0016).
     """
+
+    def construct_event_store(self) -> EventStore[UUID]:
+        return FastEventStore(mapper=self.mapper, recorder=self.recorder)
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
         recordings = self.record(*objs, **kwargs)

@@ -74,7 +74,10 @@ class EventHandlers:
         run: list[tuple[int, Any]] = []
         for notification_id, domain_event in events:
             if type(domain_event) is Session.MessageAppended:
-                if run and run[0][1].originator_id != domain_event.originator_id:
+                # (``is`` first: a command's events share one id object, and UUID's
+                # ``==`` is a Python call per message)
+                first = run[0][1].originator_id if run else None
+                if run and first is not domain_event.originator_id and first != domain_event.originator_id:
                     self._messages_appended(ops, run, strict)
                     run = []
                 run.append((notification_id, domain_event))

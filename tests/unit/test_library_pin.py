@@ -56,3 +56,40 @@ def test_the_internals_declare_every_private_name_they_use() -> None:
     declared = {name for names in PRIVATE_NAMES.values() for name in names}
     assert used - declared == set()
     assert declared - used == set()
+
+
+def test_the_fast_event_store_records_what_the_librarys_put_records() -> None:
+    # ADR 0056: ``FastEventStore.put`` builds Recording and Notification objects by
+    # setting their fields; equal to the library's own, on whatever release is pinned.
+    from eventsourcing.domain import Aggregate
+    from eventsourcing.persistence import DatetimeAsISO, EventStore, JSONTranscoder, Mapper, UUIDAsHex
+    from eventsourcing.popo import POPOApplicationRecorder
+
+    from context_compaction.infrastructure.eventstore.internals import FastEventStore
+
+    class Dog(Aggregate):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def bark(self, loud: bool) -> None:
+            self.trigger_event(self.Barked, loud=loud)
+
+        class Barked(Aggregate.Event):
+            loud: bool
+
+            def apply(self, aggregate: Aggregate) -> None:
+                pass
+
+    transcoder = JSONTranscoder()
+    transcoder.register(UUIDAsHex())
+    transcoder.register(DatetimeAsISO())
+    dog = Dog("rex")
+    dog.bark(True)
+    dog.bark(False)
+    events = dog.collect_events()
+    ours = FastEventStore(Mapper(transcoder=transcoder), POPOApplicationRecorder()).put(events)
+    theirs = EventStore(Mapper(transcoder=transcoder), POPOApplicationRecorder()).put(events)
+    assert len(ours) == 3 and ours == theirs
+    assert [type(r.notification) for r in ours] == [type(r.notification) for r in theirs]
+    assert [r.notification.id for r in ours] == [1, 2, 3]
+    assert [r.domain_event for r in ours] == events
