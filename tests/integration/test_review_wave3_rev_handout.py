@@ -160,3 +160,26 @@ def test_a_thread_reading_a_slot_while_another_assigns_it_gets_no_cached_message
     _edit([taken])
     _unchanged(harness, "prepare_turn", before)
 
+
+
+class _Shifting:
+    """An index whose ``__index__`` answers 0, then 1: ``__setitem__`` reads it once to
+    clear a slot's flag and ``list.__setitem__`` reads it again to store."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __index__(self) -> int:
+        self.calls += 1
+        return 0 if self.calls == 1 else 1
+
+
+def test_an_assignment_clears_the_flag_of_the_slot_it_stores_in(harness: Harness) -> None:
+    """The same gap as the thread case, in one thread: the flag cleared and the slot
+    stored are found separately, so slot 0 keeps the cache's message marked as the host's."""
+    _session(harness)
+    result = harness.bus.dispatch(PrepareTurn(session_id=SID))
+    before = json.dumps(list(harness.bus.dispatch(PrepareTurn(session_id=SID)).messages))
+    result.messages[_Shifting()] = {"role": "user", "content": "the host's own"}
+    _edit([result.messages[0]])
+    _unchanged(harness, "prepare_turn", before)
