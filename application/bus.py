@@ -23,7 +23,7 @@ from context_compaction.domain.portable_json import plainly_fine
 from . import asyncbus
 from . import telemetry as tel
 from .commands import COMMAND_ADAPTER, Command, command_types
-from .handout import HandedOutMessages
+from .handout import handed_out
 from .results import ProjectionResult, Result, TurnRequest
 from .services import Services
 
@@ -68,9 +68,9 @@ class MessageBus:
         result: R = self._handle(command)
         if isinstance(result, _SHARING_MESSAGES):
             # Their messages come from the process's cached projection: the typed caller
-            # gets each one copied as it takes it out, to mark or edit (ADR 0058;
-            # ``dispatch_json`` serializes the cached ones, never handing them out).
-            result.messages = HandedOutMessages(result.messages)
+            # gets its own copy to mark or edit (ADR 0058; ``dispatch_json`` serializes
+            # the cached ones, never handing them out).
+            result.messages = handed_out(result.messages)
         return result
 
     def _handle(self, command: Command[Any]) -> Any:

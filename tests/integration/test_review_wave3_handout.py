@@ -1,5 +1,5 @@
 """Review wave 3 (rev-handout): ways a host reaches the cache's messages through the lazy
-hand-out of ADR 0058 (``HandedOutMessages``) and edits them, so that the next call
+hand-out and edits them (they broke the lazy ``HandedOutMessages`` that ADR 0058 tried), so that the next call
 (typed and JSON) returns the edit (issue 13: it must never).
 
 Each test builds a real session on SQLite, takes one typed result, reaches its messages
@@ -8,10 +8,7 @@ the way a host might, edits what it got, and asks again.
 
 from __future__ import annotations
 
-import inspect
 import json
-import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +18,6 @@ from pydantic import BaseModel, TypeAdapter
 from helpers import Harness, assistant, ok, tool, user
 
 from context_compaction.application.commands import GetProjection, PrepareTurn
-from context_compaction.application.handout import HandedOutMessages
 from context_compaction.application.results import ProjectionResult, TurnRequest
 
 SID = "rev-handout"
@@ -103,7 +99,6 @@ UNBOUND: dict[str, Callable[[list[Any]], Any]] = {
     "list.__getitem__(x, slice)": lambda x: list.__getitem__(x, slice(None)),
     "list.copy(x)": lambda x: list.copy(x),
     "list.__iter__(x)": lambda x: list(list.__iter__(x)),
-    "super().__getitem__": lambda x: [super(HandedOutMessages, x).__getitem__(i) for i in range(len(x))],
     "list.pop(x)": lambda x: [list.pop(x) for _ in range(len(x))],
     "list.__add__(x, [])": lambda x: list.__add__(x, []),
     "list.reverse(x) after one take": lambda x: (x[0], list.reverse(x), [x[i] for i in range(len(x))])[-1],
@@ -116,70 +111,4 @@ def test_list_methods_called_unbound_on_the_hand_out_change_nothing_next(harness
     result = harness.bus.dispatch(PrepareTurn(session_id=SID))
     before = json.dumps(list(harness.bus.dispatch(PrepareTurn(session_id=SID)).messages))
     _edit(UNBOUND[way](result.messages))
-    _unchanged(harness, "prepare_turn", before)
-
-
-def test_a_thread_reading_a_slot_while_another_assigns_it_gets_no_cached_message(harness: Harness) -> None:
-    """``__setitem__`` clears the slot's flag under the lock but stores the new value after
-    releasing it: a reader in that gap is handed the cache's own message as the caller's.
-
-    The gap is held open by a trace function on the assigning thread (the scheduler may
-    switch threads at any bytecode there; this makes the switch certain)."""
-    _session(harness)
-    result = harness.bus.dispatch(PrepareTurn(session_id=SID))
-    before = json.dumps(list(harness.bus.dispatch(PrepareTurn(session_id=SID)).messages))
-    messages = result.messages
-    lines, first = inspect.getsourcelines(HandedOutMessages.__setitem__)
-    store = first + next(i for i, line in enumerate(lines) if "list.__setitem__(self, index, value)" in line)
-    in_gap, leave_gap = threading.Event(), threading.Event()
-
-    def local(frame: Any, event: str, arg: Any) -> Any:
-        if event == "line" and frame.f_lineno == store:
-            in_gap.set()
-            leave_gap.wait(10)
-        return local
-
-    def tracer(frame: Any, event: str, arg: Any) -> Any:
-        return local if frame.f_code is HandedOutMessages.__setitem__.__code__ else None
-
-    def assign() -> None:
-        sys.settrace(tracer)
-        try:
-            messages[0] = {"role": "user", "content": "the host's own"}
-        finally:
-            sys.settrace(None)
-
-    writer = threading.Thread(target=assign)
-    writer.start()
-    try:
-        assert in_gap.wait(10), "the assigning thread never reached the store"
-        taken = messages[0]  # the reader, in the gap
-    finally:
-        leave_gap.set()
-        writer.join(10)
-    _edit([taken])
-    _unchanged(harness, "prepare_turn", before)
-
-
-
-class _Shifting:
-    """An index whose ``__index__`` answers 0, then 1: ``__setitem__`` reads it once to
-    clear a slot's flag and ``list.__setitem__`` reads it again to store."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __index__(self) -> int:
-        self.calls += 1
-        return 0 if self.calls == 1 else 1
-
-
-def test_an_assignment_clears_the_flag_of_the_slot_it_stores_in(harness: Harness) -> None:
-    """The same gap as the thread case, in one thread: the flag cleared and the slot
-    stored are found separately, so slot 0 keeps the cache's message marked as the host's."""
-    _session(harness)
-    result = harness.bus.dispatch(PrepareTurn(session_id=SID))
-    before = json.dumps(list(harness.bus.dispatch(PrepareTurn(session_id=SID)).messages))
-    result.messages[_Shifting()] = {"role": "user", "content": "the host's own"}
-    _edit([result.messages[0]])
     _unchanged(harness, "prepare_turn", before)

@@ -1,4 +1,4 @@
-"""The typed hand-out copies a message when the host takes it out (ADR 0058): whatever
+"""The typed hand-out is the host's own copy (issue 13, ADR 0058): whatever
 way the host reaches a message of ``prepare_turn`` / ``get_projection`` and edits it,
 the next request is unchanged (issue 13)."""
 
@@ -14,7 +14,6 @@ import pytest
 from helpers import Harness, assistant, ok, tool, user
 
 from context_compaction.application.commands import GetProjection, PrepareTurn
-from context_compaction.application.handout import HandedOutMessages
 
 SID = "lazy"
 
@@ -72,14 +71,12 @@ def test_a_host_editing_what_it_reached_changes_nothing_the_next_call_returns(
     assert ok(harness.do({"type": command, "session_id": SID}))["messages"] == before
 
 
-def test_typed_messages_are_handed_out_uncopied_until_taken(harness: Harness) -> None:
-    """What makes the hand-out O(1) in the history: ``dispatch`` copies no message."""
+def test_typed_messages_are_a_plain_list_that_shares_nothing_with_the_next_call(harness: Harness) -> None:
+    """C-level readers (pydantic-core, unbound ``list`` methods) read a list's slots
+    directly, so the hand-out is a plain list of copies (ADR 0058, review wave 3)."""
     _session(harness)
     first = harness.bus.dispatch(PrepareTurn(session_id=SID))
     second = harness.bus.dispatch(PrepareTurn(session_id=SID))
-    assert isinstance(first.messages, HandedOutMessages)
-    # both hold the cache's messages in their slots until a message is taken out
-    assert all(list.__getitem__(first.messages, i) is list.__getitem__(second.messages, i)
-               for i in range(len(first.messages)))
-    taken = first.messages[1]
-    assert taken is not list.__getitem__(second.messages, 1) and taken == second.messages[1]
+    assert type(first.messages) is list and first.messages == second.messages
+    assert not any(list.__getitem__(first.messages, i) is list.__getitem__(second.messages, i)
+                   for i in range(len(first.messages)))
