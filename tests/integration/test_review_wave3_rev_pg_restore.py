@@ -176,3 +176,66 @@ def test_a_corrupt_stored_ledger_gives_an_error_code_and_changes_nothing(make_ha
     assert not outcome["ok"] and outcome["error"]["code"] in ("corrupt_event", "storage_error"), outcome
     assert h.events() == events
     h.close()
+
+
+@pytest.mark.postgres
+def test_the_function_dropped_while_writers_and_a_follower_run(pg_databases: Any) -> None:
+    """The concurrent-writers test of ``test_pg_append_order`` with the function dropped
+    again and again while four writers (own and shared sessions) append and a follower
+    polls: every append succeeds (an append that finds the function gone makes it and
+    takes the careful path), the follower sees every stored id in order, the read
+    model points at every event."""
+    from test_pg_append_order import _consistent, _in_thread
+
+    h: Harness = pg_databases.harness("drop-concurrent")
+    ok(h.do({"type": "start_session", "session_id": "shared", "model": "gpt-4o"}))
+    buses = [h.new_bus() for _ in range(4)]
+    for i, bus in enumerate(buses[:2]):
+        ok(bus.dispatch_json({"type": "start_session", "session_id": f"own{i}", "model": "gpt-4o"}))
+    turns = 15
+    plan = [(buses[0], "own0"), (buses[1], "own1"), (buses[2], "shared"), (buses[3], "shared")]
+    recorder = h.bus.services.extra["app"].recorder
+    done = threading.Event()
+    seen: list[int] = []
+    schema = _schema(h)
+
+    def follow() -> None:
+        while True:
+            finished = done.is_set()
+            start = seen[-1] + 1 if seen else 1
+            seen.extend(n.id for n in recorder.select_notifications(start=start, limit=50))
+            if finished and (not seen or not recorder.select_notifications(start=seen[-1] + 1, limit=1)):
+                return
+
+    def drop() -> int:
+        dropped = 0
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+            while not done.is_set():
+                conn.execute(f'DROP FUNCTION IF EXISTS "{schema}".{ORDERED_FUNCTION}')
+                dropped += 1
+                time.sleep(0.05)
+        return dropped
+
+    def write(bus: Any, sid: str) -> list[int]:
+        return [ok(bus.dispatch_json({"type": "append_messages", "session_id": sid,
+                                      "messages": [user(f"{sid}-{k}"), user("more")]}))["seqs"][0]
+                for k in range(turns)]
+
+    follower, followed = _in_thread(follow)
+    dropper, drops = _in_thread(drop)
+    writers = [_in_thread(lambda bus=bus, sid=sid: write(bus, sid)) for bus, sid in plan]
+    for thread, _ in writers:
+        thread.join(120)
+    done.set()
+    follower.join(60)
+    dropper.join(60)
+    assert "error" not in drops, drops.get("error")
+    assert "error" not in followed, followed.get("error")
+    for _, out in writers:
+        assert "error" not in out, f"an append failed while the function was dropped: {out.get('error')!r}"
+    firsts = sorted(s for _, out in writers[2:] for s in out["result"])
+    assert firsts == list(range(1, 4 * turns, 2))
+    stored_ids = [n.id for n in recorder.select_notifications(start=1, limit=10**6)]
+    assert seen == stored_ids
+    assert len(stored_ids) == 3 + 4 * turns * 2
+    _consistent(h)
