@@ -105,6 +105,8 @@ def test_a_dropped_function_mid_run_loses_no_event_across_processes(pg_databases
     assert [m["content"] for m in history["messages"]] == [t for n in range(6) for t in (f"a{n}", f"x{n}")]
     rows = h.query("SELECT seq, notification_id FROM {t}rm_messages WHERE session_id = 'a' ORDER BY seq")
     assert [r[0] for r in rows] == list(range(1, 13)) and [r[1] for r in rows] == sorted(r[1] for r in rows)
+    # ``ctxc verify``: the read model rebuilt from the events equals the live one.
+    assert run_cli(["verify", "--db", h.url]) == 0
 
 
 # ---------------------------------------------------------------- ADR 0059 (lazy ledger)
