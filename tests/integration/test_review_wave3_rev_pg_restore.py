@@ -241,3 +241,14 @@ def test_the_function_dropped_while_writers_and_a_follower_run(pg_databases: Any
     assert seen == stored_ids
     assert len(stored_ids) == 3 + 4 * turns * 2
     _consistent(h)
+
+
+def test_a_cold_process_reports_the_same_ledger_coverage_as_the_warm_one(make_harness: Any) -> None:
+    """``get_context_usage`` reads the active checkpoint's ledger report: a cold process
+    (its view's ledger not read yet) must report what the process that compacted does."""
+    h = _compacted(make_harness)
+    warm = ok(h.do({"type": "get_context_usage", "session_id": "s"}))
+    cold = ok(h.new_bus().dispatch_json({"type": "get_context_usage", "session_id": "s"}))
+    assert warm == cold
+    assert json.dumps(warm).count("ledger") >= 1, warm
+    h.close()
