@@ -57,7 +57,17 @@ def test_a_start_while_another_process_makes_the_function_still_starts(pg_databa
 
     starter = threading.Thread(target=start)
     starter.start()
-    time.sleep(1.5)  # the starter is now waiting on the maker's uncommitted row
+    # Commit once the starter waits on the maker's uncommitted row (or it gave up).
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as watcher:
+        deadline = time.monotonic() + 30
+        while starter.is_alive() and time.monotonic() < deadline:
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"
+                " AND transactionid = (SELECT backend_xid FROM pg_stat_activity WHERE pid = %s)",
+                (maker.info.backend_pid,)).fetchone()
+            if waiting and waiting[0]:
+                break
+            time.sleep(0.05)
     maker.commit()
     maker.close()
     starter.join(60)
