@@ -334,9 +334,10 @@ def postgres_recorder_class() -> type:
                 "CREATE FUNCTION {function}({arguments}) RETURNS TABLE (nid bigint, guard bigint)"
                 " LANGUAGE plpgsql AS {body}"
             ).format(function=function, arguments=SQL(arguments), body=Literal(body.as_string()))
-            # Created once (a version in its name: a changed body is a new function);
-            # ``create_table`` runs this at every start, and an append that finds it
-            # missing creates it too (``_insert_one_trip``).
+            # Created once (a version in its name: a changed body is a new function), by
+            # the first append that finds it missing (``_insert_one_trip``), not at start:
+            # a read-only command on a database of an earlier release must create nothing,
+            # and a start must not race an append's CREATE FUNCTION (review wave 3).
             self.create_ordered_function = SQL(
                 "DO $ctxc$ BEGIN IF to_regprocedure({signature}) IS NULL THEN EXECUTE {create}; END IF;"
                 " END $ctxc$"
@@ -345,7 +346,6 @@ def postgres_recorder_class() -> type:
                     function=function, arguments=SQL(arguments)).as_string()),
                 create=Literal(create.as_string()),
             )
-            self.sql_create_statements.append(self.create_ordered_function)
             self.ordered_call_statement = SQL("SELECT * FROM {function}(%s, %s, %s, %b, %s, %s, %s, %s, %s)").format(
                 function=function
             )

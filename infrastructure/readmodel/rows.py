@@ -8,6 +8,7 @@ from typing import Any
 
 from context_compaction.application.views import CheckpointRow, SessionRow
 from context_compaction.domain.budget import LearnedWindow
+from context_compaction.domain.errors import StorageError
 from context_compaction.domain.messages import MessageRecord
 
 from ..transcoding import corrupt_event, message_problem
@@ -113,7 +114,7 @@ class LazyLedger(Mapping[str, Any]):
             text = self._text
             if not isinstance(text, str):
                 text = self._text = text()
-            self._value = self._parse(text)
+            self._value = _ledger_value(text, self._parse)
         return self._value
 
     def __getitem__(self, key: str) -> Any:
@@ -132,6 +133,21 @@ class LazyLedger(Mapping[str, Any]):
         if not isinstance(self._text, str):
             return "LazyLedger(not read yet)"
         return f"LazyLedger({len(self._text)} characters)"
+
+
+def _ledger_value(text: str, parse: Callable[[str], Any]) -> Mapping[str, Any]:
+    # An empty text is no ledger, as it was when views read the text itself (review
+    # wave 3); a damaged one is the read model's fault, named as such, not an
+    # internal error.
+    if not text.strip():
+        return {}
+    try:
+        value = parse(text)
+    except ValueError as exc:
+        raise StorageError("a checkpoint's ledger in the read model is not JSON") from exc
+    if not isinstance(value, Mapping):
+        raise StorageError("a checkpoint's ledger in the read model is not a JSON object")
+    return value
 
 
 class LedgerCache:
