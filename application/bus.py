@@ -17,7 +17,7 @@ from context_compaction.domain.errors import (
     InvalidCommand,
     InvalidMessage,
 )
-from context_compaction.domain.messages import PORTABLE_CHECKED, json_problem
+from context_compaction.domain.messages import PORTABLE_CHECKED_CONTEXT, json_problem
 from context_compaction.domain.portable_json import plainly_fine
 
 from . import asyncbus
@@ -30,7 +30,6 @@ from .services import Services
 log = logging.getLogger("context_compaction.bus")
 
 _SHARING_MESSAGES = (TurnRequest, ProjectionResult)
-_CHECKED = {PORTABLE_CHECKED: True}
 
 Handler = Callable[[Any, Services], BaseModel]
 R = TypeVar("R", bound=Result)
@@ -196,7 +195,7 @@ class MessageBus:
             )
         try:
             # The command was checked whole above: its messages skip their own walk.
-            return COMMAND_ADAPTER.validate_python(dict(data), context=_CHECKED)  # type: ignore[no-any-return]
+            return COMMAND_ADAPTER.validate_python(dict(data), context=PORTABLE_CHECKED_CONTEXT)  # type: ignore[no-any-return]
         except ValidationError as exc:
             raise validation_error(exc) from None
         except RecursionError:

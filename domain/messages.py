@@ -10,6 +10,8 @@ state (a tool result must answer an open call of the same session).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
@@ -25,7 +27,11 @@ Role = Literal["user", "assistant", "tool", "system", "developer"]
 #: (the JSON edge checks the command it parsed), so each message need not walk itself
 #: again. That check is at least as strict: a message inside a command sits two levels
 #: deeper against the same depth limit (ADR 0056).
+#: Only this very object counts (by identity): a host that validates a command with a
+#: context of its own, even one holding the same key, still has every message checked
+#: (review wave 3).
 PORTABLE_CHECKED = "portable_json_checked"
+PORTABLE_CHECKED_CONTEXT: Mapping[str, Any] = MappingProxyType({PORTABLE_CHECKED: True})
 
 #: Provider output fields of an assistant message beyond the portable chat fields
 #: (OpenAI, litellm, Anthropic). Kept verbatim in ``provider_state.data``, bound to the
@@ -51,6 +57,7 @@ __all__ = [
     "MAX_INT",
     "OUTPUT_ONLY_FIELDS",
     "PORTABLE_CHECKED",
+    "PORTABLE_CHECKED_CONTEXT",
     "PROVIDER_FIELDS",
     "ContentPart",
     "Message",
@@ -213,8 +220,7 @@ class Message(_Frozen):
     def _provider_shapes(cls, data: Any, info: ValidationInfo) -> Any:
         if type(data) is not dict and isinstance(data, BaseModel) and not isinstance(data, Message):
             data = data.model_dump()  # a litellm Message, as the provider returned it
-        context = info.context
-        if not (context and context.get(PORTABLE_CHECKED)):
+        if info.context is not PORTABLE_CHECKED_CONTEXT:
             problem = json_problem(data)
             if problem:
                 raise ValueError(problem)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -120,6 +121,8 @@ def _json_problem(value: Any, max_depth: int, where: str) -> str | None:
                 return f"{path or 'value'} is not a finite number"
         elif isinstance(item, (dict, list, tuple)):
             push((dict(item) if isinstance(item, dict) else list(item), depth, path))
+        elif isinstance(item, Mapping):  # a UserDict or other mapping a host passed (review wave 3)
+            push((dict(item), depth, path))
         elif isinstance(item, BaseModel):
             push((item.model_dump(), depth, path))
     return None
