@@ -56,6 +56,39 @@ def commit_checkpoint(session: Any, first_retained_seq: int, *, created_at: str 
         summary_source={}, created_at=created_at))
 
 
+def mixed_session(h: Any, session_id: str) -> None:
+    """A short session of every message shape a host edits: plain and multi-part user
+    content, an assistant tool call and its result."""
+    ok(h.do({"type": "start_session", "session_id": session_id, "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": session_id, "messages": [
+        user("plain question"),
+        {"role": "user", "content": [{"type": "text", "text": "part one"}, {"type": "text", "text": "two"}]},
+        assistant(None, calls=[("call_1", "read_file", '{"path": "a.py"}')]),
+        tool("call_1", "contents of a.py"),
+        assistant("done"),
+    ]}))
+
+
+def compacted_with_ledger(h: Any, pairs: int) -> Any:
+    """Session ``s`` of ``pairs`` user/assistant pairs full of must-keep facts (paths,
+    tickets, settings, ports), compacted once by the extractive summarizer: its
+    checkpoint carries a ledger. ``h`` is made with compaction off and a small
+    ``keep_recent_tokens``."""
+    from context_compaction import commands
+
+    h.bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=None))
+    batch: list[dict[str, Any]] = []
+    for n in range(pairs):
+        batch += [
+            {"role": "user", "content": f"Edit src/mod{n}.py, ticket PROJ-{n}; set FLAG_{n}=on. " * 3},
+            {"role": "assistant", "content": f"Done with src/mod{n}.py on port {8000 + n}."},
+        ]
+    h.bus.dispatch(commands.AppendMessages(session_id="s", messages=batch))
+    outcome = h.do({"type": "compact", "session_id": "s"})
+    assert outcome["ok"] and outcome["result"]["status"] == "compacted", outcome
+    return h
+
+
 def ok(envelope: dict[str, Any]) -> dict[str, Any]:
     assert envelope["ok"], envelope
     return envelope["result"]

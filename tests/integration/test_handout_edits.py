@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from helpers import Harness, assistant, ok, tool, user
+from helpers import Harness, mixed_session, ok
 
 from context_compaction.application.commands import GetProjection, PrepareTurn
 
@@ -19,14 +19,7 @@ SID = "lazy"
 
 
 def _session(harness: Harness) -> None:
-    ok(harness.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    ok(harness.do({"type": "append_messages", "session_id": SID, "messages": [
-        user("plain question"),
-        {"role": "user", "content": [{"type": "text", "text": "part one"}, {"type": "text", "text": "two"}]},
-        assistant(None, calls=[("call_1", "read_file", '{"path": "a.py"}')]),
-        tool("call_1", "contents of a.py"),
-        assistant("done"),
-    ]}))
+    mixed_session(harness, SID)
 
 
 def _edit(messages: list[dict[str, Any]]) -> None:

@@ -11,22 +11,12 @@ import json
 from typing import Any
 
 from context_compaction import commands
+from helpers import compacted_with_ledger
 
 
 def _compacted(make_harness: Any) -> Any:
-    h = make_harness("main", summarizer="extractive",
-                     context_compaction={"enabled": False, "keep_recent_tokens": 200})
-    h.bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=None))
-    batch = []
-    for n in range(30):
-        batch += [
-            {"role": "user", "content": f"Edit src/mod{n}.py, ticket PROJ-{n}; set FLAG_{n}=on. " * 3},
-            {"role": "assistant", "content": f"Done with src/mod{n}.py on port {8000 + n}."},
-        ]
-    h.bus.dispatch(commands.AppendMessages(session_id="s", messages=batch))
-    outcome = h.do({"type": "compact", "session_id": "s"})
-    assert outcome["ok"] and outcome["result"]["status"] == "compacted", outcome
-    return h
+    return compacted_with_ledger(make_harness("main", summarizer="extractive",
+                                              context_compaction={"enabled": False, "keep_recent_tokens": 200}), 30)
 
 
 def test_a_session_view_reads_the_ledger_only_when_it_is_used(make_harness: Any) -> None:

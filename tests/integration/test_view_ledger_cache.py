@@ -10,25 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from context_compaction import commands
 from context_compaction.infrastructure.readmodel.rows import LedgerCache, checkpoint_row
-from helpers import Harness
+from helpers import Harness, compacted_with_ledger
 
 
 def compacted(tmp_path: Path) -> Harness:
     h = Harness(tmp_path / "l.db", summarizer="extractive",
                 context_compaction={"enabled": False, "keep_recent_tokens": 200})
-    h.bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=None))
-    batch = []
-    for n in range(40):
-        batch += [
-            {"role": "user", "content": f"Edit src/mod{n}.py, ticket PROJ-{n}; set FLAG_{n}=on. " * 3},
-            {"role": "assistant", "content": f"Done with src/mod{n}.py on port {8000 + n}."},
-        ]
-    h.bus.dispatch(commands.AppendMessages(session_id="s", messages=batch))
-    outcome = h.do({"type": "compact", "session_id": "s"})
-    assert outcome["ok"] and outcome["result"]["status"] == "compacted", outcome
-    return h
+    return compacted_with_ledger(h, 40)  # type: ignore[no-any-return]
 
 
 def test_the_view_reuses_the_parsed_ledger_until_its_text_changes(tmp_path: Path) -> None:
