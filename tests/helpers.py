@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,6 +88,40 @@ def compacted_with_ledger(h: Any, pairs: int) -> Any:
     outcome = h.do({"type": "compact", "session_id": "s"})
     assert outcome["ok"] and outcome["result"]["status"] == "compacted", outcome
     return h
+
+
+def parse_before_adr_0056(bus: Any, data: Any) -> Any:
+    """``MessageBus.parse`` before ADR 0056 (main's application/bus.py at 3696e5f): the
+    oracle the JSON fast path is compared with."""
+    from pydantic import ValidationError
+
+    from context_compaction.application.bus import validation_error
+    from context_compaction.application.commands import COMMAND_ADAPTER, command_types
+    from context_compaction.domain.errors import InvalidCommand, InvalidMessage
+    from context_compaction.domain.messages import json_problem
+
+    limit = bus.services.settings.limits.max_request_bytes
+    if isinstance(data, (str, bytes, bytearray)):
+        if len(data) > limit:
+            raise InvalidCommand(f"request larger than {limit:,} bytes")
+        try:
+            data = json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
+    if not isinstance(data, dict):
+        raise InvalidCommand("a command must be a JSON object")
+    problem = json_problem(dict(data))
+    if problem:
+        raise (InvalidMessage if problem.startswith("messages.") else InvalidCommand)(problem)
+    kind = data.get("type")
+    if not isinstance(kind, str) or kind not in command_types():
+        raise InvalidCommand(f"unknown command type {kind!r}" if isinstance(kind, str) else "missing type")
+    try:
+        return COMMAND_ADAPTER.validate_python(dict(data))
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+    except RecursionError:
+        raise InvalidCommand("command nested too deeply") from None
 
 
 def ok(envelope: dict[str, Any]) -> dict[str, Any]:

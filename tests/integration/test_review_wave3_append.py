@@ -22,9 +22,10 @@ import pytest
 from pydantic import ValidationError
 
 from context_compaction import Settings, bootstrap
-from context_compaction.application.bus import MessageBus, validation_error
-from context_compaction.application.commands import COMMAND_ADAPTER, AppendMessages, command_types
-from context_compaction.domain.errors import ContextCompactionError, InvalidCommand, InvalidMessage
+from helpers import parse_before_adr_0056
+from context_compaction.application.bus import MessageBus
+from context_compaction.application.commands import AppendMessages
+from context_compaction.domain.errors import ContextCompactionError
 from context_compaction.domain.messages import PORTABLE_CHECKED, json_problem
 
 
@@ -43,32 +44,6 @@ def _appended(bus: MessageBus) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------ the old path
-def _old_parse(bus: MessageBus, data: Any) -> Any:
-    """``MessageBus.parse`` before ADR 0056 (main's application/bus.py)."""
-    limit = bus.services.settings.limits.max_request_bytes
-    if isinstance(data, (str, bytes, bytearray)):
-        if len(data) > limit:
-            raise InvalidCommand(f"request larger than {limit:,} bytes")
-        try:
-            data = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
-    if not isinstance(data, dict):
-        raise InvalidCommand("a command must be a JSON object")
-    problem = json_problem(dict(data))
-    if problem:
-        raise (InvalidMessage if problem.startswith("messages.") else InvalidCommand)(problem)
-    kind = data.get("type")
-    if not isinstance(kind, str) or kind not in command_types():
-        raise InvalidCommand(f"unknown command type {kind!r}" if isinstance(kind, str) else "missing type")
-    try:
-        return COMMAND_ADAPTER.validate_python(dict(data))
-    except ValidationError as exc:
-        raise validation_error(exc) from None
-    except RecursionError:
-        raise InvalidCommand("command nested too deeply") from None
-
-
 def _outcome(parse: Any, bus: MessageBus, data: Any) -> Any:
     try:
         command = parse(bus, data)
@@ -124,7 +99,7 @@ def _raw_inputs() -> list[Any]:
 def test_raw_texts_get_the_answer_the_old_path_gave(bus: MessageBus) -> None:
     differ = []
     for index, data in enumerate(_raw_inputs()):
-        old, new = _outcome(_old_parse, bus, data), _outcome(MessageBus.parse, bus, data)
+        old, new = _outcome(parse_before_adr_0056, bus, data), _outcome(MessageBus.parse, bus, data)
         if old != new:
             differ.append((index, old, new))
     assert not differ, f"the fast path answers otherwise: {differ[:3]}"

@@ -16,12 +16,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 from context_compaction import Settings, bootstrap
-from context_compaction.application.bus import MessageBus, decode_command, validation_error
-from context_compaction.application.commands import COMMAND_ADAPTER, command_types
-from context_compaction.domain.errors import ContextCompactionError, InvalidCommand, InvalidMessage
+from helpers import parse_before_adr_0056
+from context_compaction.application.bus import MessageBus, decode_command
+from context_compaction.domain.errors import ContextCompactionError, InvalidCommand
 from context_compaction.domain.messages import json_problem
 from context_compaction.domain.portable_json import plainly_fine
 
@@ -119,34 +118,6 @@ def test_a_float_past_two_to_the_63_is_never_plainly_fine() -> None:
 
 
 # ------------------------------------------------------------ parse parity
-def _reference_parse(bus: MessageBus, data: Any) -> Any:
-    """``MessageBus.parse`` as it was before ADR 0056."""
-    limit = bus.services.settings.limits.max_request_bytes
-    if isinstance(data, (str, bytes)):
-        if len(data) > limit:
-            raise InvalidCommand(f"request larger than {limit:,} bytes")
-        try:
-            data = json.loads(data)
-        except (ValueError, RecursionError) as exc:
-            raise InvalidCommand(f"not valid JSON: {type(exc).__name__}") from None
-    if not isinstance(data, dict):
-        raise InvalidCommand("a command must be a JSON object")
-    problem = json_problem(dict(data))
-    if problem:
-        if problem.startswith("messages."):
-            raise InvalidMessage(problem)
-        raise InvalidCommand(problem)
-    kind = data.get("type")
-    if not isinstance(kind, str) or kind not in command_types():
-        raise InvalidCommand("unknown command type")
-    try:
-        return COMMAND_ADAPTER.validate_python(dict(data))
-    except ValidationError as exc:
-        raise validation_error(exc) from None
-    except RecursionError:
-        raise InvalidCommand("command nested too deeply") from None
-
-
 def _outcome(parse: Any, bus: MessageBus, data: Any) -> Any:
     try:
         return ("ok", parse(bus, data))
@@ -180,5 +151,5 @@ def bus() -> MessageBus:
 def test_parse_answers_every_command_as_the_slow_path_did(bus: MessageBus, messages: list[Any], as_text: bool) -> None:
     command = {"type": "append_messages", "session_id": "s", "messages": messages}
     data: Any = json.dumps(command) if as_text else command
-    fast, slow = _outcome(MessageBus.parse, bus, data), _outcome(_reference_parse, bus, data)
+    fast, slow = _outcome(MessageBus.parse, bus, data), _outcome(parse_before_adr_0056, bus, data)
     assert fast == slow
