@@ -281,11 +281,25 @@ def pg_available() -> str | None:
     return None
 
 
-def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | str | None) -> dict[str, Any]:
-    """Every configuration once; ours and raw alternate per writer count, so a change
-    in the machine's speed during the section hits both alike. ``prototypes``: True or
-    "all", or a comma-separated list of ``PROTOTYPES`` names."""
-    out: dict[str, Any] = {"seconds": seconds, "writers": writer_counts, "distinct": {}, "shared": {}}
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median throughput (its p50 with it), all runs' rates beside it."""
+    ordered = sorted(runs, key=lambda r: r["appends_per_s"])
+    middle = dict(ordered[(len(ordered) - 1) // 2])
+    middle["runs_appends_per_s"] = [r["appends_per_s"] for r in runs]
+    middle["give_ups"] = sum(r["give_ups"] for r in runs)
+    return middle
+
+
+def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | str | None,
+                  repeats: int = 3) -> dict[str, Any]:
+    """Every configuration; ours and raw alternate per writer count, so a change in the
+    machine's speed during the section hits both alike. Distinct sessions (the targets)
+    run ``repeats`` interleaved rounds: a 3 s row on this VM swings by ±40 % from one
+    minute to the next (ADR 0057), so a row is the median round and its ratio the
+    median of the rounds' paired ratios (ADR 0061). ``prototypes``: True or "all", or
+    a comma-separated list of ``PROTOTYPES`` names."""
+    out: dict[str, Any] = {"seconds": seconds, "writers": writer_counts, "repeats": repeats,
+                           "distinct": {}, "shared": {}}
     if prototypes is True or prototypes == "all":
         variants = list(PROTOTYPES)
     else:
@@ -295,16 +309,26 @@ def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | s
             raise SystemExit(f"unknown --pg-prototypes {sorted(unknown)}; known: {', '.join(PROTOTYPES)}")
     for n in writer_counts:
         for mode in ("distinct", "shared"):
-            row = {"ours": run_config("ours", n, mode == "shared", seconds),
-                   "raw": run_config("raw", n, mode == "shared", seconds)}
-            if mode == "distinct":
-                row["raw_locked"] = run_config("raw", n, False, seconds, "locked")
-            for variant in variants:
-                row[variant] = run_config("ours", n, mode == "shared", seconds, variant)
-            row["ratio"] = round(row["ours"]["appends_per_s"] / row["raw"]["appends_per_s"], 3)
+            rounds = repeats if mode == "distinct" else 1
+            runs: dict[str, list[dict[str, Any]]] = {}
+            for _ in range(rounds):
+                runs.setdefault("ours", []).append(run_config("ours", n, mode == "shared", seconds))
+                runs.setdefault("raw", []).append(run_config("raw", n, mode == "shared", seconds))
+                if mode == "distinct":
+                    runs.setdefault("raw_locked", []).append(run_config("raw", n, False, seconds, "locked"))
+                for variant in variants:
+                    runs.setdefault(variant, []).append(run_config("ours", n, mode == "shared", seconds, variant))
+            row: dict[str, Any] = {name: _median_run(r) for name, r in runs.items()}
+
+            def paired(over: str) -> tuple[float, list[float]]:
+                ratios = [o["appends_per_s"] / b["appends_per_s"] for o, b in zip(runs["ours"], runs[over], strict=True)]
+                return round(median(ratios), 3), [round(x, 3) for x in ratios]
+
+            row["ratio"], row["ratios"] = paired("raw")
             if "raw_locked" in row:
-                row["ratio_locked"] = round(row["ours"]["appends_per_s"] / row["raw_locked"]["appends_per_s"], 3)
-                row["locked_over_raw"] = round(row["raw_locked"]["appends_per_s"] / row["raw"]["appends_per_s"], 3)
+                row["ratio_locked"], _ = paired("raw_locked")
+                locked = [lk["appends_per_s"] / r["appends_per_s"] for lk, r in zip(runs["raw_locked"], runs["raw"], strict=True)]
+                row["locked_over_raw"] = round(median(locked), 3)
             out[mode][str(n)] = row
     return out
 
@@ -335,7 +359,7 @@ def pg_targets(report: dict[str, Any]) -> list[tuple[str, float, str, bool]]:
 
 def pg_markdown(report: dict[str, Any]) -> list[str]:
     variants = [v for v in PROTOTYPES if any(v in row for row in report["distinct"].values())]
-    head = ("| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw | give-ups |"
+    head = ("| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw (rounds) | give-ups |"
             " raw + events lock appends/s (p50) | ours / raw + lock |")
     rule = "|---|---|---|---|---|---|---|---|"
     for v in variants:
@@ -345,8 +369,10 @@ def pg_markdown(report: dict[str, Any]) -> list[str]:
     for mode in ("distinct", "shared"):
         for n, row in report[mode].items():
             o, r = row["ours"], row["raw"]
+            spread = row.get("ratios", [])
+            ratio = f"{row['ratio']:.2f}" + (f" ({min(spread):.2f}–{max(spread):.2f})" if len(spread) > 1 else "")
             line = (f"| {n} | {mode} | {o['appends_per_s']:,.0f} ({o['p50_ms']:.1f} ms) | "
-                    f"{r['appends_per_s']:,.0f} ({r['p50_ms']:.1f} ms) | {row['ratio']:.2f} | {o['give_ups']} |")
+                    f"{r['appends_per_s']:,.0f} ({r['p50_ms']:.1f} ms) | {ratio} | {o['give_ups']} |")
             locked = row.get("raw_locked")
             line += (f" {locked['appends_per_s']:,.0f} ({locked['p50_ms']:.1f} ms) | {row['ratio_locked']:.2f} |"
                      if locked else " | |")
@@ -361,5 +387,5 @@ if __name__ == "__main__":  # a quick look: python benchmarks/pg.py [N ...]
     import sys
 
     counts = [int(a) for a in sys.argv[1:]] or [1, 4]
-    result = pg_throughput(counts, 2.0, prototypes=True)
+    result = pg_throughput(counts, 2.0, prototypes=True, repeats=1)
     print("\n".join(pg_markdown(result)))

@@ -21,6 +21,8 @@ ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pg-writers", default="1,2,4,8", help="writer process counts")
     parser.add_argument("--pg-seconds", type=float, default=3.0, help="seconds each configuration appends")
+    parser.add_argument("--pg-repeats", type=int, default=3,
+                        help="interleaved rounds of each distinct-session row (the median is reported)")
     parser.add_argument("--json-sizes", default="1000,10000", help="session sizes of the JSON section")
     parser.add_argument("--json-turns", type=int, default=30, help="turns measured per size")
     parser.add_argument("--long-sizes", default="1000,10000,100000", help="long-session sizes")
@@ -75,10 +77,11 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
     import psycopg
 
     writers = [int(x) for x in args.pg_writers.split(",")]
-    result = pg.pg_throughput(writers, args.pg_seconds, args.pg_prototypes)
+    result = pg.pg_throughput(writers, args.pg_seconds, args.pg_prototypes, args.pg_repeats)
     result["psycopg_impl"] = psycopg.pq.__impl__
     report["pg"] = result
-    text += ["", f"PostgreSQL appends (one scenario turn each, {args.pg_seconds:g} s per row, "
+    text += ["", f"PostgreSQL appends (one scenario turn each, {args.pg_seconds:g} s per run, distinct sessions"
+             f" the median of {args.pg_repeats} interleaved rounds, "
              f"psycopg {result['psycopg_impl']} implementation):", ""]
     text += pg.pg_markdown(result)
     return [_target(*t) for t in pg.pg_targets(result)]

@@ -54,7 +54,18 @@ from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
 from ..database import Cur, Dialect, PipelinedCur
 from ..readmodel.schema import POSITION
-from .pgsql import DOLLARS, ORDERED_FUNCTION, PARAMS, columns, ordered_insert, unnest_insert
+from .pgsql import (
+    DOLLARS,
+    ORDERED_FUNCTION,
+    PARAMS,
+    binary_arrays_on,
+    columns,
+    id_array,
+    int8_array,
+    ordered_insert,
+    text_array,
+    unnest_insert,
+)
 
 if TYPE_CHECKING:
     from ..readmodel import ReadModelProjector
@@ -346,8 +357,9 @@ def postgres_recorder_class() -> type:
                     function=function, arguments=SQL(arguments)).as_string()),
                 create=Literal(create.as_string()),
             )
-            self.ordered_call_statement = SQL("SELECT * FROM {function}(%s, %s, %s, %b, %s, %s, %s, %s, %s)").format(
-                function=function
+            self.id_type = id_type
+            self.ordered_call_statement = SQL("SELECT * FROM {function}({params})").format(
+                function=function, params=SQL(", ".join(PARAMS))
             )
 
         def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **_: Any) -> None:
@@ -357,7 +369,8 @@ def postgres_recorder_class() -> type:
             # twice the bytes per 9-message append; ADR 0043).
             self._lock_table(curs)
             self._notify_channel(curs)
-            curs.execute(self.plain_insert_statement, columns(stored_events), prepare=True)
+            binary_arrays_on(curs)
+            curs.execute(self.plain_insert_statement, columns(stored_events, self.id_type), prepare=True)
 
         def _insert_snapshots(self, curs: Any, snapshots: Sequence[StoredEvent]) -> None:
             # The library's snapshot insert sends its composite rows as text too: a
@@ -365,7 +378,8 @@ def postgres_recorder_class() -> type:
             # cost more client time than the events of those appends (ADR 0057).
             if self._snapshot_insert is None:
                 self._snapshot_insert = self._insert_into(self.snapshot_recorder.events_table_name)
-            curs.execute(self._snapshot_insert, columns(snapshots), prepare=True)
+            binary_arrays_on(curs)
+            curs.execute(self._snapshot_insert, columns(snapshots, self.id_type), prepare=True)
 
         def _notify_channel(self, curs: Any) -> None:
             # NOTIFY only when asked (``postgres.notify``, ADR 0043). Nothing of ours
@@ -418,12 +432,14 @@ def postgres_recorder_class() -> type:
             # when it ends, three more round trips, one of them with the lock held.
             import psycopg
 
+            binary_arrays_on(conn)
             curs = conn.cursor(row_factory=tuple_row)
             try:
                 with conn.pipeline() as pipeline:
                     conn.execute("BEGIN")
                     cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
-                    self._lock_sessions(cur, (s.originator_id for s in stored_events))
+                    if not self.projector.locks_session_row_first(events):
+                        self._lock_sessions(cur, (s.originator_id for s in stored_events))
                     rows = self.projector.project_before_ids(cur, events)
                     if snapshots:
                         with conn.cursor() as snap:
@@ -468,14 +484,13 @@ def postgres_recorder_class() -> type:
                 (sorted({_hex(o) for o in originator_ids}),),
             )
 
-        @staticmethod
-        def _ordered_params(stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+        def _ordered_params(self, stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
             return (
-                *columns(stored_events),
-                [r[0] for r in rows],
-                [r[1] for r in rows],
-                [r[2] for r in rows],
-                [r[3] for r in rows],
+                *columns(stored_events, self.id_type),
+                text_array([r[0] for r in rows]),
+                int8_array([r[1] for r in rows]),
+                id_array(self.id_type, [r[2] for r in rows]),
+                int8_array([r[3] for r in rows]),
                 POSITION,
             )
 

@@ -6,15 +6,20 @@ is imported only when a statement is built, i.e. only when PostgreSQL is configu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import struct
+import weakref
+from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
 #: The one-trip append's function (ADR 0057); a new body gets a new version.
 ORDERED_FUNCTION = "ctxc_ordered_insert_v1"
-#: Parameter marks: psycopg's (the states binary), and a function body's.
-PARAMS = ("%s", "%s", "%s", "%b", "%s", "%s", "%s", "%s", "%s")
+#: Parameter marks: psycopg's (the eight arrays binary, ``BinaryArray``; the position's
+#: name text), and a function body's.
+PARAMS = ("%b", "%b", "%b", "%b", "%b", "%b", "%b", "%b", "%s")
 DOLLARS = tuple(f"${n}" for n in range(1, 10))
 
 
@@ -50,11 +55,105 @@ def ordered_insert(insert: Any, id_type: str, rm: str, params: Sequence[str]) ->
     ).format(*map(SQL, params), id_type=SQL(id_type), rm=SQL(rm))
 
 
-def columns(stored: Sequence[StoredEvent]) -> tuple[list[Any], list[int], list[str], list[bytes]]:
-    """``unnest_insert``'s four parameters."""
+def columns(stored: Sequence[StoredEvent], id_type: str = "uuid") -> tuple[BinaryArray, ...]:
+    """``unnest_insert``'s four parameters, as binary arrays."""
     return (
-        [s.originator_id for s in stored],
-        [s.originator_version for s in stored],
-        [s.topic for s in stored],
-        [s.state for s in stored],
+        id_array(id_type, [s.originator_id for s in stored]),
+        int8_array([s.originator_version for s in stored]),
+        text_array([s.topic for s in stored]),
+        bytes_array(BYTEA, [s.state for s in stored]),
     )
+
+
+# ------------------------------------------------------------------ binary arrays
+# psycopg's pure-Python implementation (what ``pip install psycopg`` gives) dumps a list
+# element by element, looking up a dumper for each: ~230 µs of CPU for the nine
+# parameters of one 8-message append, a twelfth of its client time. These build
+# PostgreSQL's binary array format directly (~40 µs; ADR 0061). Their dumpers are
+# registered on each connection that sends them (``binary_arrays_on``), never on
+# psycopg's global adapters: a host's own connections are not touched.
+
+INT8, TEXT, BYTEA, UUID_OID = 20, 25, 17, 2950
+_ARRAY_OF = {INT8: 1016, TEXT: 1009, BYTEA: 1001, UUID_OID: 2951}
+_HEAD = struct.Struct("!iiIii")  # ndim 1, no NULLs, element oid, length, lower bound 1
+_EMPTY = struct.Struct("!iiI")  # ndim 0
+
+
+class BinaryArray(bytes):
+    """A one-dimensional array without NULLs in PostgreSQL's binary format."""
+
+    __slots__ = ()
+    element_oid = 0
+
+
+class Int8Array(BinaryArray):
+    __slots__ = ()
+    element_oid = INT8
+
+
+class TextArray(BinaryArray):
+    __slots__ = ()
+    element_oid = TEXT
+
+
+class ByteaArray(BinaryArray):
+    __slots__ = ()
+    element_oid = BYTEA
+
+
+class UuidArray(BinaryArray):
+    __slots__ = ()
+    element_oid = UUID_OID
+
+
+_CLASSES: dict[int, type[BinaryArray]] = {c.element_oid: c for c in (Int8Array, TextArray, ByteaArray, UuidArray)}
+
+
+def _array_head(oid: int, n: int) -> bytes:
+    return _HEAD.pack(1, 0, oid, n, 1) if n else _EMPTY.pack(0, 0, oid)
+
+
+def int8_array(values: Sequence[int]) -> Int8Array:
+    n = len(values)
+    return Int8Array(_array_head(INT8, n) + struct.pack(f"!{'iq' * n}", *chain.from_iterable((8, v) for v in values)))
+
+
+def bytes_array(oid: int, values: Iterable[bytes]) -> BinaryArray:
+    items = list(values)
+    parts = [_array_head(oid, len(items))]
+    for item in items:
+        parts.append(len(item).to_bytes(4, "big"))
+        parts.append(item)
+    return _CLASSES[oid](b"".join(parts))
+
+
+def text_array(values: Iterable[str]) -> TextArray:
+    return bytes_array(TEXT, (v.encode() for v in values))  # type: ignore[return-value]
+
+
+def id_array(id_type: str, values: Sequence[Any]) -> BinaryArray:
+    """Originator ids as the events table stores them (``uuid``, or ``text`` when
+    eventsourcing is configured so)."""
+    if id_type == "uuid":
+        return bytes_array(UUID_OID, (v.bytes if isinstance(v, UUID) else UUID(str(v)).bytes for v in values))
+    return text_array(str(v) for v in values)
+
+
+_READY: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def binary_arrays_on(conn: Any) -> None:
+    """Register the ``BinaryArray`` dumpers on this psycopg connection or cursor (once).
+    A cursor copies its connection's adapters when it is made: register on the
+    connection before making the cursors that send arrays, or on the cursor itself."""
+    if conn in _READY:
+        return
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+
+    for element, cls in _CLASSES.items():
+        dumper = type(f"{cls.__name__}Dumper", (Dumper,), {
+            "format": Format.BINARY, "oid": _ARRAY_OF[element], "dump": lambda self, obj: obj,
+        })
+        conn.adapters.register_dumper(cls, dumper)
+    _READY.add(conn)

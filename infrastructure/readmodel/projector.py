@@ -109,6 +109,18 @@ class ReadModelProjector:
         kinds = {type(e) for e in events}
         return not (Session.MessageAppended in kinds and Session.HistoryInvalidated in kinds)
 
+    @staticmethod
+    def locks_session_row_first(events: Sequence[Any]) -> bool:
+        """Whether ``project_before_ids`` locks nothing before the session's own
+        ``rm_sessions`` row: messages appended to one session, whose projection's first
+        statement is that row's UPDATE (their ``rm_messages`` rows wait for the ids).
+        The one-trip append then needs no ``SELECT … FOR UPDATE`` of it first (ADR 0061;
+        the lock order of ADR 0053 holds: the session's row, then the events lock)."""
+        first = events[0].originator_id if events else None
+        return bool(events) and all(
+            type(e) is Session.MessageAppended and e.originator_id == first for e in events
+        )
+
     def project_before_ids(self, cur: PipelinedCur, events: Sequence[Any]) -> list[tuple[Any, ...]]:
         """PostgreSQL's one-trip append (ADR 0053): the projection's statements that need
         no notification id, sent *before* the events lock (``splits_at_ids`` first).

@@ -44,7 +44,7 @@ def _shape(statement: str) -> str:
     return " ".join(statement.split()[:2])
 
 
-def test_a_plain_append_sends_five_statements_with_one_sync(
+def test_a_plain_append_sends_four_statements_with_one_sync(
     pg_databases: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     h: Harness = pg_databases.harness("statements")
@@ -53,15 +53,32 @@ def test_a_plain_append_sends_five_statements_with_one_sync(
     statements, syncs = _recorded(monkeypatch)
     assert ok(h.do({"type": "append_messages", "session_id": "s",
                     "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
-    # BEGIN, the session's row (before the events lock, ADR 0053), its read-model
-    # update, then one call that takes the events lock and inserts the events, their
-    # rm_messages rows and the position (ADR 0057), COMMIT; all before the one Sync.
+    # BEGIN, the session's read-model update (its row lock is the first one taken, so
+    # before the events lock as ADR 0053 orders them, with no SELECT ... FOR UPDATE of
+    # its own: ADR 0061), then one call that takes the events lock and inserts the
+    # events, their rm_messages rows and the position (ADR 0057), COMMIT; all before
+    # the one Sync. Its arrays go binary (ADR 0061).
     assert [_shape(s) for s in statements] == [
-        "BEGIN", "SELECT 1", "UPDATE " + statements[2].split()[1], "SELECT *", "COMMIT",
+        "BEGIN", "UPDATE " + statements[1].split()[1], "SELECT *", "COMMIT",
     ], statements
-    assert "FOR UPDATE" in statements[1] and "rm_sessions" in statements[2]
-    assert ORDERED_FUNCTION in statements[3]
+    assert "rm_sessions" in statements[1] and "FOR UPDATE" not in " ".join(statements)
+    assert ORDERED_FUNCTION in statements[2] and statements[2].count("%b") == 8
     assert len(syncs) == 1
+
+
+def test_a_command_with_other_events_locks_its_session_row_first(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a command of appended messages skips the ``FOR UPDATE``: a checkpoint, a pin
+    or a model change writes other rows of the session before its ``rm_sessions``
+    update, so the row is locked first (ADR 0053's order)."""
+    h: Harness = pg_databases.harness("statements-pin")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    statements, _ = _recorded(monkeypatch)
+    ok(h.do({"type": "pin_messages", "session_id": "s", "seqs": [1]}))
+    shapes = [_shape(s) for s in statements]
+    assert shapes[:2] == ["BEGIN", "SELECT 1"] and "FOR UPDATE" in statements[1], statements
 
 
 def test_the_events_lock_is_taken_inside_the_inserting_statement(pg_databases: Any) -> None:

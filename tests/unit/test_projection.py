@@ -135,12 +135,16 @@ def test_the_incremental_builder_equals_a_full_rebuild(shape, chunks) -> None:
     assert sorted(incremental.diagnostics) == sorted(full.diagnostics)
 
 
-def test_snapshot_steps_stay_fixed_so_a_cold_load_replays_at_most_one_interval() -> None:
-    # ADR 0051: the snapshot holds only the open work, so nothing asks for sparser
-    # snapshots as a session grows (they doubled before, and a cold load at 100k
-    # messages replayed up to 12k events).
+def test_snapshot_steps_follow_what_a_snapshot_holds_and_stay_bounded() -> None:
+    # ADR 0051: a compacted session's snapshot holds only its open work, so its step is
+    # the fixed interval whatever its size (they doubled with the version before, and a
+    # cold load at 100k messages replayed up to 12k events). ADR 0061: a session never
+    # compacted holds every tool group, so its snapshots get sparser as they grow, up to
+    # 16 intervals.
     from context_compaction.infrastructure.eventstore import snapshot_step
 
-    assert {snapshot_step(100, version) for version in (1, 1_000, 100_000, 10_000_000)} == {100}
+    assert {snapshot_step(100, groups) for groups in (0, 10, 255, 511)} == {100}
+    assert [snapshot_step(100, g) for g in (512, 1_023, 1_024, 2_048, 4_096)] == [200, 200, 400, 800, 1_600]
+    assert snapshot_step(100, 10_000_000) == 1_600
 
 
