@@ -1,0 +1,564 @@
+"""Break-it review (wave 4) of ADR 0061: PostgreSQL appends send their arrays in
+PostgreSQL's binary format (``pgsql.py``: ``Int8Array``/``TextArray``/``ByteaArray``/
+``UuidArray``, ``binary_arrays_on``), the one-trip append of messages takes no
+``SELECT ... FOR UPDATE`` (``locks_session_row_first``), and snapshot steps grow with
+the tool groups a snapshot holds (``snapshot_step``).
+
+Tests that fail mark a defect; the others pin what held under attack."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from backends import POSTGRES_URL, MakeHarness
+from cli_inprocess import run_cli
+from helpers import Harness, assistant, ok, tool, user
+
+# ------------------------------------------------------------------ helpers
+_VOLATILE = {"created_at", "at", "updated_at", "request_id", "duration_ms", "snippet", "score", "timestamp"}
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    return value
+
+
+def _history(h: Harness, sid: str) -> list[dict[str, Any]]:
+    return ok(h.do({"type": "get_history", "session_id": sid, "include_invalidated": True}))["messages"]
+
+
+def _contents(h: Harness, sid: str) -> list[Any]:
+    return [(m["seq"], m["role"], m.get("content")) for m in _history(h, sid)]
+
+
+def _consistent(h: Harness) -> None:
+    """rm_sessions agrees with the events: every message row belongs to a session row
+    and points at a stored event; counts, next seq and version match the events."""
+    app = h.bus.services.extra["app"]
+    events = app.projector.events_table.qualified
+    orphans = h.query(
+        "SELECT m.session_id, m.seq FROM {t}rm_messages m LEFT JOIN {t}rm_sessions s ON s.session_id = m.session_id"
+        f" LEFT JOIN {events} e ON e.notification_id = m.notification_id"
+        " WHERE s.session_id IS NULL OR e.notification_id IS NULL"
+    )
+    assert orphans == [], orphans[:5]
+    for sid, aggregate, count, next_seq, version in h.query(
+        "SELECT session_id, aggregate_id, message_count, next_seq, version FROM {t}rm_sessions"
+    ):
+        rows = h.query("SELECT count(*), coalesce(max(seq), 0) FROM {t}rm_messages WHERE session_id = ?", (sid,))
+        assert rows == [(count, next_seq - 1)], (sid, rows, count, next_seq)
+        stored = h.query(
+            f"SELECT max(originator_version) FROM {events} WHERE replace(originator_id::text, '-', '') = ?",
+            (aggregate,))
+        assert stored == [(version,)], (sid, stored, version)
+
+
+def _verify_ok(h: Harness) -> None:
+    assert run_cli(["verify", "--db", h.url]) == 0
+
+
+# Session ids and texts the binary text arrays carry: multi-byte and 4-byte UTF-8, the
+# longest id the contract allows, characters every UTF-8 length and control characters.
+SESSION_IDS = [
+    "café-naïve",
+    "日本語のセッション",
+    "emoji-😀-𝄞-\U0010fffd",
+    "ø" * 256,
+    "tab\there\u2028line",
+]
+
+
+def _every_char_text() -> str:
+    # Every code point of the first two planes but the surrogates and NUL, and a few
+    # astral ones: the state's UTF-8 holds every byte value a UTF-8 text can.
+    chars = [chr(c) for c in range(1, 0x11000, 7) if not 0xD800 <= c <= 0xDFFF]
+    return "".join(chars) + "\U0001f600\U0010ffff"
+
+
+# =================================================================== binary arrays
+@pytest.mark.postgres
+def test_a_latin1_client_encoding_keeps_message_rows_on_their_session(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host whose libpq connections use another client encoding (``PGCLIENTENCODING``,
+    or a role's/database's ``client_encoding``): psycopg encodes every ``str`` parameter
+    in the connection's encoding, which the server converts back; ``TextArray`` always
+    sends UTF-8 and the server reads it as LATIN1. rm_sessions gets "café", its
+    rm_messages rows "cafÃ©": the history of a session named in LATIN1's own letters
+    comes back empty, and ``ctxc verify`` reports the read model differing from the
+    events. (Before ADR 0061 the same lists went through psycopg's dumpers, encoded
+    in the connection's encoding.)"""
+    monkeypatch.setenv("PGCLIENTENCODING", "LATIN1")
+    h: Harness = pg_databases.harness("latin1")
+    assert h.query("SHOW client_encoding") == [("LATIN1",)]
+    sid = "café"
+    ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
+    assert ok(h.do({"type": "append_messages", "session_id": sid,
+                    "messages": [user("héllo"), user("déjà vu")]}))["seqs"] == [1, 2]
+    assert _contents(h, sid) == [(1, "user", "héllo"), (2, "user", "déjà vu")]
+    assert h.query("SELECT DISTINCT session_id FROM {t}rm_messages") == [(sid,)]
+    assert ok(h.new_bus().dispatch_json({"type": "get_history", "session_id": sid}))["messages"]
+    _verify_ok(h)
+
+
+@pytest.mark.postgres
+def test_hostile_ids_and_texts_read_back_on_every_write_path(pg_databases: Any, tmp_path: Path) -> None:
+    """Non-ASCII, 4-byte UTF-8 and maximal session ids; a state holding every UTF-8
+    length and a megabyte state; through the one-trip append, the two-trip pipelined
+    path, the locked (contended) writer and the snapshot insert (a snapshot every
+    event): every message reads back as sent, from a restarted bus, as on SQLite, and
+    ``ctxc verify`` finds the read model equal to the events."""
+    from helpers import Harness as H
+
+    h: Harness = pg_databases.harness("hostile", snapshot_interval=1)
+    reference = H(tmp_path / "reference.db", summarizer="extractive", snapshot_interval=1)
+    big = "β" * 400_000 + "x" * 200_000  # ~1 MB of UTF-8
+    every = _every_char_text()
+    two_trips = h.new_bus()
+    two_trips.services.extra["app"].projector.splits_at_ids = lambda events: False
+    stale = h.new_bus()
+    try:
+        for sid in SESSION_IDS:
+            batches = [
+                [user(every), assistant(None, [(f"call-{sid}", "read", '{"p": "ü"}')])],
+                [tool(f"call-{sid}", big, name="read"), assistant("ok ✓")],
+                [user("third"), user("fourth 😀")],
+                [user("fifth")],
+            ]
+            for target in (h, reference):
+                ok(target.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
+            ok(h.do({"type": "append_messages", "session_id": sid, "messages": batches[0]}))  # one trip
+            ok(stale.dispatch_json({"type": "append_messages", "session_id": sid, "messages": batches[1]}))
+            ok(two_trips.dispatch_json({"type": "append_messages", "session_id": sid, "messages": batches[2]}))
+            # the stale bus's held copy is behind: its save conflicts, the locked writer retries
+            ok(stale.dispatch_json({"type": "append_messages", "session_id": sid, "messages": batches[3]}))
+            for batch in batches:
+                ok(reference.do({"type": "append_messages", "session_id": sid, "messages": batch}))
+        assert any(sid in stale.services._contended for sid in SESSION_IDS), "no append took the locked path"
+        restarted = h.new_bus()
+        for sid in SESSION_IDS:
+            expected = _normal(_history(reference, sid))
+            assert len(expected) == 7
+            assert _normal(_history(h, sid)) == expected
+            got = ok(restarted.dispatch_json({"type": "get_history", "session_id": sid,
+                                               "include_invalidated": True}))["messages"]
+            assert _normal(got) == expected
+            # the snapshot (every event) restores the aggregate: the next append gets seq 8
+            assert ok(restarted.dispatch_json({"type": "append_messages", "session_id": sid,
+                                                "messages": [user("after restart")]}))["seqs"] == [8]
+        _consistent(h)
+        _verify_ok(h)
+    finally:
+        reference.close()
+
+
+@pytest.mark.postgres
+def test_a_hosts_own_psycopg_connections_and_global_adapters_are_untouched(pg_databases: Any) -> None:
+    """The dumpers are registered on our connections only: after our appends a host's
+    psycopg connection (made before and after) still sends lists and bytes as psycopg
+    does, and psycopg's global adapters know nothing of ``BinaryArray``."""
+    from psycopg.adapt import PyFormat
+
+    from context_compaction.infrastructure.eventstore.pgsql import Int8Array, TextArray
+
+    before = psycopg.connect(POSTGRES_URL, autocommit=True)
+    h: Harness = pg_databases.harness("host")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("a"), user("b")]}))
+    after = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        for conn in (before, after):
+            row = conn.execute("SELECT %s::bigint[], %s::text[], %b::bytea, pg_typeof(%s)::text",
+                               ([1, 2], ["é", "😀"], b"\x00\xff", [1])).fetchone()
+            assert row == ([1, 2], ["é", "😀"], b"\x00\xff", "smallint[]")
+            # a host's bytes subclass instance is plain bytea to it
+            assert conn.execute("SELECT pg_typeof(%b)::text", (Int8Array(b"xy"),)).fetchone() == ("bytea",)
+        for cls in (Int8Array, TextArray):
+            assert psycopg.adapters.get_dumper(cls, PyFormat.BINARY).oid == 17  # bytea's, not an array's
+    finally:
+        before.close()
+        after.close()
+
+
+@pytest.mark.postgres
+def test_the_pure_python_psycopg_writes_the_same_arrays(pg_databases: Any, tmp_path: Path) -> None:
+    """ADR 0061's figures are for psycopg's pure-Python implementation (the test venv
+    may have the C one): appends, a snapshot and the contended path on it, read back."""
+    h: Harness = pg_databases.harness("pure", snapshot_interval=2)
+    script = tmp_path / "pure.py"
+    script.write_text(
+        "import json, sys\n"
+        "import psycopg\n"
+        "assert psycopg.pq.__impl__ == 'python', psycopg.pq.__impl__\n"
+        "from context_compaction import Settings, bootstrap\n"
+        "url = sys.argv[1]\n"
+        "a = bootstrap(Settings(database_url=url, summarizer='extractive', snapshot_interval=2))\n"
+        "b = bootstrap(Settings(database_url=url, summarizer='extractive', snapshot_interval=2))\n"
+        "out = [a.dispatch_json({'type': 'start_session', 'session_id': 'pür😀', 'model': 'gpt-4o'})]\n"
+        "out.append(b.dispatch_json({'type': 'append_messages', 'session_id': 'pür😀',\n"
+        "    'messages': [{'role': 'user', 'content': 'from b0'}]}))\n"
+        "for n in range(3):\n"
+        "    out.append(a.dispatch_json({'type': 'append_messages', 'session_id': 'pür😀',\n"
+        "        'messages': [{'role': 'user', 'content': f'ä{n}'}, {'role': 'user', 'content': '😀' * 1000}]}))\n"
+        "out.append(b.dispatch_json({'type': 'append_messages', 'session_id': 'pür😀',\n"
+        "    'messages': [{'role': 'user', 'content': 'from b'}]}))\n"
+        "print(json.dumps([o['ok'] for o in out]))\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PSYCOPG_IMPL": "python", "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run([sys.executable, str(script), h.url], env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    assert json.loads(done.stdout.decode().strip().splitlines()[-1]) == [True] * 6
+    history = _history(h, "pür😀")
+    assert [(m["seq"], m["content"]) for m in history] == [
+        (1, "from b0"), (2, "ä0"), (3, "😀" * 1000), (4, "ä1"), (5, "😀" * 1000), (6, "ä2"), (7, "😀" * 1000),
+        (8, "from b")]
+    assert ok(h.new_bus().dispatch_json({"type": "append_messages", "session_id": "pür😀",
+                                         "messages": [user("x")]}))["seqs"] == [9]
+    _consistent(h)
+    _verify_ok(h)
+
+
+@pytest.mark.postgres
+def test_a_pooled_connection_replaced_mid_run_still_sends_binary_arrays(pg_databases: Any) -> None:
+    """Every pooled connection is closed by the server between appends (a restart, an
+    idle timeout, a max age): the replacements are new connection objects, registered
+    on first use; no append is lost or doubled."""
+    h: Harness = pg_databases.harness("replaced")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    app_name = os.environ["PGAPPNAME"]
+    seqs: list[int] = []
+    for n in range(4):
+        got = h.do({"type": "append_messages", "session_id": "s", "messages": [user(f"m{n}")]})
+        if got["ok"]:
+            seqs += got["result"]["seqs"]
+        with psycopg.connect(POSTGRES_URL, autocommit=True, application_name="ctxc-review-killer") as killer:
+            killer.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                           " WHERE application_name = %s AND pid <> pg_backend_pid()", (app_name,))
+        time.sleep(0.05)
+    got = h.do({"type": "append_messages", "session_id": "s", "messages": [user("last")]})
+    assert got["ok"], got
+    history = _history(h, "s")
+    contents = [m["content"] for m in history]
+    assert len(contents) == len(set(contents))  # none doubled
+    assert contents[-1] == "last"
+    _consistent(h)
+
+
+# =================================================================== lock order
+def _deadlocks() -> int:
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        return int(conn.execute(
+            "SELECT coalesce(sum(deadlocks), 0) FROM pg_stat_database").fetchone()[0])  # type: ignore[index]
+
+
+@pytest.mark.postgres
+def test_appends_pins_and_invalidations_racing_on_one_session_never_deadlock(pg_databases: Any) -> None:
+    """Two buses append to one session (one trip, no FOR UPDATE; lost races go the
+    locked path), a third pins and unpins (FOR UPDATE first, then its other rows) and a
+    fourth deletes single messages and appends with reused command ids, all at once:
+    every command succeeds or is refused as the contract says, the server detects no
+    deadlock, and rm_sessions' counts, next seq and version match the events."""
+    h: Harness = pg_databases.harness("race", postgres={"lock_timeout": 30})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("zero")]}))
+    buses = [h.new_bus() for _ in range(4)]
+    for bus in buses:
+        ok(bus.dispatch_json({"type": "get_context_usage", "session_id": "s"}))
+    rounds = 12
+    errors: list[Any] = []
+    deadlocks = _deadlocks()
+
+    def appender(bus: Any, tag: str) -> None:
+        for k in range(rounds):
+            got = bus.dispatch_json({"type": "append_messages", "session_id": "s", "command_id": f"{tag}-{k}",
+                                     "messages": [user(f"{tag}{k}a"), user(f"{tag}{k}b")]})
+            if not got["ok"]:
+                errors.append(got["error"])
+
+    def pinner(bus: Any) -> None:
+        for k in range(rounds):
+            kind = "pin_messages" if k % 2 == 0 else "unpin_messages"
+            got = bus.dispatch_json({"type": kind, "session_id": "s", "seqs": [1]})
+            if not got["ok"]:
+                errors.append(got["error"])
+
+    def deleter(bus: Any) -> None:
+        for k in range(rounds):
+            got = bus.dispatch_json({"type": "append_messages", "session_id": "s", "command_id": f"a-{k}",
+                                     "messages": [user(f"a{k}a"), user(f"a{k}b")]})  # a's ids: same messages
+            if not got["ok"] and got["error"]["code"] != "idempotency_conflict":
+                errors.append(got["error"])
+            got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
+                                     "messages": [user(f"d{k}")]})
+            if not got["ok"]:
+                errors.append(got["error"])
+                continue
+            seq = got["result"]["seqs"][0]
+            got = bus.dispatch_json({"type": "invalidate_history", "session_id": "s", "kind": "delete",
+                                     "seqs": [seq]})
+            if not got["ok"]:
+                errors.append(got["error"])
+
+    threads = [threading.Thread(target=appender, args=(buses[0], "a")),
+               threading.Thread(target=appender, args=(buses[1], "b")),
+               threading.Thread(target=pinner, args=(buses[2],)),
+               threading.Thread(target=deleter, args=(buses[3],))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(180)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    time.sleep(1.2)  # (statistics reach pg_stat_database within a second)
+    assert _deadlocks() == deadlocks, "the server detected a deadlock"
+    history = _history(h, "s")
+    texts = [m["content"] for m in history]
+    for tag in ("a", "b"):
+        for k in range(rounds):
+            assert texts.count(f"{tag}{k}a") == 1 and texts.count(f"{tag}{k}b") == 1, (tag, k)
+    assert [m["seq"] for m in history] == list(range(1, len(history) + 1))
+    assert len(history) == 1 + 2 * 2 * rounds + rounds
+    assert h.query("SELECT message_count, next_seq FROM {t}rm_sessions") == [(len(history), len(history) + 1)]
+    _consistent(h)
+    _verify_ok(h)
+
+
+# =================================================================== snapshot steps
+SID = "groups"
+GROUPS = 530  # past 2 x GROUPS_PER_STEP: the step has doubled
+SMALL = 12
+
+
+def _group_turns(start: int, count: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for n in range(start, start + count):
+        out += [assistant(None, [(f"g{n}", "read", "{}")]), tool(f"g{n}", f"result {n}", name="read")]
+    return out
+
+
+def _script() -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = [{"type": "start_session", "session_id": SID, "model": "gpt-4o"}]
+    for start in range(0, GROUPS, 150):
+        steps.append({"type": "append_messages", "session_id": SID,
+                      "messages": [user(f"batch {start}"), *_group_turns(start, min(150, GROUPS - start))]})
+    # one event a command: snapshots every step (3 x 2 once past 512 groups)
+    steps += [{"type": "append_messages", "session_id": SID, "messages": [user(f"small {n}")]} for n in range(SMALL)]
+    steps += [
+        {"type": "append_messages", "session_id": SID, "messages": [user("tail"), assistant("ok")]},
+        # seqs named far behind the newest snapshot (old tool groups)
+        {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [3]},
+        {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [3],
+         "expand_tool_groups": True},
+        {"type": "pin_messages", "session_id": SID, "seqs": [10, 11]},
+        {"type": "compact", "session_id": SID},
+        {"type": "append_messages", "session_id": SID, "messages": _group_turns(9000, 3)},
+        {"type": "invalidate_history", "session_id": SID, "kind": "delete", "seqs": [20, 21]},
+        {"type": "invalidate_history", "session_id": SID, "kind": "rewind", "to_seq": 900},
+        {"type": "append_messages", "session_id": SID, "messages": [tool("g5", "late result", name="read")]},
+        {"type": "compact", "session_id": SID},
+        {"type": "invalidate_history", "session_id": SID, "kind": "rewind", "to_seq": 40},
+        {"type": "append_messages", "session_id": SID, "messages": [user("after rewind")]},
+    ]
+    return steps
+
+
+_READS = [
+    {"type": "get_history", "session_id": SID, "include_invalidated": True},
+    {"type": "get_projection", "session_id": SID},
+    {"type": "get_context_usage", "session_id": SID},
+]
+
+
+def _run(h: Harness, restart: bool) -> list[Any]:
+    out = []
+    for step in _script():
+        if restart:
+            h.reopen()
+        answer = h.do(step)
+        if not answer["ok"]:
+            answer["error"].pop("message", None)
+        out.append(_normal(answer))
+    if restart:
+        h.reopen()
+    out += [_normal(h.do(read)) for read in _READS]
+    return out
+
+
+def _snapshot_versions(h: Harness) -> list[int]:
+    from context_compaction.domain.session import session_aggregate_id
+
+    app = h.bus.services.extra["app"]
+    return [s.originator_version for s in app.snapshots.recorder.select_events(session_aggregate_id(SID))]
+
+
+@pytest.mark.backends("sqlite", "postgres", "memory")
+def test_a_session_of_many_tool_groups_restarted_from_its_sparse_snapshots_answers_as_the_held_copy(
+    make_harness: MakeHarness, backend: str
+) -> None:
+    """A never-compacted session holding 530 tool groups (the step doubled), restarted
+    before every command from its sparse snapshot and the events after it, then
+    deletes and rewinds naming seqs far behind that snapshot, compactions, pins: every
+    answer equals that of a bus that never restarted."""
+    settings = {"context_compaction": {"keep_recent_tokens": 300}}
+    held = _run(make_harness("held", snapshot_interval=10**6, **settings), restart=False)
+    restarted_h = make_harness("restarted", snapshot_interval=3, **settings)
+    restarted = _run(restarted_h, restart=True)
+    assert len(held) == len(restarted)
+    for n, (a, b) in enumerate(zip(held, restarted)):
+        assert a == b, n
+    versions = _snapshot_versions(restarted_h)
+    big = 1 + 2 * GROUPS + len(range(0, GROUPS, 150))  # the version after the big batches
+    small = [v for v in versions if big < v <= big + SMALL]
+    assert 1 <= len(small) <= SMALL // 6 + 1, (big, versions)  # step 6, not 3
+
+
+def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _events_lock_holder(h: Harness, timeout: float = 10.0) -> int:
+    schema = h.url.split("schema=")[1]
+    waited = time.monotonic() + timeout
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        while time.monotonic() < waited:
+            row = conn.execute(
+                "SELECT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
+                " AND c.relname = 'contextcompaction_events' AND l.mode = 'ExclusiveLock' AND l.granted",
+                (schema,)).fetchone()
+            if row is not None:
+                return int(row[0])
+            time.sleep(0.02)
+    raise AssertionError("nobody took the events lock")
+
+
+def _wait_blocked_by(pid: int, timeout: float = 10.0) -> None:
+    waited = time.monotonic() + timeout
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        while time.monotonic() < waited:
+            if conn.execute("SELECT 1 FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+                            (pid,)).fetchone():
+                return
+            time.sleep(0.02)
+    raise AssertionError("no backend waited for the lock")
+
+
+@pytest.mark.postgres
+def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_writer(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(Not ADR 0061's: its lock order is ADR 0053's.) ADR 0053 orders a session's row
+    before the events lock on every path, but the ``rm_commands`` row of a host command
+    id is taken before the events lock by the one-trip append (its projection runs
+    first) and after it by the locked writer (ADR 0021) and the two-trip path. A
+    command id reused on another session (the host's mistake the contract answers
+    with ``idempotency_conflict``) then deadlocks: the locked writer on ``y`` holds the
+    events lock, the one-trip append on ``x`` has inserted the id and waits for that
+    lock, the writer's projection waits for the id. The server breaks it after
+    ``deadlock_timeout`` (one command retries), where the contract wants no deadlock."""
+    h: Harness = pg_databases.harness("cmd-reuse")
+    for sid in ("x", "y"):
+        ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
+    stale, other = h.new_bus(), h.new_bus()
+    ok(stale.dispatch_json({"type": "append_messages", "session_id": "y", "messages": [user("s0")]}))
+    ok(other.dispatch_json({"type": "append_messages", "session_id": "x", "messages": [user("o0")]}))
+    ok(h.do({"type": "append_messages", "session_id": "y", "messages": [user("h0")]}))  # stale is behind
+    recorder = stale.services.extra["app"].recorder
+    entered, release = threading.Event(), threading.Event()
+    insert_on = recorder._insert_on
+
+    def held_there(*args: Any, **kwargs: Any) -> Any:  # (a descheduled process, under the lock)
+        entered.set()
+        release.wait(10)
+        return insert_on(*args, **kwargs)
+
+    monkeypatch.setattr(recorder, "_insert_on", held_there)
+    deadlocks = _deadlocks()
+    writer, written = _in_thread(lambda: stale.dispatch_json(
+        {"type": "append_messages", "session_id": "y", "command_id": "C", "messages": [user("on y")]}))
+    assert entered.wait(10), "the locked path was not taken"
+    holder = _events_lock_holder(h)
+    appender, appended = _in_thread(lambda: other.dispatch_json(
+        {"type": "append_messages", "session_id": "x", "command_id": "C", "messages": [user("on x")]}))
+    _wait_blocked_by(holder)
+    release.set()
+    writer.join(30)
+    appender.join(30)
+    outcomes = sorted("ok" if out["result"]["ok"] else out["result"]["error"]["code"] for out in (written, appended))
+    assert outcomes == ["idempotency_conflict", "ok"], (written, appended)
+    time.sleep(1.2)
+    assert _deadlocks() == deadlocks, "the server detected a deadlock"
+
+
+def _dumper_classes() -> int:
+    """The BinaryArray dumper classes psycopg holds for good: with its C implementation
+    (psycopg-binary, psycopg-c) every dumper class ever registered on any connection or
+    cursor is kept in the class-level ``AdaptersMap._optimised`` dict."""
+    import gc
+
+    from psycopg.adapt import AdaptersMap
+
+    gc.collect()
+    names = {"Int8ArrayDumper", "TextArrayDumper", "ByteaArrayDumper", "UuidArrayDumper"}
+    kept = sum(1 for cls in AdaptersMap._optimised if cls.__name__ in names)
+    alive = sum(1 for o in gc.get_objects() if isinstance(o, type) and o.__name__ in names)
+    return max(kept, alive)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("path", ["snapshots", "two_trips", "locked"])
+def test_the_binary_array_dumpers_do_not_pile_up_with_every_append(pg_databases: Any, path: str) -> None:
+    """``binary_arrays_on`` makes four new Dumper classes each time it registers, and it
+    registers on every new cursor that sends arrays: the snapshot cursor of each append
+    carrying a snapshot, the cursor of each two-trip or locked-writer insert. psycopg's
+    C implementation keeps every registered class forever (``AdaptersMap._optimised``, a
+    class attribute): a long-running process grows by four classes (~4 KB) per such
+    append, without bound. (The pure-Python psycopg frees them with the cursor.)"""
+    from psycopg._cmodule import _psycopg
+
+    if not _psycopg:
+        pytest.skip("psycopg's pure-Python implementation: registered classes die with their cursor")
+    h: Harness = pg_databases.harness("dumpers", snapshot_interval=1 if path == "snapshots" else 0)
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    bus = h.new_bus()
+    if path == "two_trips":
+        bus.services.extra["app"].projector.splits_at_ids = lambda events: False
+
+    def append(n: int) -> None:
+        if path == "locked":  # another writer first: this bus's held copy is behind
+            ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user(f"other {n}")]}))
+        ok(bus.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user(f"m{n}")]}))
+
+    for n in range(3):  # (warm: every pooled connection made and registered)
+        append(n)
+    before = _dumper_classes()
+    for n in range(3, 43):
+        append(n)
+    if path == "locked":
+        assert "s" in bus.services._contended
+    grown = _dumper_classes() - before
+    assert grown <= 8, f"{grown} dumper classes more after 40 appends"
