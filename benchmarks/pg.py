@@ -95,7 +95,7 @@ def apply_prototype(bus: Any, variant: str) -> None:
         recorder._lock_table = lambda curs: None
         recorder.lock_in_function = False  # (ADR 0057's function takes the lock itself)
         ordered_params = recorder._ordered_params
-        recorder._ordered_params = lambda stored, rows: ordered_params(stored, rows)[:-1]  # (no position)
+        recorder._ordered_params = lambda stored, rows, enc: ordered_params(stored, rows, enc)[:-1]  # (no position)
     if variant in ("no_lock", "no_lock_no_position"):
         recorder.projector.splits_at_ids = lambda events: False  # (their path: ADR 0043's)
         # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it

@@ -370,7 +370,8 @@ def postgres_recorder_class() -> type:
             self._lock_table(curs)
             self._notify_channel(curs)
             binary_arrays_on(curs)
-            curs.execute(self.plain_insert_statement, columns(stored_events, self.id_type), prepare=True)
+            curs.execute(self.plain_insert_statement, columns(stored_events, self.id_type, curs.connection.info.encoding),
+                         prepare=True)
 
         def _insert_snapshots(self, curs: Any, snapshots: Sequence[StoredEvent]) -> None:
             # The library's snapshot insert sends its composite rows as text too: a
@@ -379,7 +380,8 @@ def postgres_recorder_class() -> type:
             if self._snapshot_insert is None:
                 self._snapshot_insert = self._insert_into(self.snapshot_recorder.events_table_name)
             binary_arrays_on(curs)
-            curs.execute(self._snapshot_insert, columns(snapshots, self.id_type), prepare=True)
+            curs.execute(self._snapshot_insert, columns(snapshots, self.id_type, curs.connection.info.encoding),
+                         prepare=True)
 
         def _notify_channel(self, curs: Any) -> None:
             # NOTIFY only when asked (``postgres.notify``, ADR 0043). Nothing of ours
@@ -445,7 +447,7 @@ def postgres_recorder_class() -> type:
                         with conn.cursor() as snap:
                             self._insert_snapshots(snap, snapshots)
                     self._notify_channel(curs)
-                    params = self._ordered_params(stored_events, rows)
+                    params = self._ordered_params(stored_events, rows, conn.info.encoding)
                     if self.lock_in_function:
                         for statement in self.pre_lock_statements:
                             curs.execute(statement, prepare=True)
@@ -484,12 +486,14 @@ def postgres_recorder_class() -> type:
                 (sorted({_hex(o) for o in originator_ids}),),
             )
 
-        def _ordered_params(self, stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+        def _ordered_params(
+            self, stored_events: Sequence[StoredEvent], rows: list[tuple[Any, ...]], encoding: str
+        ) -> tuple[Any, ...]:
             return (
-                *columns(stored_events, self.id_type),
-                text_array([r[0] for r in rows]),
+                *columns(stored_events, self.id_type, encoding),
+                text_array([r[0] for r in rows], encoding),
                 int8_array([r[1] for r in rows]),
-                id_array(self.id_type, [r[2] for r in rows]),
+                id_array(self.id_type, [r[2] for r in rows], encoding),
                 int8_array([r[3] for r in rows]),
                 POSITION,
             )

@@ -55,12 +55,13 @@ def ordered_insert(insert: Any, id_type: str, rm: str, params: Sequence[str]) ->
     ).format(*map(SQL, params), id_type=SQL(id_type), rm=SQL(rm))
 
 
-def columns(stored: Sequence[StoredEvent], id_type: str = "uuid") -> tuple[BinaryArray, ...]:
-    """``unnest_insert``'s four parameters, as binary arrays."""
+def columns(stored: Sequence[StoredEvent], id_type: str, encoding: str) -> tuple[BinaryArray, ...]:
+    """``unnest_insert``'s four parameters, as binary arrays (``encoding``: the
+    connection's, ``text_array``)."""
     return (
-        id_array(id_type, [s.originator_id for s in stored]),
+        id_array(id_type, [s.originator_id for s in stored], encoding),
         int8_array([s.originator_version for s in stored]),
-        text_array([s.topic for s in stored]),
+        text_array([s.topic for s in stored], encoding),
         bytes_array(BYTEA, [s.state for s in stored]),
     )
 
@@ -127,19 +128,42 @@ def bytes_array(oid: int, values: Iterable[bytes]) -> BinaryArray:
     return _CLASSES[oid](b"".join(parts))
 
 
-def text_array(values: Iterable[str]) -> TextArray:
-    return bytes_array(TEXT, (v.encode() for v in values))  # type: ignore[return-value]
+def text_array(values: Iterable[str], encoding: str) -> TextArray:
+    """``encoding``: the connection's client encoding (``conn.info.encoding``), in which
+    PostgreSQL reads binary text, as psycopg encodes a ``str`` parameter (review wave 4:
+    UTF-8 regardless put ``cafÃ©`` in ``rm_messages`` on a LATIN1 connection)."""
+    return bytes_array(TEXT, (v.encode(encoding) for v in values))  # type: ignore[return-value]
 
 
-def id_array(id_type: str, values: Sequence[Any]) -> BinaryArray:
+def id_array(id_type: str, values: Sequence[Any], encoding: str) -> BinaryArray:
     """Originator ids as the events table stores them (``uuid``, or ``text`` when
     eventsourcing is configured so)."""
     if id_type == "uuid":
         return bytes_array(UUID_OID, (v.bytes if isinstance(v, UUID) else UUID(str(v)).bytes for v in values))
-    return text_array(str(v) for v in values)
+    return text_array((str(v) for v in values), encoding)
 
 
 _READY: weakref.WeakSet[Any] = weakref.WeakSet()
+_DUMPERS: list[tuple[type[BinaryArray], type]] = []
+
+
+def _dumpers() -> list[tuple[type[BinaryArray], type]]:
+    # One dumper class per array type for the process: psycopg's C implementation keeps
+    # every class ever registered (``AdaptersMap._optimised``), so a class made per
+    # registration grew with every cursor (review wave 4).
+    if not _DUMPERS:
+        from psycopg.adapt import Dumper
+        from psycopg.pq import Format
+
+        def dump(self: Any, obj: Any) -> Any:
+            return obj
+
+        _DUMPERS.extend(
+            (cls, type(f"{cls.__name__}Dumper", (Dumper,), {"format": Format.BINARY, "oid": _ARRAY_OF[element],
+                                                            "dump": dump}))
+            for element, cls in _CLASSES.items()
+        )
+    return _DUMPERS
 
 
 def binary_arrays_on(conn: Any) -> None:
@@ -148,12 +172,6 @@ def binary_arrays_on(conn: Any) -> None:
     connection before making the cursors that send arrays, or on the cursor itself."""
     if conn in _READY:
         return
-    from psycopg.adapt import Dumper
-    from psycopg.pq import Format
-
-    for element, cls in _CLASSES.items():
-        dumper = type(f"{cls.__name__}Dumper", (Dumper,), {
-            "format": Format.BINARY, "oid": _ARRAY_OF[element], "dump": lambda self, obj: obj,
-        })
+    for cls, dumper in _dumpers():
         conn.adapters.register_dumper(cls, dumper)
     _READY.add(conn)

@@ -520,6 +520,10 @@ def _wait_blocked_by(pid: int, timeout: float = 10.0) -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.xfail(strict=True, reason=(
+    "known since ADR 0053 (point 4): a host command id reused on another session at the same"
+    " moment meets the locked writer in the opposite order; the server breaks it after"
+    " deadlock_timeout and the outcome is still one ok, one idempotency_conflict (asserted)"))
 def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_writer(
     pg_databases: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
