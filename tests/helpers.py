@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -407,3 +408,44 @@ def mypy_package_root(root: Path) -> str:
     for layer in ("domain", "application", "infrastructure"):
         (tree / layer).symlink_to(package.parent / layer)
     return str(root)
+
+
+# ------------------------------------------------------------- threads, answers
+def in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    """Run ``fn`` in a daemon thread; its result (or exception) lands in the dict."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+class CheckpointNames:
+    """Checkpoint ids differ between databases: named by the order they were seen
+    (``keep``: ids that are not checkpoint ids, such as the session's)."""
+
+    def __init__(self, keep: tuple[str, ...] = ()) -> None:
+        self.keep = keep
+        self.names: dict[str, str] = {}
+
+    def name(self, value: Any) -> Any:
+        if isinstance(value, str) and len(value) >= 16 and value not in self.keep:
+            return self.names.setdefault(value, f"ckpt{len(self.names)}")
+        return value
+
+
+def normal_answer(value: Any, ids: CheckpointNames, volatile: set[str], key: str = "") -> Any:
+    """An answer envelope without its ``volatile`` keys, checkpoint ids named by ``ids``."""
+    if isinstance(value, dict):
+        return {k: normal_answer(v, ids, volatile, k) for k, v in value.items() if k not in volatile}
+    if isinstance(value, list):
+        return [normal_answer(v, ids, volatile, key) for v in value]
+    if "checkpoint" in key or key in ("now_active", "parent", "checkpoint_id", "id", "attempt_id"):
+        return ids.name(value)
+    return value

@@ -15,7 +15,7 @@ import pytest
 
 from backends import POSTGRES_URL
 from context_compaction.infrastructure.readmodel.schema import POSITION
-from helpers import Harness, err, ok, user
+from helpers import Harness, err, in_thread, ok, user
 
 pytestmark = pytest.mark.postgres
 
@@ -31,20 +31,6 @@ def _blocked_by(conn: psycopg.Connection[Any], pid: int, timeout: float = 20.0) 
             return int(row[0])
         time.sleep(0.02)
     raise AssertionError("no backend ever waited for the lock")
-
-
-def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            out["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, out
 
 
 def _schema(h: Harness) -> str:
@@ -79,7 +65,7 @@ def test_the_projection_runs_before_the_events_lock(pg_databases: Any) -> None:
     try:
         locker.execute(f'LOCK TABLE "{_schema(h)}".contextcompaction_events IN SHARE MODE')
         pid = int(locker.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
-        thread, out = _in_thread(
+        thread, out = in_thread(
             lambda: h.do({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
         with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
             _blocked_by(probe, pid)
@@ -113,7 +99,7 @@ def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: 
     with recorder.locked_writer() as writer:
         assert writer.events_after(UUID(aggregate), 2) == []
         pid = int(writer.conn.execute("SELECT pg_backend_pid()").fetchone()["pg_backend_pid"])
-        thread, out = _in_thread(
+        thread, out = in_thread(
             lambda: other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
         with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
             _blocked_by(probe, pid)
@@ -197,8 +183,8 @@ def test_concurrent_writers_and_a_follower_see_every_event_in_order(pg_databases
                                       "messages": [user(f"{sid}-{k}"), user("more")]}))["seqs"][0]
                 for k in range(turns)]
 
-    follower, followed = _in_thread(follow)
-    writers = [_in_thread(lambda bus=bus, sid=sid: write(bus, sid)) for bus, sid in plan]
+    follower, followed = in_thread(follow)
+    writers = [in_thread(lambda bus=bus, sid=sid: write(bus, sid)) for bus, sid in plan]
     for thread, _ in writers:
         thread.join(120)
     done.set()
@@ -279,7 +265,7 @@ def test_an_append_waiting_for_its_session_row_holds_no_events_lock(pg_databases
     try:
         holder.execute(f'SELECT 1 FROM "{_schema(h)}".rm_sessions WHERE aggregate_id = %s FOR UPDATE', (aggregate,))
         pid = int(holder.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
-        thread, out = _in_thread(
+        thread, out = in_thread(
             lambda: other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
         with psycopg.connect(POSTGRES_URL) as probe:
             _blocked_by(probe, pid)

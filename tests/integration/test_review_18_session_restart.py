@@ -13,32 +13,19 @@ from typing import Any, Callable
 import pytest
 
 from backends import Databases, MakeHarness
-from helpers import Harness, RecordingSummarizer, assistant, read_turns, tool, user
+from helpers import (
+    CheckpointNames,
+    Harness,
+    RecordingSummarizer,
+    assistant,
+    normal_answer,
+    read_turns,
+    tool,
+    user,
+)
 
 SID = "r18"
 _VOLATILE = {"created_at", "at", "updated_at", "request_id", "duration_ms", "snippet", "score"}
-
-
-class Checkpoints:
-    """Checkpoint ids differ between databases: named by the order they were seen."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, str] = {}
-
-    def name(self, value: Any) -> Any:
-        if isinstance(value, str) and len(value) >= 16 and value not in (SID,):
-            return self.names.setdefault(value, f"ckpt{len(self.names)}")
-        return value
-
-
-def normal(value: Any, ids: Checkpoints, key: str = "") -> Any:
-    if isinstance(value, dict):
-        return {k: normal(v, ids, k) for k, v in value.items() if k not in _VOLATILE}
-    if isinstance(value, list):
-        return [normal(v, ids, key) for v in value]
-    if "checkpoint" in key or key in ("now_active", "parent", "checkpoint_id", "id", "attempt_id"):
-        return ids.name(value)
-    return value
 
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
@@ -109,9 +96,10 @@ READS = [
 
 
 def run(h: Harness, restart: bool) -> list[Any]:
-    ids = Checkpoints()
+    ids = CheckpointNames(keep=(SID,))
     state: dict[str, Any] = {"active": None}
-    out: list[Any] = [normal(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}), ids)]
+    started = h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"})
+    out: list[Any] = [normal_answer(started, ids, _VOLATILE)]
     for i, step in enumerate(script()):
         # (list_checkpoints reads the read model only: the restart that matters is the
         # one before the command, which must load the aggregate from its snapshot)
@@ -121,10 +109,10 @@ def run(h: Harness, restart: bool) -> list[Any]:
         answer = h.do(step(state))
         if not answer["ok"]:
             answer["error"].pop("message", None)
-        out.append((i, normal(answer, ids)))
+        out.append((i, normal_answer(answer, ids, _VOLATILE)))
     if restart:
         h.reopen()
-    out += [("read", normal(h.do(read), ids)) for read in READS]
+    out += [("read", normal_answer(h.do(read), ids, _VOLATILE)) for read in READS]
     return out
 
 
@@ -238,8 +226,9 @@ def test_after_an_old_shape_postgresql_snapshot_every_answer_equals_the_held_cop
 
 
 def old_shape_answers_equal_the_held_copy(make_harness: MakeHarness, held: list[Any], old_at: int) -> None:
-    h, ids = harness_for(make_harness, "old", 1), Checkpoints()
-    out: list[Any] = [normal(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}), ids)]
+    h, ids = harness_for(make_harness, "old", 1), CheckpointNames(keep=(SID,))
+    started = h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"})
+    out: list[Any] = [normal_answer(started, ids, _VOLATILE)]
     state: dict[str, Any] = {}
     for i, step in enumerate(script()):
         if i == old_at:
@@ -251,8 +240,8 @@ def old_shape_answers_equal_the_held_copy(make_harness: MakeHarness, held: list[
         answer = h.do(step(state))
         if not answer["ok"]:
             answer["error"].pop("message", None)
-        out.append((i, normal(answer, ids)))
-    out += [("read", normal(h.do(read), ids)) for read in READS]
+        out.append((i, normal_answer(answer, ids, _VOLATILE)))
+    out += [("read", normal_answer(h.do(read), ids, _VOLATILE)) for read in READS]
     assert len(held) == len(out)
     for a, b in zip(held, out):
         assert a == b

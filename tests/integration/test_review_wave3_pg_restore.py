@@ -199,7 +199,8 @@ def test_the_function_dropped_while_writers_and_a_follower_run(pg_databases: Any
     polls: every append succeeds (an append that finds the function gone makes it and
     takes the careful path), the follower sees every stored id in order, the read
     model points at every event."""
-    from test_pg_append_order import _consistent, _in_thread
+    from helpers import in_thread
+    from test_pg_append_order import _consistent
 
     h: Harness = pg_databases.harness("drop-concurrent")
     ok(h.do({"type": "start_session", "session_id": "shared", "model": "gpt-4o"}))
@@ -235,9 +236,9 @@ def test_the_function_dropped_while_writers_and_a_follower_run(pg_databases: Any
                                       "messages": [user(f"{sid}-{k}"), user("more")]}))["seqs"][0]
                 for k in range(turns)]
 
-    follower, followed = _in_thread(follow)
-    dropper, drops = _in_thread(drop)
-    writers = [_in_thread(lambda bus=bus, sid=sid: write(bus, sid)) for bus, sid in plan]
+    follower, followed = in_thread(follow)
+    dropper, drops = in_thread(drop)
+    writers = [in_thread(lambda bus=bus, sid=sid: write(bus, sid)) for bus, sid in plan]
     for thread, _ in writers:
         thread.join(120)
     done.set()

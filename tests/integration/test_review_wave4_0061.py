@@ -22,7 +22,7 @@ import pytest
 
 from backends import POSTGRES_URL, MakeHarness
 from cli_inprocess import run_cli
-from helpers import Harness, assistant, ok, tool, user
+from helpers import CheckpointNames, Harness, assistant, in_thread, normal_answer, ok, tool, user
 
 # ------------------------------------------------------------------ helpers
 _VOLATILE = {"created_at", "at", "updated_at", "request_id", "duration_ms", "snippet", "score", "timestamp"}
@@ -412,30 +412,8 @@ _READS = [
 ]
 
 
-class _Ids:
-    """Checkpoint ids differ between databases: named by the order they were seen."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, str] = {}
-
-    def name(self, value: Any) -> Any:
-        if isinstance(value, str) and len(value) >= 16 and value != SID:
-            return self.names.setdefault(value, f"ckpt{len(self.names)}")
-        return value
-
-
-def _normal_ids(value: Any, ids: _Ids, key: str = "") -> Any:
-    if isinstance(value, dict):
-        return {k: _normal_ids(v, ids, k) for k, v in value.items() if k not in _VOLATILE}
-    if isinstance(value, list):
-        return [_normal_ids(v, ids, key) for v in value]
-    if "checkpoint" in key or key in ("now_active", "parent", "checkpoint_id", "id", "attempt_id"):
-        return ids.name(value)
-    return value
-
-
 def _run(h: Harness, restart: bool) -> list[Any]:
-    ids = _Ids()
+    ids = CheckpointNames(keep=(SID,))
     out = []
     for step in _script():
         if restart:
@@ -443,10 +421,10 @@ def _run(h: Harness, restart: bool) -> list[Any]:
         answer = h.do(step)
         if not answer["ok"]:
             answer["error"].pop("message", None)
-        out.append(_normal_ids(answer, ids))
+        out.append(normal_answer(answer, ids, _VOLATILE))
     if restart:
         h.reopen()
-    out += [_normal_ids(h.do(read), ids) for read in _READS]
+    out += [normal_answer(h.do(read), ids, _VOLATILE) for read in _READS]
     return out
 
 
@@ -476,20 +454,6 @@ def test_a_session_of_many_tool_groups_restarted_from_its_sparse_snapshots_answe
     big = 1 + 2 * GROUPS + len(range(0, GROUPS, 150))  # the version after the big batches
     small = [v for v in versions if big < v <= big + SMALL]
     assert 1 <= len(small) <= SMALL // 6 + 1, (big, versions)  # step 6, not 3
-
-
-def _in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["result"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            out["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, out
 
 
 def _events_lock_holder(h: Harness, timeout: float = 10.0) -> int:
@@ -554,11 +518,11 @@ def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_wri
 
     monkeypatch.setattr(recorder, "_insert_on", held_there)
     deadlocks = _deadlocks()
-    writer, written = _in_thread(lambda: stale.dispatch_json(
+    writer, written = in_thread(lambda: stale.dispatch_json(
         {"type": "append_messages", "session_id": "y", "command_id": "C", "messages": [user("on y")]}))
     assert entered.wait(10), "the locked path was not taken"
     holder = _events_lock_holder(h)
-    appender, appended = _in_thread(lambda: other.dispatch_json(
+    appender, appended = in_thread(lambda: other.dispatch_json(
         {"type": "append_messages", "session_id": "x", "command_id": "C", "messages": [user("on x")]}))
     _wait_blocked_by(holder)
     release.set()
