@@ -27,8 +27,11 @@ demo: $(DEMO_STAMP)
 	$(BIN)/ctxc demo
 
 # --durations: the slowest tests show in every run, so a suite that slows down is seen (issue 14).
+# Bytecode on: these machines set PYTHONDONTWRITEBYTECODE, so every worker and every
+# `ctxc` the tests start recompiled our modules and re-rewrote the test modules' asserts
+# (~40 s of a 6-minute suite, ADR 0060); __pycache__ is ignored by git and the sdist.
 test: $(STAMP)
-	$(BIN)/pytest -n 2 --durations=15 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 # Peers (LangChain, LlamaIndex) live in their own venv so they never leak into tests.
 BENCH_VENV  := .venv-bench

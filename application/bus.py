@@ -18,7 +18,7 @@ from context_compaction.domain.errors import (
     InvalidMessage,
 )
 from context_compaction.domain.messages import PORTABLE_CHECKED_CONTEXT, json_problem
-from context_compaction.domain.portable_json import plainly_fine
+from context_compaction.domain.portable_json import parsed_fine
 
 from . import asyncbus
 from . import telemetry as tel
@@ -225,8 +225,8 @@ def decode_command(text: str | bytes | bytearray) -> tuple[Any, bool]:
     """The JSON text's value, and whether it is known to be portable JSON (ADR 0056).
 
     orjson parses the common command (~2.6x faster than ``json`` here) and one quick
-    walk (``plainly_fine``) then settles both questions at once: orjson gives what
-    ``json.loads`` gives for every text it accepts, except an integer beyond 64 bits,
+    walk (``parsed_fine``: ``plainly_fine`` for what orjson returns) then settles both
+    questions at once: orjson gives what ``json.loads`` gives for every text it accepts, except an integer beyond 64 bits,
     which it turns into a float that the walk refuses (as it refuses every integer
     beyond ``MAX_INT``). Anything else — text orjson refuses (NaN, lone surrogates,
     ``1e400``, bad JSON) or a value the walk does not pass — is parsed by
@@ -238,7 +238,7 @@ def decode_command(text: str | bytes | bytearray) -> tuple[Any, bool]:
     except (ValueError, RecursionError):  # (orjson.JSONDecodeError is a ValueError)
         pass
     else:
-        if type(value) is dict and plainly_fine(value):
+        if type(value) is dict and parsed_fine(value):
             return value, True
     try:
         return json.loads(text), False

@@ -78,6 +78,42 @@ def _plainly_fine(value: Any, depth_left: int) -> bool:
 _FLOAT_BOUND = float(2**63)
 
 
+def parsed_fine(value: Any, max_depth: int = MAX_DEPTH) -> bool:
+    """``plainly_fine`` for a value ``orjson.loads`` returned: the same answer, cheaper.
+
+    orjson builds only exact JSON types with string keys, and no string it returns holds
+    a lone surrogate (it refuses such text, and a ``str`` input holding one cannot be
+    encoded for it to read), so what is left to check is the depth and the numbers:
+    the walk never looks at a string (~40 % of ``plainly_fine``'s time on a command of
+    agent messages, which are mostly strings).
+    """
+    return _parsed_fine(value, max_depth)
+
+
+def _parsed_fine(value: Any, depth_left: int) -> bool:
+    kind = type(value)
+    if kind is dict or kind is list:
+        if depth_left <= 0:
+            return False
+        for child in (value.values() if kind is dict else value):
+            child_kind = type(child)
+            if child_kind is str or child is None or child_kind is bool:
+                continue
+            if child_kind is dict or child_kind is list:
+                if not _parsed_fine(child, depth_left - 1):
+                    return False
+            elif child_kind is int:
+                if not -MAX_INT <= child <= MAX_INT:
+                    return False
+            elif child_kind is float:
+                if not -_FLOAT_BOUND < child < _FLOAT_BOUND:
+                    return False
+            else:
+                return False
+        return True
+    return _plainly_fine(value, depth_left)
+
+
 def _text_ok(text: str) -> bool:
     """Encodable as UTF-8 (no lone surrogates); ASCII is decided without encoding."""
     if text.isascii():

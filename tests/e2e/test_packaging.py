@@ -61,7 +61,8 @@ def test_the_sdist_carries_the_license_the_tests_and_the_documents(sdist: Path) 
 
 @pytest.mark.slow
 def test_the_sdist_collects_and_runs_its_own_tests(sdist: Path) -> None:
-    collect = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+    collect = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                              "--assert=plain"],
                              cwd=sdist, capture_output=True, text=True, timeout=600, check=False)
     assert collect.returncode == 0, collect.stdout[-3000:]
     collected = re.search(r"(\d+) tests? collected", collect.stdout)

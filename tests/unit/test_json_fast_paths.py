@@ -13,6 +13,7 @@ import json
 import math
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -22,7 +23,7 @@ from helpers import parse_before_adr_0056
 from context_compaction.application.bus import MessageBus, decode_command
 from context_compaction.domain.errors import ContextCompactionError, InvalidCommand
 from context_compaction.domain.messages import json_problem
-from context_compaction.domain.portable_json import plainly_fine
+from context_compaction.domain.portable_json import parsed_fine, plainly_fine
 
 _scalars = st.one_of(
     st.none(), st.booleans(),
@@ -92,6 +93,24 @@ def test_the_fast_decode_gives_what_json_loads_gives_and_passes_only_portable_co
             assert _same(decoded, reference)
             if checked:  # the fast verdict: portable, so the slow walk must find nothing
                 assert json_problem(reference) is None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.one_of(_values, st.builds(_deep, st.integers(58, 70))))
+@example(value=_deep(64))
+@example(value=_deep(65))
+@example(value={"k": [2**62, -(2**62)]})
+@example(value={"k": [2**62 + 1]})
+@example(value=[9.2e18, {"f": 2.0**63}])
+def test_parsed_fine_answers_as_plainly_fine_on_whatever_orjson_returns(value: Any) -> None:
+    # The decode's walk skips strings (orjson never returns a lone surrogate): on every
+    # value orjson gives back it must say what the full quick walk says.
+    for text in _texts(value) + [json.dumps(value, ensure_ascii=False)]:
+        try:
+            parsed = orjson.loads(text.encode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError):
+            continue
+        assert parsed_fine(parsed) is plainly_fine(parsed), parsed
 
 
 @pytest.mark.parametrize("literal", _LITERALS)
