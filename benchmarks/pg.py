@@ -291,7 +291,7 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | str | None,
-                  repeats: int = 3) -> dict[str, Any]:
+                  repeats: int = 3, modes: tuple[str, ...] = ("distinct", "shared")) -> dict[str, Any]:
     """Every configuration; ours and raw alternate per writer count, so a change in the
     machine's speed during the section hits both alike. Distinct sessions (the targets)
     run ``repeats`` interleaved rounds: a 3 s row on this VM swings by ±40 % from one
@@ -308,7 +308,7 @@ def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | s
         if unknown:
             raise SystemExit(f"unknown --pg-prototypes {sorted(unknown)}; known: {', '.join(PROTOTYPES)}")
     for n in writer_counts:
-        for mode in ("distinct", "shared"):
+        for mode in modes:
             rounds = repeats if mode == "distinct" else 1
             runs: dict[str, list[dict[str, Any]]] = {}
             for _ in range(rounds):
@@ -333,7 +333,7 @@ def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | s
     return out
 
 
-def pg_targets(report: dict[str, Any]) -> list[tuple[str, float, str, bool]]:
+def pg_targets(report: dict[str, Any], label: str = "PG") -> list[tuple[str, float, str, bool]]:
     """(name, value, limit, ok) for the issue-18 PostgreSQL targets."""
     d = report["distinct"]
     ns = sorted(int(n) for n in d)
@@ -341,19 +341,19 @@ def pg_targets(report: dict[str, Any]) -> list[tuple[str, float, str, bool]]:
     out = []
     for n in (lo, hi):
         ratio = d[n]["ratio"]
-        out.append((f"PG distinct sessions, {n} writer(s): ours / raw INSERT", ratio, ">= 0.5", ratio >= 0.5))
+        out.append((f"{label} distinct sessions, {n} writer(s): ours / raw INSERT", ratio, ">= 0.5", ratio >= 0.5))
     ours_drop = d[hi]["ours"]["appends_per_s"] / d[lo]["ours"]["appends_per_s"]
     raw_drop = d[hi]["raw"]["appends_per_s"] / d[lo]["raw"]["appends_per_s"]
-    out.append((f"PG ours {hi} writers / {lo} writer, vs raw's {raw_drop:.2f}", round(ours_drop, 2),
+    out.append((f"{label} ours {hi} writers / {lo} writer, vs raw's {raw_drop:.2f}", round(ours_drop, 2),
                 f">= {raw_drop:.2f}", ours_drop >= raw_drop))
     for n in (lo, hi):
         if "raw_locked" in d[n]:  # what the gapless-notification lock alone leaves of raw
-            out.append((f"PG raw INSERT + events lock / raw, {n} writer(s) (the lock's ceiling)",
+            out.append((f"{label} raw INSERT + events lock / raw, {n} writer(s) (the lock's ceiling)",
                         d[n]["locked_over_raw"], "(info)", True))
-            out.append((f"PG distinct sessions, {n} writer(s): ours / raw INSERT + events lock",
+            out.append((f"{label} distinct sessions, {n} writer(s): ours / raw INSERT + events lock",
                         d[n]["ratio_locked"], "(info)", True))
     give_ups = sum(row["ours"]["give_ups"] for mode in ("distinct", "shared") for row in report[mode].values())
-    out.append(("PG give-ups (storage_error), all runs", give_ups, "0", give_ups == 0))
+    out.append((f"{label} give-ups (storage_error), all runs", give_ups, "0", give_ups == 0))
     return out
 
 
@@ -383,9 +383,29 @@ def pg_markdown(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-if __name__ == "__main__":  # a quick look: python benchmarks/pg.py [N ...]
+def main() -> int:
+    """``python benchmarks/pg.py [--writers 1,8] ...``: the section in a process of its
+    own, its report as JSON on stdout. psycopg picks its implementation when imported
+    (``PSYCOPG_IMPL``), so each client implementation the section measures is a process
+    (ADR 0062)."""
+    import argparse
     import sys
 
-    counts = [int(a) for a in sys.argv[1:]] or [1, 4]
-    result = pg_throughput(counts, 2.0, prototypes=True, repeats=1)
-    print("\n".join(pg_markdown(result)))
+    import psycopg
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--writers", default="1,2,4,8")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--modes", default="distinct,shared")
+    parser.add_argument("--prototypes", default="")
+    args = parser.parse_args()
+    result = pg_throughput([int(x) for x in args.writers.split(",")], args.seconds, args.prototypes or None,
+                           args.repeats, tuple(args.modes.split(",")))
+    result["psycopg_impl"] = psycopg.pq.__impl__
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

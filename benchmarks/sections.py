@@ -67,6 +67,9 @@ def _json(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> 
 
 
 def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import importlib.util
+    import os
+
     import pg
 
     missing = pg_reason = pg.pg_available()
@@ -74,17 +77,38 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
         report["pg"] = {"skipped": pg_reason}
         text += ["", f"PostgreSQL section skipped: {pg_reason}"]
         return [_target("PG section ran", 0, "PostgreSQL at 127.0.0.1:5432", False)]
-    import psycopg
+    prototypes = args.pg_prototypes
+    if prototypes is True:
+        prototypes = "all"
 
-    writers = [int(x) for x in args.pg_writers.split(",")]
-    result = pg.pg_throughput(writers, args.pg_seconds, args.pg_prototypes, args.pg_repeats)
-    result["psycopg_impl"] = psycopg.pq.__impl__
+    def measured(impl: str, writers: str, modes: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+        # psycopg picks its implementation on import: one process per client (ADR 0062).
+        env = {**os.environ, "PSYCOPG_IMPL": impl}
+        out = subprocess.run([sys.executable, str(HERE / "pg.py"), "--writers", writers,
+                              "--seconds", str(args.pg_seconds), "--repeats", str(args.pg_repeats),
+                              "--modes", modes, *extra], capture_output=True, text=True, env=env)
+        if out.returncode != 0:
+            raise RuntimeError(f"pg.py ({impl}) failed:\n{out.stderr[-3000:]}")
+        return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+    result = measured("python", args.pg_writers, "distinct,shared",
+                      ("--prototypes", prototypes) if prototypes else ())
     report["pg"] = result
-    text += ["", f"PostgreSQL appends (one scenario turn each, {args.pg_seconds:g} s per run, distinct sessions"
-             f" the median of {args.pg_repeats} interleaved rounds, "
-             f"psycopg {result['psycopg_impl']} implementation):", ""]
+    text += ["", f"PostgreSQL appends, psycopg's pure-Python implementation (`pip install psycopg`; one "
+             f"scenario turn each, {args.pg_seconds:g} s per run, distinct sessions the median of "
+             f"{args.pg_repeats} interleaved rounds):", ""]
     text += pg.pg_markdown(result)
-    return [_target(*t) for t in pg.pg_targets(result)]
+    found = [_target(*t) for t in pg.pg_targets(result, "PG (python psycopg)")]
+    if importlib.util.find_spec("psycopg_binary") is not None:
+        # What the ``postgres`` extra installs (psycopg[binary]): the target rows again.
+        ends = args.pg_writers.split(",")
+        binary = measured("binary", f"{ends[0]},{ends[-1]}", "distinct")
+        report["pg_binary"] = binary
+        text += ["", "The same rows with psycopg's binary build (`context-compaction[postgres]` installs it; "
+                 "ours and raw both use it):", ""]
+        text += [line for line in pg.pg_markdown(binary)]
+        found += [_target(*t) for t in pg.pg_targets(binary, "PG (binary psycopg)")]
+    return found
 
 
 def _long(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
