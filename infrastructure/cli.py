@@ -95,9 +95,11 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
         for line in sys.stdin:
             if not line.strip():
                 continue
-            envelope = bus.dispatch_json(line)
-            failed += not envelope["ok"]
-            sys.stdout.write(json.dumps(envelope, ensure_ascii=False) + "\n")
+            # The envelope's bytes in one orjson walk, as the HTTP edge answers (ADR 0062;
+            # ``dispatch_json`` + ``json.dumps`` walked a prepare_turn result twice).
+            reply = bus.dispatch_json_reply(line)
+            failed += reply.error_code is not None
+            sys.stdout.write(reply.body.decode("utf-8") + "\n")
             sys.stdout.flush()
     finally:
         bus.close()

@@ -86,3 +86,44 @@ def _per_call_free(envelope: dict[str, Any]) -> dict[str, Any]:
     if isinstance(result, dict) and "request_id" in result:
         assert str(result.pop("request_id")).startswith("req_")
     return envelope
+
+
+def test_dispatch_json_results_with_messages_equal_the_typed_dump_and_share_nothing(tmp_path: Path) -> None:
+    # ``dispatch_json`` copies the cached messages instead of pydantic's JSON walk (ADR
+    # 0062): the envelope must still be what ``model_dump(mode="json")`` of the typed
+    # result gives, and editing it in place must not reach the next request.
+    from context_compaction import commands as c
+
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'db.sqlite'}", summarizer="extractive"))
+    try:
+        bus.dispatch(c.StartSession(session_id="s", model="gpt-4o-mini"))
+        bus.dispatch(c.AppendMessages(session_id="s", messages=[
+            {"role": "user", "content": [{"type": "text", "text": "caf\u00e9"},
+                                         {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"n": 1}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "out"}]))
+        commands = [
+            (c.PrepareTurn(session_id="s", system_prompt="sys", tools=[]),
+             {"type": "prepare_turn", "session_id": "s", "system_prompt": "sys", "tools": []}),
+            (c.GetProjection(session_id="s"), {"type": "get_projection", "session_id": "s"}),
+        ]
+        for typed, text in commands:
+            expected = _per_call_free({"ok": True, "result": bus.dispatch(typed).model_dump(mode="json")})
+            envelope = bus.dispatch_json(json.dumps(text))
+            assert type(envelope["result"]["messages"]) is list
+            assert _per_call_free(json.loads(json.dumps(envelope))) == expected, text["type"]
+            for message in envelope["result"]["messages"]:  # a host editing the envelope
+                message["role"] = "edited"
+                if isinstance(message.get("content"), list):
+                    message["content"][0]["text"] = "edited"
+                    message["content"][1]["image_url"]["url"] = "edited"
+                for call in message.get("tool_calls") or []:
+                    call["function"]["arguments"] = "edited"
+                message.setdefault("tool_calls", []).append("edited")
+            envelope["result"]["messages"].append({"role": "user", "content": "edited"})
+            again = bus.dispatch_json(json.dumps(text))
+            assert _per_call_free(json.loads(json.dumps(again))) == expected, text["type"]
+            assert "edited" not in json.dumps(bus.dispatch(typed).model_dump(mode="json"))
+    finally:
+        bus.close()
