@@ -254,11 +254,14 @@ def targets(report: dict[str, Any]) -> list[tuple[str, Any, str, bool]]:
     out = []
     for n, e in report["sizes"].items():
         for kind in ("append", "prepare"):
-            # The path other services take ends in response bytes: the target includes them.
-            ratio = e[f"{kind}_wire_ratio"]
+            # The path other services take ends in response bytes (the HTTP edge, ctxc
+            # dispatch); an embedding host calling dispatch_json gets the envelope.
             name = "append_messages" if kind == "append" else "prepare_turn"
-            out.append((f"JSON path (dispatch_json_bytes: response bytes) / dispatch, {name}, N={int(n):,}",
-                        ratio, "<= 1.2", ratio <= 1.2))
+            for key, path in (("wire_ratio", "dispatch_json_bytes: response bytes"),
+                              ("ratio", "dispatch_json: the envelope")):
+                ratio = e[f"{kind}_{key}"]
+                out.append((f"JSON path ({path}) / dispatch, {name}, N={int(n):,}",
+                            ratio, "<= 1.2", ratio <= 1.2))
     ratio = report["append_throughput"]["ratio"]
     out.append(("JSON append throughput / raw json.dumps + INSERT", ratio, ">= 0.5", ratio >= 0.5))
     return out
