@@ -226,9 +226,9 @@ def decode_command(text: str | bytes | bytearray) -> tuple[Any, bool]:
 
     orjson parses the common command (~2.6x faster than ``json`` here) and one quick
     walk (``parsed_fine``: ``plainly_fine`` for what orjson returns) then settles both
-    questions at once: orjson gives what ``json.loads`` gives for every text it accepts, except an integer beyond 64 bits,
-    which it turns into a float that the walk refuses (as it refuses every integer
-    beyond ``MAX_INT``). Anything else — text orjson refuses (NaN, lone surrogates,
+    questions at once: orjson gives what ``json.loads`` gives for every text it
+    accepts, except an integer beyond 64 bits, which it turns into a float that the
+    walk refuses (as it refuses every integer beyond ``MAX_INT``). Anything else — text orjson refuses (NaN, lone surrogates,
     ``1e400``, bad JSON) or a value the walk does not pass — is parsed by
     ``json.loads`` and checked by ``json_problem`` as before, so its answer and error
     are the ones it always was.
@@ -265,15 +265,21 @@ def validation_error(exc: ValidationError) -> ContextCompactionError:
     return InvalidCommand(text, details={"errors": problems})
 
 
+def _dump_beside(result: BaseModel, messages: list[Any], **dump: Any) -> dict[str, Any]:
+    """A result holding the cached projection's messages, dumped without walking them:
+    ``messages`` (the cache's own, or a copy) put in their place."""
+    plain = result.model_dump(exclude={"messages"}, **dump)
+    plain["messages"] = messages
+    return plain
+
+
 def _jsonable(result: Any) -> Any:
     if isinstance(result, _SHARING_MESSAGES):
         # The messages are the cached projection's, JSON-shaped already (decoded from
         # the store or built from validated records): one C-level copy of them, as the
         # typed caller gets, instead of pydantic walking each value to build the same
         # dicts (1.2x typed ``dispatch`` at 10k messages; issue 18, ADR 0062).
-        plain = result.model_dump(mode="json", exclude={"messages"})
-        plain["messages"] = handed_out(result.messages)
-        return plain
+        return _dump_beside(result, handed_out(result.messages), mode="json")
     if isinstance(result, BaseModel):
         return result.model_dump(mode="json")
     return result
@@ -295,8 +301,7 @@ def _result_bytes(result: Any) -> bytes:
     if isinstance(result, _SHARING_MESSAGES):
         # The messages are JSON-shaped dicts already (the cached projection's, only
         # read here): orjson walks them once, not model_dump's copy of them first.
-        plain = result.model_dump(exclude={"messages"})
-        plain["messages"] = result.messages
+        plain = _dump_beside(result, result.messages)
     else:
         plain = result.model_dump() if isinstance(result, BaseModel) else result
     try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, Union, get_args
 
 from pydantic import (
@@ -369,4 +368,4 @@ def command_types() -> Mapping[str, type[Command[Any]]]:
     Built once (the JSON edge asks on every command: rebuilding it was ~4 % of a JSON
     append's CPU) and read-only, since every caller shares it."""
     union = get_args(AnyCommand)[0]
-    return MappingProxyType({cls.model_fields["type"].default: cls for cls in get_args(union)})
+    return types.MappingProxyType({cls.model_fields["type"].default: cls for cls in get_args(union)})

@@ -77,9 +77,7 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
         report["pg"] = {"skipped": pg_reason}
         text += ["", f"PostgreSQL section skipped: {pg_reason}"]
         return [_target("PG section ran", 0, "PostgreSQL at 127.0.0.1:5432", False)]
-    prototypes = args.pg_prototypes
-    if prototypes is True:
-        prototypes = "all"
+    prototypes = args.pg_prototypes  # (a bare --pg-prototypes is "all")
 
     def measured(impl: str, writers: str, modes: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
         # psycopg picks its implementation on import: one process per client (ADR 0062).
@@ -106,7 +104,7 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
         report["pg_binary"] = binary
         text += ["", "The same rows with psycopg's binary build (`context-compaction[postgres]` installs it; "
                  "ours and raw both use it):", ""]
-        text += [line for line in pg.pg_markdown(binary)]
+        text += pg.pg_markdown(binary)
         found += [_target(*t) for t in pg.pg_targets(binary, "PG (binary psycopg)")]
     return found
 
