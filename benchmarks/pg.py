@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing as mp
+import os
+import threading
 import time
 import uuid
 from collections import Counter
@@ -244,13 +246,20 @@ def run_config(kind: str, writers: int, shared: bool, seconds: float,
                variant: str | None = None) -> dict[str, Any]:
     schema, session = _prepare(kind, shared)
     ctx = mp.get_context("fork")  # no connection is open in this process here
-    barrier = ctx.Barrier(writers, timeout=120)
+    barrier = ctx.Barrier(writers + 1, timeout=120)  # (and this process, to time the window)
     out = ctx.Queue()
     procs = [ctx.Process(target=_writer, args=(kind, schema, session, i, variant, barrier, seconds, out))
              for i in range(writers)]
     try:
         for p in procs:
             p.start()
+        try:
+            barrier.wait()
+            busy0, total0 = _cpu_ticks()
+            time.sleep(seconds)
+            busy1, total1 = _cpu_ticks()
+        except threading.BrokenBarrierError:  # (a writer failed: it reports below)
+            busy0 = total0 = busy1 = total1 = 0
         results = [out.get(timeout=180 + seconds) for _ in procs]
         for p in procs:
             p.join(timeout=30)
@@ -264,10 +273,35 @@ def run_config(kind: str, writers: int, shared: bool, seconds: float,
     errors: Counter[str] = Counter()
     for r in results:
         errors.update(r["errors"])
-    return {"appends_per_s": round(appends / seconds, 1), "p50_ms": ms(median(latencies)),
+    cpu = _cpu_share(busy1 - busy0, total1 - total0, appends, seconds)
+    return {**cpu, "appends_per_s": round(appends / seconds, 1), "p50_ms": ms(median(latencies)),
             "p95_ms": ms(sorted(latencies)[int(0.95 * (len(latencies) - 1))]) if latencies else None,
             "appends": appends, "give_ups": errors.get("storage_error", 0),
             "errors": dict(errors)}
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """The whole machine's busy and total CPU ticks (Linux ``/proc/stat``): the writers,
+    their PostgreSQL backends and the server's own processes alike."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def _cpu_share(busy: int, total: int, appends: int, seconds: float) -> dict[str, Any]:
+    # ADR 0063: at 8 writers on this 2-core VM every configuration runs the CPUs flat
+    # out, so appends/s is set by CPU time per append (client + server), not by a lock.
+    if not total:
+        return {}
+    cores = total / (seconds * os.sysconf("SC_CLK_TCK"))
+    busy_s = busy / os.sysconf("SC_CLK_TCK")
+    return {"cpu_busy": round(busy / total, 3),
+            "cpu_ms_per_append": round(1000 * busy_s / appends, 2) if appends else None,
+            "cores": round(cores)}
 
 
 def pg_available() -> str | None:
@@ -287,6 +321,10 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     middle = dict(ordered[(len(ordered) - 1) // 2])
     middle["runs_appends_per_s"] = [r["appends_per_s"] for r in runs]
     middle["give_ups"] = sum(r["give_ups"] for r in runs)
+    cpu = [r["cpu_ms_per_append"] for r in runs if r.get("cpu_ms_per_append")]
+    if cpu:  # (CPU per append: the median over the rounds, as the ratios)
+        middle["cpu_ms_per_append"] = median(cpu)
+        middle["cpu_busy"] = median([r["cpu_busy"] for r in runs if "cpu_busy" in r])
     return middle
 
 
@@ -352,6 +390,17 @@ def pg_targets(report: dict[str, Any], label: str = "PG") -> list[tuple[str, flo
                         d[n]["locked_over_raw"], "(info)", True))
             out.append((f"{label} distinct sessions, {n} writer(s): ours / raw INSERT + events lock",
                         d[n]["ratio_locked"], "(info)", True))
+    for n in (lo, hi):
+        o, r = d[n]["ours"], d[n]["raw"]
+        if o.get("cpu_ms_per_append") and r.get("cpu_ms_per_append"):
+            # Where both runs keep every core busy, appends/s is cores / CPU per append:
+            # raw's CPU per append over ours is then the ratio this machine allows.
+            out.append((f"{label} {n} writer(s): machine CPU busy, ours / raw", f"{o['cpu_busy']:.0%} / {r['cpu_busy']:.0%}",
+                        "(info)", True))
+            out.append((f"{label} {n} writer(s): machine CPU ms per append, ours / raw",
+                        f"{o['cpu_ms_per_append']:.2f} / {r['cpu_ms_per_append']:.2f}", "(info)", True))
+            out.append((f"{label} {n} writer(s): raw's CPU per append / ours (the ratio the CPUs allow when both are busy)",
+                        round(r["cpu_ms_per_append"] / o["cpu_ms_per_append"], 2), "(info)", True))
     give_ups = sum(row["ours"]["give_ups"] for mode in ("distinct", "shared") for row in report[mode].values())
     out.append((f"{label} give-ups (storage_error), all runs", give_ups, "0", give_ups == 0))
     return out
@@ -360,8 +409,8 @@ def pg_targets(report: dict[str, Any], label: str = "PG") -> list[tuple[str, flo
 def pg_markdown(report: dict[str, Any]) -> list[str]:
     variants = [v for v in PROTOTYPES if any(v in row for row in report["distinct"].values())]
     head = ("| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw (rounds) | give-ups |"
-            " raw + events lock appends/s (p50) | ours / raw + lock |")
-    rule = "|---|---|---|---|---|---|---|---|"
+            " raw + events lock appends/s (p50) | ours / raw + lock | CPU busy ours / raw | CPU ms per append ours / raw |")
+    rule = "|---|---|---|---|---|---|---|---|---|---|"
     for v in variants:
         head += f" prototype {v} |"
         rule += "---|"
@@ -376,6 +425,8 @@ def pg_markdown(report: dict[str, Any]) -> list[str]:
             locked = row.get("raw_locked")
             line += (f" {locked['appends_per_s']:,.0f} ({locked['p50_ms']:.1f} ms) | {row['ratio_locked']:.2f} |"
                      if locked else " | |")
+            line += (f" {o['cpu_busy']:.0%} / {r['cpu_busy']:.0%} | {o['cpu_ms_per_append']:.2f} / {r['cpu_ms_per_append']:.2f} |"
+                     if o.get("cpu_ms_per_append") and r.get("cpu_ms_per_append") else " | |")
             for v in variants:
                 p = row[v]
                 line += f" {p['appends_per_s']:,.0f} ({p['p50_ms']:.1f} ms){' err ' + str(p['errors']) if p['errors'] else ''} |"

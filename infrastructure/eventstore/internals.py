@@ -460,10 +460,14 @@ def postgres_recorder_class() -> type:
                 return [int(row[0]) for row in curs.fetchall()]
             except psycopg.errors.DivisionByZero:
                 return None
-            except psycopg.errors.UndefinedFunction:
+            except (psycopg.errors.UndefinedFunction, psycopg.errors.InternalError_) as exc:
                 # A database whose tables were made before ADR 0057 and not since: make
                 # the function; this append takes the careful path, the next one not.
-                # (Another process making it at the same moment is as good.)
+                # (Another process making it at the same moment is as good.) Dropped
+                # between the call's parse and its execution, the server says "cache
+                # lookup failed for function" (XX000) instead: the same case.
+                if isinstance(exc, psycopg.errors.InternalError_) and "cache lookup failed" not in str(exc):
+                    raise
                 conn.rollback()
                 with suppress(psycopg.errors.DuplicateFunction, psycopg.errors.UniqueViolation):
                     with conn.transaction():
