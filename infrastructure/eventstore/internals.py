@@ -466,7 +466,9 @@ def postgres_recorder_class() -> type:
                 # (Another process making it at the same moment is as good.) Dropped
                 # between the call's parse and its execution, the server says "cache
                 # lookup failed for function" (XX000) instead: the same case.
-                if isinstance(exc, psycopg.errors.InternalError_) and "cache lookup failed" not in str(exc):
+                if isinstance(exc, psycopg.errors.InternalError_) and not (
+                    exc.diag.message_primary or ""
+                ).startswith("cache lookup failed for function"):
                     raise
                 conn.rollback()
                 with suppress(psycopg.errors.DuplicateFunction, psycopg.errors.UniqueViolation):

@@ -111,6 +111,34 @@ def test_an_append_to_a_database_without_the_function_makes_it(pg_databases: Any
     assert [r[0] for r in rows] == [1, 2] and ids == sorted(ids) and None not in ids
 
 
+def _function_raising(h: Harness, message: str) -> None:
+    """The ordered function replaced by one of its signature that fails as PostgreSQL
+    does when the function is dropped between a call's parse and its execution."""
+    h.execute(
+        f"CREATE OR REPLACE FUNCTION {{t}}{ORDERED_FUNCTION}(uuid[], bigint[], text[], bytea[], text[], bigint[],"
+        " uuid[], bigint[], text) RETURNS TABLE (nid bigint, guard bigint) LANGUAGE plpgsql AS"
+        f" $f$ BEGIN RAISE EXCEPTION USING ERRCODE = 'XX000', MESSAGE = '{message}'; END $f$"
+    )
+
+
+def test_the_function_dropped_mid_call_takes_the_careful_path(pg_databases: Any) -> None:
+    """"cache lookup failed for function" (XX000) is the function gone between parse and
+    execution (ADR 0063; seen once under concurrent DROPs): the append is stored once,
+    by the careful path. Any other internal error fails the command and stores nothing."""
+    h: Harness = pg_databases.harness("function-xx000")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    _function_raising(h, "cache lookup failed for function 123")
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))["seqs"] == [2]
+    _function_raising(h, "something else broke")
+    failed = h.do({"type": "append_messages", "session_id": "s", "messages": [user("three")]})
+    assert not failed["ok"] and failed["error"]["code"] == "storage_error", failed
+    history = ok(h.new_bus().dispatch_json({"type": "get_history", "session_id": "s"}))
+    assert [m["content"] for m in history["messages"]] == ["one", "two"]
+    rows = h.query("SELECT seq, notification_id FROM {t}rm_messages ORDER BY seq")
+    assert [r[0] for r in rows] == [1, 2] and rows[0][1] < rows[1][1]
+
+
 def test_a_due_snapshot_goes_binary_in_the_append_and_restores(
     pg_databases: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
