@@ -55,13 +55,12 @@ from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 from ..database import Cur, Dialect, PipelinedCur
 from ..readmodel.schema import POSITION
 from .pgsql import (
-    DOLLARS,
-    ORDERED_FUNCTION,
     PARAMS,
     binary_arrays_on,
     columns,
     id_array,
     int8_array,
+    ordered_function,
     ordered_insert,
     text_array,
     unnest_insert,
@@ -293,7 +292,7 @@ def postgres_recorder_class() -> type:
     """The projecting PostgreSQL recorder (imported only when PostgreSQL is configured)."""
     from eventsourcing.postgres import PostgresApplicationRecorder
     from psycopg.rows import tuple_row
-    from psycopg.sql import SQL, Identifier, Literal
+    from psycopg.sql import SQL
 
     POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
 
@@ -332,35 +331,14 @@ def postgres_recorder_class() -> type:
             locks = [s for s in self.lock_table_statements if "LOCK TABLE" in repr(s)]
             self.pre_lock_statements = [s for s in self.lock_table_statements if s not in locks]
             self.lock_in_function = len(locks) == 1
-            function = Identifier(datastore.schema, ORDERED_FUNCTION)
-            arguments = f"{id_type}[], bigint[], text[], bytea[], text[], bigint[], {id_type}[], bigint[], text"
-            body = SQL("BEGIN {lock}; RETURN QUERY {insert}; END").format(
-                lock=locks[0] if locks else SQL(""),
-                insert=ordered_insert(
-                    unnest_insert(datastore.schema, events_table_name, id_type=id_type, params=DOLLARS[:4]),
-                    id_type, dialect.sql("{t}"), DOLLARS[4:],
-                ),
-            )
-            create = SQL(
-                "CREATE FUNCTION {function}({arguments}) RETURNS TABLE (nid bigint, guard bigint)"
-                " LANGUAGE plpgsql AS {body}"
-            ).format(function=function, arguments=SQL(arguments), body=Literal(body.as_string()))
-            # Created once (a version in its name: a changed body is a new function), by
-            # the first append that finds it missing (``_insert_one_trip``), not at start:
-            # a read-only command on a database of an earlier release must create nothing,
-            # and a start must not race an append's CREATE FUNCTION (review wave 3).
-            self.create_ordered_function = SQL(
-                "DO $ctxc$ BEGIN IF to_regprocedure({signature}) IS NULL THEN EXECUTE {create}; END IF;"
-                " END $ctxc$"
-            ).format(
-                signature=Literal(SQL("{function}({arguments})").format(
-                    function=function, arguments=SQL(arguments)).as_string()),
-                create=Literal(create.as_string()),
+            touch, touch_types = projector.append_touch()
+            self.create_ordered_function, self.ordered_call_statement = ordered_function(
+                datastore.schema, events_table_name, id_type, dialect.sql("{t}"), locks[0] if locks else None,
+                (touch.replace("{t}", dialect.sql("{t}")), touch_types),
             )
             self.id_type = id_type
-            self.ordered_call_statement = SQL("SELECT * FROM {function}({params})").format(
-                function=function, params=SQL(", ".join(PARAMS))
-            )
+            #: (the touch's parameters of a call that has none: its key NULL, ADR 0064)
+            self._no_touch = (None,) * len(touch_types)
 
         def _insert_stored_events(self, curs: Any, stored_events: Sequence[StoredEvent], **_: Any) -> None:
             # The library's lock and insert, with the rows as four plain arrays and the
@@ -436,7 +414,17 @@ def postgres_recorder_class() -> type:
 
             binary_arrays_on(conn)
             curs = conn.cursor(row_factory=tuple_row)
+            alone = self.lock_in_function and not (snapshots or self.pre_lock_statements or self.notify)
+            touch = self.projector.touch_before_ids(events) if alone else None
             try:
+                if touch is not None:
+                    # The session row's update is all these events project before their
+                    # ids: the function runs it, and the append is one statement, its
+                    # own transaction on this autocommit connection (ADR 0064).
+                    rows, touch_params = touch
+                    params = self._ordered_params(stored_events, rows, conn.info.encoding)
+                    curs.execute(self.ordered_call_statement, (*params, *touch_params), prepare=True)
+                    return [int(row[0]) for row in curs.fetchall()]
                 with conn.pipeline() as pipeline:
                     conn.execute("BEGIN")
                     cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
@@ -451,7 +439,7 @@ def postgres_recorder_class() -> type:
                     if self.lock_in_function:
                         for statement in self.pre_lock_statements:
                             curs.execute(statement, prepare=True)
-                        curs.execute(self.ordered_call_statement, params, prepare=True)
+                        curs.execute(self.ordered_call_statement, (*params, *self._no_touch), prepare=True)
                     else:
                         self._lock_table(curs)
                         curs.execute(self.ordered_insert_statement, params, prepare=True)

@@ -15,12 +15,15 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-#: The one-trip append's function (ADR 0057); a new body gets a new version.
-ORDERED_FUNCTION = "ctxc_ordered_insert_v1"
-#: Parameter marks: psycopg's (the eight arrays binary, ``BinaryArray``; the position's
-#: name text), and a function body's.
+#: The one-trip append's function (ADR 0057, 0064); a new body gets a new version
+#: (v1, ADR 0057, had no session-row update).
+ORDERED_FUNCTION = "ctxc_ordered_insert_v2"
+#: Parameter marks of the ordered insert: psycopg's (the eight arrays binary,
+#: ``BinaryArray``; the position's name text), and a function body's.
 PARAMS = ("%b", "%b", "%b", "%b", "%b", "%b", "%b", "%b", "%s")
 DOLLARS = tuple(f"${n}" for n in range(1, 10))
+#: The read model's column types (``schema.Table``) as function argument types.
+_ARGUMENT_TYPES = {"{INT}": "bigint", "TEXT": "text"}
 
 
 def unnest_insert(schema: str, table: str, *, id_type: str, params: Sequence[str] = PARAMS[:4]) -> Any:
@@ -53,6 +56,53 @@ def ordered_insert(insert: Any, id_type: str, rm: str, params: Sequence[str]) ->
         " WHERE p.name = {4} AND p.notification_id = b.lo - 1 RETURNING 1)"
         " SELECT notification_id, 1 / (SELECT count(*) FROM pos) FROM ins ORDER BY notification_id"
     ).format(*map(SQL, params), id_type=SQL(id_type), rm=SQL(rm))
+
+
+def ordered_function(
+    schema: str, events_table: str, id_type: str, rm: str, lock: Any, touch: tuple[str, tuple[str, ...]]
+) -> tuple[Any, Any]:
+    """The events' function, as (the statement that makes it if it is missing, its
+    call). In one statement it updates the session's read-model row if given one
+    (``touch``: that UPDATE, tables prefixed, ``?`` marks, and its parameters' column
+    types, the key last; a NULL key: no update, ADR 0064), takes the events lock
+    (``lock``, ADR 0057) and runs ``ordered_insert`` (ADR 0053)."""
+    from psycopg.sql import SQL, Identifier, Literal
+
+    update, types = touch
+    marks = [f"${n}" for n in range(len(DOLLARS) + 1, len(DOLLARS) + 1 + len(types))]
+    pieces = update.split("?")
+    if len(pieces) != len(marks) + 1:
+        raise ValueError(f"the touch has {len(pieces) - 1} marks for {len(marks)} types")
+    update = "".join(piece + mark for piece, mark in zip(pieces, marks, strict=False)) + pieces[-1]
+    function = Identifier(schema, ORDERED_FUNCTION)
+    arguments = ", ".join((
+        f"{id_type}[]", "bigint[]", "text[]", "bytea[]", "text[]", "bigint[]", f"{id_type}[]", "bigint[]", "text",
+        *(_ARGUMENT_TYPES[t] for t in types),
+    ))
+    body = SQL("BEGIN IF {key} IS NOT NULL THEN {update}; END IF; {lock}; RETURN QUERY {insert}; END").format(
+        key=SQL(marks[-1]), update=SQL(update), lock=lock if lock is not None else SQL(""),
+        insert=ordered_insert(unnest_insert(schema, events_table, id_type=id_type, params=DOLLARS[:4]),
+                              id_type, rm, DOLLARS[4:]),
+    )
+    create = SQL(
+        "CREATE FUNCTION {function}({arguments}) RETURNS TABLE (nid bigint, guard bigint)"
+        " LANGUAGE plpgsql AS {body}"
+    ).format(function=function, arguments=SQL(arguments), body=Literal(body.as_string()))
+    # Made once (a version in its name: a changed body is a new function), by the first
+    # append that finds it missing, not at start: a read-only command on a database of
+    # an earlier release must create nothing, and a start must not race an append's
+    # CREATE FUNCTION (review wave 3).
+    make = SQL(
+        "DO $ctxc$ BEGIN IF to_regprocedure({signature}) IS NULL THEN EXECUTE {create}; END IF; END $ctxc$"
+    ).format(
+        signature=Literal(SQL("{function}({arguments})").format(function=function, arguments=SQL(arguments))
+                          .as_string()),
+        create=Literal(create.as_string()),
+    )
+    call = SQL("SELECT * FROM {function}({params})").format(
+        function=function, params=SQL(", ".join((*PARAMS, *("%s" for _ in marks))))
+    )
+    return make, call
 
 
 def columns(stored: Sequence[StoredEvent], id_type: str, encoding: str) -> tuple[BinaryArray, ...]:

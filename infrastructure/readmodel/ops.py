@@ -113,6 +113,11 @@ def _upsert_sql(table: str, update: tuple[str, ...], when_same: tuple[str, ...])
             f" DO UPDATE SET {sets}" + (f" WHERE {same}" if same else ""))
 
 
+def update_statement(table: str, values: tuple[str, ...], add: tuple[str, ...], where: tuple[str, ...]) -> str:
+    """The SQL ``SqlOps.update`` sends for this shape (``{t}`` and ``?`` marks)."""
+    return _update_sql(table, values, add, where, None)
+
+
 @lru_cache(maxsize=None)
 def _update_sql(
     table: str, values: tuple[str, ...], add: tuple[str, ...], where: tuple[str, ...], between: str | None

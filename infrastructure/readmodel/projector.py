@@ -22,8 +22,8 @@ from context_compaction.domain.session import Session
 from ..database import Cur, PipelinedCur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
-from .ops import SqlOps
-from .schema import DAMAGE_TABLE, POSITION, EventsTable
+from .ops import SqlOps, update_statement
+from .schema import DAMAGE_TABLE, POSITION, TABLES, EventsTable
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -34,6 +34,44 @@ ADVANCE_SQL = (
     "WITH moved AS (UPDATE {t}rm_position SET notification_id = ? WHERE name = ?"
     " AND notification_id = ? RETURNING 1) SELECT 1 / COUNT(*) FROM moved"
 )
+
+#: What a run of one session's appended messages projects before its notification ids,
+#: when it carries no host command id: its ``rm_sessions`` row's update
+#: (``EventHandlers._messages_appended``), as (table, columns set, columns added to,
+#: key). PostgreSQL's append runs that update inside the events' function, so such an
+#: append is one statement (ADR 0064; a new shape needs a new function version).
+APPEND_TOUCH = ("rm_sessions", ("version", "updated_at", "next_seq"), ("message_count",), ("session_id",))
+_TOUCH_SQL = update_statement(*APPEND_TOUCH)
+_TOUCH_TYPES = tuple(TABLES[APPEND_TOUCH[0]].column_type(c) for c in (*APPEND_TOUCH[1], *APPEND_TOUCH[2], *APPEND_TOUCH[3]))
+
+
+class _Unanswered(Exception):
+    """The projection asked the database (a row, a row count): not the touch alone."""
+
+
+class _NotingCur:
+    """Notes the statements the projection sends and answers nothing (``_Unanswered``)."""
+
+    __slots__ = ("statements",)
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, tuple[Any, ...]]] = []
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _NotingCur:
+        self.statements.append((sql, tuple(params)))
+        return self
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.statements.extend((sql, tuple(row)) for row in rows)
+
+    def fetchone(self) -> Any:
+        raise _Unanswered
+
+    fetchall = fetchone
+
+    @property
+    def rowcount(self) -> int:
+        raise _Unanswered
 
 
 class ReadModelProjector:
@@ -131,6 +169,26 @@ class ReadModelProjector:
         ops.messages_after_lock = rows
         self.handlers.apply_all(ops, [(0, e) for e in events], strict=True)
         return rows
+
+    @staticmethod
+    def append_touch() -> tuple[str, tuple[str, ...]]:
+        """``APPEND_TOUCH``'s SQL (``{t}`` and ``?`` marks) and its parameters' types."""
+        return _TOUCH_SQL, _TOUCH_TYPES
+
+    def touch_before_ids(self, events: Sequence[Any]) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]] | None:
+        """When all that ``events`` project before their ids is ``APPEND_TOUCH``: the
+        ``rm_messages`` rows (``project_before_ids``) and the touch's parameters.
+        Otherwise None; nothing is sent either way."""
+        if not self.locks_session_row_first(events):
+            return None
+        cur = _NotingCur()
+        try:
+            rows = self.project_before_ids(cur, events)  # type: ignore[arg-type]
+        except _Unanswered:  # (a session id not yet cached, a command id's registration)
+            return None
+        if len(cur.statements) != 1 or cur.statements[0][0] != _TOUCH_SQL:
+            return None
+        return rows, cur.statements[0][1]
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
         """Apply stored notifications with ``after < id < before``; returns the last id.

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from backends import POSTGRES_URL
+from context_compaction.infrastructure.eventstore.pgsql import ORDERED_FUNCTION
 from context_compaction.infrastructure.readmodel.schema import POSITION
 from helpers import Harness, err, in_thread, ok, user
 
@@ -81,12 +82,14 @@ def test_the_projection_runs_before_the_events_lock(pg_databases: Any) -> None:
     _consistent(h)
 
 
-@pytest.mark.parametrize("path", ["one_trip", "two_trips"])
+@pytest.mark.parametrize("path", ["one_statement", "one_trip", "two_trips"])
 def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: Any, path: str) -> None:
     """A locked writer (ADR 0021) on a session whose one-trip append waits: the append
     waits for the session's row, not for the events lock while holding that row, so
     the locked writer can still write the row (before: a deadlock, ended by the
-    server's detector after a second, or here by the shorter lock timeout)."""
+    server's detector after a second, or here by the shorter lock timeout).
+    ``one_statement``: the function updates the row itself (ADR 0064); ``one_trip``:
+    the pipelined transaction (a process that has not yet seen the session's id)."""
     h: Harness = pg_databases.harness("lock-order")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
@@ -94,15 +97,19 @@ def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: 
     if path == "two_trips":  # (ADR 0043's path: projection after the lock, session row first too)
         other.services.extra["app"].projector.splits_at_ids = lambda events: False
     ok(other.dispatch_json({"type": "get_history", "session_id": "s"}))  # (warm: no SELECT later)
+    if path == "one_statement":  # (its projection now knows the session's id: no SELECT)
+        ok(other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("one b")]}))
+    seq = 3 if path == "one_statement" else 2
     aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
     recorder = h.bus.services.extra["app"].recorder
     with recorder.locked_writer() as writer:
-        assert writer.events_after(UUID(aggregate), 2) == []
+        assert writer.events_after(UUID(aggregate), seq) == []
         pid = int(writer.conn.execute("SELECT pg_backend_pid()").fetchone()["pg_backend_pid"])
         thread, out = in_thread(
             lambda: other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
         with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
-            _blocked_by(probe, pid)
+            waiter = _blocked_by(probe, pid)
+            waiting = str(probe.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (waiter,)).fetchone())
         writer.conn.execute("SET LOCAL lock_timeout = '500ms'")  # (under the 1 s deadlock_timeout)
         # What the locked writer's own projection writes: the session row, and the
         # search row of the next seq (which the waiting append must not hold either).
@@ -112,7 +119,9 @@ def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: 
                             " VALUES ('s', 2, 'user', 'x')")
         writer.conn.execute(f"DELETE FROM \"{_schema(h)}\".rm_search WHERE session_id = 's' AND seq = 2")
     thread.join(30)
-    assert ok(out["result"])["seqs"] == [2]
+    assert ok(out["result"])["seqs"] == [seq]
+    # (what the waiting backend ran: the function, or the pipelined transaction's row update)
+    assert (ORDERED_FUNCTION in waiting) is (path == "one_statement"), waiting
     _consistent(h)
 
 
@@ -133,20 +142,28 @@ def test_a_taken_command_id_writes_nothing_on_the_one_trip_path(pg_databases: An
     _consistent(h)
 
 
-def test_a_read_model_behind_the_events_is_caught_up_by_the_careful_path(pg_databases: Any) -> None:
+@pytest.mark.parametrize("path", ["one_statement", "one_trip"])
+def test_a_read_model_behind_the_events_is_caught_up_by_the_careful_path(pg_databases: Any, path: str) -> None:
     """An event stored without its projection: the one-trip statement finds the position
-    not just before its ids and rolls back (nothing written twice); the careful path
-    replays that event, then appends."""
+    not just before its ids and rolls back (nothing written twice: the session row's
+    update inside the function too, ADR 0064); the careful path replays that event,
+    then appends. ``one_trip``: a process that has not yet seen the session's id."""
     h: Harness = pg_databases.harness("behind")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    writer = h.new_bus() if path == "one_trip" else h.bus
     app = h.bus.services.extra["app"]
     session = app.repository.get(UUID(h.query("SELECT aggregate_id FROM {t}rm_sessions")[0][0]))
     session.configure(model="gpt-4o-mini", agent_token_limit=None, set_limit=False, created_at="2026-01-01T00:00:00Z")
     app.recorder.insert_events([app.mapper.to_stored_event(e) for e in session.collect_events()])  # unprojected
     events = h.events()
     assert h.query("SELECT model FROM {t}rm_sessions") == [("gpt-4o",)]
-    result = ok(h.new_bus().dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
+    projector = writer.services.extra["app"].recorder.projector
+    touched: list[bool] = []
+    plain = projector.touch_before_ids
+    projector.touch_before_ids = lambda events: touched.append(plain(events) is not None) or plain(events)
+    result = ok(writer.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
+    assert touched == [path == "one_statement"]
     assert result["seqs"] == [2]
     assert h.events() == events + 1
     assert h.query("SELECT model, message_count FROM {t}rm_sessions") == [("gpt-4o-mini", 2)]
@@ -219,8 +236,9 @@ def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> N
 
 
 def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """ADR 0053: the whole append, COMMIT included, goes out with one Sync (ADR 0043 had
-    two: one for the notification ids, one with the projection and the COMMIT)."""
+    """ADR 0053: the whole append, COMMIT included, goes out in one exchange with the
+    server (ADR 0043 had two: one for the notification ids, one with the projection and
+    the COMMIT)."""
     from psycopg._pipeline_base import BasePipeline
 
     h: Harness = pg_databases.harness("one-trip")
@@ -244,7 +262,9 @@ def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest
     monkeypatch.setattr(psycopg.Cursor, "execute", noted)
     assert ok(h.do({"type": "append_messages", "session_id": "s",
                     "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
-    assert len(syncs) == 1, (syncs, statements)
+    # ADR 0064: one statement outside a pipeline (one exchange); a command id brings
+    # back the pipelined transaction (test_pg_append_statements).
+    assert len(statements) == 1 and not syncs, (syncs, statements)
     _consistent(h)
 
 

@@ -1,4 +1,4 @@
-"""What one PostgreSQL append sends (ADR 0053, 0057): the statements of the one-trip
+"""What one PostgreSQL append sends (ADR 0053, 0057, 0064): the statements of the one-trip
 path are pinned, so a statement added to every append is a decision, not an accident;
 a due snapshot goes out binary through the events' own INSERT, in the same trip."""
 
@@ -44,26 +44,51 @@ def _shape(statement: str) -> str:
     return " ".join(statement.split()[:2])
 
 
-def test_a_plain_append_sends_four_statements_with_one_sync(
-    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_plain_append_is_one_statement(pg_databases: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     h: Harness = pg_databases.harness("statements")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))  # (warm caches)
     statements, syncs = _recorded(monkeypatch)
     assert ok(h.do({"type": "append_messages", "session_id": "s",
                     "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
-    # BEGIN, the session's read-model update (its row lock is the first one taken, so
-    # before the events lock as ADR 0053 orders them, with no SELECT ... FOR UPDATE of
-    # its own: ADR 0061), then one call that takes the events lock and inserts the
-    # events, their rm_messages rows and the position (ADR 0057), COMMIT; all before
-    # the one Sync. Its arrays go binary (ADR 0061).
-    assert [_shape(s) for s in statements] == [
-        "BEGIN", "UPDATE " + statements[1].split()[1], "SELECT *", "COMMIT",
-    ], statements
-    assert "rm_sessions" in statements[1] and "FOR UPDATE" not in " ".join(statements)
-    assert ORDERED_FUNCTION in statements[2] and statements[2].count("%b") == 8
-    assert len(syncs) == 1
+    # ADR 0064: the session row's update is all such an append projects before its ids,
+    # so the function does it (its row lock first, then the events lock: ADR 0053's
+    # order), with the events, their rm_messages rows and the position (ADR 0057). One
+    # statement, its own transaction: no BEGIN, COMMIT or pipeline. Arrays binary.
+    assert len(statements) == 1 and ORDERED_FUNCTION in statements[0], statements
+    assert statements[0].count("%b") == 8 and statements[0].count("%s") == 6
+    assert syncs == []
+    monkeypatch.undo()
+    row = h.query("SELECT version, next_seq, message_count FROM {t}rm_sessions WHERE session_id = 's'")[0]
+    assert tuple(row) == (4, 4, 3)
+    assert [r[0] for r in h.query("SELECT seq FROM {t}rm_messages ORDER BY notification_id")] == [1, 2, 3]
+
+
+def test_an_append_with_a_command_id_is_one_pipelined_transaction(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host's command id is registered (and a taken one refused) before the ids, so
+    that append projects more than the session row: BEGIN, the session's read-model
+    update (its row lock first, no SELECT ... FOR UPDATE: ADR 0061), the command's row,
+    the function with no touch of its own, COMMIT; one Sync for the registration's row
+    count and one for the rest."""
+    h: Harness = pg_databases.harness("statements-command")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))  # (warm caches)
+    statements, syncs = _recorded(monkeypatch)
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "c-1",
+                    "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
+    statements = statements[statements.index("BEGIN"):]  # (after the command id's lookup)
+    shapes = [_shape(s) for s in statements]
+    assert shapes == ["BEGIN", "UPDATE " + statements[1].split()[1], "INSERT INTO", "SELECT *", "COMMIT"], statements
+    assert "rm_sessions" in statements[1] and "rm_commands" in statements[2]
+    assert "FOR UPDATE" not in " ".join(statements) and ORDERED_FUNCTION in statements[3]
+    assert len(syncs) == 2
+    monkeypatch.undo()
+    again = ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "c-1",
+                     "messages": [user("two"), user("three")]}))
+    assert again["seqs"] == [2, 3]
+    assert [r[0] for r in h.query("SELECT seq FROM {t}rm_messages ORDER BY notification_id")] == [1, 2, 3]
 
 
 def test_a_command_with_other_events_locks_its_session_row_first(
@@ -116,7 +141,7 @@ def _function_raising(h: Harness, message: str) -> None:
     does when the function is dropped between a call's parse and its execution."""
     h.execute(
         f"CREATE OR REPLACE FUNCTION {{t}}{ORDERED_FUNCTION}(uuid[], bigint[], text[], bytea[], text[], bigint[],"
-        " uuid[], bigint[], text) RETURNS TABLE (nid bigint, guard bigint) LANGUAGE plpgsql AS"
+        " uuid[], bigint[], text, bigint, text, bigint, bigint, text) RETURNS TABLE (nid bigint, guard bigint) LANGUAGE plpgsql AS"
         f" $f$ BEGIN RAISE EXCEPTION USING ERRCODE = 'XX000', MESSAGE = '{message}'; END $f$"
     )
 

@@ -1,0 +1,44 @@
+"""The PostgreSQL append function's body is pinned to its versioned name (ADR 0057,
+0064). A database keeps the function an earlier release made under that name, and
+it is never replaced: a body that changes under the same name would run the old SQL
+with the new parameters. So any change to the body (the ordered insert, the events
+lock, the session row's touch, ``APPEND_TOUCH``) must come with a new version in
+``ORDERED_FUNCTION``, and then a new digest here."""
+
+from __future__ import annotations
+
+import hashlib
+
+from psycopg.sql import SQL
+
+from context_compaction.infrastructure.eventstore.pgsql import ORDERED_FUNCTION, ordered_function
+from context_compaction.infrastructure.readmodel.projector import APPEND_TOUCH, ReadModelProjector
+
+#: (ORDERED_FUNCTION, sha256 of the statement that makes it, for schema "S")
+PINNED = ("ctxc_ordered_insert_v2", "e674eb2bb8b107dbe2b3da02d59847be78e806aa6f50af997e577dbfaa3906eb")
+
+
+def _make_statement() -> str:
+    touch, types = ReadModelProjector.append_touch()
+    make, _ = ordered_function(
+        "S", "E", "uuid", '"S".', SQL('LOCK TABLE "S"."E" IN EXCLUSIVE MODE'), (touch.replace("{t}", '"S".'), types)
+    )
+    return str(make.as_string())
+
+
+def test_the_function_body_changes_only_with_its_version() -> None:
+    digest = hashlib.sha256(_make_statement().encode()).hexdigest()
+    assert (ORDERED_FUNCTION, digest) == PINNED, (
+        "the append function's body changed: give ORDERED_FUNCTION a new version, then pin the new digest"
+    )
+
+
+def test_the_function_runs_the_touch_the_projection_renders() -> None:
+    """The touch inside the function is the projection's own statement for
+    ``APPEND_TOUCH`` (one definition), its key the last parameter, every parameter typed."""
+    statement = _make_statement()
+    assert 'UPDATE "S".rm_sessions SET version = $10, updated_at = $11, next_seq = $12,' in statement
+    assert "message_count = message_count + $13 WHERE session_id = $14" in statement
+    assert "IF $14 IS NOT NULL" in statement
+    assert APPEND_TOUCH[3] == ("session_id",)
+    assert "text, bigint, text, bigint, bigint, text)" in statement
