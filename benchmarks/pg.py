@@ -41,6 +41,7 @@ PROTOTYPES = {
     "before_0053": "the write path before ADR 0053: two round trips, the whole projection under the lock",
     "no_search": "no rm_search rows (and so no GIN index upkeep): what a lagging search index would give",
     "no_lock_one_trip": "the one-trip path minus the events lock and the rm_position update (R4's upper bound)",
+    "before_0064": "the one-trip append before ADR 0064: BEGIN, the session row's update, the function, COMMIT",
 }
 
 
@@ -85,6 +86,8 @@ def apply_prototype(bus: Any, variant: str) -> None:
                 return recorder._insert_on(conn, curs, stored_events, **kwargs)
 
         recorder.insert_events = unpipelined
+    if variant == "before_0064":
+        recorder.projector.touch_before_ids = lambda events: None  # (always the pipelined transaction)
     if variant == "no_lock_one_trip":
         import re
 
