@@ -110,6 +110,12 @@ def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: 
         with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
             waiter = _blocked_by(probe, pid)
             waiting = str(probe.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (waiter,)).fetchone())
+            # It waits for the session's row (the writer's transaction or the tuple),
+            # never for a table: had it taken the events lock first, it would wait on a
+            # relation (and the writer's row update below would deadlock with it).
+            kinds = {r[0] for r in probe.execute(
+                "SELECT locktype FROM pg_locks WHERE pid = %s AND NOT granted", (waiter,)).fetchall()}
+            assert kinds and kinds <= {"transactionid", "tuple"}, kinds
         writer.conn.execute("SET LOCAL lock_timeout = '500ms'")  # (under the 1 s deadlock_timeout)
         # What the locked writer's own projection writes: the session row, and the
         # search row of the next seq (which the waiting append must not hold either).

@@ -48,6 +48,7 @@ def test_a_plain_append_is_one_statement(pg_databases: Any, monkeypatch: pytest.
     h: Harness = pg_databases.harness("statements")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))  # (warm caches)
+    ok(h.do({"type": "pin_messages", "session_id": "s", "seqs": [1]}))  # (version and next_seq apart)
     statements, syncs = _recorded(monkeypatch)
     assert ok(h.do({"type": "append_messages", "session_id": "s",
                     "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
@@ -60,8 +61,33 @@ def test_a_plain_append_is_one_statement(pg_databases: Any, monkeypatch: pytest.
     assert syncs == []
     monkeypatch.undo()
     row = h.query("SELECT version, next_seq, message_count FROM {t}rm_sessions WHERE session_id = 's'")[0]
-    assert tuple(row) == (4, 4, 3)
+    assert tuple(row) == (5, 4, 3)
     assert [r[0] for r in h.query("SELECT seq FROM {t}rm_messages ORDER BY notification_id")] == [1, 2, 3]
+
+
+def test_a_session_row_update_other_than_the_declared_touch_is_not_sent_inside_the_function(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The function runs only ``APPEND_TOUCH``'s update (ADR 0064): a projection whose
+    update for appended messages has another shape is sent as it is, in the pipelined
+    transaction, and its values land."""
+    from context_compaction.infrastructure.readmodel.handlers import EventHandlers
+
+    h: Harness = pg_databases.harness("statements-drift")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
+    touch = EventHandlers._touch
+
+    def drifted(self: Any, ops: Any, sid: str, event: Any, add: Any = None, **values: Any) -> None:
+        touch(self, ops, sid, event, add, **values, model="drifted")
+
+    monkeypatch.setattr(EventHandlers, "_touch", drifted)
+    statements, syncs = _recorded(monkeypatch)
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))["seqs"] == [2]
+    assert [_shape(s) for s in statements] == ["BEGIN", "UPDATE " + statements[1].split()[1], "SELECT *", "COMMIT"]
+    assert "model = " in statements[1] and len(syncs) == 1
+    monkeypatch.undo()
+    assert h.query("SELECT model, message_count FROM {t}rm_sessions WHERE session_id = 's'") == [("drifted", 2)]
 
 
 def test_an_append_with_a_command_id_is_one_pipelined_transaction(
