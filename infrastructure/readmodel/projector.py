@@ -42,7 +42,9 @@ ADVANCE_SQL = (
 #: append is one statement (ADR 0064; a new shape needs a new function version).
 APPEND_TOUCH = ("rm_sessions", ("version", "updated_at", "next_seq"), ("message_count",), ("session_id",))
 _TOUCH_SQL = update_statement(*APPEND_TOUCH)
-_TOUCH_TYPES = tuple(TABLES[APPEND_TOUCH[0]].column_type(c) for c in (*APPEND_TOUCH[1], *APPEND_TOUCH[2], *APPEND_TOUCH[3]))
+_TOUCH_TYPES = tuple(
+    TABLES[APPEND_TOUCH[0]].column_type(c) for c in (*APPEND_TOUCH[1], *APPEND_TOUCH[2], *APPEND_TOUCH[3])
+)
 
 
 class _Unanswered(Exception):

@@ -167,7 +167,8 @@ def _function_raising(h: Harness, message: str) -> None:
     does when the function is dropped between a call's parse and its execution."""
     h.execute(
         f"CREATE OR REPLACE FUNCTION {{t}}{ORDERED_FUNCTION}(uuid[], bigint[], text[], bytea[], text[], bigint[],"
-        " uuid[], bigint[], text, bigint, text, bigint, bigint, text) RETURNS TABLE (nid bigint, guard bigint) LANGUAGE plpgsql AS"
+        " uuid[], bigint[], text, bigint, text, bigint, bigint, text)"
+        " RETURNS TABLE (nid bigint, guard bigint) LANGUAGE plpgsql AS"
         f" $f$ BEGIN RAISE EXCEPTION USING ERRCODE = 'XX000', MESSAGE = '{message}'; END $f$"
     )
 
