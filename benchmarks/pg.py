@@ -42,6 +42,7 @@ PROTOTYPES = {
     "no_search": "no rm_search rows (and so no GIN index upkeep): what a lagging search index would give",
     "no_lock_one_trip": "the one-trip path minus the events lock and the rm_position update (R4's upper bound)",
     "before_0064": "the one-trip append before ADR 0064: BEGIN, the session row's update, the function, COMMIT",
+    "no_lock_one_statement": "ADR 0064's one statement minus the events lock and the rm_position update (R4's upper bound now)",
 }
 
 
@@ -101,6 +102,8 @@ def apply_prototype(bus: Any, variant: str) -> None:
         recorder.lock_in_function = False  # (ADR 0057's function takes the lock itself)
         ordered_params = recorder._ordered_params
         recorder._ordered_params = lambda stored, rows, enc: ordered_params(stored, rows, enc)[:-1]  # (no position)
+    if variant == "no_lock_one_statement":
+        _no_lock_function(recorder)
     if variant in ("no_lock", "no_lock_no_position"):
         recorder.projector.splits_at_ids = lambda events: False  # (their path: ADR 0043's)
         # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it
@@ -117,6 +120,39 @@ def apply_prototype(bus: Any, variant: str) -> None:
             projector.apply_all(cur, list(zip(ids, events, strict=True)), strict=True)
 
         projector.project_inline = project_inline
+
+
+def _no_lock_function(recorder: Any) -> None:
+    """The one-statement function of ADR 0064 without the events lock and without the
+    position's update and guard, under a name of its own in the bench's schema."""
+    import re
+
+    from psycopg.sql import SQL
+
+    from context_compaction.infrastructure.eventstore import pgsql
+
+    with recorder.datastore.get_connection() as conn:
+        plain, name = pgsql.ordered_insert, pgsql.ORDERED_FUNCTION
+
+        def no_position(insert: Any, id_type: str, rm: str, params: Any) -> Any:
+            text = plain(insert, id_type, rm, params).as_string(conn)
+            text = re.sub(r", pos AS \(.*?RETURNING 1\)", "", text)
+            return SQL(text.replace("1 / (SELECT count(*) FROM pos)", "1::bigint"))
+
+        pgsql.ordered_insert, pgsql.ORDERED_FUNCTION = no_position, "ctxc_prototype_no_lock"
+        try:
+            touch, types = recorder.projector.append_touch()
+            t = recorder.dialect.sql("{t}")
+            make, call = pgsql.ordered_function(
+                recorder.datastore.schema, recorder.events_table_name, recorder.id_type, t, SQL("NULL"),
+                (touch.replace("{t}", t), types),
+            )
+        finally:
+            pgsql.ordered_insert, pgsql.ORDERED_FUNCTION = plain, name
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(64064)")  # (the writers make it one at a time)
+            conn.execute(make)
+    recorder.create_ordered_function, recorder.ordered_call_statement = make, call
 
 
 def _ours(schema: str, session: str | None, index: int, variant: str | None,
