@@ -117,6 +117,14 @@ class PostgresConfig(_Section):
     """Send PostgreSQL NOTIFY with each append, for eventsourcing subscriptions
     (``recorder.subscribe()``, its ``ProjectionRunner``) in other processes. Off by
     default: a notifying commit takes a database-wide lock (ADR 0043)."""
+    ordering: Literal["locked", "lock_free"] = "locked"
+    """How appends get their notification ids. ``locked`` (eventsourcing's way): every
+    append takes the events table's lock, so ids commit in order and writers to
+    different sessions queue behind one another. ``lock_free``: no such lock; ids may
+    commit out of order and readers of the log (followers, the event feed, ``ctxc
+    verify``) stop at a hole until its writer has ended (ADR 0066). The first
+    lock-free append marks the database lock-free; from then on every writer must run
+    with ``lock_free`` (a ``locked`` one is refused with ``storage_error``)."""
     model_config = ConfigDict(**_CONFIG, populate_by_name=True)
 
 

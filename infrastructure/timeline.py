@@ -9,6 +9,7 @@ it can never roll a checkpoint back. Restore never reads it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from eventsourcing.persistence import Notification
@@ -21,6 +22,7 @@ from context_compaction.domain.summary import storable_text
 
 from .database import Database
 from .readmodel import ReadModelProjector
+from .readmodel.projector import notification_of
 
 log = logging.getLogger("context_compaction.timeline")
 
@@ -66,10 +68,17 @@ class SqlTimelineStore:
 class TimelineFollower:
     """Writes Timeline entries for committed checkpoints it has not seen yet."""
 
-    def __init__(self, db: Database, projector: ReadModelProjector, store: TimelineStore) -> None:
+    def __init__(
+        self, db: Database, projector: ReadModelProjector, store: TimelineStore,
+        select: Callable[[int], Sequence[Notification]] | None = None,
+    ) -> None:
+        """``select(position)``: the next checkpoint notifications after ``position``;
+        by default read straight from the events table, which is right only while ids
+        commit in order (PostgreSQL lock-free passes the recorder's read, ADR 0066)."""
         self.db = db
         self.projector = projector
         self.store = store
+        self._select_after = select
         table = projector.events_table
         self._select = (
             f"SELECT {table.id_column}, originator_id, originator_version, topic, state"
@@ -99,22 +108,13 @@ class TimelineFollower:
         written = 0
         position = self._position()
         while True:
-            with self.db.read() as cur:
-                rows = cur.execute(self._select, (position, CHECKPOINT_TOPIC)).fetchall()
-            if not rows:
+            notes = self._next(position)
+            if not notes:
                 return written
-            for row in rows:
-                originator_id = row[1] if isinstance(row[1], UUID) else UUID(str(row[1]))
+            for note in notes:
+                originator_id = note.originator_id
                 try:
-                    event = self.projector.mapper.to_domain_event(
-                        Notification(
-                            id=int(row[0]),
-                            originator_id=originator_id,
-                            originator_version=int(row[2]),
-                            topic=row[3],
-                            state=bytes(row[4]),
-                        )
-                    )
+                    event = self.projector.mapper.to_domain_event(note)
                 except CorruptEvent as exc:
                     # Derived, best-effort data: a damaged row costs its entry, not
                     # every entry after it (``ctxc verify`` reports the row).
@@ -136,8 +136,14 @@ class TimelineFollower:
                         "timeline entry written",
                         extra={"session_id": session_id, "checkpoint_id": event.checkpoint_id},
                     )
-                position = int(row[0])
+                position = note.id
                 self._advance(position)
+
+    def _next(self, position: int) -> Sequence[Notification]:
+        if self._select_after is not None:
+            return self._select_after(position)
+        with self.db.read() as cur:
+            return [notification_of(r) for r in cur.execute(self._select, (position, CHECKPOINT_TOPIC)).fetchall()]
 
     def _session_id(self, aggregate_id: UUID) -> str:
         with self.db.read() as cur:

@@ -20,6 +20,7 @@ from context_compaction.domain.session import Session
 
 from .database import Cur, Database, Dialect
 from .readmodel import PROJECTED_TABLES, SCHEMA, EventsTable, ReadModelProjector, SqlReadModel
+from .readmodel.projector import read_notifications
 from .readmodel.schema import SEARCH_MARKS, TABLES
 from .readmodel.search import INSERT_SQL as SEARCH_INSERT
 from .readmodel.search import SearchRow, search_row
@@ -139,6 +140,13 @@ def verify(
     with read_model.db.read() as live, tempfile.TemporaryDirectory(prefix="ctxc-verify-") as tmp:
         position = read_model.projector.position(live)
         newest = read_model.lag(live)[1]
+        table = read_model.projector.events_table
+        # Lock-free (ADR 0066): the position stays where the database was marked and
+        # ids commit out of order, so the events are read in this same snapshot, up to
+        # its newest: exactly the events whose rows the live tables hold.
+        lock_free = table.lock_free_sql is not None and live.execute(table.lock_free_sql).fetchone() is not None
+        if lock_free:
+            position = newest = int(live.execute(table.max_id_sql).fetchone()[0] or 0)
         sessions = dict(live.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
         # rm_search lags the appends (ADR 0049): the scratch copy indexes each session up
         # to the live mark, so a row missing below it, or one above it, is a difference.
@@ -164,7 +172,10 @@ def verify(
                 damaged_from.setdefault(note.originator_id.hex, note.id)
 
             while start <= position:
-                notes = app.recorder.select_notifications(start=start, limit=BATCH, stop=position)
+                notes = (
+                    read_notifications(live, table, start, BATCH, position) if lock_free
+                    else app.recorder.select_notifications(start=start, limit=BATCH, stop=position)
+                )
                 if not notes:
                     break
                 with scratch.write() as cur:

@@ -62,6 +62,8 @@ def snapshot_step(interval: int, live_groups: int) -> int:
 
 #: The eventsourcing environment key of ``postgres.notify`` (ADR 0043).
 NOTIFY_ENV = "CTXC_POSTGRES_NOTIFY"
+#: The eventsourcing environment key of ``postgres.ordering`` (ADR 0066).
+ORDERING_ENV = "CTXC_POSTGRES_ORDERING"
 
 
 class SessionsApplication(FastSaveApplication):
@@ -135,6 +137,7 @@ class SessionsApplication(FastSaveApplication):
             datastore, self.projector, self._dialect, events_table_name=table
         )
         recorder.notify = self.env.get(NOTIFY_ENV) == "y"
+        recorder.lock_free = self.env.get(ORDERING_ENV) == "lock_free"
         # Always: besides creating tables it registers the composite type adapters.
         with storage_errors():
             recorder.create_table()

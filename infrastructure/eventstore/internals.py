@@ -25,6 +25,7 @@ the pin, re-read each override below against the new release's source.
 from __future__ import annotations
 
 import functools
+import logging
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -53,7 +54,8 @@ from eventsourcing.sqlite import (
 from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
 from ..database import Cur, Dialect, PipelinedCur
-from ..readmodel.schema import POSITION
+from ..readmodel.schema import LOCK_FREE_MARK, POSITION
+from .gaps import select_in_order
 from .pgsql import (
     PARAMS,
     binary_arrays_on,
@@ -68,6 +70,8 @@ from .pgsql import (
 
 if TYPE_CHECKING:
     from ..readmodel import ReadModelProjector
+
+log = logging.getLogger("context_compaction.eventstore")
 
 #: The eventsourcing release this module was written against.
 WRITTEN_FOR = "9.5.6"
@@ -295,6 +299,9 @@ def postgres_recorder_class() -> type:
     from psycopg.sql import SQL
 
     POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
+    FORCE_XID_SQL = "SELECT pg_current_xact_id()"
+    _LIBRARY_SELECT = getattr(PostgresApplicationRecorder.select_notifications, "__wrapped__",
+                              PostgresApplicationRecorder.select_notifications)
 
     class ProjectingPostgresRecorder(PostgresApplicationRecorder):
         def __init__(
@@ -332,11 +339,23 @@ def postgres_recorder_class() -> type:
             self.pre_lock_statements = [s for s in self.lock_table_statements if s not in locks]
             self.lock_in_function = len(locks) == 1
             touch, touch_types = projector.append_touch()
+            touch_sql = (touch.replace("{t}", dialect.sql("{t}")), touch_types)
             self.create_ordered_function, self.ordered_call_statement = ordered_function(
                 datastore.schema, events_table_name, id_type, dialect.sql("{t}"), locks[0] if locks else None,
-                (touch.replace("{t}", dialect.sql("{t}")), touch_types),
+                touch_sql,
+            )
+            # ``postgres.ordering = lock_free`` (ADR 0066; set by SessionsApplication):
+            # the twin function and statement, without the events lock or the position.
+            self.lock_free = False
+            self._marked = False  # (this process has seen the database's lock-free mark)
+            self.create_unlocked_function, self.unlocked_call_statement = ordered_function(
+                datastore.schema, events_table_name, id_type, dialect.sql("{t}"), None, touch_sql, lock_free=True
+            )
+            self.unlocked_insert_statement = ordered_insert(
+                self._insert_into(events_table_name), id_type, dialect.sql("{t}"), PARAMS, lock_free=True
             )
             self.id_type = id_type
+            self.qualified_events = f'"{datastore.schema}"."{events_table_name}"'
             #: (the touch's parameters of a call that has none: its key NULL, ADR 0064)
             self._no_touch = (None,) * len(touch_types)
 
@@ -350,6 +369,14 @@ def postgres_recorder_class() -> type:
             binary_arrays_on(curs)
             curs.execute(self.plain_insert_statement, columns(stored_events, self.id_type, curs.connection.info.encoding),
                          prepare=True)
+
+        def _lock_table(self, curs: Any) -> None:
+            # Lock-free (ADR 0066): no events lock; the transaction's id instead, taken
+            # before the insert draws notification ids, which the readers' rule needs.
+            if self.lock_free:
+                curs.execute(FORCE_XID_SQL, prepare=True)
+            else:
+                super()._lock_table(curs)
 
         def _insert_snapshots(self, curs: Any, snapshots: Sequence[StoredEvent]) -> None:
             # The library's snapshot insert sends its composite rows as text too: a
@@ -368,6 +395,25 @@ def postgres_recorder_class() -> type:
             # with every other notifying transaction: ~8 of 22 ms per append, one writer.
             if self.notify:
                 super()._notify_channel(curs)
+
+        def select_notifications(
+            self,
+            start: int | None,
+            limit: int,
+            stop: int | None = None,
+            topics: Sequence[str] = (),
+            *,
+            inclusive_of_start: bool = True,
+        ) -> Sequence[Notification]:
+            # The library's read, minus its retry decorator (``without_inner_retries``).
+            # Lock-free, never past a hole a running writer may still fill (ADR 0066);
+            # under the events lock every hole a reader sees is a rolled-back insert,
+            # and the rule would only hold readers back behind unrelated transactions.
+            if not self.lock_free:
+                return _LIBRARY_SELECT(self, start, limit, stop, topics, inclusive_of_start=inclusive_of_start)
+            with self.datastore.get_connection() as conn:
+                return select_in_order(conn, self.qualified_events, start, limit, stop, topics,
+                                       inclusive_of_start=inclusive_of_start)
 
         def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
             if self.notify:
@@ -392,12 +438,36 @@ def postgres_recorder_class() -> type:
                 return []
             events = kwargs.get("projected_events")
             with self.datastore.get_connection() as conn:
+                if self.lock_free and not self._marked:
+                    self._mark_lock_free(conn)
                 if events is not None and self.projector.splits_at_ids(events):
                     ids = self._insert_one_trip(conn, stored_events, events, kwargs.get("snapshots"))
                     if ids is not None:
                         return ids
+                    if self.lock_free:
+                        self._mark_lock_free(conn)  # (its function failed the mark's check)
                 with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                     return self._insert_pipelined(conn, pipeline, curs, stored_events, **kwargs)
+
+        def _mark_lock_free(self, conn: Any) -> None:
+            """Make sure the database is marked lock-free (ADR 0066), under the events
+            lock: no locked writer is inserting meanwhile, and a locked writer after
+            it sees the mark and refuses. The read model catches up first, so every
+            event after its position is then one a lock-free writer projected inline."""
+            with conn.transaction(), conn.cursor(row_factory=tuple_row) as raw:
+                PostgresApplicationRecorder._lock_table(self, raw)
+                cur = Cur(raw, self.dialect)
+                if cur.execute(POSITION_SQL, (LOCK_FREE_MARK,)).fetchone() is None:
+                    newest = int(cur.execute(self.projector.events_table.max_id_sql).fetchone()[0] or 0)
+                    position = self.projector.position(cur)
+                    if position < newest:
+                        self.projector.replay(cur, after=position)
+                    cur.executemany(
+                        "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                        [(POSITION, newest), (LOCK_FREE_MARK, newest)],
+                    )
+                    log.info("database marked lock-free", extra={"position": newest})
+            self._marked = True
 
         def _insert_one_trip(
             self, conn: Any, stored_events: Sequence[StoredEvent], events: Sequence[Any], snapshots: Any
@@ -414,7 +484,9 @@ def postgres_recorder_class() -> type:
 
             binary_arrays_on(conn)
             curs = conn.cursor(row_factory=tuple_row)
-            alone = self.lock_in_function and not (snapshots or self.pre_lock_statements or self.notify)
+            in_function = self.lock_in_function or self.lock_free
+            call = self.unlocked_call_statement if self.lock_free else self.ordered_call_statement
+            alone = in_function and not (snapshots or self.pre_lock_statements or self.notify)
             touch = self.projector.touch_before_ids(events) if alone else None
             try:
                 if touch is not None:
@@ -423,7 +495,7 @@ def postgres_recorder_class() -> type:
                     # own transaction on this autocommit connection (ADR 0064).
                     rows, touch_params = touch
                     params = self._ordered_params(stored_events, rows, conn.info.encoding)
-                    curs.execute(self.ordered_call_statement, (*params, *touch_params), prepare=True)
+                    curs.execute(call, (*params, *touch_params), prepare=True)
                     return [int(row[0]) for row in curs.fetchall()]
                 with conn.pipeline() as pipeline:
                     conn.execute("BEGIN")
@@ -436,10 +508,10 @@ def postgres_recorder_class() -> type:
                             self._insert_snapshots(snap, snapshots)
                     self._notify_channel(curs)
                     params = self._ordered_params(stored_events, rows, conn.info.encoding)
-                    if self.lock_in_function:
+                    if in_function:
                         for statement in self.pre_lock_statements:
                             curs.execute(statement, prepare=True)
-                        curs.execute(self.ordered_call_statement, (*params, *self._no_touch), prepare=True)
+                        curs.execute(call, (*params, *self._no_touch), prepare=True)
                     else:
                         self._lock_table(curs)
                         curs.execute(self.ordered_insert_statement, params, prepare=True)
@@ -461,7 +533,7 @@ def postgres_recorder_class() -> type:
                 conn.rollback()
                 with suppress(psycopg.errors.DuplicateFunction, psycopg.errors.UniqueViolation):
                     with conn.transaction():
-                        conn.execute(self.create_ordered_function)
+                        conn.execute(self.create_unlocked_function if self.lock_free else self.create_ordered_function)
                 return None
             finally:
                 # A failed statement makes the server skip the queued COMMIT; a refusal
@@ -489,7 +561,7 @@ def postgres_recorder_class() -> type:
                 int8_array([r[1] for r in rows]),
                 id_array(self.id_type, [r[2] for r in rows], encoding),
                 int8_array([r[3] for r in rows]),
-                POSITION,
+                LOCK_FREE_MARK if self.lock_free else POSITION,
             )
 
         def _insert_pipelined(
@@ -508,13 +580,16 @@ def postgres_recorder_class() -> type:
                     self._insert_snapshots(snap, snapshots)
             events = kwargs.get("projected_events")
             cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
-            if events is not None:
+            if events is not None and not self.lock_free:
                 cur.execute(POSITION_SQL, (POSITION,))
             pipeline.sync()  # (a version conflict raises here, as IntegrityError)
             ids = [row["notification_id"] for row in curs.fetchall()]
             if events is not None:
-                row = cur.fetchone()
-                self.projector.project_inline(cur, ids, events, position=int(row[0]) if row else None)
+                if self.lock_free:
+                    self.projector.project_inline(cur, ids, events, unordered=True)
+                else:
+                    row = cur.fetchone()
+                    self.projector.project_inline(cur, ids, events, position=int(row[0]) if row else None)
             return ids
 
         def _insert_on(
@@ -531,7 +606,7 @@ def postgres_recorder_class() -> type:
             events = kwargs.get("projected_events")
             if events is not None:
                 cur = Cur(conn.cursor(row_factory=tuple_row), self.dialect)
-                self.projector.project_inline(cur, ids, events)
+                self.projector.project_inline(cur, ids, events, unordered=self.lock_free)
             return ids
 
         @contextmanager

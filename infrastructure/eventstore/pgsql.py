@@ -18,6 +18,11 @@ from eventsourcing.persistence import StoredEvent
 #: The one-trip append's function (ADR 0057, 0064); a new body gets a new version
 #: (v1, ADR 0057, had no session-row update).
 ORDERED_FUNCTION = "ctxc_ordered_insert_v2"
+#: Its lock-free twin (ADR 0066): no events lock, no position; the xid forced first.
+UNLOCKED_FUNCTION = "ctxc_unlocked_insert_v1"
+#: What the lock-free function runs where the ordered one takes the events lock: the
+#: transaction's id, before any notification id is drawn (the readers' rule, ADR 0066).
+FORCE_XID = "PERFORM pg_current_xact_id()"
 #: Parameter marks of the ordered insert: psycopg's (the eight arrays binary,
 #: ``BinaryArray``; the position's name text), and a function body's.
 PARAMS = ("%b", "%b", "%b", "%b", "%b", "%b", "%b", "%b", "%s")
@@ -38,34 +43,45 @@ def unnest_insert(schema: str, table: str, *, id_type: str, params: Sequence[str
     ).format(*map(SQL, params), schema=Identifier(schema), table=Identifier(table), id_type=SQL(id_type))
 
 
-def ordered_insert(insert: Any, id_type: str, rm: str, params: Sequence[str]) -> Any:
+def ordered_insert(insert: Any, id_type: str, rm: str, params: Sequence[str], *, lock_free: bool = False) -> Any:
     """The events (``insert``), their ``rm_messages`` rows joined on originator and
     version to the ids just assigned, and the read model's position moved from
     ``min(id) - 1`` to ``max(id)``, in one statement (ADR 0053); ``1 / 0`` when the
-    position was anywhere else. ``params``: the marks of the five other parameters."""
+    position was anywhere else. ``params``: the marks of the five other parameters.
+
+    ``lock_free`` (ADR 0066): the position stays (writers commit out of id order), and
+    the fifth parameter names the database's lock-free mark instead: ``1 / 0`` when it
+    is missing."""
     from psycopg.sql import SQL
 
+    pos = (
+        " pos AS (SELECT 1 FROM {rm}rm_position AS p WHERE p.name = {4})"
+        if lock_free else
+        " pos AS (UPDATE {rm}rm_position AS p SET notification_id = b.hi"
+        " FROM (SELECT min(notification_id) AS lo, max(notification_id) AS hi FROM ins) AS b"
+        " WHERE p.name = {4} AND p.notification_id = b.lo - 1 RETURNING 1)"
+    )
     return SQL("WITH ins AS (") + insert + SQL(
         " RETURNING notification_id, originator_id, originator_version),"
         " msg AS (INSERT INTO {rm}rm_messages (session_id, seq, visible, notification_id)"
         " SELECT m.s, m.q, 1, ins.notification_id"
         " FROM unnest({0}::text[], {1}::bigint[], {2}::{id_type}[], {3}::bigint[]) AS m(s, q, o, v)"
         " JOIN ins ON ins.originator_id = m.o AND ins.originator_version = m.v),"
-        " pos AS (UPDATE {rm}rm_position AS p SET notification_id = b.hi"
-        " FROM (SELECT min(notification_id) AS lo, max(notification_id) AS hi FROM ins) AS b"
-        " WHERE p.name = {4} AND p.notification_id = b.lo - 1 RETURNING 1)"
+        + pos +
         " SELECT notification_id, 1 / (SELECT count(*) FROM pos) FROM ins ORDER BY notification_id"
     ).format(*map(SQL, params), id_type=SQL(id_type), rm=SQL(rm))
 
 
 def ordered_function(
-    schema: str, events_table: str, id_type: str, rm: str, lock: Any, touch: tuple[str, tuple[str, ...]]
+    schema: str, events_table: str, id_type: str, rm: str, lock: Any, touch: tuple[str, tuple[str, ...]],
+    *, lock_free: bool = False,
 ) -> tuple[Any, Any]:
     """The events' function, as (the statement that makes it if it is missing, its
     call). In one statement it updates the session's read-model row if given one
     (``touch``: that UPDATE, tables prefixed, ``?`` marks, and its parameters' column
     types, the key last; a NULL key: no update, ADR 0064), takes the events lock
-    (``lock``, ADR 0057) and runs ``ordered_insert`` (ADR 0053)."""
+    (``lock``, ADR 0057) and runs ``ordered_insert`` (ADR 0053). ``lock_free``: its
+    twin of ADR 0066, which forces the transaction's id where this takes the lock."""
     from psycopg.sql import SQL, Identifier, Literal
 
     update, types = touch
@@ -74,7 +90,9 @@ def ordered_function(
     if len(pieces) != len(marks) + 1:
         raise ValueError(f"the touch has {len(pieces) - 1} marks for {len(marks)} types")
     update = "".join(piece + mark for piece, mark in zip(pieces, marks, strict=False)) + pieces[-1]
-    function = Identifier(schema, ORDERED_FUNCTION)
+    function = Identifier(schema, UNLOCKED_FUNCTION if lock_free else ORDERED_FUNCTION)
+    if lock_free:
+        lock = SQL(FORCE_XID)
     arguments = ", ".join((
         f"{id_type}[]", "bigint[]", "text[]", "bytea[]", "text[]", "bigint[]", f"{id_type}[]", "bigint[]", "text",
         *(_ARGUMENT_TYPES[t] for t in types),
@@ -82,7 +100,7 @@ def ordered_function(
     body = SQL("BEGIN IF {key} IS NOT NULL THEN {update}; END IF; {lock}; RETURN QUERY {insert}; END").format(
         key=SQL(marks[-1]), update=SQL(update), lock=lock if lock is not None else SQL(""),
         insert=ordered_insert(unnest_insert(schema, events_table, id_type=id_type, params=DOLLARS[:4]),
-                              id_type, rm, DOLLARS[4:]),
+                              id_type, rm, DOLLARS[4:], lock_free=lock_free),
     )
     create = SQL(
         "CREATE FUNCTION {function}({arguments}) RETURNS TABLE (nid bigint, guard bigint)"

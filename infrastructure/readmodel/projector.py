@@ -16,14 +16,14 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, Mapper, Notification
 
-from context_compaction.domain.errors import CorruptEvent
+from context_compaction.domain.errors import CorruptEvent, StorageError
 from context_compaction.domain.session import Session
 
 from ..database import Cur, PipelinedCur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
 from .ops import SqlOps, update_statement
-from .schema import DAMAGE_TABLE, POSITION, TABLES, EventsTable
+from .schema import DAMAGE_TABLE, LOCK_FREE_MARK, POSITION, TABLES, EventsTable
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -45,6 +45,34 @@ _TOUCH_SQL = update_statement(*APPEND_TOUCH)
 _TOUCH_TYPES = tuple(
     TABLES[APPEND_TOUCH[0]].column_type(c) for c in (*APPEND_TOUCH[1], *APPEND_TOUCH[2], *APPEND_TOUCH[3])
 )
+
+
+def read_notifications(cur: Cur, events: EventsTable, start: int, limit: int, stop: int) -> list[Notification]:
+    """The notifications with ``start <= id <= stop``, at most ``limit``, in id order,
+    read through ``cur`` (its transaction's snapshot)."""
+    return [notification_of(row) for row in cur.execute(events.select_sql, (start - 1, stop + 1, limit)).fetchall()]
+
+
+def notification_of(row: Sequence[Any]) -> Notification:
+    """A notification from a row of (id, originator_id, originator_version, topic, state)."""
+    return Notification(
+        id=int(row[0]),
+        originator_id=row[1] if isinstance(row[1], UUID) else UUID(str(row[1])),
+        originator_version=int(row[2]),
+        topic=row[3],
+        state=bytes(row[4]),
+    )
+
+
+def refuse_if_lock_free(cur: Cur) -> None:
+    """A writer under the events lock on a database whose appends run lock-free: there
+    the position is not moved by every append, and replaying from it would project
+    the lock-free writers' events a second time (ADR 0066)."""
+    if cur.execute("SELECT 1 FROM {t}rm_position WHERE name = ?", (LOCK_FREE_MARK,)).fetchone() is not None:
+        raise StorageError(
+            "this PostgreSQL database's appends run lock-free: set postgres.ordering = lock_free"
+            " on every process that writes to it (ADR 0066)"
+        )
 
 
 class _Unanswered(Exception):
@@ -108,17 +136,23 @@ class ReadModelProjector:
 
     # -------------------------------------------------------------- entry
     def project_inline(
-        self, cur: Cur, ids: Sequence[int], events: Sequence[Any], position: int | None = None
+        self, cur: Cur, ids: Sequence[int], events: Sequence[Any], position: int | None = None,
+        *, unordered: bool = False,
     ) -> None:
         """Project freshly inserted events (same transaction), catching up any gap first.
 
         ``position`` (PostgreSQL) is the read model's position as read after the events
         lock was taken, in the insert's own pipeline: in the common case nothing here
         then waits for a result, and the projection goes to the server with the COMMIT.
+        ``unordered`` (PostgreSQL, lock-free, ADR 0066): writers commit out of id order,
+        so the position stays where the database was marked lock-free; the rows alone.
         """
         if not ids:
             return
         pairs = list(zip(ids, events, strict=True))
+        if unordered:
+            self.apply_all(cur, pairs, strict=True)
+            return
         if position is not None:
             if position == ids[0] - 1:
                 # Every writer of the position holds the events lock, so it cannot
@@ -138,6 +172,7 @@ class ReadModelProjector:
                 return
             position = self.position(cur)
         if position < ids[0] - 1:
+            refuse_if_lock_free(cur)
             self.replay(cur, after=position, before=ids[0])
         self.apply_all(cur, pairs, strict=True)
         self._advance(cur, ids[-1])
@@ -214,19 +249,9 @@ class ReadModelProjector:
             )
 
         while True:
-            rows = cur.execute(self.events_table.select_sql, (last, upper, batch)).fetchall()
-            if not rows:
+            notifications = read_notifications(cur, self.events_table, last + 1, batch, upper - 1)
+            if not notifications:
                 return last
-            notifications = [
-                Notification(
-                    id=int(row[0]),
-                    originator_id=row[1] if isinstance(row[1], UUID) else UUID(str(row[1])),
-                    originator_version=int(row[2]),
-                    topic=row[3],
-                    state=bytes(row[4]),
-                )
-                for row in rows
-            ]
             self.apply_stored(cur, notifications, damaged, note)
             last = notifications[-1].id
             self._advance(cur, last)

@@ -124,10 +124,17 @@ class SqlReadModel:
 
     def catch_up(self) -> int:
         """Project every notification past the position; returns how many."""
-        with self.db.write(self.projector.events_table.lock_sql) as cur:
+        events = self.projector.events_table
+        with self.db.write(events.lock_sql) as cur:
             position, newest = self.lag(cur)
             if position >= newest:
                 return 0
+            if events.lock_free_sql is not None and cur.execute(events.lock_free_sql).fetchone() is not None:
+                # Lock-free and the position gone (a schema upgrade dropped it): the
+                # writers since have projected their events inline into the new tables,
+                # so the replay starts from empty ones (the lock keeps writers out).
+                self._clear(cur)
+                position = 0
             last = self.projector.replay(cur, after=position)
             log.info("read model caught up", extra={"from_id": position, "to_id": last})
             return last - position
@@ -166,10 +173,14 @@ class SqlReadModel:
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""
         with self.db.write(self.projector.events_table.lock_sql) as cur:
-            for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
-                cur.execute(f"DELETE FROM {{t}}{table}")
-            cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+            self._clear(cur)
             return self.projector.replay(cur, after=0)
+
+    @staticmethod
+    def _clear(cur: Cur) -> None:
+        for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
+            cur.execute(f"DELETE FROM {{t}}{table}")
+        cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
 
     def index_search(self, session_id: str, batch: int = 2_000) -> int:
         """Index the session's messages not yet in rm_search (ADR 0049); returns how

@@ -42,3 +42,22 @@ def test_the_function_runs_the_touch_the_projection_renders() -> None:
     assert "IF $14 IS NOT NULL" in statement
     assert APPEND_TOUCH[3] == ("session_id",)
     assert "text, bigint, text, bigint, bigint, text)" in statement
+
+
+#: (UNLOCKED_FUNCTION, its digest): the lock-free twin (ADR 0066), pinned alike.
+PINNED_UNLOCKED = ("ctxc_unlocked_insert_v1", "65dd640a98189d51889b587d7993ed2e3f9fe94dfc80b7cd49a5c33e44793626")
+
+
+def test_the_lock_free_function_changes_only_with_its_version() -> None:
+    from context_compaction.infrastructure.eventstore.pgsql import UNLOCKED_FUNCTION
+
+    touch, types = ReadModelProjector.append_touch()
+    make, _ = ordered_function("S", "E", "uuid", '"S".', None, (touch.replace("{t}", '"S".'), types), lock_free=True)
+    statement = str(make.as_string())
+    assert (UNLOCKED_FUNCTION, hashlib.sha256(statement.encode()).hexdigest()) == PINNED_UNLOCKED, (
+        "the lock-free append function's body changed: give UNLOCKED_FUNCTION a new version, then pin the new digest"
+    )
+    # No events lock; the xid is taken before the insert draws ids; the position is not written.
+    assert "LOCK TABLE" not in statement
+    assert statement.index("PERFORM pg_current_xact_id()") < statement.index("INSERT INTO \"S\".\"E\"")
+    assert "UPDATE \"S\".rm_position" not in statement

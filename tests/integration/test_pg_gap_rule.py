@@ -1,0 +1,194 @@
+"""Reading the PostgreSQL notification log when ids commit out of order (ADR 0065 rule 2,
+ADR 0066): a read never returns an id above a hole that a running writer may still
+fill, and passes a hole for good once the writer that left it is known to have ended.
+
+The out-of-order commits are made by hand on two connections (the lower id committed
+last), each writer forcing its transaction id before it draws an id, as the lock-free
+writers do."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+import pytest
+
+from backends import POSTGRES_URL
+from helpers import Harness, ok
+
+pytestmark = pytest.mark.postgres
+
+TOPIC = "tests:Raw"
+OTHER = "tests:Other"
+
+
+class Log:
+    def __init__(self, h: Harness) -> None:
+        ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+        self.recorder = h.bus.services.extra["app"].recorder
+        self.table = self.recorder.qualified_events
+        self.conns: list[psycopg.Connection[Any]] = []
+
+    def writer(self) -> psycopg.Connection[Any]:
+        conn = psycopg.connect(POSTGRES_URL)  # (not autocommit: a transaction left open)
+        self.conns.append(conn)
+        conn.execute("SELECT pg_current_xact_id()")  # the xid before the id, as our writers
+        return conn
+
+    def insert(self, conn: psycopg.Connection[Any], topic: str = TOPIC) -> int:
+        row = conn.execute(
+            f"INSERT INTO {self.table} (originator_id, originator_version, topic, state)"
+            " VALUES (%s, 1, %s, %s) RETURNING notification_id",
+            (uuid.uuid4(), topic, b"{}"),
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def committed(self, topic: str = TOPIC) -> int:
+        conn = self.writer()
+        nid = self.insert(conn, topic)
+        conn.commit()
+        return nid
+
+    def ids(self, start: int | None, **kwargs: Any) -> list[int]:
+        return [n.id for n in self.recorder.select_notifications(start=start, limit=kwargs.pop("limit", 100), **kwargs)]
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
+
+
+@pytest.fixture
+def log(pg_databases: Any) -> Any:
+    log = Log(pg_databases.harness("gaps", postgres={"ordering": "lock_free"}))
+    yield log
+    log.close()
+
+
+def test_a_lower_id_committing_last_is_never_skipped(log: Log) -> None:
+    before = log.ids(1)
+    late = log.writer()
+    k = log.insert(late)
+    b = log.committed()
+    assert b == k + 1
+    # The reader stops before the hole: it must not move past k while k may commit.
+    assert log.ids(1) == before
+    assert log.ids(k) == []
+    assert log.ids(k - 1, inclusive_of_start=False) == []
+    late.commit()
+    assert log.ids(k) == [k, b]
+    assert log.ids(1)[-2:] == [k, b]
+
+
+def test_a_rolled_back_hole_is_passed_once_its_writer_has_ended(log: Log) -> None:
+    doomed = log.writer()
+    k = log.insert(doomed)
+    b = log.committed()
+    assert log.ids(k) == []
+    doomed.rollback()
+    assert log.ids(k) == [b]
+    assert log.ids(1)[-1] == b
+
+
+def test_holes_of_other_topics_hold_a_filtered_read(log: Log) -> None:
+    late = log.writer()
+    k = log.insert(late, OTHER)
+    b = log.committed(TOPIC)
+    # The hole is another topic's event, but the reader cannot know that before it commits.
+    assert log.ids(k, topics=[TOPIC]) == []
+    late.commit()
+    assert log.ids(k, topics=[TOPIC]) == [b]
+    assert log.ids(k, topics=[OTHER]) == [k]
+
+
+def test_rows_below_the_hole_are_returned_and_stop_and_limit_hold(log: Log) -> None:
+    a = log.committed()
+    late = log.writer()
+    k = log.insert(late)
+    b = log.committed()
+    assert log.ids(a) == [a]
+    late.commit()
+    assert log.ids(a, limit=2) == [a, k]
+    assert log.ids(a, stop=k) == [a, k]
+    assert log.ids(a) == [a, k, b]
+
+
+def test_a_long_transaction_elsewhere_holds_readers_at_a_hole_but_never_skips(log: Log) -> None:
+    """The liveness caveat: xmin is the cluster's, so an unrelated open transaction that
+    has an xid keeps even a rolled-back hole from being passed until it ends."""
+    bystander = log.writer()  # an xid older than the hole's writer's
+    doomed = log.writer()
+    k = log.insert(doomed)
+    b = log.committed()
+    doomed.rollback()
+    assert log.ids(k) == []
+    bystander.rollback()
+    assert log.ids(k) == [b]
+
+
+def test_a_hole_filled_between_the_reads_is_not_passed(log: Log) -> None:
+    """Two holes; one writer commits after the reader saw both: the reader returns what
+    lies below the filled one (it may lack it) and the rest on the next read."""
+    first, second = log.writer(), log.writer()
+    k1 = log.insert(first)
+    k2 = log.insert(second)
+    b = log.committed()
+    first.commit()
+    second.rollback()
+    assert log.ids(k1) == [k1, b]
+    assert log.ids(k2) == [b]
+
+
+class _Interleaved:
+    """A connection that runs ``between`` once, just before the read's later snapshot:
+    a writer commits between the reader's two looks at the holes."""
+
+    def __init__(self, conn: Any, between: Any) -> None:
+        self._conn, self._between = conn, between
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        outer = self
+        inner = self._conn.cursor(*args, **kwargs)
+
+        class Cursor:
+            def __enter__(self) -> Any:
+                inner.__enter__()
+                return self
+
+            def __exit__(self, *exc: Any) -> Any:
+                return inner.__exit__(*exc)
+
+            def execute(self, sql: Any, *a: Any, **k: Any) -> Any:
+                if "pg_snapshot_xmin" in str(sql) and outer._between is not None:
+                    outer._between()
+                    outer._between = None
+                inner.execute(sql, *a, **k)
+                return self
+
+            def fetchall(self) -> Any:
+                return inner.fetchall()
+
+            def fetchone(self) -> Any:
+                return inner.fetchone()
+
+        return Cursor()
+
+
+@pytest.mark.parametrize("then", ["commit", "rollback"])
+def test_a_writer_ending_between_the_two_looks(log: Log, then: str) -> None:
+    from context_compaction.infrastructure.eventstore.gaps import select_in_order
+
+    late = log.writer()
+    k = log.insert(late)
+    b = log.committed()
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as raw:
+        conn = _Interleaved(raw, getattr(late, then))
+        ids = [n.id for n in select_in_order(conn, log.table, k, 100)]
+    # Committed in between: the rows read lack k, so the read stops before it. Rolled
+    # back: the hole is permanent and b is returned.
+    assert ids == ([] if then == "commit" else [b])
+    assert log.ids(k) == ([k, b] if then == "commit" else [b])

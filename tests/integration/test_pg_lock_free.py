@@ -1,0 +1,189 @@
+"""``postgres.ordering = lock_free`` (ADR 0066): appends to different sessions do not
+queue on the events lock, ids may commit out of order, and nothing that reads the log
+in id order (the event feed, eventsourcing's followers, ``ctxc verify``) ever passes
+an event that commits late. The read model stays complete: every writer projects
+inline; the first lock-free append marks the database, after which a locked writer
+is refused."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+
+from backends import POSTGRES_URL
+from context_compaction.infrastructure.readmodel.schema import LOCK_FREE_MARK, POSITION
+from context_compaction.infrastructure.verify import verify
+from helpers import Harness, err, in_thread, ok, user
+
+pytestmark = pytest.mark.postgres
+
+LOCK_FREE: dict[str, Any] = {"postgres": {"ordering": "lock_free"}}
+HOLD = 660066  # the advisory lock a held append waits for, inside its transaction
+
+
+def _marks(h: Harness) -> dict[str, int]:
+    return dict(h.query("SELECT name, notification_id FROM {t}rm_position"))
+
+
+def _consistent(h: Harness) -> None:
+    """Every event of every session is in the read model, and nothing else is."""
+    app = h.bus.services.extra["app"]
+    events = app.projector.events_table.qualified
+    topic = "context_compaction:Session.MessageAppended"
+    stored = h.query(f"SELECT count(*) FROM {events} WHERE topic = ?", (topic,))
+    assert h.count("rm_messages") == stored[0][0]
+    wrong = h.query(
+        f"SELECT m.session_id, m.seq FROM {{t}}rm_messages m LEFT JOIN {events} e"
+        " ON e.notification_id = m.notification_id WHERE e.notification_id IS NULL"
+    )
+    assert wrong == []
+    report = verify(app, h.bus.services.read_model)
+    assert all(t.ok for t in report.tables.values()), report.text()
+    assert report.position == report.newest
+
+
+def _hold_session(h: Harness, session_id: str) -> None:
+    """Appends to ``session_id`` wait, after their ids are drawn and before they commit,
+    for the advisory lock ``HOLD`` (a trigger on rm_messages)."""
+    h.execute(
+        "CREATE OR REPLACE FUNCTION {t}ctxc_hold() RETURNS trigger AS $$ BEGIN"
+        f" IF NEW.session_id = '{session_id}' THEN PERFORM pg_advisory_lock({HOLD});"
+        f" PERFORM pg_advisory_unlock({HOLD}); END IF; RETURN NEW; END $$ LANGUAGE plpgsql"
+    )
+    h.execute("CREATE TRIGGER ctxc_hold BEFORE INSERT ON {t}rm_messages FOR EACH ROW EXECUTE FUNCTION {t}ctxc_hold()")
+
+
+def _waiting_on_hold(timeout: float = 20.0) -> None:
+    import time
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            row = probe.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted", (HOLD,)
+            ).fetchone()
+            if row and row[0]:
+                return
+            time.sleep(0.02)
+    raise AssertionError("the held append never reached its hold")
+
+
+def test_a_lock_free_append_marks_the_database_and_keeps_the_read_model_complete(pg_databases: Any) -> None:
+    h: Harness = pg_databases.harness("lf-basic", **LOCK_FREE)
+    ok(h.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"}))
+    marks = _marks(h)
+    assert LOCK_FREE_MARK in marks and marks[POSITION] == marks[LOCK_FREE_MARK]
+    for i in range(5):
+        ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user(f"m{i}")]}))
+    # The position stays where the database was marked; the read model is fresh anyway.
+    assert _marks(h)[POSITION] == marks[POSITION]
+    projection = ok(h.do({"type": "get_projection", "session_id": "a"}))
+    assert [m["content"] for m in projection["messages"]] == [f"m{i}" for i in range(5)]
+    _consistent(h)
+    # A restart reads the same (no catch-up replays the inline-projected events twice).
+    h.reopen()
+    again = ok(h.do({"type": "get_projection", "session_id": "a"}))
+    assert again["messages"] == projection["messages"]
+    _consistent(h)
+
+
+def test_an_append_to_another_session_does_not_wait_and_readers_never_pass_the_late_one(
+    pg_databases: Any,
+) -> None:
+    h: Harness = pg_databases.harness("lf-order", **LOCK_FREE)
+    for s in ("slow", "fast"):
+        ok(h.do({"type": "start_session", "session_id": s, "model": "gpt-4o"}))
+    app = h.bus.services.extra["app"]
+    head = max(n.id for n in app.recorder.select_notifications(start=1, limit=1000))
+    _hold_session(h, "slow")
+    holder = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", (HOLD,))
+        thread, out = in_thread(
+            lambda: h.do({"type": "append_messages", "session_id": "slow", "messages": [user("late")]}))
+        _waiting_on_hold()
+        # Under the events lock this append would wait for the held one; lock-free it commits.
+        done = threading.Event()
+        fast: dict[str, Any] = {}
+
+        def append_fast() -> None:
+            fast.update(h.do({"type": "append_messages", "session_id": "fast", "messages": [user("early")]}))
+            done.set()
+
+        threading.Thread(target=append_fast, daemon=True).start()
+        assert done.wait(20), "an append to another session waited for the held one"
+        ok(fast)
+        visible = h.query(f"SELECT max(notification_id) FROM {app.projector.events_table.qualified}")[0][0]
+        assert visible > head
+        # The held append drew the lower id: no reader may return the fast one yet.
+        assert [n.id for n in app.recorder.select_notifications(start=head + 1, limit=100)] == []
+        feed = ok(h.do({"type": "read_events", "after": head}))
+        assert feed["events"] == []
+        # The fast session itself reads fresh (its rows are inline, no catch-up waits).
+        assert [m["content"] for m in ok(h.do({"type": "get_projection", "session_id": "fast"}))
+                ["messages"]] == ["early"]
+    finally:
+        holder.execute("SELECT pg_advisory_unlock(%s)", (HOLD,))
+        holder.close()
+    thread.join(30)
+    assert "error" not in out, out
+    ok(out["result"])
+    after = app.recorder.select_notifications(start=head + 1, limit=100)
+    ids = [n.id for n in after]
+    assert ids == sorted(ids) and len(ids) == 2
+    topics_by_session = [h.query(
+        "SELECT session_id FROM {t}rm_messages WHERE notification_id = ?", (i,))[0][0] for i in ids]
+    assert topics_by_session == ["slow", "fast"]
+    feed = ok(h.do({"type": "read_events", "after": head}))["events"]
+    assert [e["position"] for e in feed] == ids
+    h.execute("DROP TRIGGER ctxc_hold ON {t}rm_messages")
+    _consistent(h)
+
+
+def test_a_locked_writer_is_refused_on_a_lock_free_database_and_writes_nothing(pg_databases: Any) -> None:
+    h: Harness = pg_databases.harness("lf-mixed", **LOCK_FREE)
+    ok(h.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("one")]}))
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("two")]}))
+    locked = h.new_bus(postgres={"ordering": "locked"})
+    before = h.events()
+    refused = err(locked.dispatch_json(
+        {"type": "append_messages", "session_id": "a", "messages": [user("three")]}), "storage_error")
+    assert "lock_free" in refused["message"]
+    assert h.events() == before
+    # Reading still works from a locked process, and the lock-free one writes on.
+    assert len(ok(locked.dispatch_json({"type": "get_projection", "session_id": "a"}))["messages"]) == 2
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("three")]}))
+    _consistent(h)
+
+
+def test_switching_a_locked_database_catches_the_read_model_up_first(pg_databases: Any) -> None:
+    locked: Harness = pg_databases.harness("lf-switch")
+    ok(locked.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"}))
+    ok(locked.do({"type": "append_messages", "session_id": "a", "messages": [user("one")]}))
+    # Events the read model has not seen yet (it is behind, as after a lost projection).
+    locked.execute("DELETE FROM {t}rm_messages WHERE session_id = 'a'")
+    locked.execute("UPDATE {t}rm_position SET notification_id = 1 WHERE name = ?", (POSITION,))
+    lock_free = locked.new_bus(**LOCK_FREE)
+    ok(lock_free.dispatch_json({"type": "append_messages", "session_id": "a", "messages": [user("two")]}))
+    marks = _marks(locked)
+    assert marks[LOCK_FREE_MARK] == marks[POSITION] >= 2
+    messages = ok(lock_free.dispatch_json({"type": "get_projection", "session_id": "a"}))["messages"]
+    assert [m["content"] for m in messages] == ["one", "two"]
+
+
+def test_a_schema_upgrade_on_a_lock_free_database_rebuilds_without_doubling(pg_databases: Any) -> None:
+    """The upgrade drops the position; lock-free writers project inline into the new
+    tables meanwhile; the catch-up then replays from empty tables, not on top of them."""
+    h: Harness = pg_databases.harness("lf-upgrade", **LOCK_FREE)
+    ok(h.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("one")]}))
+    h.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("two")]}))
+    messages = ok(h.do({"type": "get_projection", "session_id": "a"}))["messages"]
+    assert [m["content"] for m in messages] == ["one", "two"]
+    assert POSITION in _marks(h)
+    _consistent(h)
