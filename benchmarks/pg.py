@@ -140,7 +140,7 @@ def _no_lock_function(recorder: Any) -> None:
     with recorder.datastore.get_connection() as conn:
         plain, name = pgsql.ordered_insert, pgsql.ORDERED_FUNCTION
 
-        def no_position(insert: Any, id_type: str, rm: str, params: Any) -> Any:
+        def no_position(insert: Any, id_type: str, rm: str, params: Any, **_: Any) -> Any:
             text = plain(insert, id_type, rm, params).as_string(conn)
             text = re.sub(r", pos AS \(.*?RETURNING 1\)", "", text)
             return SQL(text.replace("1 / (SELECT count(*) FROM pos)", "1::bigint"))

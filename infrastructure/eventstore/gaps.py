@@ -9,21 +9,30 @@ only holes a reader meets are permanent ones (a rolled-back insert). Without the
 higher one and moved past the hole would never see the lower one: a follower, the
 event feed or ``ctxc verify`` would skip an event for good.
 
-The rule, with no new column: a read whose snapshot S0 shows id ``b`` but not a lower
-id ``k`` notes ``X = pg_snapshot_xmax(S0)``. ``k`` was drawn before ``b``, ``b``
-committed before S0, and every writer has its transaction id before it draws ids (the
-lock-free writers force it first), so ``k``'s writer has an xid below ``X``. Once a
-later snapshot has ``pg_snapshot_xmin >= X`` that writer has ended: if ``k`` is still
-not visible, it rolled back and the hole is passed for good. Until then the read stops
-just before the hole; the caller reads on from there next time.
+The rule, with no new column. A read whose snapshot S0 shows id ``b`` but not a lower
+id ``k`` has met a hole. ``k`` was drawn before ``b``, and ``k``'s writer took the
+events table's ROW EXCLUSIVE lock before drawing it, keeps that lock to its end, and
+had its xid before the id (the lock-free writers force it first). So if it still runs
+after S0, it is among the transactions holding that lock with an xid at any later
+moment T0. The read notes those (``_writers_sql``); once none of them runs (polled for
+a few milliseconds, about one append), the writer of every hole seen in S0 has ended,
+and a snapshot taken after that (the next statement) shows which holes were filled:
+one still empty was rolled back and is passed for good; one filled since is an event
+the rows of S0 lack, so the read stops just before it. If the writers running at T0 do
+not end in time, the read stops before the first hole; the caller reads on from there
+next time.
 
-Liveness caveat: xmin is the whole cluster's, so a long transaction anywhere (a
-``psql`` left open in a transaction that wrote something) holds readers at a hole
-until it ends. It never makes them skip an event.
+(The cluster's ``pg_snapshot_xmin`` cannot decide this: a snapshot's xmax is one past
+the latest *completed* xid, so ``k``'s writer may hold an xid above S0's xmax, and an
+xmin past that xmax does not mean it has ended. It would also make every unrelated
+long transaction hold readers back.) Only writers of events running when the hole
+was seen hold a read back, and never past the wait; no way makes a reader skip an
+event.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,14 +49,13 @@ def _rows_sql(qualified: str, *, stop: bool, topics: bool) -> str:
         where.append("notification_id <= %(stop)s")
     if topics:
         where.append("topic = ANY(%(topics)s)")
-    # One statement, one snapshot: the rows, how many ids of any topic exist from
-    # ``lo`` up to the last row (fewer than the span: a hole), and the snapshot's xmax.
+    # One statement, one snapshot: the rows, and how many ids of any topic exist from
+    # ``lo`` up to the last row (fewer than the span: a hole).
     return (
         f"WITH r AS (SELECT {_COLUMNS} FROM {qualified} WHERE {' AND '.join(where)}"
         " ORDER BY notification_id LIMIT %(limit)s)"
         f" SELECT r.*, (SELECT count(*) FROM {qualified} WHERE notification_id >= %(lo)s"
-        " AND notification_id <= (SELECT max(notification_id) FROM r)),"
-        " pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+        " AND notification_id <= (SELECT max(notification_id) FROM r))"
         " FROM r ORDER BY notification_id"
     )
 
@@ -60,7 +68,31 @@ def _holes_sql(qualified: str) -> str:
     )
 
 
-_XMIN_SQL = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+def _writers_sql(qualified: str) -> str:
+    """The xids of the other transactions that hold the events table's ROW EXCLUSIVE
+    lock now. A writer takes that lock before it draws an id and keeps it to its end,
+    and has its xid before the id (the lock-free writers force it first), so the writer
+    of a hole seen earlier is among these if it still runs. The xids come from their
+    ``transactionid`` locks: ``pg_locks`` needs no privilege, where ``pg_stat_activity``
+    hides other roles' xids. A holder without an xid has drawn no id."""
+    return (
+        "SELECT coalesce(array_agg(DISTINCT x.transactionid::text::bigint), '{}')"
+        " FROM pg_locks r JOIN pg_locks x ON x.locktype = 'transactionid'"
+        " AND x.virtualtransaction = r.virtualtransaction AND x.mode = 'ExclusiveLock'"
+        f" WHERE r.locktype = 'relation' AND r.relation = '{qualified}'::regclass AND r.mode = 'RowExclusiveLock'"
+        " AND r.pid IS DISTINCT FROM pg_backend_pid()"
+    )
+
+
+#: Whether any of the given xids still runs (an xid's lock is held to its end).
+_RUNNING_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'transactionid'"
+    " AND transactionid::text::bigint = ANY(%(xids)s))"
+)
+#: How long a read that met holes waits for the writers running then to end, polling.
+#: A writer's transaction lasts about one append (milliseconds); a read that waits
+#: longer gives up, stops before the first hole, and the next read looks again.
+WAIT_POLLS, POLL_S = 20, 0.0025
 
 
 def select_in_order(
@@ -99,15 +131,23 @@ def select_in_order(
             rows = cur.execute(rows_sql, params, prepare=True).fetchall()
             if not rows:
                 return []
-            hi, xmax = rows[-1][0], rows[-1][6]
+            hi = rows[-1][0]
             holes = cur.execute(_holes_sql(qualified), {"lo": lo, "hi": hi}).fetchone()[0]
         if not holes:
             return _as_notes(rows)
-        # A later snapshot: are the holes' writers all done, and which holes are left?
-        xmin = cur.execute(_XMIN_SQL).fetchone()[0]
+        # Have the holes' writers all ended? Every writer that could have drawn one
+        # and still runs is among the events' writers running now; once none of those
+        # runs, a snapshot taken after (the next statement) tells which holes are left.
+        writers = cur.execute(_writers_sql(qualified)).fetchone()[0]
+        ended = not writers
+        for _ in range(WAIT_POLLS if writers else 0):
+            time.sleep(POLL_S)
+            if not cur.execute(_RUNNING_SQL, {"xids": writers}).fetchone()[0]:
+                ended = True
+                break
         left = cur.execute(_holes_sql(qualified), {"lo": holes[0], "hi": holes[-1]}).fetchone()[0]
     filled = sorted(set(holes) - set(left))
-    if xmin >= xmax:
+    if ended:
         # Every hole still empty is permanent (rolled back). A hole filled since the
         # rows were read is an event they lack: stop just before it.
         cut = filled[0] if filled else None

@@ -8,6 +8,7 @@ writers do."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -114,17 +115,31 @@ def test_rows_below_the_hole_are_returned_and_stop_and_limit_hold(log: Log) -> N
     assert log.ids(a) == [a, k, b]
 
 
-def test_a_long_transaction_elsewhere_holds_readers_at_a_hole_but_never_skips(log: Log) -> None:
-    """The liveness caveat: xmin is the cluster's, so an unrelated open transaction that
-    has an xid keeps even a rolled-back hole from being passed until it ends."""
-    bystander = log.writer()  # an xid older than the hole's writer's
+def test_a_long_transaction_elsewhere_does_not_hold_readers_at_a_rolled_back_hole(log: Log) -> None:
+    """The cluster's xmin stays behind an unrelated open transaction with an xid; the
+    lock table shows it writes no event, so the rolled-back hole is passed anyway."""
+    bystander = log.writer()  # an xid older than the hole's writer's, no event written
+    bystander.execute("CREATE TEMP TABLE t (x int)")
     doomed = log.writer()
     k = log.insert(doomed)
     b = log.committed()
     doomed.rollback()
-    assert log.ids(k) == []
-    bystander.rollback()
     assert log.ids(k) == [b]
+    bystander.rollback()
+
+
+def test_an_older_writer_still_running_holds_readers_at_a_rolled_back_hole(log: Log) -> None:
+    """A writer of events that was running when the hole was seen could be the hole's
+    own writer (the reader cannot tell which id is whose): the hole waits for it."""
+    doomed = log.writer()
+    k = log.insert(doomed)
+    b = log.committed()
+    running = log.writer()
+    d = log.insert(running)  # above b: not a hole of this read, but an xid below its xmax
+    doomed.rollback()
+    assert log.ids(k) == []
+    running.commit()
+    assert log.ids(k) == [b, d]
 
 
 def test_a_hole_filled_between_the_reads_is_not_passed(log: Log) -> None:
@@ -140,12 +155,18 @@ def test_a_hole_filled_between_the_reads_is_not_passed(log: Log) -> None:
     assert log.ids(k2) == [b]
 
 
-class _Interleaved:
-    """A connection that runs ``between`` once, just before the read's later snapshot:
-    a writer commits between the reader's two looks at the holes."""
+#: The read's statements a test can run something just before (``_Interleaved``).
+WRITERS_LOOK = "array_agg(DISTINCT x.transactionid"  # the events' writers running now
+HOLES_LOOK = "generate_series"  # the holes (the 1st: with the rows; the 2nd: those left)
 
-    def __init__(self, conn: Any, between: Any) -> None:
+
+class _Interleaved:
+    """A connection that runs ``between`` once, just before the ``nth`` statement of
+    the read that contains ``pattern``."""
+
+    def __init__(self, conn: Any, between: Any, pattern: str = WRITERS_LOOK, nth: int = 1) -> None:
         self._conn, self._between = conn, between
+        self._pattern, self._nth = pattern, nth
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
@@ -163,9 +184,11 @@ class _Interleaved:
                 return inner.__exit__(*exc)
 
             def execute(self, sql: Any, *a: Any, **k: Any) -> Any:
-                if "pg_snapshot_xmin" in str(sql) and outer._between is not None:
-                    outer._between()
-                    outer._between = None
+                if outer._pattern in str(sql) and outer._between is not None:
+                    outer._nth -= 1
+                    if outer._nth == 0:
+                        outer._between()
+                        outer._between = None
                 inner.execute(sql, *a, **k)
                 return self
 
@@ -176,6 +199,47 @@ class _Interleaved:
                 return inner.fetchone()
 
         return Cursor()
+
+
+def test_a_writer_that_begins_after_the_writers_look_does_not_hold_the_hole(log: Log) -> None:
+    from context_compaction.infrastructure.eventstore.gaps import select_in_order
+
+    doomed = log.writer()
+    k = log.insert(doomed)
+    b = log.committed()
+    doomed.rollback()
+    later: list[int] = []
+
+    def begin_a_writer() -> None:
+        later.append(log.insert(log.writer()))  # (left open)
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as raw:
+        conn = _Interleaved(raw, begin_a_writer, HOLES_LOOK, nth=2)
+        ids = [n.id for n in select_in_order(conn, log.table, k, 100)]
+    assert later and ids == [b]
+
+
+@pytest.mark.parametrize("ends", [True, False])
+def test_a_writer_running_at_the_writers_look_is_waited_for(log: Log, ends: bool) -> None:
+    """It may be the hole's writer (the read cannot tell whose id is whose): the read
+    waits a few milliseconds for it; ended in time, the rolled-back hole is passed,
+    otherwise the read stops before the hole."""
+    from context_compaction.infrastructure.eventstore.gaps import select_in_order
+
+    doomed = log.writer()
+    k = log.insert(doomed)
+    b = log.committed()
+    doomed.rollback()
+    other = log.writer()
+    log.insert(other)
+
+    def end_soon() -> None:
+        if ends:
+            threading.Timer(0.02, other.rollback).start()  # (within the wait)
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as raw:
+        ids = [n.id for n in select_in_order(_Interleaved(raw, end_soon), log.table, k, 100)]
+    assert ids == ([b] if ends else [])
 
 
 @pytest.mark.parametrize("then", ["commit", "rollback"])
