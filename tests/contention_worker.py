@@ -21,7 +21,9 @@ from context_compaction import Settings, bootstrap  # noqa: E402
 
 
 def main(url: str, session: str, worker: int, appends: int, out_path: str) -> None:
-    bus = bootstrap(Settings(database_url=url, summarizer="extractive"))
+    ordering = os.environ.get("CTXC_TEST_ORDERING")  # (the parent's postgres.ordering, ADR 0066)
+    bus = bootstrap(Settings(database_url=url, summarizer="extractive",
+                             **({"postgres": {"ordering": ordering}} if ordering else {})))
     bus.dispatch_json({"type": "get_history", "session_id": session})  # connect and warm up
     Path(out_path + ".ready").touch()
     go = Path(out_path + ".go")
