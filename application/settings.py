@@ -123,8 +123,9 @@ class PostgresConfig(_Section):
     different sessions queue behind one another. ``lock_free``: no such lock; ids may
     commit out of order and readers of the log (followers, the event feed, ``ctxc
     verify``) stop at a hole until its writer has ended (ADR 0066). The first
-    lock-free append marks the database lock-free; from then on every writer must run
-    with ``lock_free`` (a ``locked`` one is refused with ``storage_error``)."""
+    lock-free append marks the database lock-free; from then on every process of this
+    release writes to it lock-free whatever its setting (a release before this one must
+    not write to a marked database)."""
     model_config = ConfigDict(**_CONFIG, populate_by_name=True)
 
 

@@ -54,6 +54,7 @@ from eventsourcing.sqlite import (
 from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
 from ..database import Cur, Dialect, PipelinedCur
+from ..readmodel.projector import LockFreeDatabase
 from ..readmodel.schema import LOCK_FREE_MARK, POSITION
 from .gaps import select_in_order
 from .pgsql import (
@@ -300,8 +301,6 @@ def postgres_recorder_class() -> type:
 
     POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
     FORCE_XID_SQL = "SELECT pg_current_xact_id()"
-    _LIBRARY_SELECT = getattr(PostgresApplicationRecorder.select_notifications, "__wrapped__",
-                              PostgresApplicationRecorder.select_notifications)
 
     class ProjectingPostgresRecorder(PostgresApplicationRecorder):
         def __init__(
@@ -348,6 +347,7 @@ def postgres_recorder_class() -> type:
             # the twin function and statement, without the events lock or the position.
             self.lock_free = False
             self._marked = False  # (this process has seen the database's lock-free mark)
+            self._mark_checked = False  # (a locked process has looked for it once)
             self.create_unlocked_function, self.unlocked_call_statement = ordered_function(
                 datastore.schema, events_table_name, id_type, dialect.sql("{t}"), None, touch_sql, lock_free=True
             )
@@ -356,6 +356,7 @@ def postgres_recorder_class() -> type:
             )
             self.id_type = id_type
             self.qualified_events = f'"{datastore.schema}"."{events_table_name}"'
+            self._mark_sql = dialect.sql(POSITION_SQL)
             #: (the touch's parameters of a call that has none: its key NULL, ADR 0064)
             self._no_touch = (None,) * len(touch_types)
 
@@ -405,12 +406,11 @@ def postgres_recorder_class() -> type:
             *,
             inclusive_of_start: bool = True,
         ) -> Sequence[Notification]:
-            # The library's read, minus its retry decorator (``without_inner_retries``).
-            # Lock-free, never past a hole a running writer may still fill (ADR 0066);
-            # under the events lock every hole a reader sees is a rolled-back insert,
-            # and the rule would only hold readers back behind unrelated transactions.
-            if not self.lock_free:
-                return _LIBRARY_SELECT(self, start, limit, stop, topics, inclusive_of_start=inclusive_of_start)
+            # The library's read, minus its retry decorator (``without_inner_retries``),
+            # and never past a hole a running writer may still fill (ADR 0066). On
+            # every database, whatever this process's ordering: another process may
+            # append lock-free (the mark is the database's); under the events lock
+            # every hole is a rollback, and the rule passes it after one look.
             with self.datastore.get_connection() as conn:
                 return select_in_order(conn, self.qualified_events, start, limit, stop, topics,
                                        inclusive_of_start=inclusive_of_start)
@@ -436,24 +436,49 @@ def postgres_recorder_class() -> type:
                 return self._insert_on(writer.conn, writer.curs, stored_events, **kwargs)
             if not stored_events:
                 return []
-            events = kwargs.get("projected_events")
             with self.datastore.get_connection() as conn:
                 if self.lock_free and not self._marked:
                     self._mark_lock_free(conn)
-                if events is not None and self.projector.splits_at_ids(events):
-                    ids = self._insert_one_trip(conn, stored_events, events, kwargs.get("snapshots"))
-                    if ids is not None:
-                        return ids
-                    if self.lock_free:
-                        self._mark_lock_free(conn)  # (its function failed the mark's check)
-                with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
-                    return self._insert_pipelined(conn, pipeline, curs, stored_events, **kwargs)
+                elif not self._mark_checked:
+                    self._follow_mark(conn)
+                try:
+                    return self._insert(conn, stored_events, **kwargs)
+                except LockFreeDatabase:
+                    # Marked by another process since this one looked: follow it; the
+                    # transaction rolled back, nothing was written.
+                    self._follow_mark(conn)
+                    return self._insert(conn, stored_events, **kwargs)
+
+        def _insert(self, conn: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> list[int]:
+            events = kwargs.get("projected_events")
+            if events is not None and self.projector.splits_at_ids(events):
+                ids = self._insert_one_trip(conn, stored_events, events, kwargs.get("snapshots"))
+                if ids is not None:
+                    return ids
+                if self.lock_free:
+                    self._mark_lock_free(conn)  # (its function failed the mark's check)
+            with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
+                return self._insert_pipelined(conn, pipeline, curs, stored_events, **kwargs)
+
+        def _follow_mark(self, conn_or_cur: Any) -> None:
+            """A database another process marked lock-free is written lock-free by this
+            one too, whatever its setting (ADR 0066): a writer under the events lock
+            would find the position behind and replay what is projected already."""
+            self._mark_checked = True
+            if conn_or_cur.execute(self._mark_sql, (LOCK_FREE_MARK,)).fetchone() is not None:
+                if not self.lock_free:
+                    log.info("the database appends lock-free (postgres.ordering); this process follows it")
+                self.lock_free = self._marked = True
 
         def _mark_lock_free(self, conn: Any) -> None:
-            """Make sure the database is marked lock-free (ADR 0066), under the events
-            lock: no locked writer is inserting meanwhile, and a locked writer after
-            it sees the mark and refuses. The read model catches up first, so every
-            event after its position is then one a lock-free writer projected inline."""
+            """Make sure the database is marked lock-free (ADR 0066). Marked already
+            (one plain read): nothing to do. Otherwise under the events lock: no locked
+            writer is inserting meanwhile, and one after it sees the mark and follows.
+            The read model catches up first, so every event after its position is then
+            one a lock-free writer projected inline."""
+            self._follow_mark(conn)
+            if self._marked:
+                return
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as raw:
                 PostgresApplicationRecorder._lock_table(self, raw)
                 cur = Cur(raw, self.dialect)
@@ -630,6 +655,9 @@ def postgres_recorder_class() -> type:
             # 0053); this writer taking the lock first could deadlock with it.
             self.recorder._lock_sessions(Cur(self.curs, self.recorder.dialect), [originator_id])
             self.recorder._lock_table(self.curs)
+            if not self.recorder.lock_free:
+                # (under the events lock: no process can mark the database meanwhile)
+                self.recorder._follow_mark(self.curs)
             self.curs.execute(
                 self.recorder.select_events_statement
                 + SQL(" AND originator_version > %s ORDER BY originator_version ASC"),

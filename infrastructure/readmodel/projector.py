@@ -64,14 +64,17 @@ def notification_of(row: Sequence[Any]) -> Notification:
     )
 
 
+class LockFreeDatabase(StorageError):
+    """A writer under the events lock found the database marked lock-free: there the
+    position is not moved by every append, and replaying from it would project the
+    lock-free writers' events a second time (ADR 0066). The recorder follows the mark
+    and writes again; nothing was written."""
+
+
 def refuse_if_lock_free(cur: Cur) -> None:
-    """A writer under the events lock on a database whose appends run lock-free: there
-    the position is not moved by every append, and replaying from it would project
-    the lock-free writers' events a second time (ADR 0066)."""
     if cur.execute("SELECT 1 FROM {t}rm_position WHERE name = ?", (LOCK_FREE_MARK,)).fetchone() is not None:
-        raise StorageError(
-            "this PostgreSQL database's appends run lock-free: set postgres.ordering = lock_free"
-            " on every process that writes to it (ADR 0066)"
+        raise LockFreeDatabase(
+            "this PostgreSQL database's appends run lock-free (postgres.ordering, ADR 0066)"
         )
 
 

@@ -16,7 +16,7 @@ import pytest
 from backends import POSTGRES_URL
 from context_compaction.infrastructure.readmodel.schema import LOCK_FREE_MARK, POSITION
 from context_compaction.infrastructure.verify import verify
-from helpers import Harness, err, in_thread, ok, user
+from helpers import Harness, in_thread, ok, user
 
 pytestmark = pytest.mark.postgres
 
@@ -143,20 +143,26 @@ def test_an_append_to_another_session_does_not_wait_and_readers_never_pass_the_l
     _consistent(h)
 
 
-def test_a_locked_writer_is_refused_on_a_lock_free_database_and_writes_nothing(pg_databases: Any) -> None:
-    h: Harness = pg_databases.harness("lf-mixed", **LOCK_FREE)
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_locked_process_follows_the_mark_of_a_lock_free_database(pg_databases: Any, when: str) -> None:
+    """Whether the locked process wrote before the mark was set (so it learns it from
+    its careful path) or starts after it (one look at its first write), it writes
+    lock-free: the position stays, nothing is projected twice."""
+    h: Harness = pg_databases.harness(f"lf-mixed-{when}")
     ok(h.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"}))
-    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("one")]}))
-    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("two")]}))
     locked = h.new_bus(postgres={"ordering": "locked"})
-    before = h.events()
-    refused = err(locked.dispatch_json(
-        {"type": "append_messages", "session_id": "a", "messages": [user("three")]}), "storage_error")
-    assert "lock_free" in refused["message"]
-    assert h.events() == before
-    # Reading still works from a locked process, and the lock-free one writes on.
-    assert len(ok(locked.dispatch_json({"type": "get_projection", "session_id": "a"}))["messages"]) == 2
-    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("three")]}))
+    if when == "before":
+        ok(locked.dispatch_json({"type": "append_messages", "session_id": "a", "messages": [user("zero")]}))
+    lock_free = h.new_bus(**LOCK_FREE)
+    ok(lock_free.dispatch_json({"type": "append_messages", "session_id": "a", "messages": [user("one")]}))
+    ok(lock_free.dispatch_json({"type": "append_messages", "session_id": "a", "messages": [user("two")]}))
+    marked = _marks(h)[POSITION]
+    ok(locked.dispatch_json({"type": "append_messages", "session_id": "a", "messages": [user("three")]}))
+    ok(locked.dispatch_json({"type": "append_messages", "session_id": "a", "messages": [user("four")]}))
+    assert locked.services.extra["app"].recorder.lock_free
+    assert _marks(h)[POSITION] == marked
+    contents = [m["content"] for m in ok(locked.dispatch_json({"type": "get_projection", "session_id": "a"}))["messages"]]
+    assert contents == (["zero"] if when == "before" else []) + ["one", "two", "three", "four"]
     _consistent(h)
 
 
