@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..database import Cur, Database, Dialect, storage_errors
 from ..readmodel import SCHEMA_VERSION, SqlReadModel
+from ..readmodel.schema import SAME_SHAPE_SINCE
 from .application import SessionsApplication
 from .store import SqlEventStore
 
@@ -38,6 +39,11 @@ def build_store(
                 if app.snapshots is not None:
                     app.snapshots.recorder.create_table()  # type: ignore[attr-defined]
         read_model.create_tables(previous=version)
+        if version is not None and version < SAME_SHAPE_SINCE:
+            # The projected tables were dropped: replay now, before this process's
+            # first append, whose projection reads its session's row (review of ADR
+            # 0066: an append before any read failed with ProjectionOutOfOrder).
+            read_model.catch_up()
         if dialect.is_postgres and version is None:
             with db.connection_cursor() as cur:
                 _fast_toast(cur, app.projector.events_table.qualified)

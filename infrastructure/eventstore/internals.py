@@ -54,7 +54,7 @@ from eventsourcing.sqlite import (
 from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
 from ..database import Cur, Dialect, PipelinedCur
-from ..readmodel.projector import LockFreeDatabase
+from ..readmodel.projector import LockFreeDatabase, clear, lock_sessions_first
 from ..readmodel.schema import LOCK_FREE_MARK, POSITION
 from .gaps import select_in_order
 from .pgsql import (
@@ -90,6 +90,9 @@ PRIVATE_NAMES: dict[str, tuple[str, ...]] = {
         "_insert_stored_events", "_lock_table", "_notify_channel",
     ),
     "eventsourcing.application:Application": ("_record", "_notify"),
+    "eventsourcing.postgres:PostgresSubscription": (
+        "_listen", "_recorder", "_has_been_stopped", "_thread_error", "_has_been_notified",
+    ),
 }
 
 
@@ -295,12 +298,14 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
 
 def postgres_recorder_class() -> type:
     """The projecting PostgreSQL recorder (imported only when PostgreSQL is configured)."""
-    from eventsourcing.postgres import PostgresApplicationRecorder
+    from eventsourcing.postgres import PostgresApplicationRecorder, PostgresSubscription
     from psycopg.rows import tuple_row
-    from psycopg.sql import SQL
+    from psycopg.sql import SQL, Identifier
 
     POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
     FORCE_XID_SQL = "SELECT pg_current_xact_id()"
+    #: The lock-free mark and the read model's position, whichever exist (ADR 0066).
+    MARKS_SQL = f"SELECT name, notification_id FROM {{t}}rm_position WHERE name IN ('{LOCK_FREE_MARK}', '{POSITION}')"
 
     class ProjectingPostgresRecorder(PostgresApplicationRecorder):
         def __init__(
@@ -356,7 +361,7 @@ def postgres_recorder_class() -> type:
             )
             self.id_type = id_type
             self.qualified_events = f'"{datastore.schema}"."{events_table_name}"'
-            self._mark_sql = dialect.sql(POSITION_SQL)
+            self._marks_sql = dialect.sql(MARKS_SQL)  # (for a raw psycopg connection or cursor)
             #: (the touch's parameters of a call that has none: its key NULL, ADR 0064)
             self._no_touch = (None,) * len(touch_types)
 
@@ -417,7 +422,7 @@ def postgres_recorder_class() -> type:
 
         def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
             if self.notify:
-                return super().subscribe(gt=gt, topics=topics)
+                return _PollingSubscription(recorder=self, gt=gt, topics=topics)
             raise NotImplementedError(
                 "context-compaction's PostgreSQL store sends no NOTIFY unless the setting"
                 " postgres.notify is on: turn it on for eventsourcing subscriptions, follow"
@@ -444,9 +449,13 @@ def postgres_recorder_class() -> type:
                 try:
                     return self._insert(conn, stored_events, **kwargs)
                 except LockFreeDatabase:
-                    # Marked by another process since this one looked: follow it; the
-                    # transaction rolled back, nothing was written.
-                    self._follow_mark(conn)
+                    # Marked by another process since this one looked (follow it), or
+                    # lock-free with the position gone (rebuild first); the transaction
+                    # rolled back, nothing was written.
+                    if self.lock_free:
+                        self._mark_lock_free(conn)
+                    else:
+                        self._follow_mark(conn)
                     return self._insert(conn, stored_events, **kwargs)
 
         def _insert(self, conn: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> list[int]:
@@ -460,15 +469,19 @@ def postgres_recorder_class() -> type:
             with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
                 return self._insert_pipelined(conn, pipeline, curs, stored_events, **kwargs)
 
-        def _follow_mark(self, conn_or_cur: Any) -> None:
+        def _follow_mark(self, conn: Any) -> bool:
             """A database another process marked lock-free is written lock-free by this
             one too, whatever its setting (ADR 0066): a writer under the events lock
-            would find the position behind and replay what is projected already."""
+            would find the position behind and replay what is projected already.
+            Returns whether the read model's position is there too."""
             self._mark_checked = True
-            if conn_or_cur.execute(self._mark_sql, (LOCK_FREE_MARK,)).fetchone() is not None:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                rows = dict(cur.execute(self._marks_sql).fetchall())
+            if LOCK_FREE_MARK in rows:
                 if not self.lock_free:
                     log.info("the database appends lock-free (postgres.ordering); this process follows it")
                 self.lock_free = self._marked = True
+            return POSITION in rows
 
         def _mark_lock_free(self, conn: Any) -> None:
             """Make sure the database is marked lock-free (ADR 0066). Marked already
@@ -476,22 +489,31 @@ def postgres_recorder_class() -> type:
             writer is inserting meanwhile, and one after it sees the mark and follows.
             The read model catches up first, so every event after its position is then
             one a lock-free writer projected inline."""
-            self._follow_mark(conn)
-            if self._marked:
+            if self._follow_mark(conn) and self._marked:
                 return
             with conn.transaction(), conn.cursor(row_factory=tuple_row) as raw:
-                PostgresApplicationRecorder._lock_table(self, raw)
                 cur = Cur(raw, self.dialect)
-                if cur.execute(POSITION_SQL, (LOCK_FREE_MARK,)).fetchone() is None:
-                    newest = int(cur.execute(self.projector.events_table.max_id_sql).fetchone()[0] or 0)
-                    position = self.projector.position(cur)
+                # (the sessions' rows before the events lock, the writers' order: a
+                # replay under the lock updates rows that waiting writers hold)
+                lock_sessions_first(cur)
+                PostgresApplicationRecorder._lock_table(self, raw)
+                marks = dict(cur.execute(MARKS_SQL).fetchall())
+                newest = int(cur.execute(self.projector.events_table.max_id_sql).fetchone()[0] or 0)
+                if LOCK_FREE_MARK not in marks:
+                    position = int(marks.get(POSITION, 0))
                     if position < newest:
                         self.projector.replay(cur, after=position)
-                    cur.executemany(
-                        "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                        [(POSITION, newest), (LOCK_FREE_MARK, newest)],
-                    )
                     log.info("database marked lock-free", extra={"position": newest})
+                elif POSITION not in marks:
+                    # Marked, and the position gone (a schema upgrade): lock-free writers
+                    # may have projected into the new tables since; rebuild from empty ones.
+                    clear(cur)
+                    self.projector.replay(cur, after=0)
+                    log.info("lock-free read model rebuilt", extra={"position": newest})
+                cur.executemany(
+                    "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                    [(POSITION, newest), (LOCK_FREE_MARK, newest)],
+                )
             self._marked = True
 
         def _insert_one_trip(
@@ -605,12 +627,19 @@ def postgres_recorder_class() -> type:
                     self._insert_snapshots(snap, snapshots)
             events = kwargs.get("projected_events")
             cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
-            if events is not None and not self.lock_free:
-                cur.execute(POSITION_SQL, (POSITION,))
+            if events is not None:
+                # Lock-free: both rows must be there (the mark and the position, which
+                # a schema upgrade drops), as the one-statement function checks.
+                if self.lock_free:
+                    cur.execute(MARKS_SQL)
+                else:
+                    cur.execute(POSITION_SQL, (POSITION,))
             pipeline.sync()  # (a version conflict raises here, as IntegrityError)
             ids = [row["notification_id"] for row in curs.fetchall()]
             if events is not None:
                 if self.lock_free:
+                    if len(cur.fetchall()) < 2:
+                        raise LockFreeDatabase("the read model's position is gone: rebuild first")
                     self.projector.project_inline(cur, ids, events, unordered=True)
                 else:
                     row = cur.fetchone()
@@ -643,6 +672,27 @@ def postgres_recorder_class() -> type:
                 with conn.cursor() as curs:
                     yield _PostgresLockedWriter(self, conn, curs)
 
+    class _PollingSubscription(PostgresSubscription):
+        """eventsourcing's LISTEN/NOTIFY subscription that also pulls every 0.1 s without
+        a NOTIFY. Its read stops before a hole whose writer may still commit (ADR 0066);
+        if that writer rolls back, nothing notifies, and the events above the hole would
+        wait for some later append to be delivered."""
+
+        def _listen(self) -> None:
+            # (the library's loop, which already wakes every 0.1 s to check for a stop;
+            # here each wake-up also pulls: one short read when nothing is new)
+            try:
+                with self._recorder.datastore.get_connection() as conn:
+                    conn.execute(SQL("LISTEN {0}").format(Identifier(self._recorder.channel_name)))
+                    while not self._has_been_stopped and not self._thread_error:
+                        for _ in conn.notifies(timeout=0.1, stop_after=1):
+                            pass
+                        self._has_been_notified.set()
+            except BaseException as exc:  # noqa: BLE001 - handed to the subscriber, as the library does
+                if self._thread_error is None:
+                    self._thread_error = exc
+                self.stop()
+
     class _PostgresLockedWriter:
         def __init__(self, recorder: ProjectingPostgresRecorder, conn: Any, curs: Any) -> None:
             self.recorder = recorder
@@ -657,7 +707,7 @@ def postgres_recorder_class() -> type:
             self.recorder._lock_table(self.curs)
             if not self.recorder.lock_free:
                 # (under the events lock: no process can mark the database meanwhile)
-                self.recorder._follow_mark(self.curs)
+                self.recorder._follow_mark(self.conn)
             self.curs.execute(
                 self.recorder.select_events_statement
                 + SQL(" AND originator_version > %s ORDER BY originator_version ASC"),

@@ -18,6 +18,8 @@ from eventsourcing.persistence import StoredEvent
 #: The one-trip append's function (ADR 0057, 0064); a new body gets a new version
 #: (v1, ADR 0057, had no session-row update).
 ORDERED_FUNCTION = "ctxc_ordered_insert_v2"
+#: The read model's position row (``readmodel.schema.POSITION``; pinned equal by a test).
+POSITION_NAME = "read_model"
 #: Its lock-free twin (ADR 0066): no events lock, no position; the xid forced first.
 UNLOCKED_FUNCTION = "ctxc_unlocked_insert_v1"
 #: What the lock-free function runs where the ordered one takes the events lock: the
@@ -51,11 +53,13 @@ def ordered_insert(insert: Any, id_type: str, rm: str, params: Sequence[str], *,
 
     ``lock_free`` (ADR 0066): the position stays (writers commit out of id order), and
     the fifth parameter names the database's lock-free mark instead: ``1 / 0`` when it
-    is missing."""
+    is missing, or when the position is (a schema upgrade dropped it: the read model
+    must be rebuilt before an inline projection can be trusted again)."""
     from psycopg.sql import SQL
 
     pos = (
-        " pos AS (SELECT 1 FROM {rm}rm_position AS p WHERE p.name = {4})"
+        " pos AS (SELECT 1 FROM {rm}rm_position AS p WHERE p.name = {4}"
+        f" AND EXISTS (SELECT 1 FROM {{rm}}rm_position AS q WHERE q.name = '{POSITION_NAME}'))"
         if lock_free else
         " pos AS (UPDATE {rm}rm_position AS p SET notification_id = b.hi"
         " FROM (SELECT min(notification_id) AS lo, max(notification_id) AS hi FROM ins) AS b"

@@ -23,7 +23,7 @@ from ..database import Cur, PipelinedCur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
 from .ops import SqlOps, update_statement
-from .schema import DAMAGE_TABLE, LOCK_FREE_MARK, POSITION, TABLES, EventsTable
+from .schema import DAMAGE_TABLE, LOCK_FREE_MARK, POSITION, PROJECTED_TABLES, SEARCH_MARKS, TABLES, EventsTable
 
 log = logging.getLogger("context_compaction.readmodel")
 
@@ -62,6 +62,21 @@ def notification_of(row: Sequence[Any]) -> Notification:
         topic=row[3],
         state=bytes(row[4]),
     )
+
+
+def clear(cur: Cur) -> None:
+    """Every projected row and the position: a rebuild replays into empty tables."""
+    for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
+        cur.execute(f"DELETE FROM {{t}}{table}")
+    cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+
+
+def lock_sessions_first(cur: Cur) -> None:
+    """Every session's row, in the writers' order, before the events lock: a writer
+    holds its session's row while it waits for the events table, so a rebuild that
+    took the lock first and then deleted or replayed that row would deadlock with it
+    (ADR 0053's order, ADR 0066)."""
+    cur.execute("SELECT 1 FROM {t}rm_sessions ORDER BY aggregate_id FOR UPDATE")
 
 
 class LockFreeDatabase(StorageError):

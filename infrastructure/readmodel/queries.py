@@ -22,7 +22,7 @@ from context_compaction.domain.session import session_aggregate_id
 
 from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
-from .projector import ReadModelProjector
+from .projector import ReadModelProjector, clear, lock_sessions_first
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
 from .search import BEHIND_SQL, index_session, query_terms, search_params, search_sql, snippet, split_terms
 from .schema import (
@@ -125,16 +125,25 @@ class SqlReadModel:
     def catch_up(self) -> int:
         """Project every notification past the position; returns how many."""
         events = self.projector.events_table
+        if events.lock_free_sql is not None and self.db.query_one(events.lock_free_sql) is not None:
+            # Lock-free and behind: the position is gone (a schema upgrade dropped it)
+            # and the writers since have projected their events inline into the new
+            # tables, so the replay starts from empty ones. The sessions' rows before
+            # the events lock (the writers' order), which then keeps writers out.
+            with self.db.write() as cur:
+                lock_sessions_first(cur)
+                cur.execute(events.lock_sql)
+                position, newest = self.lag(cur)
+                if position >= newest:
+                    return 0
+                clear(cur)
+                last = self.projector.replay(cur, after=0)
+                log.info("read model rebuilt", extra={"to_id": last})
+                return last
         with self.db.write(events.lock_sql) as cur:
             position, newest = self.lag(cur)
             if position >= newest:
                 return 0
-            if events.lock_free_sql is not None and cur.execute(events.lock_free_sql).fetchone() is not None:
-                # Lock-free and the position gone (a schema upgrade dropped it): the
-                # writers since have projected their events inline into the new tables,
-                # so the replay starts from empty ones (the lock keeps writers out).
-                self._clear(cur)
-                position = 0
             last = self.projector.replay(cur, after=position)
             log.info("read model caught up", extra={"from_id": position, "to_id": last})
             return last - position
@@ -168,19 +177,21 @@ class SqlReadModel:
                     raise
                 self.db.recover()
                 continue
-            self.catch_up()
+            try:
+                self.catch_up()
+            except StorageBusy:  # (a lock wait timed out, a deadlock broken: look again)
+                if attempt == 3:
+                    raise
+                self.db.recover()
 
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""
-        with self.db.write(self.projector.events_table.lock_sql) as cur:
-            self._clear(cur)
+        with self.db.write() as cur:
+            if self.db.dialect.is_postgres:
+                lock_sessions_first(cur)
+                cur.execute(self.projector.events_table.lock_sql)
+            clear(cur)
             return self.projector.replay(cur, after=0)
-
-    @staticmethod
-    def _clear(cur: Cur) -> None:
-        for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
-            cur.execute(f"DELETE FROM {{t}}{table}")
-        cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
 
     def index_search(self, session_id: str, batch: int = 2_000) -> int:
         """Index the session's messages not yet in rm_search (ADR 0049); returns how

