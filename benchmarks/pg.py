@@ -466,8 +466,9 @@ def pg_markdown(report: dict[str, Any]) -> list[str]:
     variants = [v for v in PROTOTYPES if any(v in row for row in report["distinct"].values())]
     head = ("| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw (rounds) | give-ups |"
             " ours lock_free appends/s (p50) | lock_free / raw (rounds) | lock_free give-ups |"
+            " lock_free CPU busy, ms per append |"
             " raw + events lock appends/s (p50) | ours / raw + lock | CPU busy ours / raw | CPU ms per append ours / raw |")
-    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for v in variants:
         head += f" prototype {v} |"
         rule += "---|"
@@ -484,8 +485,10 @@ def pg_markdown(report: dict[str, Any]) -> list[str]:
                 fs = row.get("ratios_lock_free", [])
                 fr = f"{row['ratio_lock_free']:.2f}" + (f" ({min(fs):.2f}–{max(fs):.2f})" if len(fs) > 1 else "")
                 line += f" {free['appends_per_s']:,.0f} ({free['p50_ms']:.1f} ms) | {fr} | {free['give_ups']} |"
+                line += (f" {free['cpu_busy']:.0%}, {free['cpu_ms_per_append']:.2f} |" if free.get("cpu_ms_per_append")
+                         else " |")
             else:
-                line += " | | |"
+                line += " | | | |"
             locked = row.get("raw_locked")
             line += (f" {locked['appends_per_s']:,.0f} ({locked['p50_ms']:.1f} ms) | {row['ratio_locked']:.2f} |"
                      if locked else " | |")

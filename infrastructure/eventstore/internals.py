@@ -356,9 +356,6 @@ def postgres_recorder_class() -> type:
             self.create_unlocked_function, self.unlocked_call_statement = ordered_function(
                 datastore.schema, events_table_name, id_type, dialect.sql("{t}"), None, touch_sql, lock_free=True
             )
-            self.unlocked_insert_statement = ordered_insert(
-                self._insert_into(events_table_name), id_type, dialect.sql("{t}"), PARAMS, lock_free=True
-            )
             self.id_type = id_type
             self.qualified_events = f'"{datastore.schema}"."{events_table_name}"'
             self._marks_sql = dialect.sql(MARKS_SQL)  # (for a raw psycopg connection or cursor)
