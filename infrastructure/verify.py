@@ -141,11 +141,12 @@ def verify(
         position = read_model.projector.position(live)
         newest = read_model.lag(live)[1]
         table = read_model.projector.events_table
-        # Lock-free (ADR 0066): the position stays where the database was marked and
-        # ids commit out of order, so the events are read in this same snapshot, up to
-        # its newest: exactly the events whose rows the live tables hold.
-        lock_free = table.lock_free_sql is not None and live.execute(table.lock_free_sql).fetchone() is not None
-        if lock_free:
+        # The events are read in this same snapshot, up to the position (exactly the
+        # events whose rows the live tables hold): a read of the log through the
+        # recorder would take its own snapshots, and stop at a hole a running writer
+        # may fill (ADR 0066). Lock-free the position stays where the database was
+        # marked and every event since is projected: up to this snapshot's newest.
+        if table.lock_free_sql is not None and live.execute(table.lock_free_sql).fetchone() is not None:
             position = newest = int(live.execute(table.max_id_sql).fetchone()[0] or 0)
         sessions = dict(live.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
         # rm_search lags the appends (ADR 0049): the scratch copy indexes each session up
@@ -172,10 +173,7 @@ def verify(
                 damaged_from.setdefault(note.originator_id.hex, note.id)
 
             while start <= position:
-                notes = (
-                    read_notifications(live, table, start, BATCH, position) if lock_free
-                    else app.recorder.select_notifications(start=start, limit=BATCH, stop=position)
-                )
+                notes = read_notifications(live, table, start, BATCH, position)
                 if not notes:
                     break
                 with scratch.write() as cur:

@@ -84,15 +84,38 @@ def _writers_sql(qualified: str) -> str:
     )
 
 
-#: Whether any of the given xids still runs (an xid's lock is held to its end).
+#: Which of the given xids still run (an xid's lock is held to its end).
 _RUNNING_SQL = (
-    "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'transactionid'"
-    " AND transactionid::text::bigint = ANY(%(xids)s))"
+    "SELECT coalesce(array_agg(transactionid::text::bigint), '{}') FROM pg_locks"
+    " WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND transactionid::text::bigint = ANY(%(xids)s)"
 )
-#: How long a read that met holes waits for the writers running then to end, polling.
-#: A writer's transaction lasts about one append (milliseconds); a read that waits
-#: longer gives up, stops before the first hole, and the next read looks again.
-WAIT_POLLS, POLL_S = 20, 0.0025
+#: How long a read that met holes waits for their writers to end, polling: about one
+#: append. Longer, it stops before the first hole still open; the next read asks
+#: only about the writers noted for that hole then (``Holes``), so writers that begin
+#: later never hold it.
+WAIT_POLLS, POLL_S = 4, 0.0025
+
+
+class Holes:
+    """The writers that may have drawn each hole a reader has met and not yet passed:
+    those running when it was first seen (a later look needs only them to have ended).
+    One per recorder, shared by its readers; bounded (the oldest entries go first)."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self.writers: dict[int, frozenset[int]] = {}
+
+    def note(self, hole: int, writers: frozenset[int]) -> frozenset[int]:
+        known = self.writers.get(hole)
+        if known is not None:
+            return known
+        if len(self.writers) >= self.limit:
+            del self.writers[next(iter(self.writers))]
+        self.writers[hole] = writers
+        return writers
+
+    def passed(self, hole: int) -> None:
+        self.writers.pop(hole, None)
 
 
 def select_in_order(
@@ -104,13 +127,16 @@ def select_in_order(
     topics: Sequence[str] = (),
     *,
     inclusive_of_start: bool = True,
+    holes_seen: Holes | None = None,
 ) -> list[Notification]:
     """eventsourcing's ``select_notifications`` (same arguments and result), except
     that it never returns an id above a hole that a running writer may still fill.
 
     ``conn``: a psycopg connection in autocommit mode (the recorder's pool gives them
-    so), ``qualified``: the events table's quoted, schema-qualified name.
+    so), ``qualified``: the events table's quoted, schema-qualified name,
+    ``holes_seen``: what earlier reads noted of the holes they met.
     """
+    seen = holes_seen if holes_seen is not None else Holes()
     if start is None:
         lo = 1  # (bigserial: the first id is 1)
     else:
@@ -135,24 +161,34 @@ def select_in_order(
             holes = cur.execute(_holes_sql(qualified), {"lo": lo, "hi": hi}).fetchone()[0]
         if not holes:
             return _as_notes(rows)
-        # Have the holes' writers all ended? Every writer that could have drawn one
-        # and still runs is among the events' writers running now; once none of those
-        # runs, a snapshot taken after (the next statement) tells which holes are left.
-        writers = cur.execute(_writers_sql(qualified)).fetchone()[0]
-        ended = not writers
-        for _ in range(WAIT_POLLS if writers else 0):
-            time.sleep(POLL_S)
-            if not cur.execute(_RUNNING_SQL, {"xids": writers}).fetchone()[0]:
-                ended = True
+        # Whose may each hole be? Its writer, if it still runs, is among the events'
+        # writers running now, or among those noted when an earlier read first met it.
+        now: frozenset[int] | None = None
+        writers: dict[int, frozenset[int]] = {}
+        for hole in holes:
+            if hole not in seen.writers and now is None:
+                now = frozenset(cur.execute(_writers_sql(qualified)).fetchone()[0])
+            writers[hole] = seen.note(hole, now if now is not None else frozenset())
+        running = frozenset().union(*writers.values())
+        polls = 0
+        while running:
+            running = frozenset(cur.execute(_RUNNING_SQL, {"xids": list(running)}).fetchone()[0])
+            if not running or polls == WAIT_POLLS:
                 break
-        left = cur.execute(_holes_sql(qualified), {"lo": holes[0], "hi": holes[-1]}).fetchone()[0]
-    filled = sorted(set(holes) - set(left))
-    if ended:
-        # Every hole still empty is permanent (rolled back). A hole filled since the
-        # rows were read is an event they lack: stop just before it.
-        cut = filled[0] if filled else None
-    else:
-        cut = holes[0]
+            polls += 1
+            time.sleep(POLL_S)
+        # A snapshot taken after that answer (the next statement): which holes are left?
+        left = set(cur.execute(_holes_sql(qualified), {"lo": holes[0], "hi": holes[-1]}).fetchone()[0])
+    cut = None
+    for hole in holes:
+        if hole not in left:
+            seen.passed(hole)  # filled since the rows were read: they lack it
+            cut = hole
+            break
+        if writers[hole] & running:
+            cut = hole  # its writer may still run
+            break
+        seen.passed(hole)  # rolled back: passed for good
     return _as_notes([r for r in rows if cut is None or r[0] < cut])
 
 

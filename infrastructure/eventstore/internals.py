@@ -56,7 +56,7 @@ from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 from ..database import Cur, Dialect, PipelinedCur
 from ..readmodel.projector import LockFreeDatabase, clear, lock_sessions_first
 from ..readmodel.schema import LOCK_FREE_MARK, POSITION
-from .gaps import select_in_order
+from .gaps import Holes, select_in_order
 from .pgsql import (
     PARAMS,
     binary_arrays_on,
@@ -358,6 +358,7 @@ def postgres_recorder_class() -> type:
             )
             self.id_type = id_type
             self.qualified_events = f'"{datastore.schema}"."{events_table_name}"'
+            self.holes_seen = Holes()  # (what this process's reads of the log noted, ADR 0066)
             self._marks_sql = dialect.sql(MARKS_SQL)  # (for a raw psycopg connection or cursor)
             #: (the touch's parameters of a call that has none: its key NULL, ADR 0064)
             self._no_touch = (None,) * len(touch_types)
@@ -415,7 +416,7 @@ def postgres_recorder_class() -> type:
             # every hole is a rollback, and the rule passes it after one look.
             with self.datastore.get_connection() as conn:
                 return select_in_order(conn, self.qualified_events, start, limit, stop, topics,
-                                       inclusive_of_start=inclusive_of_start)
+                                       inclusive_of_start=inclusive_of_start, holes_seen=self.holes_seen)
 
         def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()) -> Any:
             if self.notify:

