@@ -10,28 +10,28 @@ higher one and moved past the hole would never see the lower one: a follower, th
 event feed or ``ctxc verify`` would skip an event for good.
 
 The rule, with no new column. A read whose snapshot S0 shows id ``b`` but not a lower
-id ``k`` has met a hole. ``k`` was drawn before ``b``, and ``k``'s writer took the
-events table's ROW EXCLUSIVE lock before drawing it, keeps that lock to its end, and
-had its xid before the id (the lock-free writers force it first). So if it still runs
-after S0, it is among the transactions holding that lock with an xid at any later
-moment T0. The read notes those (``_writers_sql``); once none of them runs (polled for
-a few milliseconds, about one append), the writer of every hole seen in S0 has ended,
-and a snapshot taken after that (the next statement) shows which holes were filled:
-one still empty was rolled back and is passed for good; one filled since is an event
-the rows of S0 lack, so the read stops just before it. If the writers running at T0 do
-not end in time, the read stops before the first hole; the caller reads on from there
-next time.
+id ``k`` has met a hole. ``k`` was drawn by an INSERT into the events table, whose
+ROW EXCLUSIVE lock its transaction took before drawing and keeps to its end. So if
+that writer still runs after S0, it is among the transactions holding that lock at any
+later moment T0. The first read to meet the hole notes those (``_writers_sql``, by
+virtual transaction id; ``Holes``); once none of them holds the lock any more (polled
+for a few milliseconds, about one append, then asked again by later reads), the
+hole's writer has ended, and a snapshot taken after that answer (the next statement)
+shows whether it was filled: still empty, it was rolled back and is passed for good;
+filled since, it is an event the rows of S0 lack, so the read stops just before it.
+While a noted writer still runs, the read stops before the hole; the caller reads on
+from there next time. Writers that began after the hole was first seen never hold it.
 
 (The cluster's ``pg_snapshot_xmin`` cannot decide this: a snapshot's xmax is one past
 the latest *completed* xid, so ``k``'s writer may hold an xid above S0's xmax, and an
 xmin past that xmax does not mean it has ended. It would also make every unrelated
 long transaction hold readers back.) Only writers of events running when the hole
-was seen hold a read back, and never past the wait; no way makes a reader skip an
-event.
+was first seen hold it; no way makes a reader skip an event.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -68,27 +68,21 @@ def _holes_sql(qualified: str) -> str:
     )
 
 
-def _writers_sql(qualified: str) -> str:
-    """The xids of the other transactions that hold the events table's ROW EXCLUSIVE
-    lock now. A writer takes that lock before it draws an id and keeps it to its end,
-    and has its xid before the id (the lock-free writers force it first), so the writer
-    of a hole seen earlier is among these if it still runs. The xids come from their
-    ``transactionid`` locks: ``pg_locks`` needs no privilege, where ``pg_stat_activity``
-    hides other roles' xids. A holder without an xid has drawn no id."""
+def _writers_sql(qualified: str, *, among: bool = False) -> str:
+    """The other transactions (their virtual ids, ``pg_locks.virtualtransaction``) that
+    hold the events table's ROW EXCLUSIVE lock now; ``among``: only those of
+    ``%(writers)s``. An id is drawn by an INSERT into that table, which takes the lock
+    before it draws and keeps it to the transaction's end (a prepared one's too, until
+    its COMMIT PREPARED), with or without an xid yet, whatever its savepoints: so the
+    writer of a hole seen earlier is among these if it still runs. ``pg_locks`` needs no
+    privilege (``pg_stat_activity`` hides other roles' transactions) and shows the
+    fast-path locks this one usually is."""
     return (
-        "SELECT coalesce(array_agg(DISTINCT x.transactionid::text::bigint), '{}')"
-        " FROM pg_locks r JOIN pg_locks x ON x.locktype = 'transactionid'"
-        " AND x.virtualtransaction = r.virtualtransaction AND x.mode = 'ExclusiveLock'"
-        f" WHERE r.locktype = 'relation' AND r.relation = '{qualified}'::regclass AND r.mode = 'RowExclusiveLock'"
-        " AND r.pid IS DISTINCT FROM pg_backend_pid()"
+        "SELECT coalesce(array_agg(DISTINCT virtualtransaction), '{}') FROM pg_locks"
+        f" WHERE locktype = 'relation' AND relation = '{qualified}'::regclass AND mode = 'RowExclusiveLock'"
+        " AND pid IS DISTINCT FROM pg_backend_pid()"
+        + (" AND virtualtransaction = ANY(%(writers)s)" if among else "")
     )
-
-
-#: Which of the given xids still run (an xid's lock is held to its end).
-_RUNNING_SQL = (
-    "SELECT coalesce(array_agg(transactionid::text::bigint), '{}') FROM pg_locks"
-    " WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND transactionid::text::bigint = ANY(%(xids)s)"
-)
 #: How long a read that met holes waits for their writers to end, polling: about one
 #: append. Longer, it stops before the first hole still open; the next read asks
 #: only about the writers noted for that hole then (``Holes``), so writers that begin
@@ -99,23 +93,29 @@ WAIT_POLLS, POLL_S = 4, 0.0025
 class Holes:
     """The writers that may have drawn each hole a reader has met and not yet passed:
     those running when it was first seen (a later look needs only them to have ended).
-    One per recorder, shared by its readers; bounded (the oldest entries go first)."""
+    One per recorder, shared by its readers' threads; bounded (the oldest go first)."""
 
     def __init__(self, limit: int = 10_000) -> None:
         self.limit = limit
-        self.writers: dict[int, frozenset[int]] = {}
+        self.writers: dict[int, frozenset[str]] = {}
+        self._lock = threading.Lock()
 
-    def note(self, hole: int, writers: frozenset[int]) -> frozenset[int]:
-        known = self.writers.get(hole)
-        if known is not None:
-            return known
-        if len(self.writers) >= self.limit:
-            del self.writers[next(iter(self.writers))]
-        self.writers[hole] = writers
-        return writers
+    def known(self, hole: int) -> bool:
+        return hole in self.writers
+
+    def note(self, hole: int, writers: frozenset[str]) -> frozenset[str]:
+        with self._lock:
+            known = self.writers.get(hole)
+            if known is not None:
+                return known
+            if len(self.writers) >= self.limit:
+                del self.writers[next(iter(self.writers))]
+            self.writers[hole] = writers
+            return writers
 
     def passed(self, hole: int) -> None:
-        self.writers.pop(hole, None)
+        with self._lock:
+            self.writers.pop(hole, None)
 
 
 def select_in_order(
@@ -163,16 +163,16 @@ def select_in_order(
             return _as_notes(rows)
         # Whose may each hole be? Its writer, if it still runs, is among the events'
         # writers running now, or among those noted when an earlier read first met it.
-        now: frozenset[int] | None = None
-        writers: dict[int, frozenset[int]] = {}
+        now: frozenset[str] | None = None
+        writers: dict[int, frozenset[str]] = {}
         for hole in holes:
-            if hole not in seen.writers and now is None:
+            if not seen.known(hole) and now is None:
                 now = frozenset(cur.execute(_writers_sql(qualified)).fetchone()[0])
             writers[hole] = seen.note(hole, now if now is not None else frozenset())
         running = frozenset().union(*writers.values())
         polls = 0
         while running:
-            running = frozenset(cur.execute(_RUNNING_SQL, {"xids": list(running)}).fetchone()[0])
+            running = frozenset(cur.execute(_writers_sql(qualified, among=True), {"writers": list(running)}).fetchone()[0])
             if not running or polls == WAIT_POLLS:
                 break
             polls += 1

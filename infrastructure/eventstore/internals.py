@@ -303,7 +303,6 @@ def postgres_recorder_class() -> type:
     from psycopg.sql import SQL, Identifier
 
     POSITION_SQL = "SELECT notification_id FROM {t}rm_position WHERE name = ?"
-    FORCE_XID_SQL = "SELECT pg_current_xact_id()"
     #: The lock-free mark and the read model's position, whichever exist (ADR 0066).
     MARKS_SQL = f"SELECT name, notification_id FROM {{t}}rm_position WHERE name IN ('{LOCK_FREE_MARK}', '{POSITION}')"
 
@@ -375,11 +374,9 @@ def postgres_recorder_class() -> type:
                          prepare=True)
 
         def _lock_table(self, curs: Any) -> None:
-            # Lock-free (ADR 0066): no events lock; the transaction's id instead, taken
-            # before the insert draws notification ids, which the readers' rule needs.
-            if self.lock_free:
-                curs.execute(FORCE_XID_SQL, prepare=True)
-            else:
+            # Lock-free (ADR 0066): no events lock (readers tell a running writer by the
+            # table's ROW EXCLUSIVE lock its INSERT holds, ``gaps.py``).
+            if not self.lock_free:
                 super()._lock_table(curs)
 
         def _insert_snapshots(self, curs: Any, snapshots: Sequence[StoredEvent]) -> None:
@@ -545,8 +542,12 @@ def postgres_recorder_class() -> type:
                 with conn.pipeline() as pipeline:
                     conn.execute("BEGIN")
                     cur = PipelinedCur(conn.cursor(row_factory=tuple_row), self.dialect, pipeline)
-                    if not self.projector.locks_session_row_first(events):
-                        self._lock_sessions(cur, (s.originator_id for s in stored_events))
+                    # The sessions' rows first, always: an UPDATE that waits for a row a
+                    # rebuild deletes and writes again finds nothing (its snapshot cannot
+                    # see the new row) and, pipelined, nothing checks its count; a SELECT
+                    # … FOR UPDATE that waits the same way lets the UPDATE after it, in a
+                    # snapshot of its own, find the new row (second review of ADR 0066).
+                    self._lock_sessions(cur, (s.originator_id for s in stored_events))
                     rows = self.projector.project_before_ids(cur, events)
                     if snapshots:
                         with conn.cursor() as snap:

@@ -21,11 +21,11 @@ from eventsourcing.persistence import StoredEvent
 ORDERED_FUNCTION = "ctxc_ordered_insert_v3"
 #: The read model's position row (``readmodel.schema.POSITION``; pinned equal by a test).
 POSITION_NAME = "read_model"
-#: Its lock-free twin (ADR 0066): no events lock, no position; the xid forced first.
-UNLOCKED_FUNCTION = "ctxc_unlocked_insert_v1"
-#: What the lock-free function runs where the ordered one takes the events lock: the
-#: transaction's id, before any notification id is drawn (the readers' rule, ADR 0066).
-FORCE_XID = "PERFORM pg_current_xact_id()"
+#: Its lock-free twin (ADR 0066): no events lock, no position (v1 forced the xid
+#: first, which the readers' rule no longer needs, and lost its update to a rebuild).
+UNLOCKED_FUNCTION = "ctxc_unlocked_insert_v2"
+#: What the lock-free function runs where the ordered one takes the events lock.
+NO_LOCK = "NULL"
 #: Parameter marks of the ordered insert: psycopg's (the eight arrays binary,
 #: ``BinaryArray``; the position's name text), and a function body's.
 PARAMS = ("%b", "%b", "%b", "%b", "%b", "%b", "%b", "%b", "%s")
@@ -86,7 +86,7 @@ def ordered_function(
     (``touch``: that UPDATE, tables prefixed, ``?`` marks, and its parameters' column
     types, the key last; a NULL key: no update, ADR 0064), takes the events lock
     (``lock``, ADR 0057) and runs ``ordered_insert`` (ADR 0053). ``lock_free``: its
-    twin of ADR 0066, which forces the transaction's id where this takes the lock."""
+    twin of ADR 0066, which takes no lock there."""
     from psycopg.sql import SQL, Identifier, Literal
 
     update, types = touch
@@ -97,7 +97,7 @@ def ordered_function(
     update = "".join(piece + mark for piece, mark in zip(pieces, marks, strict=False)) + pieces[-1]
     function = Identifier(schema, UNLOCKED_FUNCTION if lock_free else ORDERED_FUNCTION)
     if lock_free:
-        lock = SQL(FORCE_XID)
+        lock = SQL(NO_LOCK)
     arguments = ", ".join((
         f"{id_type}[]", "bigint[]", "text[]", "bytea[]", "text[]", "bigint[]", f"{id_type}[]", "bigint[]", "text",
         *(_ARGUMENT_TYPES[t] for t in types),

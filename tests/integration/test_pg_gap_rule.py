@@ -156,7 +156,7 @@ def test_a_hole_filled_between_the_reads_is_not_passed(log: Log) -> None:
 
 
 #: The read's statements a test can run something just before (``_Interleaved``).
-WRITERS_LOOK = "array_agg(DISTINCT x.transactionid"  # the events' writers running now
+WRITERS_LOOK = "array_agg(DISTINCT virtualtransaction)"  # the events' writers running now
 HOLES_LOOK = "generate_series"  # the holes (the 1st: with the rows; the 2nd: those left)
 
 
@@ -320,3 +320,53 @@ def test_a_follower_under_out_of_order_writers_and_rollbacks_never_skips(log: Lo
     assert seen == sorted(set(seen))
     assert sorted(i for i in committed if i > base) == seen
     assert len(seen) > 50
+
+
+def test_a_writer_holding_its_drawn_id_before_its_first_row_write_holds_the_read(log: Log) -> None:
+    """Its id is drawn (the column's DEFAULT) before its row is written, and so before it
+    has an xid (a BEFORE trigger in between, held): the read tells writers by their
+    virtual transaction, which a writer has from its start (second review of ADR 0066)."""
+    import time
+
+    schema = log.table.split(".")[0]
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f"CREATE FUNCTION {schema}.ctxc_held() RETURNS trigger AS $$ BEGIN IF NEW.topic = 'held' THEN"
+                      " PERFORM pg_advisory_lock(669201); PERFORM pg_advisory_unlock(669201); END IF; RETURN NEW; END"
+                      " $$ LANGUAGE plpgsql")
+        admin.execute(f"CREATE TRIGGER ctxc_held BEFORE INSERT ON {log.table} FOR EACH ROW EXECUTE FUNCTION"
+                      f" {schema}.ctxc_held()")
+        admin.execute("SELECT pg_advisory_lock(669201)")
+        held = psycopg.connect(POSTGRES_URL)
+        log.conns.append(held)
+        thread = threading.Thread(target=lambda: held.execute(
+            f"INSERT INTO {log.table} (originator_id, originator_version, topic, state)"
+            " VALUES (%s, 1, 'held', '\\x7b7d'::bytea)", (uuid.uuid4(),)))
+        thread.start()
+        time.sleep(0.3)  # (its id drawn, its row not written)
+        b = log.committed()
+        try:
+            assert log.ids(b - 1) == []
+        finally:
+            admin.execute("SELECT pg_advisory_unlock(669201)")
+            thread.join(10)
+        held.commit()
+        assert log.ids(b - 1) == [b - 1, b]
+
+
+@pytest.mark.parametrize("shape", ["in_a_savepoint", "after_a_rolled_back_savepoint"])
+def test_a_writer_inside_savepoints_holds_the_read(log: Log, shape: str) -> None:
+    w = psycopg.connect(POSTGRES_URL)
+    log.conns.append(w)
+    if shape == "in_a_savepoint":
+        w.execute("SAVEPOINT a")
+        k = log.insert(w)
+    else:
+        w.execute("SAVEPOINT a")
+        log.insert(w)
+        w.execute("ROLLBACK TO a")
+        w.execute("SAVEPOINT b")
+        k = log.insert(w)
+    b = log.committed()
+    assert log.ids(k) == []
+    w.commit()
+    assert log.ids(k) == [k, b]
