@@ -207,8 +207,11 @@ class ReadModelProjector:
         """Whether ``project_before_ids`` locks nothing before the session's own
         ``rm_sessions`` row: messages appended to one session, whose projection's first
         statement is that row's UPDATE (their ``rm_messages`` rows wait for the ids).
-        The one-trip append then needs no ``SELECT … FOR UPDATE`` of it first (ADR 0061;
-        the lock order of ADR 0053 holds: the session's row, then the events lock)."""
+        Only such an append can be the one statement (``touch_before_ids``, ADR 0064),
+        whose function retries that UPDATE when it finds no row. The pipelined append
+        takes the row with ``SELECT … FOR UPDATE`` first all the same (ADR 0061 skipped
+        it; ADR 0066's second review: an UPDATE that waited for a row a rebuild rewrote
+        finds none, and a pipelined one is not checked)."""
         first = events[0].originator_id if events else None
         return bool(events) and all(
             type(e) is Session.MessageAppended and e.originator_id == first for e in events

@@ -84,8 +84,9 @@ def test_a_session_row_update_other_than_the_declared_touch_is_not_sent_inside_t
     monkeypatch.setattr(EventHandlers, "_touch", drifted)
     statements, syncs = _recorded(monkeypatch)
     assert ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))["seqs"] == [2]
-    assert [_shape(s) for s in statements] == ["BEGIN", "UPDATE " + statements[1].split()[1], "SELECT *", "COMMIT"]
-    assert "model = " in statements[1] and len(syncs) == 1
+    assert [_shape(s) for s in statements] == ["BEGIN", "SELECT 1", "UPDATE " + statements[2].split()[1], "SELECT *",
+                                               "COMMIT"]
+    assert "FOR UPDATE" in statements[1] and "model = " in statements[2] and len(syncs) == 1
     monkeypatch.undo()
     assert h.query("SELECT model, message_count FROM {t}rm_sessions WHERE session_id = 's'") == [("drifted", 2)]
 
@@ -95,9 +96,9 @@ def test_an_append_with_a_command_id_is_one_pipelined_transaction(
 ) -> None:
     """A host's command id is registered (and a taken one refused) before the ids, so
     that append projects more than the session row: BEGIN, the session's read-model
-    update (its row lock first, no SELECT ... FOR UPDATE: ADR 0061), the command's row,
-    the function with no touch of its own, COMMIT; one Sync for the registration's row
-    count and one for the rest."""
+    update (the row taken with SELECT ... FOR UPDATE first: ADR 0066's second review;
+    ADR 0061 had skipped it), the command's row, the function with no touch of its own,
+    COMMIT; one Sync for the registration's row count and one for the rest."""
     h: Harness = pg_databases.harness("statements-command")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))  # (warm caches)
@@ -106,9 +107,10 @@ def test_an_append_with_a_command_id_is_one_pipelined_transaction(
                     "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
     statements = statements[statements.index("BEGIN"):]  # (after the command id's lookup)
     shapes = [_shape(s) for s in statements]
-    assert shapes == ["BEGIN", "UPDATE " + statements[1].split()[1], "INSERT INTO", "SELECT *", "COMMIT"], statements
-    assert "rm_sessions" in statements[1] and "rm_commands" in statements[2]
-    assert "FOR UPDATE" not in " ".join(statements) and ORDERED_FUNCTION in statements[3]
+    assert shapes == ["BEGIN", "SELECT 1", "UPDATE " + statements[2].split()[1], "INSERT INTO", "SELECT *", "COMMIT"], \
+        statements
+    assert "FOR UPDATE" in statements[1] and "rm_sessions" in statements[2] and "rm_commands" in statements[3]
+    assert ORDERED_FUNCTION in statements[4]
     assert len(syncs) == 2
     monkeypatch.undo()
     again = ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "c-1",
