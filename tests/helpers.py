@@ -449,3 +449,24 @@ def normal_answer(value: Any, ids: CheckpointNames, volatile: set[str], key: str
     if "checkpoint" in key or key in ("now_active", "parent", "checkpoint_id", "id", "attempt_id"):
         return ids.name(value)
     return value
+
+
+def wait_for_advisory(key: int, timeout: float = 20.0, n: int = 1) -> None:
+    """Until ``n`` backends wait for PostgreSQL advisory lock ``key`` (a held write
+    has reached its hold)."""
+    import time
+
+    import psycopg
+
+    from backends import POSTGRES_URL
+
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            row = probe.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted", (key,)
+            ).fetchone()
+            if row and row[0] >= n:
+                return
+            time.sleep(0.01)
+    raise AssertionError(f"nobody waited on advisory lock {key}")

@@ -16,7 +16,7 @@ import pytest
 from backends import POSTGRES_URL
 from context_compaction.infrastructure.readmodel.schema import LOCK_FREE_MARK, POSITION
 from context_compaction.infrastructure.verify import verify
-from helpers import Harness, in_thread, ok, user
+from helpers import Harness, in_thread, ok, user, wait_for_advisory
 
 pytestmark = pytest.mark.postgres
 
@@ -58,19 +58,8 @@ def _hold_session(h: Harness, session_id: str, table: str = "rm_messages", when:
     h.execute(f"CREATE TRIGGER ctxc_hold {when} ON {{t}}{table} FOR EACH ROW EXECUTE FUNCTION {{t}}ctxc_hold()")
 
 
-def _waiting_on_hold(timeout: float = 20.0) -> None:
-    import time
-
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            row = probe.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted", (HOLD,)
-            ).fetchone()
-            if row and row[0]:
-                return
-            time.sleep(0.02)
-    raise AssertionError("the held append never reached its hold")
+def _waiting_on_hold() -> None:
+    wait_for_advisory(HOLD)
 
 
 def test_a_lock_free_append_marks_the_database_and_keeps_the_read_model_complete(pg_databases: Any) -> None:

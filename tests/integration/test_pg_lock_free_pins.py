@@ -15,26 +15,13 @@ import psycopg
 import pytest
 
 from backends import POSTGRES_URL
-from helpers import assistant, in_thread, ok, tool, user
+from helpers import assistant, in_thread, ok, tool, user, wait_for_advisory
 
 pytestmark = pytest.mark.postgres
 
 LOCK_FREE: dict[str, Any] = {"postgres": {"ordering": "lock_free"}}
 SMALL_KEEP: dict[str, Any] = {"context_compaction": {"keep_recent_tokens": 10}}
 
-
-
-def wait_for_advisory(key: int, timeout: float = 20.0, n: int = 1) -> None:
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            row = probe.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted", (key,)
-            ).fetchone()
-            if row and row[0] >= n:
-                return
-            time.sleep(0.01)
-    raise AssertionError(f"nobody waited on advisory lock {key}")
 
 
 def hold_trigger(h: Any, name: str, table: str, when: str, session_id: str, key: int) -> None:
