@@ -54,7 +54,7 @@ from eventsourcing.sqlite import (
 from eventsourcing.sqlite import SQLiteFactory as BaseSQLiteFactory
 
 from ..database import Cur, Dialect, PipelinedCur
-from ..readmodel.projector import LockFreeDatabase, clear, lock_sessions_first
+from ..readmodel.projector import LockFreeDatabase, lock_sessions_first
 from ..readmodel.schema import LOCK_FREE_MARK, POSITION
 from .gaps import Holes, select_in_order
 from .pgsql import (
@@ -502,8 +502,7 @@ def postgres_recorder_class() -> type:
                 elif POSITION not in marks:
                     # Marked, and the position gone (a schema upgrade): lock-free writers
                     # may have projected into the new tables since; rebuild from empty ones.
-                    clear(cur)
-                    self.projector.replay(cur, after=0)
+                    self.projector.rebuild(cur)
                     log.info("lock-free read model rebuilt", extra={"position": newest})
                 cur.executemany(
                     "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",

@@ -248,6 +248,12 @@ class ReadModelProjector:
             return None
         return rows, cur.statements[0][1]
 
+    def rebuild(self, cur: Cur) -> int:
+        """Every projected row dropped and the whole log replayed; returns the last id.
+        The caller holds the sessions' rows and the events lock (``lock_sessions_first``)."""
+        clear(cur)
+        return self.replay(cur, after=0)
+
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
         """Apply stored notifications with ``after < id < before``; returns the last id.
 

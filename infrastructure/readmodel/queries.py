@@ -22,7 +22,7 @@ from context_compaction.domain.session import session_aggregate_id
 
 from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
-from .projector import ReadModelProjector, clear, lock_sessions_first
+from .projector import ReadModelProjector, lock_sessions_first
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
 from .search import BEHIND_SQL, index_session, query_terms, search_params, search_sql, snippet, split_terms
 from .schema import (
@@ -130,14 +130,11 @@ class SqlReadModel:
             # and the writers since have projected their events inline into the new
             # tables, so the replay starts from empty ones. The sessions' rows before
             # the events lock (the writers' order), which then keeps writers out.
-            with self.db.write() as cur:
-                lock_sessions_first(cur)
-                cur.execute(events.lock_sql)
+            with self._rebuilding() as cur:
                 position, newest = self.lag(cur)
                 if position >= newest:
                     return 0
-                clear(cur)
-                last = self.projector.replay(cur, after=0)
+                last = self.projector.rebuild(cur)
                 log.info("read model rebuilt", extra={"to_id": last})
                 return last
         with self.db.write(events.lock_sql) as cur:
@@ -186,12 +183,18 @@ class SqlReadModel:
 
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""
+        with self._rebuilding() as cur:
+            return self.projector.rebuild(cur)
+
+    @contextmanager
+    def _rebuilding(self) -> Iterator[Cur]:
+        """A write transaction holding what a rebuild needs: on PostgreSQL the sessions'
+        rows, then the events lock (the writers' order, ADR 0066); SQLite's writer lock."""
         with self.db.write() as cur:
             if self.db.dialect.is_postgres:
                 lock_sessions_first(cur)
                 cur.execute(self.projector.events_table.lock_sql)
-            clear(cur)
-            return self.projector.replay(cur, after=0)
+            yield cur
 
     def index_search(self, session_id: str, batch: int = 2_000) -> int:
         """Index the session's messages not yet in rm_search (ADR 0049); returns how
