@@ -29,6 +29,7 @@ from .internals import (
     without_inner_retries,
 )
 from .mapper import EventMapper
+from .pgpool import newest_first
 
 log = logging.getLogger("context_compaction.eventstore")
 
@@ -131,6 +132,7 @@ class SessionsApplication(FastSaveApplication):
             # connect (no statement per transaction), so it is set before the pool
             # opens: constructing the recorder opens it.
             datastore.pool.kwargs["options"] = f"-c lock_timeout={int(datastore.lock_timeout)}s"
+        newest_first(datastore.pool)  # (before it opens: constructing the recorder opens it)
         table = f"{self.name.lower()}_events"
         self.projector = ReadModelProjector(EventsTable("postgres", table, self._postgres_schema))
         recorder = postgres_recorder_class()(
