@@ -104,6 +104,8 @@ class ModelConfig(_Section):
 
 class PostgresConfig(_Section):
     pool_size: int = Field(default=5, ge=1)
+    """Connections kept open. The pool hands out the idle one returned last (ADR 0067):
+    a process that runs one command at a time keeps to one warm server backend."""
     max_overflow: int = Field(default=10, ge=0)
     connect_timeout: int = Field(default=10, gt=0)
     lock_timeout: int = Field(default=10, ge=0)
