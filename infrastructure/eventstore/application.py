@@ -26,10 +26,10 @@ from .internals import (
     LockedWriter,
     ProjectingSQLiteRecorder,
     postgres_recorder_class,
+    newest_first,
     without_inner_retries,
 )
 from .mapper import EventMapper
-from .pgpool import newest_first
 
 log = logging.getLogger("context_compaction.eventstore")
 

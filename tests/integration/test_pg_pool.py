@@ -2,7 +2,7 @@
 
 psycopg_pool takes idle connections oldest first, so one writer cycled through all
 ``pool_size`` of them, each meeting a cold server backend: ~20 % more server CPU per
-append at eight writers. These pin what ``infrastructure/eventstore/pgpool.py`` relies
+append at eight writers. These pin what ``infrastructure/eventstore/internals.py`` relies
 on in psycopg_pool and what it must keep: the other connections stay open for bursts,
 and the pool's own checks and shrinking still work.
 """
@@ -18,7 +18,7 @@ import psycopg_pool
 import pytest
 
 from backends import POSTGRES_URL
-from context_compaction.infrastructure.eventstore.pgpool import NewestFirst, newest_first
+from context_compaction.infrastructure.eventstore.internals import NewestFirst, newest_first
 from helpers import Harness, ok
 
 pytestmark = pytest.mark.postgres
