@@ -91,6 +91,8 @@ PRIVATE_NAMES: dict[str, tuple[str, ...]] = {
         "_insert_stored_events", "_lock_table", "_notify_channel",
     ),
     "eventsourcing.application:Application": ("_record", "_notify"),
+    # (psycopg_pool's, which eventsourcing's PostgreSQL pool subclasses: ``newest_first``)
+    "psycopg_pool.base:BasePool": ("_pool",),
     "eventsourcing.postgres:PostgresSubscription": (
         "_listen", "_recorder", "_has_been_stopped", "_thread_error", "_has_been_notified",
     ),

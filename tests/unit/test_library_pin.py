@@ -37,7 +37,7 @@ def _defines(cls: type, name: str) -> bool:
     return any(
         pattern.search(inspect.getsource(klass))
         for klass in cls.__mro__
-        if klass.__module__.startswith("eventsourcing")
+        if klass.__module__.startswith(("eventsourcing", "psycopg_pool"))
     )
 
 
