@@ -26,7 +26,7 @@ from .internals import (
     LockedWriter,
     ProjectingSQLiteRecorder,
     postgres_recorder_class,
-    newest_first,
+    newest_idle_first,
     without_inner_retries,
 )
 from .mapper import EventMapper
@@ -132,7 +132,7 @@ class SessionsApplication(FastSaveApplication):
             # connect (no statement per transaction), so it is set before the pool
             # opens: constructing the recorder opens it.
             datastore.pool.kwargs["options"] = f"-c lock_timeout={int(datastore.lock_timeout)}s"
-        newest_first(datastore.pool)  # (before it opens: constructing the recorder opens it)
+        newest_idle_first(datastore.pool)  # (before it opens: constructing the recorder opens it)
         table = f"{self.name.lower()}_events"
         self.projector = ReadModelProjector(EventsTable("postgres", table, self._postgres_schema))
         recorder = postgres_recorder_class()(

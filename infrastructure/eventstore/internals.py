@@ -25,11 +25,12 @@ the pin, re-read each override below against the new release's source.
 from __future__ import annotations
 
 import functools
-from collections import deque
 import logging
 import sqlite3
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from time import monotonic
 from types import MethodType
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
@@ -91,8 +92,10 @@ PRIVATE_NAMES: dict[str, tuple[str, ...]] = {
         "_insert_stored_events", "_lock_table", "_notify_channel",
     ),
     "eventsourcing.application:Application": ("_record", "_notify"),
-    # (psycopg_pool's, which eventsourcing's PostgreSQL pool subclasses: ``newest_first``)
-    "psycopg_pool.base:BasePool": ("_pool",),
+    # (psycopg_pool's, which eventsourcing's PostgreSQL pool subclasses:
+    # ``newest_idle_first``; the connections' ``_expire_at`` is set by the pool's code)
+    "psycopg_pool.pool:ConnectionPool": ("_pool", "_lock"),
+    "psycopg._connection_base:BaseConnection": ("_expire_at",),
     "eventsourcing.postgres:PostgresSubscription": (
         "_listen", "_recorder", "_has_been_stopped", "_thread_error", "_has_been_notified",
     ),
@@ -826,32 +829,49 @@ class FastSaveApplication(Application[UUID]):
 # its ``_pool``, ``append`` on return), so a process needing one connection at a time
 # cycled through all ``pool_size`` of them, each append meeting a server backend whose
 # caches went cold: ~20 % more server CPU per append at eight writers (ADR 0067).
-# ``newest_first`` hands out the most recently returned one instead, as SQLAlchemy's
+# ``newest_idle_first`` hands out the most recently returned one instead, as SQLAlchemy's
 # ``pool_use_lifo``; the others stay open for bursts (``tests/integration/test_pg_pool.py``).
 
 
 class NewestFirst(deque):  # type: ignore[type-arg]
-    """The pool's idle connections, taken from the end they were returned to.
+    """The pool's idle connections, the newest at the left end.
 
-    psycopg_pool takes with ``popleft`` (a checkout, and the shrinking of an idle
-    pool past ``min_size``) and returns with ``append``; both takes now get the newest.
-    Shrinking closes the newest idle connection rather than the oldest: at most one
-    per ``max_idle`` period, and only of the overflow connections."""
+    psycopg_pool takes with ``popleft`` (a checkout, and the shrinking of an idle pool
+    past ``min_size``) and returns with ``append``, which here puts the connection at
+    the left: a checkout gets the connection returned last. Its ``check()`` lists the
+    deque, clears it and appends from the right end, which keeps this order.
+
+    An idle connection past its ``max_lifetime`` (``postgres.conn_max_age``) is taken
+    first: the pool only discards expired connections when they come back, and in this
+    order a spare might never be taken, so it would outlive the age a host set for
+    failover or credential rotation. Taken once, it is closed and replaced on return,
+    as in psycopg_pool's own order. Shrinking takes the same end, so it closes an
+    expired spare when there is one, else the newest idle connection (at most one per
+    ``max_idle`` period, and only of the overflow connections)."""
 
     __slots__ = ()
 
+    def append(self, conn: Any) -> None:
+        self.appendleft(conn)
+
     def popleft(self) -> Any:
-        return self.pop()
+        if len(self) > 1:
+            expire_at = getattr(self[-1], "_expire_at", None)
+            if expire_at is not None and expire_at <= monotonic():
+                return self.pop()
+        return super().popleft()
 
 
-def newest_first(pool: Any) -> bool:
+def newest_idle_first(pool: Any) -> bool:
     """Make ``pool`` (a ``psycopg_pool.ConnectionPool``) hand out its newest idle
     connection. Returns False, changing nothing, when the pool is not built as this
     expects (a psycopg_pool release with other internals keeps its own order)."""
     idle, lock = getattr(pool, "_pool", None), getattr(pool, "_lock", None)
+    if isinstance(idle, NewestFirst):
+        return True
     if type(idle) is not deque or lock is None:
         log.warning("connection pool internals changed; idle connections stay oldest first")
         return False
     with lock:  # (its workers add connections under this lock)
-        pool._pool = NewestFirst(pool._pool)
+        pool._pool = NewestFirst(reversed(pool._pool))  # (its newest is at the right)
     return True

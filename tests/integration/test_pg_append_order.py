@@ -225,7 +225,7 @@ def test_concurrent_writers_and_a_follower_see_every_event_in_order(pg_databases
 
 def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> None:
     """ADR 0053: pglz took about half of the events INSERT, which runs under the lock."""
-    h: Harness = pg_databases.harness("lz4")
+    h: Harness = pg_databases.harness("lz4", snapshot_interval=4)
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("x" * 40_000)]}))
     has_lz4 = h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
@@ -244,6 +244,20 @@ def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> N
     assert h.query(f"SELECT to_regclass('{snapshots[0][0]}') IS NOT NULL") == [(True,)]
     assert h.query(f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{snapshots[0][0]}'::regclass"
                    " AND attname = 'state'") == [("l",)]
+    # A snapshot large enough to be compressed: an assistant turn's sixty open tool calls.
+    calls = [{"id": f"call_{i:03d}_" + "c" * 200, "type": "function",
+              "function": {"name": "read_file", "arguments": "{}"}} for i in range(60)]
+    ok(h.do({"type": "append_messages", "session_id": "s",
+             "messages": [{"role": "assistant", "content": None, "tool_calls": calls}]}))
+    for call in calls[:4]:  # (past a snapshot step)
+        ok(h.do({"type": "append_messages", "session_id": "s",
+                 "messages": [{"role": "tool", "tool_call_id": call["id"], "content": "r"}]}))
+    assert h.query(f"SELECT DISTINCT pg_column_compression(state) FROM {snapshots[0][0]}") == [("lz4",)]
+    # Read back: a new process loads the session from that snapshot and goes on.
+    again: Harness = pg_databases.harness("lz4", snapshot_interval=4)
+    ok(again.do({"type": "append_messages", "session_id": "s",
+                 "messages": [{"role": "tool", "tool_call_id": calls[4]["id"], "content": "r"}]}))
+    assert len(ok(again.do({"type": "get_history", "session_id": "s"}))["messages"]) == 7
 
 
 def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -87,14 +87,21 @@ PACKAGE_FOLDERS = ("facade", "domain", "application", "infrastructure")
 
 
 def library_private_names() -> set[str]:
-    """Every single-underscore name eventsourcing defines: functions, methods, classes,
-    attributes it assigns (its own tests excluded)."""
+    """Every single-underscore name eventsourcing and the pool beneath its PostgreSQL
+    module (psycopg_pool) define: functions, methods, classes, attributes they assign
+    (their own tests excluded), and the pool's attributes on a connection (psycopg's
+    ``_connection_base``: ``_expire_at``)."""
     import eventsourcing
+    import psycopg
+    import psycopg_pool
 
     names: set[str] = set()
-    root = Path(eventsourcing.__file__).parent
-    for path in root.rglob("*.py"):
-        if "tests" in path.relative_to(root).parts:
+    sources = [*Path(eventsourcing.__file__).parent.rglob("*.py"),
+               *Path(psycopg_pool.__file__).parent.rglob("*.py"),
+               Path(psycopg.__file__).parent / "_connection_base.py"]
+    site = Path(eventsourcing.__file__).parent.parent
+    for path in sources:
+        if "tests" in path.relative_to(site).parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

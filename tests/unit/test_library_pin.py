@@ -30,14 +30,15 @@ def test_eventsourcing_is_the_release_the_internals_were_written_for() -> None:
 
 
 def _defines(cls: type, name: str) -> bool:
-    """A method or class attribute of ``cls``, or an attribute its code assigns."""
+    """A method or class attribute of ``cls``, or an attribute its code assigns or
+    declares (``self._expire_at: float``)."""
     if hasattr(cls, name):
         return True
-    pattern = re.compile(rf"\bself\.{re.escape(name)}\b\s*(:[^=]*)?=")
+    pattern = re.compile(rf"\bself\.{re.escape(name)}\b\s*(:[^=\n]*)?(=|$)", re.MULTILINE)
     return any(
         pattern.search(inspect.getsource(klass))
         for klass in cls.__mro__
-        if klass.__module__.startswith(("eventsourcing", "psycopg_pool"))
+        if klass.__module__.startswith(("eventsourcing", "psycopg"))
     )
 
 
@@ -93,3 +94,18 @@ def test_the_fast_event_store_records_what_the_librarys_put_records() -> None:
     assert [type(r.notification) for r in ours] == [type(r.notification) for r in theirs]
     assert [r.notification.id for r in ours] == [1, 2, 3]
     assert [r.domain_event for r in ours] == events
+
+
+def test_psycopg_pool_still_takes_and_returns_at_the_ends_newest_first_expects() -> None:
+    """``NewestFirst`` (ADR 0067) overrides the two deque methods psycopg_pool calls on
+    its idle connections, and relies on its return path discarding expired ones; its
+    version is not pinned (``psycopg[pool]``), so a release that takes or returns
+    otherwise must fail here, not silently reorder the pool."""
+    from psycopg_pool import ConnectionPool
+
+    assert "self._pool.popleft()" in inspect.getsource(ConnectionPool._get_ready_connection)
+    assert "self._pool.popleft()" in inspect.getsource(ConnectionPool._shrink_pool)
+    assert "self._pool.append(conn)" in inspect.getsource(ConnectionPool._add_to_pool)
+    assert "conn._expire_at <= monotonic()" in inspect.getsource(ConnectionPool._return_connection)
+    uses = re.findall(r"self\._pool\.(\w+)\(", inspect.getsource(inspect.getmodule(ConnectionPool)))
+    assert set(uses) <= {"popleft", "append", "clear"}, set(uses)
