@@ -44,7 +44,7 @@ def build_store(
             # first append, whose projection reads its session's row (review of ADR
             # 0066: an append before any read failed with ProjectionOutOfOrder).
             read_model.catch_up()
-        if dialect.is_postgres and version is None:
+        if dialect.is_postgres:  # (new, or an upgrade: this step already alters the schema)
             tables = [app.projector.events_table.qualified]
             if app.snapshots is not None:
                 name = app.snapshots.recorder.events_table_name  # type: ignore[attr-defined]
@@ -59,10 +59,16 @@ def _fast_toast(cur: Cur, tables: list[str]) -> None:
     instead of pglz, when the server has it: the events INSERT runs under the events
     lock, and pglz took about half of it for a turn with 30 KB tool outputs (ADR 0053);
     the snapshots' pglz was 8 % of the server's CPU with eight writers (ADR 0067).
-    Rows already stored keep their compression; both read back alike."""
+    A database built before either gets it at its next schema upgrade (a catalog change
+    only); rows already stored keep their compression, and both read back alike."""
     row = cur.execute(
         "SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)"
     ).fetchone()
     if row is not None:
         for table in tables:
-            cur.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION lz4")
+            done = cur.execute(
+                "SELECT attcompression = 'l' FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'state'",
+                (table,),
+            ).fetchone()
+            if done is not None and not done[0]:
+                cur.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION lz4")

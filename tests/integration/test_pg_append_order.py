@@ -260,6 +260,30 @@ def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> N
     assert len(ok(again.do({"type": "get_history", "session_id": "s"}))["messages"]) == 7
 
 
+def test_a_database_built_before_lz4_gets_it_at_its_next_schema_upgrade(pg_databases: Any) -> None:
+    """Review of ADR 0067: a database built before it kept pglz on its snapshots."""
+    h: Harness = pg_databases.harness("lz4-upgrade")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    if not h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
+                   " AND 'lz4' = ANY(enumvals)")[0][0]:
+        pytest.skip("this PostgreSQL server has no lz4")
+    events = h.bus.services.extra["app"].projector.events_table.qualified
+    tables = [events, events.replace("_events", "_snapshots")]
+    for table in tables:  # (what an older release built)
+        h.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION pglz")
+    compression = " UNION ALL ".join(
+        f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{t}'::regclass AND attname = 'state'"
+        for t in tables)
+    assert h.query(compression) == [("p",), ("p",)]
+    h.reopen()  # (the schema is current: nothing is altered on an ordinary start)
+    assert h.query(compression) == [("p",), ("p",)]
+    h.execute("UPDATE {t}rm_position SET notification_id = notification_id - 1 WHERE name = 'schema'")
+    h.reopen()
+    assert h.query(compression) == [("l",), ("l",)]
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("z" * 40_000)]}))
+    assert ok(h.do({"type": "get_history", "session_id": "s"}))["messages"][0]["content"] == "z" * 40_000
+
+
 def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """ADR 0053: the whole append, COMMIT included, goes out in one exchange with the
     server (ADR 0043 had two: one for the notification ids, one with the projection and
