@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import multiprocessing as mp
 import os
 import threading
@@ -428,10 +429,14 @@ def scaling_fall(ours_1: float, ours_n: float, raw_1: float, raw_n: float) -> tu
     *gains* as much as raw is reported beside it: on two cores that both saturate it
     cannot while an append of ours costs more CPU than raw's (ADR 0067 has the
     arithmetic). Returns (ours, raw's, ok); a 1-writer figure of zero is a miss."""
-    if ours_1 <= 0 or raw_1 <= 0:
+    if not all(math.isfinite(x) for x in (ours_1, ours_n, raw_1, raw_n)) or ours_1 <= 0 or raw_1 <= 0:
         return "n/a", "n/a", False
-    fall = round(max(0.0, 1 - ours_n / ours_1) * 100, 1)
-    raw_fall = round(max(0.0, 1 - raw_n / raw_1) * 100, 1)
+
+    def percent(before: float, after: float) -> float:
+        # (to 1e-6 first: equal falls must not show apart by the float's last bits)
+        return round(round(max(0.0, 1 - after / before) * 100, 6), 1)
+
+    fall, raw_fall = percent(ours_1, ours_n), percent(raw_1, raw_n)
     return f"{fall:.1f}%", f"{raw_fall:.1f}%", fall <= raw_fall
 
 

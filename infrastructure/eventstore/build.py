@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from ..database import Cur, Database, Dialect, quote_identifier, storage_errors
+import logging
+
+from context_compaction.domain.errors import StorageError
+
+from ..database import Database, Dialect, quote_identifier, storage_errors
 from ..readmodel import SCHEMA_VERSION, SqlReadModel
 from ..readmodel.schema import SAME_SHAPE_SINCE
 from .application import SessionsApplication
 from .store import SqlEventStore
+
+log = logging.getLogger("context_compaction.eventstore")
 
 
 def build_store(
@@ -49,26 +55,36 @@ def build_store(
             if app.snapshots is not None:
                 name = app.snapshots.recorder.events_table_name  # type: ignore[attr-defined]
                 tables.append(f"{quote_identifier(postgres_schema or 'public')}.{quote_identifier(name)}")
-            with db.connection_cursor() as cur:
-                _fast_toast(cur, tables)
+            _fast_toast(db, tables)
     return app, SqlEventStore(app, db), read_model, db
 
 
-def _fast_toast(cur: Cur, tables: list[str]) -> None:
+def _fast_toast(db: Database, tables: list[str]) -> None:
     """New PostgreSQL databases compress large event and snapshot states with lz4
     instead of pglz, when the server has it: the events INSERT runs under the events
     lock, and pglz took about half of it for a turn with 30 KB tool outputs (ADR 0053);
     the snapshots' pglz was 8 % of the server's CPU with eight writers (ADR 0067).
     A database built before either gets it at its next schema upgrade (a catalog change
-    only); rows already stored keep their compression, and both read back alike."""
-    row = cur.execute(
-        "SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)"
-    ).fetchone()
-    if row is not None:
-        for table in tables:
-            done = cur.execute(
-                "SELECT attcompression = 'l' FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'state'",
-                (table,),
+    only); rows already stored keep their compression, and both read back alike.
+
+    Best effort: the ALTER needs the tables' owner and an exclusive lock on tables that
+    other processes read and write, so it waits at most a second for that lock; when it
+    cannot have it, the start goes on with pglz and says so (second review of ADR 0067)."""
+    try:
+        with db.connection_cursor() as cur:
+            cur.execute("SET LOCAL lock_timeout = '1s'")
+            row = cur.execute(
+                "SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)"
             ).fetchone()
-            if done is not None and not done[0]:
-                cur.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION lz4")
+            if row is None:
+                return
+            for table in tables:
+                done = cur.execute(
+                    "SELECT attcompression = 'l' FROM pg_attribute"
+                    " WHERE attrelid = %s::regclass AND attname = 'state'",
+                    (table,),
+                ).fetchone()
+                if done is not None and not done[0]:
+                    cur.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION lz4")
+    except StorageError as exc:  # (StorageBusy included: a lock wait timed out)
+        log.warning("event states stay pglz-compressed (%s)", type(exc.__cause__ or exc).__name__)

@@ -841,8 +841,8 @@ class NewestFirst(deque):  # type: ignore[type-arg]
     the left: a checkout gets the connection returned last. Its ``check()`` lists the
     deque, clears it and appends from the right end, which keeps this order.
 
-    An idle connection past its ``max_lifetime`` (``postgres.conn_max_age``) is taken
-    first: the pool only discards expired connections when they come back, and in this
+    An idle connection past its ``max_lifetime`` (eventsourcing's
+    ``POSTGRES_CONN_MAX_AGE``, an hour) is taken first: the pool only discards expired connections when they come back, and in this
     order a spare might never be taken, so it would outlive the age a host set for
     failover or credential rotation. Taken once, it is closed and replaced on return,
     as in psycopg_pool's own order. Shrinking takes the same end, so it closes an
@@ -856,9 +856,15 @@ class NewestFirst(deque):  # type: ignore[type-arg]
 
     def popleft(self) -> Any:
         if len(self) > 1:
-            expire_at = getattr(self[-1], "_expire_at", None)
-            if expire_at is not None and expire_at <= monotonic():
-                return self.pop()
+            now = monotonic()
+            # Any spare, not only the rightmost: a burst returns connections in any
+            # order, so a younger one can sit right of an expired one (second review).
+            for i in range(len(self) - 1, 0, -1):  # (under the pool's lock; ≤ pool size)
+                expire_at = getattr(self[i], "_expire_at", None)
+                if expire_at is not None and expire_at <= now:
+                    conn = self[i]
+                    del self[i]
+                    return conn
         return super().popleft()
 
 

@@ -284,6 +284,31 @@ def test_a_database_built_before_lz4_gets_it_at_its_next_schema_upgrade(pg_datab
     assert ok(h.do({"type": "get_history", "session_id": "s"}))["messages"][0]["content"] == "z" * 40_000
 
 
+def test_an_upgrade_that_cannot_have_the_lock_for_lz4_starts_all_the_same(
+    pg_databases: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Second review of ADR 0067: the ALTER waited for every reader of the table, up to
+    the lock timeout, and then failed the start (the schema marker already written)."""
+    h: Harness = pg_databases.harness("lz4-busy")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    if not h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
+                   " AND 'lz4' = ANY(enumvals)")[0][0]:
+        pytest.skip("this PostgreSQL server has no lz4")
+    snapshots = h.bus.services.extra["app"].projector.events_table.qualified.replace("_events", "_snapshots")
+    h.execute(f"ALTER TABLE {snapshots} ALTER COLUMN state SET COMPRESSION pglz")
+    h.execute("UPDATE {t}rm_position SET notification_id = notification_id - 1 WHERE name = 'schema'")
+    with psycopg.connect(POSTGRES_URL) as reader:  # (a transaction that has read the table)
+        reader.execute(f"SELECT count(*) FROM {snapshots}").fetchone()
+        t0 = time.monotonic()
+        h.reopen()
+        waited = time.monotonic() - t0
+    assert waited < 5
+    assert "event states stay pglz-compressed" in caplog.text
+    assert h.query(f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{snapshots}'::regclass"
+                   " AND attname = 'state'") == [("p",)]
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("after")]}))
+
+
 def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """ADR 0053: the whole append, COMMIT included, goes out in one exchange with the
     server (ADR 0043 had two: one for the notification ids, one with the projection and

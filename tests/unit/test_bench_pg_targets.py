@@ -26,7 +26,9 @@ from pg import pg_targets, scaling_fall  # noqa: E402
         ((800, 797), (1000, 2000), ("0.4%", "0.0%", False)),  # a small fall is still a fall
         ((800, 1430), (1000, 2090), ("0.0%", "0.0%", True)),  # both gain: no fall (the gain is info)
         ((800, 796), (1000, 995), ("0.5%", "0.5%", True)),  # equal as shown: not failed on rounding
+        ((800, 796.4), (1000, 995.5), ("0.5%", "0.5%", True)),  # (0.45 % each, in a float's bits apart)
         ((0, 10), (1000, 900), ("n/a", "n/a", False)),
+        ((800, float("nan")), (1000, 900), ("n/a", "n/a", False)),
         ((800, 700), (0, 10), ("n/a", "n/a", False)),
     ],
 )

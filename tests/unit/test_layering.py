@@ -84,6 +84,7 @@ def test_the_layer_check_itself_catches_a_bad_import(tmp_path: Path, monkeypatch
 #: The one module that may use eventsourcing's private names (ADR 0026).
 LIBRARY_INTERNALS = "infrastructure/eventstore/internals.py"
 PACKAGE_FOLDERS = ("facade", "domain", "application", "infrastructure")
+LIBRARIES = ("eventsourcing", "psycopg")  # (whose private names only the internals use; psycopg_pool too)
 
 
 def library_private_names() -> set[str]:
@@ -118,13 +119,13 @@ def library_private_names() -> set[str]:
 
 
 def _library_bound(tree: ast.Module) -> set[str]:
-    """Names a module imports from eventsourcing."""
+    """Names a module imports from eventsourcing or psycopg (psycopg_pool included)."""
     bound = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eventsourcing"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(LIBRARIES):
             bound |= {a.asname or a.name for a in node.names}
         elif isinstance(node, ast.Import):
-            bound |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("eventsourcing")}
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith(LIBRARIES)}
     return bound
 
 
@@ -160,7 +161,7 @@ def private_library_uses(root: Path, library_names: set[str]) -> dict[str, list[
                     name = node.attr
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     name = node.name
-                elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("eventsourcing"):
+                elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(LIBRARIES):
                     found += [f"{a.name}:{node.lineno}" for a in node.names if a.name.startswith("_")]
                     continue
                 elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)

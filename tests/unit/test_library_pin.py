@@ -29,17 +29,35 @@ def test_eventsourcing_is_the_release_the_internals_were_written_for() -> None:
     )
 
 
+def _assigns(source: str, name: str) -> bool:
+    """``source`` assigns ``self.<name>`` or declares it (``self._expire_at: float``)."""
+    assigned = re.compile(rf"\bself\.{re.escape(name)}\b\s*(:[^=\n]*)?=(?!=)")
+    declared = re.compile(rf"^\s*self\.{re.escape(name)}\s*:[^=\n]*$", re.MULTILINE)
+    return bool(assigned.search(source) or declared.search(source))
+
+
 def _defines(cls: type, name: str) -> bool:
-    """A method or class attribute of ``cls``, or an attribute its code assigns or
-    declares (``self._expire_at: float``)."""
+    """A method or class attribute of ``cls``, or an attribute its code assigns or declares."""
     if hasattr(cls, name):
         return True
-    pattern = re.compile(rf"\bself\.{re.escape(name)}\b\s*(:[^=\n]*)?(=|$)", re.MULTILINE)
     return any(
-        pattern.search(inspect.getsource(klass))
+        _assigns(inspect.getsource(klass), name)
         for klass in cls.__mro__
         if klass.__module__.startswith(("eventsourcing", "psycopg"))
     )
+
+
+def test_an_assignment_or_a_declaration_counts_a_read_does_not() -> None:
+    source = """
+        self._set = 1
+        self._typed: int = 2
+        self._declared: float
+        if self._set == 1 or self._compared == 2:
+            print(self._read)
+        return self._returned
+    """
+    assert [n for n in ("_set", "_typed", "_declared") if not _assigns(source, n)] == []
+    assert [n for n in ("_compared", "_read", "_returned") if _assigns(source, n)] == []
 
 
 def test_every_private_name_the_internals_declare_still_exists() -> None:
@@ -107,5 +125,6 @@ def test_psycopg_pool_still_takes_and_returns_at_the_ends_newest_first_expects()
     assert "self._pool.popleft()" in inspect.getsource(ConnectionPool._shrink_pool)
     assert "self._pool.append(conn)" in inspect.getsource(ConnectionPool._add_to_pool)
     assert "conn._expire_at <= monotonic()" in inspect.getsource(ConnectionPool._return_connection)
+    assert "conn = conns.pop()" in inspect.getsource(ConnectionPool.check)  # (which keeps the order)
     uses = re.findall(r"self\._pool\.(\w+)\(", inspect.getsource(inspect.getmodule(ConnectionPool)))
     assert set(uses) <= {"popleft", "append", "clear"}, set(uses)
