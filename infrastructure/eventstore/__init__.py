@@ -1,7 +1,8 @@
 """The event store: an eventsourcing ``Application`` whose recorder also projects.
 
 ``application`` (the Application, snapshots), ``internals`` (every use of
-eventsourcing beneath its public API: pool, projecting recorders, save path), ``mapper``
+eventsourcing and psycopg_pool beneath their public APIs: pools, projecting recorders,
+save path), ``mapper``
 (events to and from their stored form), ``store`` (the EventStore port, with the
 repository's aggregate cache), ``build`` (``build_store``).
 """

@@ -25,8 +25,8 @@ from .internals import (
     FastSaveApplication,
     LockedWriter,
     ProjectingSQLiteRecorder,
-    postgres_recorder_class,
     newest_idle_first,
+    postgres_recorder_class,
     without_inner_retries,
 )
 from .mapper import EventMapper

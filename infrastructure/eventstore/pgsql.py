@@ -1,6 +1,6 @@
 """The SQL of PostgreSQL's event inserts, written once (ADR 0043, 0053, 0057).
 
-No private eventsourcing name here (those stay in ``internals.py``, ADR 0026); psycopg
+No private eventsourcing name here (those stay in ``internals/``, ADR 0026); psycopg
 is imported only when a statement is built, i.e. only when PostgreSQL is configured.
 """
 

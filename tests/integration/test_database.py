@@ -1,4 +1,4 @@
-"""The SQLite pool's writer connection (infrastructure/eventstore/internals.py, ADR 0016)."""
+"""The SQLite pool's writer connection (infrastructure/eventstore/internals/sqlite.py, ADR 0016)."""
 
 from __future__ import annotations
 

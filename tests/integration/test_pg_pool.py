@@ -2,7 +2,7 @@
 
 psycopg_pool takes idle connections oldest first, so one writer cycled through all
 ``pool_size`` of them, each meeting a cold server backend: ~20 % more server CPU per
-append at eight writers. These pin what ``infrastructure/eventstore/internals.py`` relies
+append at eight writers. These pin what ``infrastructure/eventstore/internals/pool.py`` relies
 on in psycopg_pool and what it must keep: the other connections stay open for bursts,
 the pool's own check keeps the order, an expired spare is still replaced, and
 shrinking still closes the overflow.

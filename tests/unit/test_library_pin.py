@@ -1,6 +1,6 @@
 """eventsourcing beneath its public API: one module, pinned to one release (ADR 0026).
 
-``infrastructure/eventstore/internals.py`` overrides and reads private names of
+``infrastructure/eventstore/internals/`` overrides and reads private names of
 eventsourcing (its SQLite pool, the recorders' insert hooks, ``Application._record``
 and ``_notify``). A new release may rename or change any of them without notice, so
 these tests fail loudly on any other version than the one it was written for, and
@@ -71,7 +71,12 @@ def test_every_private_name_the_internals_declare_still_exists() -> None:
 
 
 def test_the_internals_declare_every_private_name_they_use() -> None:
-    used = {use.split(":")[0] for use in private_library_uses(ROOT, library_private_names())[LIBRARY_INTERNALS]}
+    used = {
+        use.split(":")[0]
+        for module, uses in private_library_uses(ROOT, library_private_names()).items()
+        if module.startswith(LIBRARY_INTERNALS)
+        for use in uses
+    }
     declared = {name for names in PRIVATE_NAMES.values() for name in names}
     assert used - declared == set()
     assert declared - used == set()
