@@ -223,27 +223,36 @@ def test_concurrent_writers_and_a_follower_see_every_event_in_order(pg_databases
     _consistent(h)
 
 
+def _lz4_tables(h: Harness) -> tuple[str, str]:
+    """The events and snapshots tables, or a skip where the server has no lz4."""
+    if not h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
+                   " AND 'lz4' = ANY(enumvals)")[0][0]:
+        pytest.skip("this PostgreSQL server has no lz4")
+    events = h.bus.services.extra["app"].projector.events_table.qualified
+    return events, events.replace("_events", "_snapshots")
+
+
+def _state_compression(h: Harness, *tables: str) -> list[tuple[str]]:
+    """Each table's ``state`` column compression: 'l' lz4, 'p' pglz, '' the default."""
+    return h.query(" UNION ALL ".join(
+        f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{t}'::regclass AND attname = 'state'"
+        for t in tables))
+
+
 def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> None:
     """ADR 0053: pglz took about half of the events INSERT, which runs under the lock."""
     h: Harness = pg_databases.harness("lz4", snapshot_interval=4)
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("x" * 40_000)]}))
-    has_lz4 = h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
-                      " AND 'lz4' = ANY(enumvals)")[0][0]
-    if not has_lz4:
-        pytest.skip("this PostgreSQL server has no lz4")
-    events = h.bus.services.extra["app"].projector.events_table.qualified
-    assert h.query(f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{events}'::regclass"
-                   " AND attname = 'state'") == [("l",)]
+    events, snapshots = _lz4_tables(h)
+    assert _state_compression(h, events) == [("l",)]
     assert h.query(f"SELECT DISTINCT pg_column_compression(state) FROM {events}"
                    " WHERE pg_column_compression(state) IS NOT NULL") == [("lz4",)]
     history = ok(h.do({"type": "get_history", "session_id": "s"}))["messages"]
     assert history[0]["content"] == "x" * 40_000
     # The snapshots too (ADR 0067): their pglz was 8 % of the server's CPU at 8 writers.
-    snapshots = [(events.replace("_events", "_snapshots"),)]
-    assert h.query(f"SELECT to_regclass('{snapshots[0][0]}') IS NOT NULL") == [(True,)]
-    assert h.query(f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{snapshots[0][0]}'::regclass"
-                   " AND attname = 'state'") == [("l",)]
+    assert h.query(f"SELECT to_regclass('{snapshots}') IS NOT NULL") == [(True,)]
+    assert _state_compression(h, snapshots) == [("l",)]
     # A snapshot large enough to be compressed: an assistant turn's sixty open tool calls.
     calls = [{"id": f"call_{i:03d}_" + "c" * 200, "type": "function",
               "function": {"name": "read_file", "arguments": "{}"}} for i in range(60)]
@@ -252,7 +261,7 @@ def test_a_new_database_compresses_event_states_with_lz4(pg_databases: Any) -> N
     for call in calls[:4]:  # (past a snapshot step)
         ok(h.do({"type": "append_messages", "session_id": "s",
                  "messages": [{"role": "tool", "tool_call_id": call["id"], "content": "r"}]}))
-    assert h.query(f"SELECT DISTINCT pg_column_compression(state) FROM {snapshots[0][0]}") == [("lz4",)]
+    assert h.query(f"SELECT DISTINCT pg_column_compression(state) FROM {snapshots}") == [("lz4",)]
     # Read back: a new process loads the session from that snapshot and goes on.
     again: Harness = pg_databases.harness("lz4", snapshot_interval=4)
     ok(again.do({"type": "append_messages", "session_id": "s",
@@ -264,22 +273,15 @@ def test_a_database_built_before_lz4_gets_it_at_its_next_schema_upgrade(pg_datab
     """Review of ADR 0067: a database built before it kept pglz on its snapshots."""
     h: Harness = pg_databases.harness("lz4-upgrade")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    if not h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
-                   " AND 'lz4' = ANY(enumvals)")[0][0]:
-        pytest.skip("this PostgreSQL server has no lz4")
-    events = h.bus.services.extra["app"].projector.events_table.qualified
-    tables = [events, events.replace("_events", "_snapshots")]
+    tables = _lz4_tables(h)
     for table in tables:  # (what an older release built)
         h.execute(f"ALTER TABLE {table} ALTER COLUMN state SET COMPRESSION pglz")
-    compression = " UNION ALL ".join(
-        f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{t}'::regclass AND attname = 'state'"
-        for t in tables)
-    assert h.query(compression) == [("p",), ("p",)]
+    assert _state_compression(h, *tables) == [("p",), ("p",)]
     h.reopen()  # (the schema is current: nothing is altered on an ordinary start)
-    assert h.query(compression) == [("p",), ("p",)]
+    assert _state_compression(h, *tables) == [("p",), ("p",)]
     h.execute("UPDATE {t}rm_position SET notification_id = notification_id - 1 WHERE name = 'schema'")
     h.reopen()
-    assert h.query(compression) == [("l",), ("l",)]
+    assert _state_compression(h, *tables) == [("l",), ("l",)]
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("z" * 40_000)]}))
     assert ok(h.do({"type": "get_history", "session_id": "s"}))["messages"][0]["content"] == "z" * 40_000
 
@@ -291,10 +293,7 @@ def test_an_upgrade_that_cannot_have_the_lock_for_lz4_starts_all_the_same(
     the lock timeout, and then failed the start (the schema marker already written)."""
     h: Harness = pg_databases.harness("lz4-busy")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    if not h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
-                   " AND 'lz4' = ANY(enumvals)")[0][0]:
-        pytest.skip("this PostgreSQL server has no lz4")
-    snapshots = h.bus.services.extra["app"].projector.events_table.qualified.replace("_events", "_snapshots")
+    _, snapshots = _lz4_tables(h)
     h.execute(f"ALTER TABLE {snapshots} ALTER COLUMN state SET COMPRESSION pglz")
     h.execute("UPDATE {t}rm_position SET notification_id = notification_id - 1 WHERE name = 'schema'")
     with psycopg.connect(POSTGRES_URL) as reader:  # (a transaction that has read the table)
@@ -304,8 +303,7 @@ def test_an_upgrade_that_cannot_have_the_lock_for_lz4_starts_all_the_same(
         waited = time.monotonic() - t0
     assert waited < 5
     assert "event states stay pglz-compressed" in caplog.text
-    assert h.query(f"SELECT attcompression FROM pg_attribute WHERE attrelid = '{snapshots}'::regclass"
-                   " AND attname = 'state'") == [("p",)]
+    assert _state_compression(h, snapshots) == [("p",)]
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("after")]}))
 
 
