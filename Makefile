@@ -9,16 +9,23 @@ STAMP  := $(VENV)/.installed
 
 DEMO_STAMP := $(VENV)/.installed-demo
 
+# An editable install in setuptools' strict mode: a tree of links under build/ that type
+# checkers (mypy, pyright) resolve as `context_compaction`, which the default mode's import
+# hook hides from them (issue 39). A link tree does not see files added later, so the
+# install runs again when a package folder changes (a module added, moved or removed).
+EDITABLE := --config-settings editable_mode=strict
+PACKAGE_DIRS := $(shell find facade domain application infrastructure -type d -not -name __pycache__ 2>/dev/null)
+
 # The test toolchain (pytest, PostgreSQL driver, FastAPI, schemathesis, mypy, ...).
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(PACKAGE_DIRS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' $(EDITABLE)
 	@touch $(STAMP) $(DEMO_STAMP)
 
 # The demo needs the package alone: a first `make demo` installs no test toolchain.
-$(DEMO_STAMP): pyproject.toml
+$(DEMO_STAMP): pyproject.toml $(PACKAGE_DIRS)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e . $(EDITABLE)
 	@touch $(DEMO_STAMP)
 
 install: $(STAMP)

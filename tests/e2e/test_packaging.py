@@ -114,7 +114,8 @@ def _dry_run(target: str, tmp_path: Path) -> str:
 def test_make_demo_installs_the_package_alone(tmp_path: Path) -> None:
     demo = _dry_run("demo", tmp_path)
     installs = [line for line in demo.splitlines() if "pip install" in line]
-    assert len(installs) == 1 and installs[0].rstrip().endswith("-e .") and "[test]" not in demo
+    assert len(installs) == 1 and " -e . " in installs[0] + " " and "[test]" not in demo
+    assert "editable_mode=strict" in installs[0]  # type checkers see the package (issue 39)
     assert "ctxc demo" in demo
     test = _dry_run("test", tmp_path)
     assert "-e '.[test]'" in test and "pytest" in test

@@ -180,3 +180,26 @@ def test_pyright_strict_agrees(tmp_path: Path) -> None:
     expected = {n for n, line in enumerate(source, 1) if _EXPECTED.search(line)}
     assert lines["user_typed_api.py"] == set()
     assert lines["user_type_errors.py"] == expected
+
+
+def test_the_installed_package_is_visible_to_mypy_with_its_types(tmp_path: Path) -> None:
+    """A contributor's editor sees the types (issue 39): in the environment that ``make
+    install`` builds, mypy finds ``context_compaction`` from a folder outside the
+    repository, with no search path given, and a typed dispatch reveals its result type.
+    The default editable mode's import hook hid the package (``Cannot find implementation``)
+    and the result was ``Any``."""
+    host = tmp_path / "host.py"
+    host.write_text(
+        "from context_compaction import Settings, bootstrap\n"
+        "from context_compaction.application.commands import PrepareTurn\n"
+        "bus = bootstrap(Settings(database_url='memory://'))\n"
+        "reveal_type(bus.dispatch(PrepareTurn(session_id='s')))\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("MYPYPATH", "PYTHONPATH")}
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", host.name],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert "Cannot find implementation" not in run.stdout, run.stdout
+    assert 'Revealed type is "context_compaction.application.results.TurnRequest"' in run.stdout, run.stdout
