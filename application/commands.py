@@ -329,6 +329,17 @@ class ReadEvents(Command[r.EventsResult]):
     limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
 
 
+class ReadSessionEvents(Command[r.SessionEventsResult]):
+    """One session's own events in version order (issue 41): from ``from_version``
+    (inclusive), at most ``limit``. Versions are contiguous from 1, so a reader pages by
+    arithmetic; the compaction attempts are ``list_compaction_attempts``."""
+
+    type: Literal["read_session_events"] = "read_session_events"
+    session_id: SessionId
+    from_version: Seq = 1
+    limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
+
+
 AnyCommand = Annotated[
     Union[  # noqa: UP007 - a discriminated union reads better spelled out
         StartSession,
@@ -354,6 +365,7 @@ AnyCommand = Annotated[
         ListCompactionAttempts,
         Resummarize,
         ReadEvents,
+        ReadSessionEvents,
     ],
     Field(discriminator="type"),
 ]

@@ -55,4 +55,5 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.ListCompactionAttempts: _on_first_use("attemptlog", "list_compaction_attempts"),
     c.Resummarize: _on_first_use("resummarize", "resummarize"),
     c.ReadEvents: _on_first_use("feed", "read_events"),
+    c.ReadSessionEvents: _on_first_use("feed", "read_session_events"),
 }

@@ -141,6 +141,8 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         deleted=session.deleted,
         model=session.model,
         projection=projection_result(projection, session.version),
+        pinned_seqs=sorted(pins),
+        cleared_seqs=sorted(cleared),
     )
 
 

@@ -45,6 +45,7 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "list_compaction_attempts": r.CompactionAttemptsResult,
     "resummarize": r.ResummarizeResult,
     "read_events": r.EventsResult,
+    "read_session_events": r.SessionEventsResult,
 }
 
 

@@ -1,0 +1,163 @@
+"""The inspector's routes under ``/ui``: GET pages, the login form, a stylesheet.
+
+Read-only: no route dispatches a command that changes state (the login form sets a
+cookie and nothing else). Auth is the HTTP API's bearer token: an ``Authorization:
+Bearer`` header, or the cookie the login form sets (an HMAC of the token, never the
+token itself; HttpOnly, SameSite=Strict). Every answer carries a Content Security Policy
+that allows no script at all and nothing from another origin (ADR 0075).
+"""
+
+# No ``from __future__ import annotations``: FastAPI reads the handlers' annotations.
+import hashlib
+import hmac
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from . import views
+
+HERE = Path(__file__).parent
+COOKIE = "ctxc_inspector"
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'")
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
+MAX_LOGIN_BYTES = 4096
+
+
+def cookie_value(token: str) -> str:
+    """What the cookie holds: derived from the token, so the cookie is not the API token."""
+    return hmac.new(token.encode(), b"ctxc-inspector-session", hashlib.sha256).hexdigest()
+
+
+def _environment() -> Any:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(HERE / "templates"),
+                      autoescape=select_autoescape(default=True, default_for_string=True),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["q"] = lambda value: quote(str(value), safe="")
+    env.filters["n"] = lambda value: "—" if value is None else f"{value:,}"
+    return env
+
+
+def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None:
+    """Add the inspector's routes to ``app``; ``count`` estimates a message's tokens for
+    the chart (default: the local tiktoken counter on the message as JSON text)."""
+    from fastapi import Request
+    from fastapi.responses import HTMLResponse, RedirectResponse, Response
+    from starlette.concurrency import run_in_threadpool
+
+    env = _environment()
+    count = count or _default_count()
+    expected_cookie = cookie_value(token) if token is not None else None
+
+    def allowed(request: Request) -> bool:
+        if token is None:
+            return True
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode()):
+            return True
+        given = request.cookies.get(COOKIE, "")
+        return bool(given) and hmac.compare_digest(given.encode(), (expected_cookie or "").encode())
+
+    def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(name).render(auth=token is not None, **context)
+        return HTMLResponse(html, status_code=status, headers=HEADERS)
+
+    async def guarded(request: Request, build: Any, template: str, *args: Any) -> Response:
+        if not allowed(request):
+            if "authorization" in request.headers:  # an API client: a plain refusal
+                refused = page("login.html", 401, failed=True)
+                refused.headers["WWW-Authenticate"] = "Bearer"
+                return refused
+            return RedirectResponse("/ui/login", status_code=303, headers=HEADERS)
+        try:
+            context = await run_in_threadpool(build, *args)
+        except views.NotFound as missing:
+            return page("missing.html", 404, what=str(missing))
+        return page(template, **context)
+
+    def number(request: Request, name: str, default: "int | None" = 0) -> "int | None":
+        value = request.query_params.get(name, "")
+        return int(value) if value.isdigit() and len(value) < 19 else default
+
+    @app.get("/ui", include_in_schema=False)
+    @app.get("/ui/", include_in_schema=False)
+    async def sessions(request: Request) -> Response:
+        query = request.query_params.get("q", "")[:256]
+        return await guarded(request, views.sessions_page, "sessions.html", bus, query, number(request, "page"))
+
+    @app.get("/ui/session", include_in_schema=False)
+    async def session(request: Request) -> Response:
+        sid = request.query_params.get("id", "")
+        return await guarded(request, views.session_page, "session.html", bus, sid,
+                             number(request, "page"), number(request, "chart"), count)
+
+    @app.get("/ui/checkpoint", include_in_schema=False)
+    async def checkpoint(request: Request) -> Response:
+        sid, cid = request.query_params.get("id", ""), request.query_params.get("cp", "")
+        history = f"/ui/history?id={quote(sid, safe='')}"
+        return await guarded(request, views.checkpoint_page, "checkpoint.html", bus, sid, cid, history)
+
+    @app.get("/ui/history", include_in_schema=False)
+    async def history(request: Request) -> Response:
+        sid = request.query_params.get("id", "")
+        query = request.query_params.get("q", "").strip()[:1000]
+        at = number(request, "at", None)
+        return await guarded(request, views.history_page, "history.html", bus, sid,
+                             number(request, "from", None), query, at or None)
+
+    @app.get("/ui/static/inspector.css", include_in_schema=False)
+    async def stylesheet() -> Response:
+        return Response((HERE / "static" / "inspector.css").read_bytes(), media_type="text/css",
+                        headers={**HEADERS, "Cache-Control": "max-age=300"})
+
+    @app.get("/ui/login", include_in_schema=False)
+    async def login_form(request: Request) -> Response:
+        return page("login.html", failed=False)
+
+    @app.post("/ui/login", include_in_schema=False)
+    async def login(request: Request) -> Response:
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_LOGIN_BYTES:
+                return page("login.html", 413, failed=True)
+        given = parse_qs(body.decode("utf-8", "replace")).get("token", [""])[0].strip()
+        if token is None or not hmac.compare_digest(given.encode(), token.encode()):
+            return page("login.html", 401, failed=token is not None)
+        done = RedirectResponse("/ui", status_code=303, headers=HEADERS)
+        done.set_cookie(COOKIE, cookie_value(token), httponly=True, samesite="strict", path="/ui",
+                        secure=request.url.scheme == "https")
+        return done
+
+    @app.post("/ui/logout", include_in_schema=False)
+    async def logout() -> Response:
+        done = RedirectResponse("/ui/login", status_code=303, headers=HEADERS)
+        done.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
+        return done
+
+
+def _default_count() -> Any:
+    import json
+
+    from ..tokens import TiktokenCounter
+
+    counter = TiktokenCounter()
+    encoding = counter.encoding_for("gpt-4o")
+
+    def count(message: dict[str, Any]) -> int:
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content or "", ensure_ascii=False)
+        calls = message.get("tool_calls")
+        if calls:
+            text += json.dumps(calls, ensure_ascii=False)
+        return int(counter.count_text(text, encoding))
+
+    return count
