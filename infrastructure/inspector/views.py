@@ -231,8 +231,9 @@ def history_page(bus: Any, session_id: str, from_seq: int | None, query: str,
     replay = None
     if at_version is not None:
         replay = _ask(bus, type="replay_session", session_id=session_id, at_version=at_version)
-        replay["shown"] = [dict(m, text=_text(m.get("content"))) for m in
-                           replay["projection"]["messages"][:PROJECTION_SHOWN]]
+        replay["shown"] = [{"role": m.get("role", ""), "text": _text(m.get("content")),
+                            "calls": [_call(c) for c in m.get("tool_calls") or []]}
+                           for m in replay["projection"]["messages"][:PROJECTION_SHOWN]]
     checkpoints = _ask(bus, type="list_checkpoints", session_id=session_id)["checkpoints"]
     return {
         "session_id": session_id, "messages": messages, "start": start, "last_seq": last_seq,
@@ -241,6 +242,12 @@ def history_page(bus: Any, session_id: str, from_seq: int | None, query: str,
         "query": query, "hits": hits, "version": now["version"], "at_version": at_version,
         "replay": replay, "checkpoints": checkpoints,
     }
+
+
+def _call(call: dict[str, Any]) -> dict[str, str]:
+    function = call.get("function") or call
+    return {"id": str(call.get("id", "")), "name": str(function.get("name", "")),
+            "arguments": str(function.get("arguments", ""))}
 
 
 def _text(content: Any) -> str:

@@ -1,0 +1,243 @@
+"""The browser inspector's pages over HTTP (issue 41): what each page says equals what
+the bus's queries answer; content is escaped; auth, CSP and read-only routes."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+from urllib.parse import quote
+
+import markupsafe
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from inspector_fixture import CANARY, SETTINGS, SID, build
+
+from context_compaction.infrastructure.inspector import mount
+from context_compaction.infrastructure.inspector.routes import COOKIE, cookie_value
+
+TOKEN = "inspector-test-token-0123456789"
+
+
+@pytest.fixture
+def built(make_harness: Any) -> Any:
+    h = make_harness("main", **SETTINGS)
+    facts = build(h.bus)
+    return h.bus, facts
+
+
+def client(bus: Any, token: str | None = None) -> TestClient:
+    app = FastAPI()
+    mount(app, bus, token)
+    return TestClient(app, follow_redirects=False)
+
+
+def q(bus: Any, **command: Any) -> dict[str, Any]:
+    envelope = bus.dispatch_json(command)
+    assert envelope["ok"], envelope
+    return envelope["result"]
+
+
+def cells(page: str, table_id: str) -> list[list[str]]:
+    """The text of each body row's cells of the table ``table_id``."""
+    table = re.search(rf'<table[^>]*id="{table_id}".*?</table>', page, re.S)
+    assert table, f"no table {table_id}"
+    body = table.group(0).split("<tbody>", 1)[1]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+    return [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in rows]
+
+
+def test_the_grid_shows_info_s_numbers_and_marks_the_trigger(built: Any) -> None:
+    bus, _ = built
+    page = client(bus).get(f"/ui/session?id={SID}")
+    assert page.status_code == 200
+    usage = q(bus, type="get_context_usage", session_id=SID)
+    shown = {row[0]: int(row[1].replace(",", "")) for row in cells(page.text, "grid") if row[2]}
+    for part, tokens in usage["breakdown"].items():
+        assert shown[part] == tokens, part
+    assert shown["reserve"] == usage["reserve_tokens"]
+    assert shown["free"] == max(0, usage["effective_window_tokens"] - usage["reserve_tokens"]
+                                - sum(usage["breakdown"].values()))
+    assert f'id="threshold">{usage["compression_threshold_tokens"]:,}<' in page.text
+    assert 'class="trigger"' in page.text
+
+
+def test_the_chart_marks_every_compaction_and_the_timeline_pages(built: Any) -> None:
+    bus, facts = built
+    c = client(bus)
+    page = c.get(f"/ui/session?id={SID}").text
+    checkpoints = q(bus, type="list_checkpoints", session_id=SID)["checkpoints"]
+    assert page.count('class="mark mark-compaction"') == len(checkpoints) == 2
+    assert "<polyline" in page and "<script" not in page
+    version = q(bus, type="read_session_events", session_id=SID, limit=1)["version"]
+    first = cells(page, "timeline")
+    assert len(first) == 50 and first[0][0] == str(version) and first[-1][0] == str(version - 49)
+    older = cells(c.get(f"/ui/session?id={SID}&page=1").text, "timeline")
+    assert older[0][0] == str(version - 50)
+    for cp in checkpoints:
+        assert f"cp={cp['checkpoint_id']}" in page
+
+
+def test_a_dropped_item_links_to_the_message_that_states_it(built: Any) -> None:
+    bus, facts = built
+    c = client(bus)
+    cp = facts["second"]
+    page = c.get(f"/ui/checkpoint?id={SID}&cp={cp['checkpoint_id']}").text
+    dropped = cp["ledger"]["dropped_items"]
+    assert dropped and f"<b>{cp['ledger']['dropped']}</b> dropped" in page
+    links = re.findall(r'class="dropped-link" href="([^"]+)"', page)
+    assert len(links) == len(dropped)
+    for item, link in list(zip(dropped, links))[:5]:
+        target = c.get(html.unescape(link))
+        message = re.search(rf'<li id="m-{item["seq"]}".*?</li>', target.text, re.S)
+        assert message, link
+        assert str(markupsafe.escape(item["value"])) in message.group(0)
+
+
+def test_the_checkpoint_page_diffs_against_the_previous_summary(built: Any) -> None:
+    bus, facts = built
+    page = client(bus).get(f"/ui/checkpoint?id={SID}&cp={facts['second']['checkpoint_id']}").text
+    checkpoints = {cp["checkpoint_id"]: cp for cp in q(bus, type="list_checkpoints", session_id=SID)["checkpoints"]}
+    old = checkpoints[facts["first"]["checkpoint_id"]]["summary"]
+    new = checkpoints[facts["second"]["checkpoint_id"]]["summary"]
+
+    def lines(text: str) -> set[str]:
+        return {x.strip().lstrip("-* ").strip() for x in text.splitlines()} - {""}
+
+    forgotten = re.findall(r"<li>(.*?)</li>", page.split('id="forgotten"')[1].split("</ul>")[0])
+    assert {html.unescape(x) for x in forgotten} == lines(old) - lines(new) != set()
+    added = re.findall(r"<li>(.*?)</li>", page.split('id="added"')[1].split("</ul>")[0])
+    assert {html.unescape(x) for x in added} == lines(new) - lines(old)
+    assert f"from seq {facts['second']['first_retained_seq']}</a>" in page
+    assert 'id="attempt"' in page
+
+
+def test_the_version_picker_shows_what_replay_session_returns(built: Any) -> None:
+    bus, facts = built
+    c = client(bus)
+    checkpoints = q(bus, type="list_checkpoints", session_id=SID)["checkpoints"]
+    for version in (3, checkpoints[0]["version"], checkpoints[1]["version"] - 1):
+        page = c.get(f"/ui/history?id={SID}&at={version}").text
+        replay = q(bus, type="replay_session", session_id=SID, at_version=version)
+        pairs = re.findall(r'<li class="pm role-[^"]*"><span class="role">([^<]*)</span><pre>(.*?)</pre></li>',
+                           page, re.S)
+        expected = [(m["role"], m.get("content") if isinstance(m.get("content"), str) else
+                     "\n".join(p.get("text", "") for p in m.get("content") or []))
+                    for m in replay["projection"]["messages"]]
+        assert [(r, html.unescape(t)) for r, t in pairs] == expected
+        assert len(pairs) == len(expected) > 0
+        assert f"active checkpoint {replay['active_checkpoint_id'] or 'none'}" in page
+
+
+def test_history_marks_pins_deletions_and_pairs_tool_calls(built: Any) -> None:
+    bus, facts = built
+    c = client(bus)
+    page = c.get(f"/ui/history?id={SID}").text
+    pinned = re.search(rf'<li id="m-{facts["pinned"]}" class="([^"]*)"', page)
+    deleted = re.search(rf'<li id="m-{facts["deleted"]}" class="([^"]*)"', page)
+    assert pinned and "pinned" in pinned.group(1).split()
+    assert deleted and "invalidated" in deleted.group(1).split()
+    call_seq = next(m["seq"] for m in q(bus, type="get_history", session_id=SID)["messages"] if m["tool_calls"])
+    around = c.get(f"/ui/history?id={SID}&from={call_seq - 1}").text
+    assert 'id="call-call_read_1"' in around
+    assert f'<a href="#m-{call_seq}">call_read_1 (seq {call_seq})</a>' in around
+
+
+def test_search_shows_search_history_s_hits(built: Any) -> None:
+    bus, _ = built
+    page = client(bus).get(f"/ui/history?id={SID}&q=module_7.py").text
+    hits = q(bus, type="search_history", session_id=SID, query="module_7.py", limit=50, include_invalidated=True)
+    rows = cells(page, "hits")
+    assert [r[0] for r in rows] == [f"seq {h['seq']}" for h in hits["hits"]] and rows
+
+
+def test_every_piece_of_content_is_escaped(built: Any) -> None:
+    bus, _ = built
+    c = client(bus)
+    seq = next(m["seq"] for m in q(bus, type="get_history", session_id=SID)["messages"] if m["content"] == CANARY)
+    pages = [c.get(f"/ui/history?id={SID}&from={seq}").text,
+             c.get(f"/ui/history?id={SID}&q=bold").text,
+             c.get(f"/ui/history?id={SID}&at={q(bus, type='read_session_events', session_id=SID, limit=1)['version']}").text]
+    for page in pages:
+        assert "<script" not in page and "onerror=\"" not in page and "<img" not in page
+    assert str(markupsafe.escape(CANARY)) in pages[0]
+    # a hostile session id and query are escaped too (in text and in attributes)
+    hostile = '"><script>x()</script>'
+    for url in (f"/ui?q={quote(hostile)}", f"/ui/session?id={quote(hostile)}",
+                f"/ui/history?id={quote(SID)}&q={quote(hostile)}"):
+        answer = c.get(url)
+        assert "<script>x()" not in answer.text, url
+
+
+def test_every_answer_carries_a_strict_csp_and_no_external_origin(built: Any) -> None:
+    bus, facts = built
+    c = client(bus)
+    for url in ("/ui", f"/ui/session?id={SID}", f"/ui/history?id={SID}",
+                f"/ui/checkpoint?id={SID}&cp={facts['first']['checkpoint_id']}", "/ui/login", "/ui/static/inspector.css"):
+        answer = c.get(url)
+        assert answer.status_code == 200, url
+        csp = answer.headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "script-src" not in csp and "unsafe" not in csp
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        if "html" in answer.headers["content-type"]:
+            assert not re.search(r'(?:src|href|action)="(?:https?:)?//', answer.text), url
+            assert "<script" not in answer.text and " style=" not in answer.text
+
+
+def test_the_token_guards_every_page_by_header_or_login_cookie(built: Any) -> None:
+    bus, _ = built
+    c = client(bus, TOKEN)
+    assert c.get("/ui").status_code == 303 and c.get("/ui").headers["location"] == "/ui/login"
+    assert c.get(f"/ui/session?id={SID}", headers={"Authorization": "Bearer wrong-token-wrong-token"}).status_code == 401
+    assert c.get(f"/ui/session?id={SID}", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert c.post("/ui/login", data={"token": "not-it"}).status_code == 401
+    done = c.post("/ui/login", data={"token": TOKEN})
+    assert done.status_code == 303
+    cookie = done.headers["set-cookie"]
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower() and TOKEN not in cookie
+    assert f"{COOKIE}={cookie_value(TOKEN)}" in cookie
+    assert c.get(f"/ui/session?id={SID}").status_code == 200  # the client keeps the cookie
+    c.cookies.clear()
+    c.cookies.set(COOKIE, "0" * 64)
+    assert c.get("/ui").status_code == 303
+
+
+def test_no_inspector_route_changes_state(built: Any) -> None:
+    bus, _ = built
+    app = FastAPI()
+    mount(app, bus, TOKEN)
+    posts = {r.path for r in app.routes if "POST" in getattr(r, "methods", set())}
+    assert posts == {"/ui/login", "/ui/logout"}
+    version = q(bus, type="read_session_events", session_id=SID, limit=1)["version"]
+    c = TestClient(app, follow_redirects=False)
+    assert c.post(f"/ui/session?id={SID}", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 405
+    c.post("/ui/login", data={"token": TOKEN})
+    for url in ("/ui", f"/ui/session?id={SID}", f"/ui/history?id={SID}&at=5&q=module"):
+        assert c.get(url).status_code == 200
+    assert q(bus, type="read_session_events", session_id=SID, limit=1)["version"] == version
+
+
+def test_an_unknown_session_or_checkpoint_is_a_404_page(built: Any) -> None:
+    bus, _ = built
+    c = client(bus)
+    assert c.get("/ui/session?id=nobody").status_code == 404
+    assert c.get(f"/ui/checkpoint?id={SID}&cp=cp_nope").status_code == 404
+    assert c.get(f"/ui/history?id={SID}&at=999999").status_code == 404
+
+
+def test_the_sessions_list_filters_by_id_and_pages(make_harness: Any) -> None:
+    bus = make_harness("main", **SETTINGS).bus
+    for n in range(30):
+        q(bus, type="start_session", session_id=f"{'alpha' if n % 3 else 'beta'}-{n:02d}", model="tiny")
+    c = client(bus)
+    first, second = cells(c.get("/ui").text, "sessions"), cells(c.get("/ui?page=1").text, "sessions")
+    assert len(first) == 25 and len(second) == 5
+    listed = [s["session_id"] for s in q(bus, type="list_sessions", limit=100)["sessions"]]
+    assert [r[0] for r in first + second] == listed
+    beta = cells(c.get("/ui?q=BETA").text, "sessions")
+    assert sorted(r[0] for r in beta) == sorted(s for s in listed if "beta" in s) and len(beta) == 10
+    row = first[0]
+    usage = q(bus, type="get_context_usage", session_id=row[0])
+    assert row[3] == f"{usage['used_tokens']:,} / {usage['effective_window_tokens']:,}"
