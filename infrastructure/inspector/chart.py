@@ -63,21 +63,31 @@ class _State:
         self.active: str | None = None
         self.parents: list[str | None] = []
         self.clears: list[tuple[int, int]] = []  # (lowest seq, tokens freed)
+        self.cached: int | None = None
 
     def visible(self, seq: int) -> bool:
         return not any(lo <= seq <= hi for lo, hi in self.invalid)
 
     def total(self) -> int:
-        summary, first = self.checkpoints.get(self.active, (0, 1)) if self.active else (0, 1)
-        raw = sum(t for s, t in self.tokens.items() if (s >= first or s in self.pinned) and self.visible(s))
-        freed = sum(f for lo, f in self.clears if lo >= first)
-        return max(0, summary + raw - freed)
+        """Summed again only after an event that moves a boundary; an append adds its own
+        tokens (a new seq is past every boundary), so a window of n events costs O(n)."""
+        if self.cached is None:
+            summary, first = self.checkpoints.get(self.active, (0, 1)) if self.active else (0, 1)
+            raw = sum(t for s, t in self.tokens.items() if (s >= first or s in self.pinned) and self.visible(s))
+            freed = sum(f for lo, f in self.clears if lo >= first)
+            self.cached = summary + raw - freed
+        return max(0, self.cached)
 
     def apply(self, kind: str, p: dict[str, Any]) -> None:
         if kind == "MessageAppended":
-            self.tokens[p["seq"]] = self.count({"role": p.get("role"), "content": p.get("content"),
-                                                "tool_calls": p.get("tool_calls")})
-        elif kind == "CheckpointCommitted":
+            tokens = self.count({"role": p.get("role"), "content": p.get("content"),
+                                 "tool_calls": p.get("tool_calls")})
+            self.tokens[p["seq"]] = tokens
+            if self.cached is not None:
+                self.cached += tokens
+            return
+        self.cached = None
+        if kind == "CheckpointCommitted":
             self.checkpoints[p["checkpoint_id"]] = (self.count({"role": "user", "content": p["summary"]}),
                                                     p["first_retained_seq"])
             self.parents.append(self.active)

@@ -116,6 +116,7 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
         {"type": "list_sessions"},
         {"type": "invalidate_history", "session_id": sid, "kind": "rewind", "to_seq": 2},
         {"type": "read_events", "after": 0, "limit": 5},
+        {"type": "read_session_events", "session_id": sid, "from_version": 2, "limit": 5},
     ]
     answered: set[str] = set()
     for step in steps:
