@@ -9,7 +9,7 @@ from typing import Any
 SID = "inspect-me"
 #: A title the canary would set if any of its markup ran.
 FIRED = "XSS-FIRED"
-CANARY = (f"<script>document.title='{FIRED}'</script>"
+CANARY = ("canary check " f"<script>document.title='{FIRED}'</script>"
           f"<img src=x onerror=\"document.title='{FIRED}'\">"
           "<img src=\"http://evil.invalid/pixel.png\"><b>bold?</b> & \"quotes\"")
 SETTINGS: dict[str, Any] = {

@@ -109,7 +109,10 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
     async def history(request: Request) -> Response:
         sid = request.query_params.get("id", "")
         query = request.query_params.get("q", "").strip()[:1000]
-        at = number(request, "at", None)
+        # The picker's number box and its checkpoint list are both ``at``: a chosen
+        # checkpoint (the later field) wins over the number.
+        chosen = [v for v in request.query_params.getlist("at") if v.isdigit() and len(v) < 19]
+        at = int(chosen[-1]) if chosen else None
         return await guarded(request, views.history_page, "history.html", bus, sid,
                              number(request, "from", None), query, at or None)
 
