@@ -218,10 +218,13 @@ def history_page(bus: Any, session_id: str, from_seq: int | None, query: str,
     messages = _ask(bus, type="get_history", session_id=session_id, from_seq=start,
                     limit=MESSAGES_PER_PAGE, include_invalidated=True)["messages"] if last_seq else []
     pinned, cleared = set(now.get("pinned_seqs", [])), set(now.get("cleared_seqs", []))
+    boundary = now["projection"]["first_raw_seq"] if now["active_checkpoint_id"] else None
     calls: dict[str, int] = {}
     for m in messages:
         m["pinned"] = m["seq"] in pinned
         m["cleared"] = m["seq"] in cleared
+        # only the active checkpoint's summary stands for it (expand: this very page)
+        m["summarized"] = boundary is not None and m["seq"] < boundary and not m["pinned"] and not m["invalidated"]
         m["text"] = _text(m["content"])
         for call in m["tool_calls"]:
             calls[call["id"]] = m["seq"]
