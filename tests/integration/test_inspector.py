@@ -241,3 +241,27 @@ def test_the_sessions_list_filters_by_id_and_pages(make_harness: Any) -> None:
     row = first[0]
     usage = q(bus, type="get_context_usage", session_id=row[0])
     assert row[3] == f"{usage['used_tokens']:,} / {usage['effective_window_tokens']:,}"
+
+
+def test_serve_mounts_the_inspector_behind_the_api_token(built: Any) -> None:
+    from context_compaction.infrastructure.http import create_app
+
+    bus, _ = built
+    c = TestClient(create_app(bus, token=TOKEN, max_body_bytes=1_000_000), follow_redirects=False)
+    assert c.get(f"/ui/session?id={SID}").status_code == 303
+    assert c.get(f"/ui/session?id={SID}", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert "/ui" not in c.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}).json()["paths"]
+
+
+def test_no_page_logs_message_content(built: Any, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    bus, facts = built
+    c = client(bus)
+    with caplog.at_level(logging.DEBUG):
+        for url in ("/ui", f"/ui/session?id={SID}", f"/ui/history?id={SID}&q=canary&at=5",
+                    f"/ui/checkpoint?id={SID}&cp={facts['first']['checkpoint_id']}"):
+            assert c.get(url).status_code == 200
+    # (the test client's own log line names the URL it asked for: not the server's)
+    logged = "\n".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records if not r.name.startswith("httpx"))
+    assert "canary" not in logged and "module_3.py" not in logged and "Edit src/pkg" not in logged
