@@ -87,7 +87,10 @@ def grid(usage: dict[str, Any]) -> dict[str, Any]:
 
 
 def session_page(bus: Any, session_id: str, page: int, chart_page: int, count: Any) -> dict[str, Any]:
-    usage = _ask(bus, type="get_context_usage", session_id=session_id)
+    answer = bus.dispatch_json({"type": "get_context_usage", "session_id": session_id})
+    if not answer["ok"] and answer["error"]["code"] != "session_deleted":
+        raise NotFound(answer["error"]["code"])
+    usage = answer["result"] if answer["ok"] else None  # a deleted session keeps its history
     head = _ask(bus, type="read_session_events", session_id=session_id, limit=1)
     version = head["version"]
     last = max(1, version - page * EVENTS_PER_PAGE)
@@ -95,18 +98,34 @@ def session_page(bus: Any, session_id: str, page: int, chart_page: int, count: A
     events = _ask(bus, type="read_session_events", session_id=session_id, from_version=first,
                   limit=last - first + 1)["events"] if page * EVENTS_PER_PAGE < version else []
     checkpoints = _ask(bus, type="list_checkpoints", session_id=session_id)
-    attempts = _ask(bus, type="list_compaction_attempts", session_id=session_id, limit=50)["attempts"]
+    attempts = _ask(bus, type="list_compaction_attempts", session_id=session_id, limit=200)["attempts"]
+    rows = [describe(e) for e in events]
+    if events:  # the failed attempts of this page's stretch of time (their own stream)
+        lo = events[0]["at"] or "" if first > 1 else ""
+        hi = events[-1]["at"] or "" if page > 0 else "\uffff"
+        rows += [failed(a) for a in attempts if a["outcome"] not in ("compacted", "nothing_to_compact")
+                 and lo <= a["at"] <= hi]
+    rows.sort(key=lambda r: (r["at"] or "", r["version"] or 0), reverse=True)
     c_last = max(1, version - chart_page * CHART_EVENTS)
     c_first = max(1, c_last - CHART_EVENTS + 1)
     s = chart.series(bus, session_id, c_first, c_last, count)
+    threshold = usage["compression_threshold_tokens"] if usage else None
     return {
-        "session_id": session_id, "usage": usage, "grid": grid(usage), "version": version,
-        "events": [describe(e) for e in reversed(events)], "page": page,
+        "session_id": session_id, "usage": usage, "grid": grid(usage) if usage else None, "version": version,
+        "events": rows, "page": page,
         "more_events": first > 1, "checkpoints": checkpoints["checkpoints"],
-        "attempts": attempts, "chart_svg": chart.svg(s, usage["compression_threshold_tokens"],
-                                                     usage["effective_window_tokens"]),
+        "attempts": attempts[:50], "chart_svg": chart.svg(s, threshold, usage["effective_window_tokens"] if usage else None),
         "chart": s, "chart_page": chart_page, "more_chart": c_first > 1,
     }
+
+
+def failed(attempt: dict[str, Any]) -> dict[str, Any]:
+    """A failed compaction attempt as a timeline row (no version: not a session event)."""
+    text = (f"compaction attempt failed ({attempt['reason']}): {attempt['outcome']}"
+            + (f" ({attempt['error_code']})" if attempt["error_code"] not in (None, attempt["outcome"]) else "")
+            + f", stage {attempt['stage'] or '—'}, {attempt['duration_ms']:,} ms")
+    return {"version": None, "type": "AttemptFailed", "at": attempt["at"], "text": text,
+            "seq": None, "checkpoint": None}
 
 
 def describe(event: dict[str, Any]) -> dict[str, Any]:

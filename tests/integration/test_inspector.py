@@ -265,3 +265,39 @@ def test_no_page_logs_message_content(built: Any, caplog: pytest.LogCaptureFixtu
     # (the test client's own log line names the URL it asked for: not the server's)
     logged = "\n".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records if not r.name.startswith("httpx"))
     assert "canary" not in logged and "module_3.py" not in logged and "Edit src/pkg" not in logged
+
+
+def test_a_failed_compaction_attempt_is_on_the_timeline(make_harness: Any, provider: Any) -> None:
+    from fakeprovider import Reply
+    from helpers import FAKE_MODEL, llm_settings
+    from inspector_fixture import facts
+
+    bus = make_harness("main", **llm_settings(provider.base_url, token_limit=4000, timeout=2.0),
+                       context_compaction={"reserve_tokens": 1000, "keep_recent_tokens": 300}).bus
+    q(bus, type="start_session", session_id="f", model=FAKE_MODEL)
+    q(bus, type="append_messages", session_id="f", messages=facts(1, 20))
+    provider.queue(Reply(status=500))
+    assert bus.dispatch_json({"type": "compact", "session_id": "f"})["error"]["code"] == "summary_failed"
+    attempt = q(bus, type="list_compaction_attempts", session_id="f")["attempts"][0]
+    page = client(bus).get("/ui/session?id=f").text
+    rows = cells(page, "timeline")
+    assert rows[0][:3] == ["—", attempt["at"][:19].replace("T", " "), "AttemptFailed"]
+    assert "summary_failed" in rows[0][3] and len(rows) == 1 + 1 + 38  # the attempt, started, the appends
+    assert cells(page, "attempts")[0][2].startswith("summary_failed")
+
+
+def test_a_deleted_session_still_shows_its_history_and_timeline(built: Any) -> None:
+    bus, _ = built
+    q(bus, type="delete_session", session_id=SID)
+    c = client(bus)
+    page = c.get(f"/ui/session?id={SID}")
+    assert page.status_code == 200 and 'id="grid"' not in page.text and ">deleted</span>" in page.text
+    assert cells(page.text, "timeline")[0][2] == "Deleted"
+    assert c.get(f"/ui/history?id={SID}").text.count('<li id="m-') == 50
+
+
+def test_a_checkpoint_chosen_in_the_picker_wins_over_the_number_box(built: Any) -> None:
+    bus, _ = built
+    version = q(bus, type="list_checkpoints", session_id=SID)["checkpoints"][0]["version"]
+    page = client(bus).get(f"/ui/history?id={SID}&at=3&at={version}").text
+    assert f"The context as of version {version}<" in page
