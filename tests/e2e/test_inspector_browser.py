@@ -49,6 +49,7 @@ def driver() -> Iterator[Any]:
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1600",
                 "--disable-background-networking", "--no-first-run"):
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     d = webdriver.Chrome(service=Service(DRIVER or ""), options=options)
     yield d
     d.quit()
@@ -122,6 +123,9 @@ def _same_origin_only(d: Any, base: str) -> None:
         "return performance.getEntries().map(e => e.name).filter(n => /^[a-z]+:/.test(n))")
     foreign = [n for n in entries if not n.startswith(base + "/")]
     assert not foreign, foreign
+    # nothing on the page needed what the CSP forbids (an inline style, a script, ...)
+    refused = [e["message"] for e in d.get_log("browser") if "Content Security Policy" in e["message"]]
+    assert not refused, refused
 
 
 def _click(d: Any, element: Any) -> None:
