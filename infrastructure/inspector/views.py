@@ -88,9 +88,11 @@ def grid(usage: dict[str, Any]) -> dict[str, Any]:
 
 def session_page(bus: Any, session_id: str, page: int, chart_page: int, count: Any) -> dict[str, Any]:
     answer = bus.dispatch_json({"type": "get_context_usage", "session_id": session_id})
-    if not answer["ok"] and answer["error"]["code"] != "session_deleted":
-        raise NotFound(answer["error"]["code"])
-    usage = answer["result"] if answer["ok"] else None  # a deleted session keeps its history
+    if not answer["ok"] and answer["error"]["code"] == "session_not_found":
+        raise NotFound("session_not_found")
+    # A deleted session keeps its history; a window it no longer fits still has one.
+    usage = answer["result"] if answer["ok"] else None
+    usage_error = None if answer["ok"] else answer["error"]["code"]
     head = _ask(bus, type="read_session_events", session_id=session_id, limit=1)
     version = head["version"]
     last = max(1, version - page * EVENTS_PER_PAGE)
@@ -111,7 +113,8 @@ def session_page(bus: Any, session_id: str, page: int, chart_page: int, count: A
     s = chart.series(bus, session_id, c_first, c_last, count)
     threshold = usage["compression_threshold_tokens"] if usage else None
     return {
-        "session_id": session_id, "usage": usage, "grid": grid(usage) if usage else None, "version": version,
+        "session_id": session_id, "usage": usage, "usage_error": usage_error,
+        "grid": grid(usage) if usage else None, "version": version,
         "events": rows, "page": page,
         "more_events": first > 1, "checkpoints": checkpoints["checkpoints"],
         "attempts": attempts[:50], "chart_svg": chart.svg(s, threshold, usage["effective_window_tokens"] if usage else None),
