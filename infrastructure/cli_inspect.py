@@ -54,6 +54,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}", file=sys.stderr)
         return 2
+    sock.listen(128)  # listening before the URL is printed: an early request waits, not refused
     port = sock.getsockname()[1]
     bus = bootstrap(settings)
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
