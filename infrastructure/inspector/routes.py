@@ -28,6 +28,26 @@ HEADERS = {
     "X-Frame-Options": "DENY",
 }
 MAX_LOGIN_BYTES = 4096
+#: The largest page, seq or version a query string may name: below any store's integer
+#: limit once multiplied by a page size, far above any real session.
+MAX_NUMBER = 10**12
+
+
+class BadParameter(ValueError):
+    pass
+
+
+def number(params: Any, name: str, default: "int | None", minimum: int = 0) -> "int | None":
+    """The query parameter ``name`` as a whole number, ``default`` when absent or empty;
+    anything else is a 400, not silently the default (the last non-empty value counts:
+    the version picker sends its number box and its checkpoint list under one name)."""
+    given = [v for v in params.getlist(name) if v != ""]
+    if not given:
+        return default
+    value = given[-1]
+    if not (value.isascii() and value.isdigit()) or not minimum <= int(value) <= MAX_NUMBER:
+        raise BadParameter(f"{name} must be a whole number from {minimum} to {MAX_NUMBER:,}")
+    return int(value)
 
 
 def cookie_value(token: str) -> str:
@@ -70,7 +90,8 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
         html = env.get_template(name).render(auth=token is not None, **context)
         return HTMLResponse(html, status_code=status, headers=HEADERS)
 
-    async def guarded(request: Request, build: Any, template: str, *args: Any) -> Response:
+    async def guarded(request: Request, build: Any, template: str, arguments: Any) -> Response:
+        """``arguments()`` reads the query string only once the request is allowed."""
         if not allowed(request):
             if "authorization" in request.headers:  # an API client: a plain refusal
                 refused = page("login.html", 401, failed=True)
@@ -78,43 +99,37 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
                 return refused
             return RedirectResponse("/ui/login", status_code=303, headers=HEADERS)
         try:
-            context = await run_in_threadpool(build, *args)
+            context = await run_in_threadpool(build, *arguments(request.query_params))
         except views.NotFound as missing:
-            return page("missing.html", 404, what=str(missing))
+            return page("missing.html", 404, title="Not found", what=str(missing))
+        except (BadParameter, views.BadRequest) as bad:
+            return page("missing.html", 400, title="Bad request", what=str(bad))
         return page(template, **context)
-
-    def number(request: Request, name: str, default: "int | None" = 0) -> "int | None":
-        value = request.query_params.get(name, "")
-        return int(value) if value.isdigit() and len(value) < 19 else default
 
     @app.get("/ui", include_in_schema=False)
     @app.get("/ui/", include_in_schema=False)
     async def sessions(request: Request) -> Response:
-        query = request.query_params.get("q", "")[:256]
-        return await guarded(request, views.sessions_page, "sessions.html", bus, query, number(request, "page"))
+        return await guarded(request, views.sessions_page, "sessions.html",
+                             lambda p: (bus, p.get("q", "")[:256], number(p, "page", 0)))
 
     @app.get("/ui/session", include_in_schema=False)
     async def session(request: Request) -> Response:
-        sid = request.query_params.get("id", "")
-        return await guarded(request, views.session_page, "session.html", bus, sid,
-                             number(request, "page"), number(request, "chart"), count)
+        return await guarded(request, views.session_page, "session.html",
+                             lambda p: (bus, p.get("id", ""), number(p, "page", 0), number(p, "chart", 0), count))
 
     @app.get("/ui/checkpoint", include_in_schema=False)
     async def checkpoint(request: Request) -> Response:
         sid, cid = request.query_params.get("id", ""), request.query_params.get("cp", "")
         history = f"/ui/history?id={quote(sid, safe='')}"
-        return await guarded(request, views.checkpoint_page, "checkpoint.html", bus, sid, cid, history)
+        return await guarded(request, views.checkpoint_page, "checkpoint.html", lambda p: (bus, sid, cid, history))
 
     @app.get("/ui/history", include_in_schema=False)
     async def history(request: Request) -> Response:
-        sid = request.query_params.get("id", "")
-        query = request.query_params.get("q", "").strip()[:1000]
         # The picker's number box and its checkpoint list are both ``at``: a chosen
         # checkpoint (the later field) wins over the number.
-        chosen = [v for v in request.query_params.getlist("at") if v.isdigit() and len(v) < 19]
-        at = int(chosen[-1]) if chosen else None
-        return await guarded(request, views.history_page, "history.html", bus, sid,
-                             number(request, "from", None), query, at or None)
+        return await guarded(request, views.history_page, "history.html",
+                             lambda p: (bus, p.get("id", ""), number(p, "from", None, 1),
+                                        p.get("q", "").strip()[:1000], number(p, "at", None, 1)))
 
     @app.get("/ui/static/inspector.css", include_in_schema=False)
     async def stylesheet() -> Response:

@@ -27,9 +27,15 @@ class NotFound(LookupError):
     pass
 
 
+class BadRequest(ValueError):
+    """A parameter the page cannot use (the bus refused it, or it is no number): a 400."""
+
+
 def _ok(envelope: dict[str, Any]) -> dict[str, Any]:
     if not envelope["ok"]:
-        raise NotFound(envelope["error"]["code"])
+        code = envelope["error"]["code"]
+        # only a missing thing is a 404; a refused value (invalid_command) is the asker's fault
+        raise (NotFound if code.endswith("_not_found") else BadRequest)(code)
     return envelope["result"]
 
 
@@ -88,8 +94,8 @@ def grid(usage: dict[str, Any]) -> dict[str, Any]:
 
 def session_page(bus: Any, session_id: str, page: int, chart_page: int, count: Any) -> dict[str, Any]:
     answer = bus.dispatch_json({"type": "get_context_usage", "session_id": session_id})
-    if not answer["ok"] and answer["error"]["code"] == "session_not_found":
-        raise NotFound("session_not_found")
+    if not answer["ok"] and answer["error"]["code"] in ("session_not_found", "invalid_command"):
+        _ok(answer)
     # A deleted session keeps its history; a window it no longer fits still has one.
     usage = answer["result"] if answer["ok"] else None
     usage_error = None if answer["ok"] else answer["error"]["code"]
@@ -234,6 +240,8 @@ def checkpoint_page(bus: Any, session_id: str, checkpoint_id: str, history_url: 
 def history_page(bus: Any, session_id: str, from_seq: int | None, query: str,
                  at_version: int | None) -> dict[str, Any]:
     now = _ask(bus, type="replay_session", session_id=session_id)
+    if at_version is not None and at_version > now["version"]:
+        raise NotFound("version_not_found")
     last_seq = now["next_seq"] - 1
     start = from_seq if from_seq is not None else max(1, last_seq - MESSAGES_PER_PAGE + 1)
     start = max(1, min(start, max(1, last_seq)))

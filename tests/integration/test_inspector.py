@@ -301,3 +301,30 @@ def test_a_checkpoint_chosen_in_the_picker_wins_over_the_number_box(built: Any) 
     version = q(bus, type="list_checkpoints", session_id=SID)["checkpoints"][0]["version"]
     page = client(bus).get(f"/ui/history?id={SID}&at=3&at={version}").text
     assert f"The context as of version {version}<" in page
+
+
+HOSTILE = [
+    "/ui?page=-1", "/ui?page=abc", "/ui?page=1.5", "/ui?page=999999999999999999", "/ui?page=%D9%A3",
+    f"/ui/session?id={SID}&page=-3", f"/ui/session?id={SID}&page=x", f"/ui/session?id={SID}&chart=-1",
+    f"/ui/session?id={SID}&chart=1e3", f"/ui/history?id={SID}&from=-5", f"/ui/history?id={SID}&from=0",
+    f"/ui/history?id={SID}&from=abc", f"/ui/history?id={SID}&at=abc", f"/ui/history?id={SID}&at=0",
+    f"/ui/history?id={SID}&at=-2", f"/ui/history?id={SID}&at=99999999999999999999999",
+    f"/ui/history?id={SID}&q=%00", "/ui/session", "/ui/session?id=", "/ui/history?id=%00", "/ui/checkpoint",
+]
+
+
+def test_a_hostile_parameter_is_a_clear_400_never_a_500_nor_ignored(built: Any) -> None:
+    bus, _ = built
+    c = client(bus)
+    for url in HOSTILE:
+        page = c.get(url)
+        assert page.status_code == 400, (url, page.status_code)
+        assert "Bad request" in page.text and page.headers["Content-Security-Policy"], url
+
+
+def test_the_picker_s_empty_checkpoint_choice_is_not_a_bad_parameter(built: Any) -> None:
+    bus, _ = built
+    version = q(bus, type="read_session_events", session_id=SID, limit=1)["version"]
+    page = client(bus).get(f"/ui/history?id={SID}&at=4&at=")  # the form sends both fields
+    assert page.status_code == 200 and "The context as of version 4<" in page.text
+    assert client(bus).get(f"/ui/history?id={SID}&at={version + 1}").status_code == 404
