@@ -17,10 +17,21 @@ from typing import Any
 from .cli_setup import require_database, settings_for
 
 
+def _port(text: str) -> int:
+    """A TCP port, refused by argparse (exit 2) when out of range, not by bind() later."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {port}")
+    return port
+
+
 def add_inspect_command(add: Any) -> None:
     p = add("inspect", "serve the read-only browser inspector on 127.0.0.1 and print its URL "
                        "(needs the [http] extra)", read_only=True)
-    p.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any free port)")
+    p.add_argument("--port", type=_port, default=8765, help="port on 127.0.0.1 (0: any free port)")
     p.add_argument("--token", help="bearer token (default: $CTXC_HTTP_TOKEN, else one made for this run)")
     p.add_argument("--no-token", action="store_true", help="serve without a token (loopback only)")
 

@@ -53,3 +53,14 @@ def test_inspect_refuses_a_missing_database_and_a_weak_token(tmp_path: Path) -> 
     weak = subprocess.run([CTXC, "inspect", "--db", str(tmp_path / "none.db"), "--token", "short"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert weak.returncode == 2 and "at least 16" in weak.stderr
+
+
+def test_inspect_refuses_a_port_out_of_range_as_a_usage_error(tmp_path: Path) -> None:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    db = tmp_path / "x.db"
+    subprocess.run([CTXC, "dispatch", "--db", str(db)], input='{"type": "start_session", "session_id": "s", '
+                   '"model": "gpt-4o"}\n', text=True, check=True, capture_output=True, env=env)
+    for port in ("70000", "-1"):
+        done = subprocess.run([CTXC, "inspect", "--db", str(db), "--port", port],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 2 and "0 to 65535" in done.stderr and "internal_error" not in done.stderr, port
