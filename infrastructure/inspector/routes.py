@@ -12,7 +12,7 @@ import hashlib
 import hmac
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 from . import views
 
@@ -86,6 +86,15 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
         given = request.cookies.get(COOKIE, "")
         return bool(given) and hmac.compare_digest(given.encode(), (expected_cookie or "").encode())
 
+    def cross_site(request: Request) -> bool:
+        """A form another site's page posted (login CSRF, forced logout): the browser says
+        so in Sec-Fetch-Site or an Origin that is not this host. Without either header
+        (curl, a script) the post is not a browser's cross-site one."""
+        if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            return True
+        origin = request.headers.get("origin")
+        return origin is not None and urlsplit(origin).netloc != request.headers.get("host", "")
+
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(name).render(auth=token is not None, **context)
         return HTMLResponse(html, status_code=status, headers=HEADERS)
@@ -142,6 +151,8 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
 
     @app.post("/ui/login", include_in_schema=False)
     async def login(request: Request) -> Response:
+        if cross_site(request):
+            return page("missing.html", 403, title="Forbidden", what="a login posted from another site")
         body = b""
         async for chunk in request.stream():
             body += chunk
@@ -156,7 +167,9 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
         return done
 
     @app.post("/ui/logout", include_in_schema=False)
-    async def logout() -> Response:
+    async def logout(request: Request) -> Response:
+        if cross_site(request):
+            return page("missing.html", 403, title="Forbidden", what="a logout posted from another site")
         done = RedirectResponse("/ui/login", status_code=303, headers=HEADERS)
         done.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
         return done

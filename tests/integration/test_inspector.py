@@ -328,3 +328,18 @@ def test_the_picker_s_empty_checkpoint_choice_is_not_a_bad_parameter(built: Any)
     page = client(bus).get(f"/ui/history?id={SID}&at=4&at=")  # the form sends both fields
     assert page.status_code == 200 and "The context as of version 4<" in page.text
     assert client(bus).get(f"/ui/history?id={SID}&at={version + 1}").status_code == 404
+
+
+def test_a_cross_site_login_or_logout_is_refused(built: Any) -> None:
+    bus, _ = built
+    c = client(bus, TOKEN)
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
+                    {"Origin": "http://testserver.evil.example"}, {"Sec-Fetch-Site": "same-site"}):
+        for path, data in (("/ui/login", {"token": TOKEN}), ("/ui/logout", {})):
+            answer = c.post(path, data=data, headers=headers)
+            assert answer.status_code == 403, (path, headers)
+            assert "set-cookie" not in answer.headers and answer.headers["Content-Security-Policy"]
+    same = c.post("/ui/login", data={"token": TOKEN},
+                  headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"})
+    assert same.status_code == 303 and COOKIE in same.headers["set-cookie"]
+    assert c.post("/ui/login", data={"token": TOKEN}).status_code == 303  # no Origin: not a browser's form
