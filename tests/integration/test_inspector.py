@@ -4,6 +4,8 @@ the bus's queries answer; content is escaped; auth, CSP and read-only routes."""
 from __future__ import annotations
 
 import html
+import json
+from html.parser import HTMLParser
 import re
 from typing import Any
 from urllib.parse import quote
@@ -333,8 +335,9 @@ def test_the_picker_s_empty_checkpoint_choice_is_not_a_bad_parameter(built: Any)
 def test_a_cross_site_login_or_logout_is_refused(built: Any) -> None:
     bus, _ = built
     c = client(bus, TOKEN)
-    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"},
-                    {"Origin": "http://testserver.evil.example"}, {"Sec-Fetch-Site": "same-site"}):
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null", "Sec-Fetch-Site": "cross-site"},
+                    {"Origin": "http://testserver.evil.example"}, {"Sec-Fetch-Site": "same-site"},
+                    {"Origin": "http://testserver", "Sec-Fetch-Site": "cross-site"}):
         for path, data in (("/ui/login", {"token": TOKEN}), ("/ui/logout", {})):
             answer = c.post(path, data=data, headers=headers)
             assert answer.status_code == 403, (path, headers)
@@ -343,3 +346,60 @@ def test_a_cross_site_login_or_logout_is_refused(built: Any) -> None:
                   headers={"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"})
     assert same.status_code == 303 and COOKIE in same.headers["set-cookie"]
     assert c.post("/ui/login", data={"token": TOKEN}).status_code == 303  # no Origin: not a browser's form
+    # our own form under Referrer-Policy: no-referrer: Chromium sends Origin "null"
+    own = c.post("/ui/login", data={"token": TOKEN}, headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"})
+    assert own.status_code == 303
+
+
+class _Markup(HTMLParser):
+    """Every element a page's markup creates, to find one that content smuggled in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.smuggled: list[Any] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "img", "iframe", "object", "embed", "base", "style", "link") and tag != "link":
+            self.smuggled.append(tag)
+        for name, value in attrs:
+            if name.startswith("on") or name in ("src", "srcset", "style", "formaction", "xlink:href"):
+                self.smuggled.append((tag, name, value))
+            if name == "href" and tag != "link" and not (value or "").startswith(("/ui", "#")):
+                self.smuggled.append((tag, name, value))
+
+
+def test_hostile_ids_models_tool_calls_and_summaries_never_become_markup(make_harness: Any, provider: Any) -> None:
+    from fakeprovider import Reply
+    from helpers import FAKE_MODEL, llm_settings
+    from inspector_fixture import facts
+
+    x = '"><script>alert(1)</script><img src=x onerror=alert(2)><a href="http://evil.invalid/">\'`'
+    settings = llm_settings(provider.base_url, token_limit=4000, timeout=2.0)
+    settings["models"][f"m{x}"] = {"token_limit": 4000}
+    bus = make_harness("main", **settings, context_compaction={"reserve_tokens": 1000, "keep_recent_tokens": 300}).bus
+    sid = f"s{x}"
+    q(bus, type="start_session", session_id=sid, model=f"m{x}")
+    q(bus, type="append_messages", session_id=sid, messages=facts(1, 20) + [
+        {"role": "user", "content": [{"type": "text", "text": f"part{x}"}], "name": f"n{x}"},
+        {"role": "assistant", "content": x, "reasoning": f"r{x}",
+         "tool_calls": [{"id": f"c{x}", "name": f"f{x}", "arguments": json.dumps({"a": x})}]},
+        {"role": "tool", "tool_call_id": f"c{x}", "name": f"f{x}", "content": f"res{x}"}])
+    assert not bus.dispatch_json({"type": "compact", "session_id": sid})["ok"]  # a failed attempt, model x
+    q(bus, type="start_session", session_id="b", model=FAKE_MODEL)
+    q(bus, type="append_messages", session_id="b", messages=facts(1, 60))
+    provider.queue(Reply(text=f"# Goal {x}\n- item {x} (seq 1)\n- (seq 2{x}) (seq 3)\n{x}\n## {x}"))
+    cp = q(bus, type="compact", session_id="b")["checkpoint_id"]
+    assert x in q(bus, type="list_checkpoints", session_id="b")["checkpoints"][0]["summary"]
+    c = client(bus)
+    s = quote(sid, safe="")
+    urls = [f"/ui?q={quote(x)}", "/ui", f"/ui/session?id={s}", f"/ui/history?id={s}", f"/ui/history?id={s}&q=part",
+            f"/ui/history?id={s}&q={quote(x)}", f"/ui/history?id={s}&at=3", f"/ui/checkpoint?id={s}&cp={quote(x)}",
+            f"/ui/session?id={quote(x)}", "/ui/session?id=b", f"/ui/checkpoint?id=b&cp={cp}", "/ui/history?id=b&at=3"]
+    for url in urls:
+        answer = c.get(url)
+        assert answer.status_code in (200, 404), url
+        markup = _Markup()
+        markup.feed(answer.text)
+        assert not markup.smuggled, (url, markup.smuggled)
+    # the summary is rendered (a heading), its markup shown as text
+    assert "<h3>Goal &quot;&gt;&lt;script&gt;" in c.get(f"/ui/checkpoint?id=b&cp={cp}").text
