@@ -225,15 +225,27 @@ def checkpoint_page(bus: Any, session_id: str, checkpoint_id: str, history_url: 
     tail = _ask(bus, type="get_history", session_id=session_id, from_seq=cp["first_retained_seq"],
                 limit=20, include_invalidated=True)["messages"]
     attempts = _ask(bus, type="list_compaction_attempts", session_id=session_id)["attempts"]
-    attempt = next((a for a in attempts if a["outcome"] in ("compacted", "degraded")
-                    and a["tokens_before"] == cp["tokens_before"] and a["tokens_after"] == cp["tokens_after"]
-), None)
+    attempt = _attempt_of(cp, attempts)
     return {
         "session_id": session_id, "cp": cp, "previous": previous, "tail": tail,
         "summary_html": render_summary(cp["summary"], history_url),
         "diff": summary_diff(previous["summary"] if previous else "", cp["summary"]),
         "ledger": cp.get("ledger"), "attempt": attempt,
     }
+
+
+def _attempt_of(cp: dict[str, Any], attempts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The attempt that made ``cp``: no attempt names its checkpoint, so one with the same
+    tokens, and of those (a checkpoint made again after a revert has the same numbers)
+    the one recorded nearest the checkpoint's commit."""
+    from datetime import datetime
+
+    def apart(a: dict[str, Any]) -> float:
+        return abs((datetime.fromisoformat(a["at"]) - datetime.fromisoformat(cp["created_at"])).total_seconds())
+
+    same = [a for a in attempts if a["outcome"] in ("compacted", "degraded")
+            and a["tokens_before"] == cp["tokens_before"] and a["tokens_after"] == cp["tokens_after"]]
+    return min(same, key=apart, default=None)
 
 
 # ------------------------------------------------------------------- history

@@ -403,3 +403,24 @@ def test_hostile_ids_models_tool_calls_and_summaries_never_become_markup(make_ha
         assert not markup.smuggled, (url, markup.smuggled)
     # the summary is rendered (a heading), its markup shown as text
     assert "<h3>Goal &quot;&gt;&lt;script&gt;" in c.get(f"/ui/checkpoint?id=b&cp={cp}").text
+
+
+def test_each_checkpoint_shows_its_own_attempt_when_two_have_the_same_tokens(make_harness: Any) -> None:
+    from inspector_fixture import facts
+
+    bus = make_harness("main", **SETTINGS).bus
+    q(bus, type="start_session", session_id="twice", model="tiny")
+    q(bus, type="append_messages", session_id="twice", messages=facts(1, 40))
+    first = q(bus, type="compact", session_id="twice")["checkpoint_id"]
+    q(bus, type="revert_checkpoint", session_id="twice", checkpoint_id=first)
+    second = q(bus, type="compact", session_id="twice")["checkpoint_id"]
+    cps = {cp["checkpoint_id"]: cp for cp in q(bus, type="list_checkpoints", session_id="twice")["checkpoints"]}
+    assert (cps[first]["tokens_before"], cps[first]["tokens_after"]) == (
+        cps[second]["tokens_before"], cps[second]["tokens_after"])  # the case this test is about
+    attempts = q(bus, type="list_compaction_attempts", session_id="twice")["attempts"]
+    assert len(attempts) == 2 and attempts[0]["at"] != attempts[1]["at"]
+    c = client(bus)
+    for cp, attempt in ((second, attempts[0]), (first, attempts[1])):  # newest first
+        page = c.get(f"/ui/checkpoint?id=twice&cp={cp}").text
+        shown = re.search(r'id="attempt-at">([^<]*)<', page)
+        assert shown and shown.group(1) == attempt["at"][:23].replace("T", " "), cp
