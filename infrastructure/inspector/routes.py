@@ -10,6 +10,7 @@ that allows no script at all and nothing from another origin (ADR 0075).
 # No ``from __future__ import annotations``: FastAPI reads the handlers' annotations.
 import hashlib
 import hmac
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -50,9 +51,28 @@ def number(params: Any, name: str, default: "int | None", minimum: int = 0) -> "
     return int(value)
 
 
-def cookie_value(token: str) -> str:
-    """What the cookie holds: derived from the token, so the cookie is not the API token."""
-    return hmac.new(token.encode(), b"ctxc-inspector-session", hashlib.sha256).hexdigest()
+#: How long a login lasts, in seconds: the cookie's Max-Age, and checked on the server
+#: too (a copied cookie stops working, short of the token being rotated).
+COOKIE_MAX_AGE = 12 * 3600
+#: How far ahead of this server's clock an issue time may be (several workers' clocks).
+CLOCK_SKEW = 60
+
+
+def cookie_value(token: str, issued: "int | None" = None) -> str:
+    """What the cookie holds: when it was issued and an HMAC of that under the token, so
+    the cookie is not the API token and cannot be made to last longer."""
+    issued = int(time.time()) if issued is None else issued
+    mac = hmac.new(token.encode(), f"ctxc-inspector-session:{issued}".encode(), hashlib.sha256).hexdigest()
+    return f"{issued}.{mac}"
+
+
+def cookie_ok(token: str, value: str) -> bool:
+    issued, _, _ = value.partition(".")
+    if not (issued.isascii() and issued.isdigit()) or len(issued) > 12:
+        return False
+    age = time.time() - int(issued)
+    return -CLOCK_SKEW <= age <= COOKIE_MAX_AGE and hmac.compare_digest(
+        value.encode(), cookie_value(token, int(issued)).encode())
 
 
 def _environment() -> Any:
@@ -75,7 +95,6 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
 
     env = _environment()
     count = count or _default_count()
-    expected_cookie = cookie_value(token) if token is not None else None
 
     def allowed(request: Request) -> bool:
         if token is None:
@@ -83,8 +102,7 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
         scheme, _, value = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode()):
             return True
-        given = request.cookies.get(COOKIE, "")
-        return bool(given) and hmac.compare_digest(given.encode(), (expected_cookie or "").encode())
+        return cookie_ok(token, request.cookies.get(COOKIE, ""))
 
     def cross_site(request: Request) -> bool:
         """A form another site's page posted (login CSRF, forced logout). Sec-Fetch-Site
@@ -164,8 +182,8 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
         if token is None or not hmac.compare_digest(given.encode(), token.encode()):
             return page("login.html", 401, failed=token is not None)
         done = RedirectResponse("/ui", status_code=303, headers=HEADERS)
-        done.set_cookie(COOKIE, cookie_value(token), httponly=True, samesite="strict", path="/ui",
-                        secure=request.url.scheme == "https")
+        done.set_cookie(COOKIE, cookie_value(token), max_age=COOKIE_MAX_AGE, httponly=True, samesite="strict",
+                        path="/ui", secure=request.url.scheme == "https")
         return done
 
     @app.post("/ui/logout", include_in_schema=False)

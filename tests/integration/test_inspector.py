@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from inspector_fixture import CANARY, SETTINGS, SID, build
 
 from context_compaction.infrastructure.inspector import mount
-from context_compaction.infrastructure.inspector.routes import COOKIE, cookie_value
+from context_compaction.infrastructure.inspector.routes import COOKIE, COOKIE_MAX_AGE, cookie_value
 
 TOKEN = "inspector-test-token-0123456789"
 
@@ -199,7 +199,7 @@ def test_the_token_guards_every_page_by_header_or_login_cookie(built: Any) -> No
     assert done.status_code == 303
     cookie = done.headers["set-cookie"]
     assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower() and TOKEN not in cookie
-    assert f"{COOKIE}={cookie_value(TOKEN)}" in cookie
+    assert re.search(rf"{COOKIE}=\d+\.[0-9a-f]{{64}};", cookie) and "max-age=43200" in cookie.lower()
     assert c.get(f"/ui/session?id={SID}").status_code == 200  # the client keeps the cookie
     c.cookies.clear()
     c.cookies.set(COOKIE, "0" * 64)
@@ -424,3 +424,22 @@ def test_each_checkpoint_shows_its_own_attempt_when_two_have_the_same_tokens(mak
         page = c.get(f"/ui/checkpoint?id=twice&cp={cp}").text
         shown = re.search(r'id="attempt-at">([^<]*)<', page)
         assert shown and shown.group(1) == attempt["at"][:23].replace("T", " "), cp
+
+
+def test_a_forged_or_expired_login_cookie_is_refused(built: Any) -> None:
+    import time
+
+    bus, _ = built
+    c = client(bus, TOKEN)
+    now = int(time.time())
+    c.cookies.set(COOKIE, cookie_value(TOKEN, now - 60))
+    assert c.get("/ui").status_code == 200
+    issued, mac = cookie_value(TOKEN, now - 60).split(".")
+    for forged in (cookie_value(TOKEN, now - COOKIE_MAX_AGE - 1),  # expired
+                   cookie_value(TOKEN, now + 3600),  # from the future
+                   f"{now}.{mac}",  # a fresh date on an old mac
+                   cookie_value("another-token-0123456789abc", now),  # another server's
+                   mac, TOKEN, f"{issued}.", ".", f"x{issued}.{mac}", f"-{issued}.{mac}"):
+        c.cookies.clear()
+        c.cookies.set(COOKIE, forged)
+        assert c.get("/ui").status_code == 303, forged
