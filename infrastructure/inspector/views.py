@@ -103,16 +103,19 @@ def session_page(bus: Any, session_id: str, page: int, chart_page: int, count: A
     version = head["version"]
     last = max(1, version - page * EVENTS_PER_PAGE)
     first = max(1, last - EVENTS_PER_PAGE + 1)
+    # one event past the page too: where the newer page's stretch of time begins
     events = _ask(bus, type="read_session_events", session_id=session_id, from_version=first,
-                  limit=last - first + 1)["events"] if page * EVENTS_PER_PAGE < version else []
+                  limit=last - first + 2)["events"] if page * EVENTS_PER_PAGE < version else []
+    newer, events = events[last - first + 1:], events[:last - first + 1]
     checkpoints = _ask(bus, type="list_checkpoints", session_id=session_id)
     attempts = _ask(bus, type="list_compaction_attempts", session_id=session_id, limit=200)["attempts"]
     rows = [describe(e) for e in events]
-    if events:  # the failed attempts of this page's stretch of time (their own stream)
-        lo = events[0]["at"] or "" if first > 1 else ""
-        hi = events[-1]["at"] or "" if page > 0 else "\uffff"
+    if events:  # the failed attempts of this page's stretch of time (their own stream):
+        # from its oldest event up to the newer page's oldest, so one between pages is on one
+        lo = (events[0]["at"] or "") if first > 1 else ""
+        hi = (newer[0]["at"] or "") if newer else "\uffff"
         rows += [failed(a) for a in attempts if a["outcome"] not in ("compacted", "nothing_to_compact")
-                 and lo <= a["at"] <= hi]
+                 and lo <= a["at"] < hi]
     rows.sort(key=lambda r: (r["at"] or "", r["version"] or 0), reverse=True)
     c_last = max(1, version - chart_page * CHART_EVENTS)
     c_first = max(1, c_last - CHART_EVENTS + 1)

@@ -443,3 +443,24 @@ def test_a_forged_or_expired_login_cookie_is_refused(built: Any) -> None:
         c.cookies.clear()
         c.cookies.set(COOKIE, forged)
         assert c.get("/ui").status_code == 303, forged
+
+
+def test_a_failed_attempt_between_two_timeline_pages_is_on_one_of_them(make_harness: Any, provider: Any) -> None:
+    from fakeprovider import Reply
+    from helpers import FAKE_MODEL, llm_settings
+    from inspector_fixture import facts
+
+    from context_compaction.infrastructure.inspector import views
+
+    bus = make_harness("main", **llm_settings(provider.base_url, token_limit=4000, timeout=2.0),
+                       context_compaction={"reserve_tokens": 1000, "keep_recent_tokens": 300}).bus
+    q(bus, type="start_session", session_id="f", model=FAKE_MODEL)
+    q(bus, type="append_messages", session_id="f", messages=facts(1, 30))
+    provider.queue(Reply(status=500))
+    assert bus.dispatch_json({"type": "compact", "session_id": "f"})["error"]["code"] == "summary_failed"
+    # exactly one page of events after the attempt: it falls between page 0 and page 1
+    q(bus, type="append_messages", session_id="f", messages=facts(30, 55)[:views.EVENTS_PER_PAGE])
+    c = client(bus)
+    rows = cells(c.get("/ui/session?id=f").text, "timeline") + cells(c.get("/ui/session?id=f&page=1").text,
+                                                                     "timeline")
+    assert [r[2] for r in rows].count("AttemptFailed") == 1
