@@ -292,6 +292,16 @@ class ReplaySession(Command[r.ReplayResult]):
     model: ModelName | None = None
 
 
+class ReplayState(Command[r.ReplayStateResult]):
+    """``replay_session`` without the projection (issue 41): the state as of a version
+    (pins, cleared results, active checkpoint, next seq) reads no raw message, where the
+    projection of a session never compacted is every message."""
+
+    type: Literal["replay_state"] = "replay_state"
+    session_id: SessionId
+    at_version: PositiveInt | None = None
+
+
 class ListCheckpoints(Command[r.CheckpointsResult]):
     type: Literal["list_checkpoints"] = "list_checkpoints"
     session_id: SessionId
@@ -354,6 +364,7 @@ AnyCommand = Annotated[
         SearchHistory,
         GetProjection,
         ReplaySession,
+        ReplayState,
         ListCheckpoints,
         ListSessions,
         Compact,

@@ -44,6 +44,7 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.GetProjection: queries.get_projection,
     c.SearchHistory: queries.search_history,
     c.ReplaySession: queries.replay_session,
+    c.ReplayState: queries.replay_state,
     c.ListCheckpoints: queries.list_checkpoints,
     c.ListSessions: queries.list_sessions,
     c.Compact: _on_first_use("compaction", "compact"),

@@ -152,6 +152,20 @@ class ReplayResult(Result):
     """Tool results whose content is replaced by a placeholder as of that version (issue 41)."""
 
 
+class ReplayStateResult(Result):
+    """``replay_state``: ``replay_session``'s fields but the projection (issue 41)."""
+
+    session_id: str
+    version: int
+    context_generation: int
+    active_checkpoint_id: str | None
+    next_seq: int
+    deleted: bool
+    model: str
+    pinned_seqs: list[int]
+    cleared_seqs: list[int]
+
+
 class CheckpointInfo(Result):
     """A checkpoint as ``list_checkpoints`` lists it (spec §6.2 fields)."""
 

@@ -6,7 +6,7 @@ estimate of the history part of the request after each user message: the active
 checkpoint's summary, the pinned messages before its boundary and the visible raw tail
 (tool results cleared in stage 1 count less by what the clearing freed). The series is
 rebuilt from the session's own events (``read_session_events``); the state before the
-window comes from ``replay_session`` at the version before it.
+window comes from ``replay_state`` at the version before it.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def series(bus: Any, session_id: str, first: int, last: int, count: Any) -> Seri
 
 
 def _start_state(bus: Any, session_id: str, version: int, state: _State) -> None:
-    replay = _ok(bus.dispatch_json({"type": "replay_session", "session_id": session_id,
+    replay = _ok(bus.dispatch_json({"type": "replay_state", "session_id": session_id,
                                     "at_version": version}))
     state.pinned = set(replay.get("pinned_seqs", []))
     checkpoints = _ok(bus.dispatch_json({"type": "list_checkpoints", "session_id": session_id}))

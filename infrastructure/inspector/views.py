@@ -254,7 +254,8 @@ def _attempt_of(cp: dict[str, Any], attempts: list[dict[str, Any]]) -> dict[str,
 # ------------------------------------------------------------------- history
 def history_page(bus: Any, session_id: str, from_seq: int | None, query: str,
                  at_version: int | None) -> dict[str, Any]:
-    now = _ask(bus, type="replay_session", session_id=session_id)
+    # the state only: without a checkpoint the projection would be every message
+    now = _ask(bus, type="replay_state", session_id=session_id)
     if at_version is not None and at_version > now["version"]:
         raise NotFound("version_not_found")
     last_seq = now["next_seq"] - 1
@@ -263,7 +264,9 @@ def history_page(bus: Any, session_id: str, from_seq: int | None, query: str,
     messages = _ask(bus, type="get_history", session_id=session_id, from_seq=start,
                     limit=MESSAGES_PER_PAGE, include_invalidated=True)["messages"] if last_seq else []
     pinned, cleared = set(now.get("pinned_seqs", [])), set(now.get("cleared_seqs", []))
-    boundary = now["projection"]["first_raw_seq"] if now["active_checkpoint_id"] else None
+    checkpoints = _ask(bus, type="list_checkpoints", session_id=session_id)["checkpoints"]
+    active = next((cp for cp in checkpoints if cp["checkpoint_id"] == now["active_checkpoint_id"]), None)
+    boundary = active["first_retained_seq"] if active else None
     calls: dict[str, int] = {}
     for m in messages:
         m["pinned"] = m["seq"] in pinned
@@ -282,7 +285,6 @@ def history_page(bus: Any, session_id: str, from_seq: int | None, query: str,
         replay["shown"] = [{"role": m.get("role", ""), "text": _text(m.get("content")),
                             "calls": [_call(c) for c in m.get("tool_calls") or []]}
                            for m in replay["projection"]["messages"][:PROJECTION_SHOWN]]
-    checkpoints = _ask(bus, type="list_checkpoints", session_id=session_id)["checkpoints"]
     return {
         "session_id": session_id, "messages": messages, "start": start, "last_seq": last_seq,
         "prev_from": max(1, start - MESSAGES_PER_PAGE) if start > 1 else None,

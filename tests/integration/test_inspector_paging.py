@@ -121,3 +121,41 @@ def test_replay_names_the_pins_and_cleared_results_of_its_version(make_harness: 
     assert d({"type": "replay_session", "session_id": "p", "at_version": pinned - 1})["result"]["pinned_seqs"] == []
     assert d({"type": "replay_session", "session_id": "p", "at_version": pinned})["result"]["pinned_seqs"] == [2]
     assert d({"type": "replay_session", "session_id": "p"})["result"]["cleared_seqs"] == []
+
+
+def test_pages_of_a_session_never_compacted_do_not_replay_its_whole_history(make_harness: Any) -> None:
+    """Without a checkpoint replay_session's projection is every message: the history
+    page and the chart's starting state ask only for the state (replay_state)."""
+    bus = make_harness("main", **SETTINGS).bus
+    d = bus.dispatch_json
+    assert d({"type": "start_session", "session_id": "raw", "model": "tiny"})["ok"]
+    for k in range(12):
+        assert d({"type": "append_messages", "session_id": "raw",
+                  "messages": [{"role": "user", "content": f"m {k}-{n}"} for n in range(1000)]})["ok"]
+    counting = CountingBus(bus)
+    app = FastAPI()
+    mount(app, counting, None)
+    c = TestClient(app)
+    for url, bound in {"/ui/history?id=raw": views.MESSAGES_PER_PAGE,
+                       "/ui/history?id=raw&from=5000": views.MESSAGES_PER_PAGE,
+                       "/ui/session?id=raw": views.EVENTS_PER_PAGE + 1 + views.CHART_EVENTS + chart.MAX_START_TAIL}.items():
+        counting.rows.clear()
+        assert c.get(url).status_code == 200, url
+        assert sum(counting.rows.values()) <= bound, (url, counting.rows)
+
+
+def test_replay_state_names_replay_session_s_state_without_the_projection(make_harness: Any, backend: str) -> None:
+    from inspector_fixture import build
+
+    bus = make_harness("main", **SETTINGS).bus
+    build(bus, "s")
+    d = bus.dispatch_json
+    version = d({"type": "read_session_events", "session_id": "s", "limit": 1})["result"]["version"]
+    for at in (None, 3, version // 2, version):
+        asked = {"session_id": "s", **({"at_version": at} if at else {})}
+        full = d({"type": "replay_session", **asked})["result"]
+        state = d({"type": "replay_state", **asked})["result"]
+        assert state == {k: v for k, v in full.items() if k != "projection"}, at
+    assert d({"type": "replay_state", "session_id": "s", "at_version": version + 1})["error"]["code"] == (
+        "invalid_command")
+    assert d({"type": "replay_state", "session_id": "zz"})["error"]["code"] == "session_not_found"
