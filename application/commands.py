@@ -292,6 +292,16 @@ class ReplaySession(Command[r.ReplayResult]):
     model: ModelName | None = None
 
 
+class ReplayState(Command[r.ReplayStateResult]):
+    """``replay_session`` without the projection (issue 41): the state as of a version
+    (pins, cleared results, active checkpoint, next seq) reads no raw message, where the
+    projection of a session never compacted is every message."""
+
+    type: Literal["replay_state"] = "replay_state"
+    session_id: SessionId
+    at_version: PositiveInt | None = None
+
+
 class ListCheckpoints(Command[r.CheckpointsResult]):
     type: Literal["list_checkpoints"] = "list_checkpoints"
     session_id: SessionId
@@ -329,6 +339,17 @@ class ReadEvents(Command[r.EventsResult]):
     limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
 
 
+class ReadSessionEvents(Command[r.SessionEventsResult]):
+    """One session's own events in version order (issue 41): from ``from_version``
+    (inclusive), at most ``limit``. Versions are contiguous from 1, so a reader pages by
+    arithmetic; the compaction attempts are ``list_compaction_attempts``."""
+
+    type: Literal["read_session_events"] = "read_session_events"
+    session_id: SessionId
+    from_version: Seq = 1
+    limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
+
+
 AnyCommand = Annotated[
     Union[  # noqa: UP007 - a discriminated union reads better spelled out
         StartSession,
@@ -343,6 +364,7 @@ AnyCommand = Annotated[
         SearchHistory,
         GetProjection,
         ReplaySession,
+        ReplayState,
         ListCheckpoints,
         ListSessions,
         Compact,
@@ -354,6 +376,7 @@ AnyCommand = Annotated[
         ListCompactionAttempts,
         Resummarize,
         ReadEvents,
+        ReadSessionEvents,
     ],
     Field(discriminator="type"),
 ]

@@ -12,8 +12,9 @@ from typing import Any, Protocol
 
 from context_compaction.domain.errors import InvalidCommand
 
-from .commands import ReadEvents
-from .results import EventsResult, FeedEvent
+from .commands import ReadEvents, ReadSessionEvents
+from .queries import session_row
+from .results import EventsResult, FeedEvent, SessionEvent, SessionEventsResult
 from .services import Services
 
 
@@ -23,9 +24,26 @@ class EventFeed(Protocol):
         ``{position, session_id, version, type, at, payload}`` (JSON-ready)."""
         ...
 
+    def read_session(self, session_id: str, from_version: int, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` events of one session from ``from_version`` on, each as
+        ``{version, type, at, payload}`` (JSON-ready)."""
+        ...
+
 
 def read_events(command: ReadEvents, services: Services) -> EventsResult:
     feed = services.feed
     if feed is None:
         raise InvalidCommand("this bus has no event feed")
     return EventsResult(events=[FeedEvent.model_validate(e) for e in feed.read(command.after, command.limit)])
+
+
+def read_session_events(command: ReadSessionEvents, services: Services) -> SessionEventsResult:
+    row = session_row(services, command.session_id)
+    feed = services.feed
+    if feed is None:
+        raise InvalidCommand("this bus has no event feed")
+    events = feed.read_session(command.session_id, command.from_version, command.limit)
+    return SessionEventsResult(
+        session_id=command.session_id, version=row.version,
+        events=[SessionEvent.model_validate(e) for e in events],
+    )

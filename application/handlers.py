@@ -44,6 +44,7 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.GetProjection: queries.get_projection,
     c.SearchHistory: queries.search_history,
     c.ReplaySession: queries.replay_session,
+    c.ReplayState: queries.replay_state,
     c.ListCheckpoints: queries.list_checkpoints,
     c.ListSessions: queries.list_sessions,
     c.Compact: _on_first_use("compaction", "compact"),
@@ -55,4 +56,5 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.ListCompactionAttempts: _on_first_use("attemptlog", "list_compaction_attempts"),
     c.Resummarize: _on_first_use("resummarize", "resummarize"),
     c.ReadEvents: _on_first_use("feed", "read_events"),
+    c.ReadSessionEvents: _on_first_use("feed", "read_session_events"),
 }

@@ -82,17 +82,43 @@ def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
     return projection_result(projection, ctx.session.version)
 
 
+def _replayed(
+    svc: Services, session_id: str, at_version: int | None
+) -> tuple[Any, dict[int, str], dict[str, Any]]:
+    """The session as of ``at_version``, its cleared results, and the fields
+    ``replay_session`` and ``replay_state`` share."""
+    row = session_row(svc, session_id)
+    if at_version is not None and at_version > row.version:
+        raise InvalidCommand(f"at_version {at_version} is beyond the session's version {row.version}")
+    # An explicit version always reads the store, never a shared in-memory copy.
+    session = svc.events.load(session_id, version=at_version or row.version)
+    active = session.active_checkpoint
+    pins = set(session.pinned_seqs)
+    cleared = {
+        seq: text
+        for seq, text in svc.read_model.cleared_results(session_id, session.version).items()
+        if seq not in pins  # a pin shows its message verbatim
+    }
+    state = {
+        "session_id": session_id, "version": session.version,
+        "context_generation": session.context_generation,
+        "active_checkpoint_id": active.checkpoint_id if active else None,
+        "next_seq": session.next_seq, "deleted": session.deleted, "model": session.model,
+        "pinned_seqs": sorted(pins), "cleared_seqs": sorted(cleared),
+    }
+    return session, cleared, state
+
+
+def replay_state(cmd: c.ReplayState, svc: Services) -> r.ReplayStateResult:
+    """``replay_session`` without the projection: no raw message is read."""
+    return r.ReplayStateResult(**_replayed(svc, cmd.session_id, cmd.at_version)[2])
+
+
 def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
     """State and projection as of a past version, rebuilt from the events (audits)."""
-    row = session_row(svc, cmd.session_id)
-    if cmd.at_version is not None and cmd.at_version > row.version:
-        raise InvalidCommand(
-            f"at_version {cmd.at_version} is beyond the session's version {row.version}"
-        )
-    # An explicit version always reads the store, never a shared in-memory copy.
-    session = svc.events.load(cmd.session_id, version=cmd.at_version or row.version)
-    identity = svc.identity(cmd.model or session.model)
+    session, cleared, state = _replayed(svc, cmd.session_id, cmd.at_version)
     active = session.active_checkpoint
+    identity = svc.identity(cmd.model or session.model)
     row = svc.read_model.checkpoint(active.checkpoint_id) if active else None
     from_seq = active.first_retained_seq if active else 1
     notes: list[str] = []
@@ -118,12 +144,6 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         )
         tail = [m for m in raw if session.is_visible(m["seq"])]
         ref = None
-    pins = set(session.pinned_seqs)
-    cleared = {
-        seq: text
-        for seq, text in svc.read_model.cleared_results(cmd.session_id, session.version).items()
-        if seq not in pins  # a pin shows its message verbatim
-    }
     projection = build_projection(
         checkpoint=ref,
         messages=apply_clearing(tail, cleared),
@@ -132,16 +152,7 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
         diagnostics=notes,
         pinned=pinned if ref else (),
     )
-    return r.ReplayResult(
-        session_id=cmd.session_id,
-        version=session.version,
-        context_generation=session.context_generation,
-        active_checkpoint_id=active.checkpoint_id if active else None,
-        next_seq=session.next_seq,
-        deleted=session.deleted,
-        model=session.model,
-        projection=projection_result(projection, session.version),
-    )
+    return r.ReplayResult(**state, projection=projection_result(projection, session.version))
 
 
 def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResult:

@@ -146,6 +146,24 @@ class ReplayResult(Result):
     deleted: bool
     model: str
     projection: ProjectionResult
+    pinned_seqs: list[int] = Field(default_factory=list)
+    """The seqs pinned as of that version (issue 41)."""
+    cleared_seqs: list[int] = Field(default_factory=list)
+    """Tool results whose content is replaced by a placeholder as of that version (issue 41)."""
+
+
+class ReplayStateResult(Result):
+    """``replay_state``: ``replay_session``'s fields but the projection (issue 41)."""
+
+    session_id: str
+    version: int
+    context_generation: int
+    active_checkpoint_id: str | None
+    next_seq: int
+    deleted: bool
+    model: str
+    pinned_seqs: list[int]
+    cleared_seqs: list[int]
 
 
 class CheckpointInfo(Result):
@@ -448,3 +466,24 @@ class FeedEvent(Result):
     """ISO-8601 UTC."""
     payload: dict[str, Any]
     """The event's own fields."""
+
+
+class SessionEvent(Result):
+    """One stored event of a session (``read_session_events``, issue 41)."""
+
+    version: int
+    type: str
+    """The event class name (``MessageAppended``, ``CheckpointCommitted``, ...)."""
+    at: str | None
+    """ISO-8601 UTC."""
+    payload: dict[str, Any]
+    """The event's own fields."""
+
+
+class SessionEventsResult(Result):
+    """``read_session_events``: the session's events in version order."""
+
+    session_id: str
+    version: int
+    """The session's version now (its last event's)."""
+    events: list[SessionEvent]

@@ -257,6 +257,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(args, settings_for(args))
 
 
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .cli_inspect import cmd_inspect as inspect
+
+    return inspect(args)
+
+
 def cmd_resummarize(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
@@ -318,6 +324,7 @@ COMMANDS = {
     "serve": cmd_serve,
     "resummarize": cmd_resummarize,
     "events": cmd_events,
+    "inspect": cmd_inspect,
 }
 
 

@@ -114,6 +114,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _session_commands(add)
     _log_commands(add)
     _serve_command(add)
+    from .cli_inspect import add_inspect_command
+
+    add_inspect_command(add)
     return parser
 
 

@@ -103,6 +103,9 @@ def create_app(
     responses = _documented_responses()
     _add_command_routes(app, bus, refused, responses, command_schema, max_body_bytes)
     _add_document_routes(app, None if public_docs else refused, definitions)
+    from .inspector import mount  # the read-only browser inspector at /ui (issue 41)
+
+    mount(app, bus, token)
     return app
 
 

@@ -40,11 +40,13 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "search_history": r.SearchResult,
     "get_projection": r.ProjectionResult,
     "replay_session": r.ReplayResult,
+    "replay_state": r.ReplayStateResult,
     "list_checkpoints": r.CheckpointsResult,
     "list_sessions": r.SessionsResult,
     "list_compaction_attempts": r.CompactionAttemptsResult,
     "resummarize": r.ResummarizeResult,
     "read_events": r.EventsResult,
+    "read_session_events": r.SessionEventsResult,
 }
 
 

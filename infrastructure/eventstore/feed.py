@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from context_compaction.domain.session import session_aggregate_id
+
 from ..database import storage_errors
 from .application import SessionsApplication
 
@@ -31,6 +33,26 @@ class SqlEventFeed:
                 start=after, limit=limit, inclusive_of_start=False
             )
             return [self._entry(n) for n in notifications]
+
+    def read_session(self, session_id: str, from_version: int, limit: int) -> list[dict[str, Any]]:
+        """One session's events by version: the aggregate's own rows, read by its id and
+        version range (an index lookup however long the log is, issue 41)."""
+        with storage_errors():
+            stored = self.app.recorder.select_events(
+                session_aggregate_id(session_id), gt=from_version - 1, limit=limit
+            )
+            out = []
+            for item in stored:
+                event = self.app.mapper.to_domain_event(item)
+                state = vars(event)
+                at = state.get("timestamp")
+                out.append({
+                    "version": item.originator_version,
+                    "type": type(event).__name__,
+                    "at": at.astimezone(UTC).isoformat() if isinstance(at, datetime) else None,
+                    "payload": {k: v for k, v in state.items() if k not in _ENVELOPE_FIELDS},
+                })
+            return out
 
     def _entry(self, notification: Any) -> dict[str, Any]:
         event = self.app.mapper.to_domain_event(notification)

@@ -111,11 +111,13 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
         {"type": "unpin_messages", "session_id": sid, "seqs": [1]},
         {"type": "get_projection", "session_id": sid},
         {"type": "replay_session", "session_id": sid, "at_version": 2},
+        {"type": "replay_state", "session_id": sid, "at_version": 2},
         {"type": "list_checkpoints", "session_id": sid},
         {"type": "recall_timeline", "session_id": sid},
         {"type": "list_sessions"},
         {"type": "invalidate_history", "session_id": sid, "kind": "rewind", "to_seq": 2},
         {"type": "read_events", "after": 0, "limit": 5},
+        {"type": "read_session_events", "session_id": sid, "from_version": 2, "limit": 5},
     ]
     answered: set[str] = set()
     for step in steps:
