@@ -38,7 +38,7 @@ from .memory.stores import MemoryTimelineFollower
 from .readmodel import SqlTokenCountCache
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
-from .timeline import CHECKPOINT_TOPIC, SqlTimelineStore, TimelineFollower
+from .timeline import SqlTimelineStore, TimelineFollower
 from .tokens import TiktokenCounter
 from .turnleases import SqlTurnLeases
 

@@ -182,34 +182,6 @@ def test_the_largest_message_the_limits_allow_round_trips(pg_databases: Any) -> 
 
 
 @pytest.mark.postgres
-def test_a_hosts_own_psycopg_connections_and_global_adapters_are_untouched(pg_databases: Any) -> None:
-    """The dumpers are registered on our connections only: after our appends a host's
-    psycopg connection (made before and after) still sends lists and bytes as psycopg
-    does, and psycopg's global adapters know nothing of ``BinaryArray``."""
-    from psycopg.adapt import PyFormat
-
-    from context_compaction.infrastructure.eventstore.pgsql import Int8Array, TextArray
-
-    before = psycopg.connect(POSTGRES_URL, autocommit=True)
-    h: Harness = pg_databases.harness("host")
-    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("a"), user("b")]}))
-    after = psycopg.connect(POSTGRES_URL, autocommit=True)
-    try:
-        for conn in (before, after):
-            row = conn.execute("SELECT %s::bigint[], %s::text[], %b::bytea, pg_typeof(%s)::text",
-                               ([1, 2], ["é", "😀"], b"\x00\xff", [1])).fetchone()
-            assert row == ([1, 2], ["é", "😀"], b"\x00\xff", "smallint[]")
-            # a host's bytes subclass instance is plain bytea to it
-            assert conn.execute("SELECT pg_typeof(%b)::text", (Int8Array(b"xy"),)).fetchone() == ("bytea",)
-        for cls in (Int8Array, TextArray):
-            assert psycopg.adapters.get_dumper(cls, PyFormat.BINARY).oid == 17  # bytea's, not an array's
-    finally:
-        before.close()
-        after.close()
-
-
-@pytest.mark.postgres
 def test_the_pure_python_psycopg_writes_the_same_arrays(pg_databases: Any, tmp_path: Path) -> None:
     """ADR 0061's figures are for psycopg's pure-Python implementation (the test venv
     may have the C one): appends, a snapshot and the contended path on it, read back."""
@@ -546,37 +518,3 @@ def _dumper_classes() -> int:
     names = {"Int8ArrayDumper", "TextArrayDumper", "ByteaArrayDumper", "UuidArrayDumper"}
     return sum(1 for cls in AdaptersMap._optimised if cls.__name__ in names)
 
-
-@pytest.mark.postgres
-@pytest.mark.parametrize("path", ["snapshots", "two_trips", "locked"])
-def test_the_binary_array_dumpers_do_not_pile_up_with_every_append(pg_databases: Any, path: str) -> None:
-    """``binary_arrays_on`` makes four new Dumper classes each time it registers, and it
-    registers on every new cursor that sends arrays: the snapshot cursor of each append
-    carrying a snapshot, the cursor of each two-trip or locked-writer insert. psycopg's
-    C implementation keeps every registered class forever (``AdaptersMap._optimised``, a
-    class attribute): a long-running process grows by four classes (~4 KB) per such
-    append, without bound. (The pure-Python psycopg frees them with the cursor.)"""
-    from psycopg._cmodule import _psycopg
-
-    if not _psycopg:
-        pytest.skip("psycopg's pure-Python implementation: registered classes die with their cursor")
-    h: Harness = pg_databases.harness("dumpers", snapshot_interval=1 if path == "snapshots" else 0)
-    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    bus = h.new_bus()
-    if path == "two_trips":
-        bus.services.extra["app"].projector.splits_at_ids = lambda events: False
-
-    def append(n: int) -> None:
-        if path == "locked":  # another writer first: this bus's held copy is behind
-            ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user(f"other {n}")]}))
-        ok(bus.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user(f"m{n}")]}))
-
-    for n in range(3):  # (warm: every pooled connection made and registered)
-        append(n)
-    before = _dumper_classes()
-    for n in range(3, 43):
-        append(n)
-    if path == "locked":
-        assert "s" in bus.services._contended
-    grown = _dumper_classes() - before
-    assert grown <= 8, f"{grown} dumper classes more after 40 appends"
