@@ -9,11 +9,22 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from ...database import Dialect, PipelinedCur
+from ...database import Cur, Dialect, PipelinedCur
 
 if TYPE_CHECKING:
     from ...readmodel import ReadModelProjector
     from .sqlite import LockedWriter
+
+
+#: State bytes above which an append is not pipelined: psycopg's pipeline mode hung
+#: sending a 16 MB parameter (psycopg 3.3.9, both implementations; a plain execute of
+#: it does not), and the library sends states hex-encoded, twice their size. Below it
+#: the library's own pipelined insert; above it the same statements, one by one.
+PIPELINE_LIMIT = 4 * 2**20
+
+
+def _size(stored_events: Sequence[StoredEvent], snapshots: Any) -> int:
+    return sum(len(s.state) for s in stored_events) + sum(len(s.state) for s in snapshots or ())
 
 
 def postgres_recorder_class() -> type:
@@ -37,8 +48,13 @@ def postgres_recorder_class() -> type:
 
         def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
             writer = kwargs.get("locked_writer")
-            if writer is None:
+            if writer is None and _size(stored_events, kwargs.get("snapshots")) < PIPELINE_LIMIT:
                 return super().insert_events(stored_events, **kwargs)
+            if writer is None:
+                # (too large for a pipeline: the same statements in a plain transaction)
+                with self.locked_writer() as plain:
+                    plain.lock()
+                    return self.insert_events(stored_events, **{**kwargs, "locked_writer": plain})
             # Inside the writer's transaction, which holds the events lock already: the
             # library's NOTIFY and INSERT, then the same hook as its own path.
             curs = writer.curs
@@ -54,15 +70,22 @@ def postgres_recorder_class() -> type:
             if not ((ids and events is not None) or snapshots):
                 return ids
             conn = curs.connection
-            # (the library's transaction is pipelined: a nested block gives its pipeline,
-            # which the projection syncs where it reads a row count)
-            with conn.pipeline() as pipeline, conn.cursor(row_factory=tuple_row) as raw:
-                if ids and events is not None:
-                    self.projector.project_inline(PipelinedCur(raw, self.dialect, pipeline), ids, events)
-                if snapshots:
-                    recorder = self.snapshot_recorder
-                    raw.execute(recorder.insert_events_statement, (pg_rows(recorder, snapshots),))
+            with conn.cursor(row_factory=tuple_row) as raw:
+                if conn.pgconn.pipeline_status:
+                    # (the library's pipelined transaction: a nested block gives its
+                    # pipeline, which the projection syncs where it reads a row count)
+                    with conn.pipeline() as pipeline:
+                        self._write_rows(PipelinedCur(raw, self.dialect, pipeline), ids, events, snapshots)
+                else:
+                    self._write_rows(Cur(raw, self.dialect), ids, events, snapshots)
             return ids
+
+        def _write_rows(self, cur: Cur, ids: Sequence[int], events: Any, snapshots: Any) -> None:
+            if ids and events is not None:
+                self.projector.project_inline(cur, ids, events)
+            if snapshots:
+                recorder = self.snapshot_recorder
+                cur.raw.execute(recorder.insert_events_statement, (pg_rows(recorder, snapshots),))
 
         @contextmanager
         def locked_writer(self) -> Iterator[LockedWriter]:
@@ -74,11 +97,14 @@ def postgres_recorder_class() -> type:
             self.recorder = recorder
             self.curs = curs
 
-        def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
+        def lock(self) -> None:
             # The events lock every insert takes (the library's statements), held to
             # the end: no other writer can insert meanwhile.
             for statement in self.recorder.lock_table_statements:
                 self.curs.execute(statement)
+
+        def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
+            self.lock()
             self.curs.execute(
                 self.recorder.select_events_statement
                 + SQL(" AND originator_version > %s ORDER BY originator_version ASC"),
