@@ -428,22 +428,6 @@ def test_a_session_of_many_tool_groups_restarted_from_its_sparse_snapshots_answe
     assert 1 <= len(small) <= SMALL // 6 + 1, (big, versions)  # step 6, not 3
 
 
-def _events_lock_holder(h: Harness, timeout: float = 10.0) -> int:
-    schema = h.url.split("schema=")[1]
-    waited = time.monotonic() + timeout
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        while time.monotonic() < waited:
-            row = conn.execute(
-                "SELECT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
-                " AND c.relname = 'contextcompaction_events' AND l.mode = 'ExclusiveLock' AND l.granted",
-                (schema,)).fetchone()
-            if row is not None:
-                return int(row[0])
-            time.sleep(0.02)
-    raise AssertionError("nobody took the events lock")
-
-
 def _wait_blocked_by(pid: int, timeout: float = 10.0) -> None:
     waited = time.monotonic() + timeout
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
@@ -456,22 +440,14 @@ def _wait_blocked_by(pid: int, timeout: float = 10.0) -> None:
 
 
 @pytest.mark.postgres
-@pytest.mark.xfail(strict=True, reason=(
-    "known since ADR 0053 (point 4): a host command id reused on another session at the same"
-    " moment meets the locked writer in the opposite order; the server breaks it after"
-    " deadlock_timeout and the outcome is still one ok, one idempotency_conflict (asserted)"))
 def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_writer(
     pg_databases: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """(Not ADR 0061's: its lock order is ADR 0053's.) ADR 0053 orders a session's row
-    before the events lock on every path, but the ``rm_commands`` row of a host command
-    id is taken before the events lock by the one-trip append (its projection runs
-    first) and after it by the locked writer (ADR 0021) and the two-trip path. A
-    command id reused on another session (the host's mistake the contract answers
-    with ``idempotency_conflict``) then deadlocks: the locked writer on ``y`` holds the
-    events lock, the one-trip append on ``x`` has inserted the id and waits for that
-    lock, the writer's projection waits for the id. The server breaks it after
-    ``deadlock_timeout`` (one command retries), where the contract wants no deadlock."""
+    """A host command id reused on another session while the locked writer (ADR 0021)
+    holds the events lock: known as a deadlock since ADR 0053 (the one-trip append took
+    the id before the lock). On the library's path (ADR 0073) every writer takes the
+    events lock before any read-model row, so the other append waits for the lock and
+    then meets the id: one ok, one idempotency_conflict, no deadlock."""
     h: Harness = pg_databases.harness("cmd-reuse")
     for sid in ("x", "y"):
         ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
@@ -481,19 +457,23 @@ def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_wri
     ok(h.do({"type": "append_messages", "session_id": "y", "messages": [user("h0")]}))  # stale is behind
     recorder = stale.services.extra["app"].recorder
     entered, release = threading.Event(), threading.Event()
-    insert_on = recorder._insert_on
+    insert = recorder.insert_events
+    holders: list[int] = []
 
-    def held_there(*args: Any, **kwargs: Any) -> Any:  # (a descheduled process, under the lock)
-        entered.set()
-        release.wait(10)
-        return insert_on(*args, **kwargs)
+    def held_there(stored_events: Any, **kwargs: Any) -> Any:  # (a descheduled process, under the lock)
+        writer = kwargs.get("locked_writer")
+        if writer is not None:
+            holders.append(writer.curs.connection.info.backend_pid)
+            entered.set()
+            release.wait(10)
+        return insert(stored_events, **kwargs)
 
-    monkeypatch.setattr(recorder, "_insert_on", held_there)
+    monkeypatch.setattr(recorder, "insert_events", held_there)
     deadlocks = _deadlocks()
     writer, written = in_thread(lambda: stale.dispatch_json(
         {"type": "append_messages", "session_id": "y", "command_id": "C", "messages": [user("on y")]}))
     assert entered.wait(10), "the locked path was not taken"
-    holder = _events_lock_holder(h)
+    holder = holders[0]
     appender, appended = in_thread(lambda: other.dispatch_json(
         {"type": "append_messages", "session_id": "x", "command_id": "C", "messages": [user("on x")]}))
     _wait_blocked_by(holder)
@@ -504,17 +484,4 @@ def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_wri
     assert outcomes == ["idempotency_conflict", "ok"], (written, appended)
     time.sleep(1.2)
     assert _deadlocks() == deadlocks, "the server detected a deadlock"
-
-
-def _dumper_classes() -> int:
-    """The BinaryArray dumper classes psycopg holds for good: with its C implementation
-    (psycopg-binary, psycopg-c) every dumper class ever registered on any connection or
-    cursor is kept in the class-level ``AdaptersMap._optimised`` dict."""
-    import gc
-
-    from psycopg.adapt import AdaptersMap
-
-    gc.collect()
-    names = {"Int8ArrayDumper", "TextArrayDumper", "ByteaArrayDumper", "UuidArrayDumper"}
-    return sum(1 for cls in AdaptersMap._optimised if cls.__name__ in names)
 
