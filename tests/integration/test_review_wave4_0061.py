@@ -1,8 +1,7 @@
-"""Break-it review (wave 4) of ADR 0061: PostgreSQL appends send their arrays in
-PostgreSQL's binary format (``pgsql.py``: ``Int8Array``/``TextArray``/``ByteaArray``/
-``UuidArray``, ``binary_arrays_on``), the one-trip append of messages takes no
-``SELECT ... FOR UPDATE`` (``locks_session_row_first``), and snapshot steps grow with
-the tool groups a snapshot holds (``snapshot_step``).
+"""Break-it review (wave 4) of ADR 0061, kept for its behaviour since ADR 0073 replaced
+its write path: hostile texts and encodings read back, the largest message round-trips,
+writers racing on one session never deadlock, and snapshot steps grow with the tool
+groups a snapshot holds (``snapshot_step``).
 
 Tests that fail mark a defect; the others pin what held under attack."""
 
@@ -117,8 +116,8 @@ def test_a_latin1_client_encoding_keeps_message_rows_on_their_session(
 @pytest.mark.postgres
 def test_hostile_ids_and_texts_read_back_on_every_write_path(pg_databases: Any, tmp_path: Path) -> None:
     """Non-ASCII, 4-byte UTF-8 and maximal session ids; a state holding every UTF-8
-    length and a megabyte state; through the one-trip append, the two-trip pipelined
-    path, the locked (contended) writer and the snapshot insert (a snapshot every
+    length and a megabyte state; through the library's pipelined insert, the locked
+    (contended) writer and the snapshot insert (a snapshot every
     event): every message reads back as sent, from a restarted bus, as on SQLite, and
     ``ctxc verify`` finds the read model equal to the events."""
     from helpers import Harness as H
@@ -140,7 +139,7 @@ def test_hostile_ids_and_texts_read_back_on_every_write_path(pg_databases: Any, 
             ]
             for target in (h, reference):
                 ok(target.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
-            ok(h.do({"type": "append_messages", "session_id": sid, "messages": batches[0]}))  # one trip
+            ok(h.do({"type": "append_messages", "session_id": sid, "messages": batches[0]}))
             ok(stale.dispatch_json({"type": "append_messages", "session_id": sid, "messages": batches[1]}))
             ok(two_trips.dispatch_json({"type": "append_messages", "session_id": sid, "messages": batches[2]}))
             # the stale bus's held copy is behind: its save conflicts, the locked writer retries
@@ -258,7 +257,7 @@ def _deadlocks() -> int:
 
 @pytest.mark.postgres
 def test_appends_pins_and_invalidations_racing_on_one_session_never_deadlock(pg_databases: Any) -> None:
-    """Two buses append to one session (one trip, no FOR UPDATE; lost races go the
+    """Two buses append to one session (lost races go the
     locked path), a third pins and unpins (FOR UPDATE first, then its other rows), a
     fourth deletes single messages and appends with reused command ids and a fifth
     compacts, all at once:
