@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 PIPELINE_LIMIT = 4 * 2**20
 
 
+#: A statement that fails the transaction it runs in, so that its COMMIT rolls back.
+ROLL_BACK = "DO $$ BEGIN RAISE EXCEPTION 'the read-model projection failed: the append rolls back'; END $$"
+
+
 def _size(stored_events: Sequence[StoredEvent], snapshots: Any) -> int:
     return sum(len(s.state) for s in stored_events) + sum(len(s.state) for s in snapshots or ())
 
@@ -49,7 +53,13 @@ def postgres_recorder_class() -> type:
         def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
             writer = kwargs.get("locked_writer")
             if writer is None and _size(stored_events, kwargs.get("snapshots")) < PIPELINE_LIMIT:
-                return super().insert_events(stored_events, **kwargs)
+                failed: list[BaseException] = []
+                try:
+                    return super().insert_events(stored_events, **kwargs, projection_failed=failed)
+                except Exception:
+                    if failed:  # (the rollback's error stands for it: raise the cause)
+                        raise failed[0] from None
+                    raise
             if writer is None:
                 # (too large for a pipeline: the same statements in a plain transaction)
                 with self.locked_writer() as plain:
@@ -71,13 +81,23 @@ def postgres_recorder_class() -> type:
                 return ids
             conn = curs.connection
             with conn.cursor(row_factory=tuple_row) as raw:
-                if conn.pgconn.pipeline_status:
-                    # (the library's pipelined transaction: a nested block gives its
-                    # pipeline, which the projection syncs where it reads a row count)
+                if not conn.pgconn.pipeline_status:
+                    self._write_rows(Cur(raw, self.dialect), ids, events, snapshots)
+                    return ids
+                # The library's pipelined transaction: a nested block gives its pipeline,
+                # which the projection syncs where it reads a row count. The library
+                # keeps an exception raised here until its transaction has ended, and
+                # that ends in a COMMIT: a refusal of ours (a taken command id) must
+                # fail the transaction on the server, or the events would stay.
+                try:
                     with conn.pipeline() as pipeline:
                         self._write_rows(PipelinedCur(raw, self.dialect, pipeline), ids, events, snapshots)
-                else:
-                    self._write_rows(Cur(raw, self.dialect), ids, events, snapshots)
+                except BaseException as exc:
+                    failed = kwargs.get("projection_failed")
+                    if failed is not None:
+                        failed.append(exc)
+                    raw.execute(ROLL_BACK)
+                    raise
             return ids
 
         def _write_rows(self, cur: Cur, ids: Sequence[int], events: Any, snapshots: Any) -> None:
