@@ -22,7 +22,7 @@ from context_compaction.domain.session import Session
 from ..database import Dialect, storage_errors
 from ..readmodel import EventsTable, ReadModelProjector
 from ..transcoding import PlainJSONTranscoder
-from .internals import ProjectingSQLiteRecorder, postgres_recorder_class
+from .internals import ProjectingSQLiteRecorder, postgres_recorder_class, without_inner_retries
 from .mapper import EventMapper
 
 log = logging.getLogger("context_compaction.eventstore")
@@ -92,6 +92,9 @@ class SessionsApplication(Application[UUID]):
         self.projector.mapper = self.mapper
         if self.snapshots is not None:
             self.recorder.snapshot_recorder = self.snapshots.recorder  # type: ignore[attr-defined]
+        if dialect.is_postgres:
+            for recorder in (self.recorder, getattr(self.snapshots, "recorder", None)):
+                without_inner_retries(recorder)
 
     def construct_env(self, name: str, env: Any = None) -> Environment:
         # Only the configuration we pass: eventsourcing would also merge os.environ,

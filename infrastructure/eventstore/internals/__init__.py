@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .postgres import postgres_recorder_class
+from .postgres import postgres_recorder_class, without_inner_retries
 from .sqlite import LockedWriter, ProjectingSQLiteRecorder
 
-__all__ = ["PRIVATE_NAMES", "LockedWriter", "announce", "ProjectingSQLiteRecorder", "postgres_recorder_class"]
+__all__ = [
+    "PRIVATE_NAMES", "LockedWriter", "ProjectingSQLiteRecorder", "announce", "postgres_recorder_class",
+    "without_inner_retries",
+]
 
 #: Every private library name used here, by the library class that defines it.
 PRIVATE_NAMES: dict[str, tuple[str, ...]] = {

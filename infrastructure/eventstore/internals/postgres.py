@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -55,7 +56,9 @@ def postgres_recorder_class() -> type:
             if writer is None and _size(stored_events, kwargs.get("snapshots")) < PIPELINE_LIMIT:
                 failed: list[BaseException] = []
                 try:
-                    return super().insert_events(stored_events, **kwargs, projection_failed=failed)
+                    # (undecorated, as the reads: ``without_inner_retries``)
+                    insert = PostgresApplicationRecorder.insert_events.__wrapped__  # type: ignore[attr-defined]
+                    return insert(self, stored_events, **kwargs, projection_failed=failed)
                 except Exception:
                     if failed:  # (the rollback's error stands for it: raise the cause)
                         raise failed[0] from None
@@ -144,3 +147,15 @@ def pg_rows(recorder: Any, stored_events: Sequence[StoredEvent]) -> list[Any]:
         recorder.construct_pg_stored_event(s.originator_id, s.originator_version, s.topic, s.state)
         for s in stored_events
     ]
+
+
+def without_inner_retries(recorder: Any) -> None:
+    """eventsourcing retries each PostgreSQL query ten times on an ``OperationalError``,
+    a lock wait that timed out among them; inside our own retries (loading a session,
+    the command loop) that made fifty lock waits of one command. The recorder's reads
+    are used undecorated (the decorator's public ``__wrapped__``), as its insert is:
+    the callers' loops decide how often to try again."""
+    for name in ("select_events", "select_notifications", "max_notification_id"):
+        inner = getattr(getattr(type(recorder), name, None), "__wrapped__", None)
+        if inner is not None:
+            setattr(recorder, name, MethodType(inner, recorder))
