@@ -57,4 +57,4 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) .venv-newest-eventsourcing .pytest_cache .hypothesis build *.egg-info

@@ -104,8 +104,7 @@ class ModelConfig(_Section):
 
 class PostgresConfig(_Section):
     pool_size: int = Field(default=5, ge=1)
-    """Connections kept open. The pool hands out the idle one returned last (ADR 0067):
-    a process that runs one command at a time keeps to one warm server backend."""
+    """Connections kept open (eventsourcing's ``POSTGRES_POOL_SIZE``)."""
     max_overflow: int = Field(default=10, ge=0)
     connect_timeout: int = Field(default=10, gt=0)
     lock_timeout: int = Field(default=10, ge=0)
@@ -115,19 +114,6 @@ class PostgresConfig(_Section):
     """Check each pooled connection before use. Off by default: a dropped connection
     fails fast and the command replaces every dead connection at once, then retries."""
     schema_name: str | None = Field(default=None, alias="schema")
-    notify: bool = False
-    """Send PostgreSQL NOTIFY with each append, for eventsourcing subscriptions
-    (``recorder.subscribe()``, its ``ProjectionRunner``) in other processes. Off by
-    default: a notifying commit takes a database-wide lock (ADR 0043)."""
-    ordering: Literal["locked", "lock_free"] = "locked"
-    """How appends get their notification ids. ``locked`` (eventsourcing's way): every
-    append takes the events table's lock, so ids commit in order and writers to
-    different sessions queue behind one another. ``lock_free``: no such lock; ids may
-    commit out of order and readers of the log (followers, the event feed, ``ctxc
-    verify``) stop at a hole until its writer has ended (ADR 0066). The first
-    lock-free append marks the database lock-free; from then on every process of this
-    release writes to it lock-free whatever its setting (a release before this one must
-    not write to a marked database)."""
     model_config = ConfigDict(**_CONFIG, populate_by_name=True)
 
 

@@ -8,9 +8,8 @@ same messages as ``json.dumps`` rows ``(session_id, seq, body)`` inserted with o
 both sides). Sessions are distinct (one per writer) or one shared session; raw has
 no version check, so its shared case only shares the session key.
 
-``--pg-prototypes`` adds what-if runs of ours with parts of the write path switched
-off in the writer processes (never in product code). They measure what each
-serialization point costs; they are not correct designs as they stand (ADR 0030).
+Raw also runs behind the library's events lock (``raw_locked``): the ceiling of
+eventsourcing's own ordering, which ours takes on every append (``docs/storage.md``).
 """
 
 from __future__ import annotations
@@ -31,135 +30,11 @@ from workload import MODEL, median, ms, turn_stream
 DSN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
 URL = "postgresql://postgres@127.0.0.1:5432/test"
 
-#: What-if variants of our write path (benchmark processes only): the name and what
-#: is switched off.
-PROTOTYPES = {
-    # (SET LOCAL lock_timeout and NOTIFY, once prototypes here, are gone from the
-    # product: ADR 0030 R1, ADR 0043.)
-    "before_0043": "the write path before ADR 0043: one round trip per statement, NOTIFY, composite text rows",
-    "no_lock": "LOCK TABLE per plain insert (breaks the global rm_position order)",
-    "no_lock_no_position": "+ the rm_position row update (upper bound of per-session read-model freshness)",
-    "before_0053": "the write path before ADR 0053: two round trips, the whole projection under the lock",
-    "no_search": "no rm_search rows (and so no GIN index upkeep): what a lagging search index would give",
-    "no_lock_one_trip": "the one-trip path minus the events lock and the rm_position update (R4's upper bound)",
-    "before_0064": "the one-trip append before ADR 0064: BEGIN, the session row's update, the function, COMMIT",
-    "no_lock_one_statement": "ADR 0064's one statement minus the events lock and the rm_position update (R4's upper bound now)",
-}
-
-
-#: The product's settings a run of ours can take besides the default (not prototypes):
-#: ``postgres.ordering = lock_free`` (ADR 0066).
-ORDERINGS = ("lock_free",)
-
-
-def _settings(schema: str, ordering: str = "locked") -> Any:
+def _settings(schema: str) -> Any:
     from context_compaction import Settings
 
     return Settings(database_url=f"{URL}?schema={schema}", summarizer="extractive",
-                    context_compaction={"enabled": False}, models={MODEL: {"token_limit": 100_000_000}},
-                    postgres={"ordering": ordering})
-
-
-def apply_prototype(bus: Any, variant: str) -> None:
-    """Switch parts of this process's write path off (a measurement, not a design)."""
-    from eventsourcing.postgres import PostgresAggregateRecorder
-
-    recorder = bus.services.extra["app"].recorder
-    if variant == "before_0053":
-        recorder.projector.splits_at_ids = lambda events: False  # (always the two-trip path)
-    if variant == "no_search":
-        from context_compaction.infrastructure import database
-
-        for cls in (database.Cur, database.PipelinedCur):
-            plain = cls.executemany
-
-            def executemany(self: Any, sql: str, rows: Any, plain: Any = plain) -> None:
-                if "rm_search" not in sql:
-                    plain(self, sql, rows)
-
-            cls.executemany = executemany  # type: ignore[method-assign]
-    if variant == "before_0043":
-        from types import MethodType
-
-        from eventsourcing.postgres import PostgresApplicationRecorder
-
-        recorder._notify_channel = MethodType(PostgresApplicationRecorder._notify_channel, recorder)
-        recorder._insert_stored_events = MethodType(PostgresApplicationRecorder._insert_stored_events, recorder)
-        pipelined = recorder.insert_events
-
-        def unpipelined(stored_events: Any, **kwargs: Any) -> Any:
-            if kwargs.get("locked_writer") is not None or not stored_events:
-                return pipelined(stored_events, **kwargs)
-            with recorder.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
-                return recorder._insert_on(conn, curs, stored_events, **kwargs)
-
-        recorder.insert_events = unpipelined
-    if variant == "before_0064":
-        recorder.projector.touch_before_ids = lambda events: None  # (always the pipelined transaction)
-    if variant == "no_lock_one_trip":
-        import re
-
-        from psycopg.sql import SQL
-
-        with recorder.datastore.get_connection() as conn:
-            text = recorder.ordered_insert_statement.as_string(conn)
-        text = re.sub(r", pos AS \(.*?RETURNING 1\)", "", text)
-        recorder.ordered_insert_statement = SQL(text.replace("1 / (SELECT count(*) FROM pos)", "1"))
-        recorder._lock_table = lambda curs: None
-        recorder.lock_in_function = False  # (ADR 0057's function takes the lock itself)
-        ordered_params = recorder._ordered_params
-        recorder._ordered_params = lambda stored, rows, enc: ordered_params(stored, rows, enc)[:-1]  # (no position)
-    if variant == "no_lock_one_statement":
-        _no_lock_function(recorder)
-    if variant in ("no_lock", "no_lock_no_position"):
-        recorder.projector.splits_at_ids = lambda events: False  # (their path: ADR 0043's)
-        # Plain inserts skip the table lock. ``locked_writer`` (ADR 0021) still takes it
-        # itself: EXCLUSIVE conflicts with the ROW EXCLUSIVE lock of every INSERT, so the
-        # contended path still excludes all other writers.
-        def insert(curs: Any, stored_events: Any, **kwargs: Any) -> None:
-            PostgresAggregateRecorder._insert_stored_events(recorder, curs, stored_events, **kwargs)
-
-        recorder._insert_stored_events = insert
-    if variant == "no_lock_no_position":
-        projector = recorder.projector
-
-        def project_inline(cur: Any, ids: Any, events: Any, position: Any = None) -> None:
-            projector.apply_all(cur, list(zip(ids, events, strict=True)), strict=True)
-
-        projector.project_inline = project_inline
-
-
-def _no_lock_function(recorder: Any) -> None:
-    """The one-statement function of ADR 0064 without the events lock and without the
-    position's update and guard, under a name of its own in the bench's schema."""
-    import re
-
-    from psycopg.sql import SQL
-
-    from context_compaction.infrastructure.eventstore import pgsql
-
-    with recorder.datastore.get_connection() as conn:
-        plain, name = pgsql.ordered_insert, pgsql.ORDERED_FUNCTION
-
-        def no_position(insert: Any, id_type: str, rm: str, params: Any, **_: Any) -> Any:
-            text = plain(insert, id_type, rm, params).as_string(conn)
-            text = re.sub(r", pos AS \(.*?RETURNING 1\)", "", text)
-            return SQL(text.replace("1 / (SELECT count(*) FROM pos)", "1::bigint"))
-
-        pgsql.ordered_insert, pgsql.ORDERED_FUNCTION = no_position, "ctxc_prototype_no_lock"
-        try:
-            touch, types = recorder.projector.append_touch()
-            t = recorder.dialect.sql("{t}")
-            make, call = pgsql.ordered_function(
-                recorder.datastore.schema, recorder.events_table_name, recorder.id_type, t, SQL("NULL"),
-                (touch.replace("{t}", t), types),
-            )
-        finally:
-            pgsql.ordered_insert, pgsql.ORDERED_FUNCTION = plain, name
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(64064)")  # (the writers make it one at a time)
-            conn.execute(make)
-    recorder.create_ordered_function, recorder.ordered_call_statement = make, call
+                    context_compaction={"enabled": False}, models={MODEL: {"token_limit": 100_000_000}})
 
 
 def _ours(schema: str, session: str | None, index: int, variant: str | None,
@@ -168,10 +43,8 @@ def _ours(schema: str, session: str | None, index: int, variant: str | None,
     from context_compaction import commands as c
     from context_compaction.domain.errors import ContextCompactionError
 
-    bus = bootstrap(_settings(schema, variant if variant in ORDERINGS else "locked"))
-    logging.disable(logging.CRITICAL)  # a prototype's failures would flood stderr
-    if variant and variant not in ORDERINGS:
-        apply_prototype(bus, variant)
+    bus = bootstrap(_settings(schema))
+    logging.disable(logging.CRITICAL)  # (failures are counted, not logged)
     sid = session or f"w{index}"
     if session is None:
         bus.dispatch(c.StartSession(session_id=sid, model=MODEL))
@@ -179,7 +52,7 @@ def _ours(schema: str, session: str | None, index: int, variant: str | None,
     errors: Counter[str] = Counter()
     try:
         bus.dispatch(c.AppendMessages(session_id=sid, messages=next(turns)))  # warm
-    except Exception as exc:  # noqa: BLE001 - a prototype may break here too; still meet the others
+    except Exception as exc:  # noqa: BLE001 - still meet the others
         errors[type(exc).__name__] += 1
     latencies: list[float] = []
     barrier.wait()
@@ -194,7 +67,7 @@ def _ours(schema: str, session: str | None, index: int, variant: str | None,
         except ContextCompactionError as exc:
             errors[exc.code] += 1
             continue
-        except Exception as exc:  # noqa: BLE001 - a prototype may break; count, go on
+        except Exception as exc:  # noqa: BLE001 - count, go on
             errors[type(exc).__name__] += 1
             continue
         t1 = time.perf_counter()
@@ -373,23 +246,14 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return middle
 
 
-def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | str | None,
-                  repeats: int = 3, modes: tuple[str, ...] = ("distinct", "shared")) -> dict[str, Any]:
+def pg_throughput(writer_counts: list[int], seconds: float, repeats: int = 3, modes: tuple[str, ...] = ("distinct", "shared")) -> dict[str, Any]:
     """Every configuration; ours and raw alternate per writer count, so a change in the
     machine's speed during the section hits both alike. Distinct sessions (the targets)
     run ``repeats`` interleaved rounds: a 3 s row on this VM swings by ±40 % from one
     minute to the next (ADR 0057), so a row is the median round and its ratio the
-    median of the rounds' paired ratios (ADR 0061). ``prototypes``: True or "all", or
-    a comma-separated list of ``PROTOTYPES`` names."""
+    median of the rounds' paired ratios (ADR 0061)."""
     out: dict[str, Any] = {"seconds": seconds, "writers": writer_counts, "repeats": repeats,
                            "distinct": {}, "shared": {}}
-    if prototypes is True or prototypes == "all":
-        variants = list(PROTOTYPES)
-    else:
-        variants = [v for v in (prototypes or "").split(",") if v]
-        unknown = set(variants) - set(PROTOTYPES)
-        if unknown:
-            raise SystemExit(f"unknown --pg-prototypes {sorted(unknown)}; known: {', '.join(PROTOTYPES)}")
     for n in writer_counts:
         for mode in modes:
             rounds = repeats if mode == "distinct" else 1
@@ -397,11 +261,8 @@ def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | s
             for _ in range(rounds):
                 runs.setdefault("ours", []).append(run_config("ours", n, mode == "shared", seconds))
                 runs.setdefault("raw", []).append(run_config("raw", n, mode == "shared", seconds))
-                runs.setdefault("lock_free", []).append(run_config("ours", n, mode == "shared", seconds, "lock_free"))
                 if mode == "distinct":
                     runs.setdefault("raw_locked", []).append(run_config("raw", n, False, seconds, "locked"))
-                for variant in variants:
-                    runs.setdefault(variant, []).append(run_config("ours", n, mode == "shared", seconds, variant))
             row: dict[str, Any] = {name: _median_run(r) for name, r in runs.items()}
 
             def paired(over: str, of: str = "ours") -> tuple[float, list[float]]:
@@ -409,7 +270,6 @@ def pg_throughput(writer_counts: list[int], seconds: float, prototypes: bool | s
                 return round(median(ratios), 3), [round(x, 3) for x in ratios]
 
             row["ratio"], row["ratios"] = paired("raw")
-            row["ratio_lock_free"], row["ratios_lock_free"] = paired("raw", "lock_free")
             cpu = [b["cpu_ms_per_append"] / o["cpu_ms_per_append"] for o, b in zip(runs["ours"], runs["raw"], strict=True)
                    if o.get("cpu_ms_per_append") and b.get("cpu_ms_per_append")]
             if cpu:  # (paired per round, as the ratio: raw's CPU per append over ours)
@@ -440,61 +300,45 @@ def scaling_fall(ours_1: float, ours_n: float, raw_1: float, raw_n: float) -> tu
     return f"{fall:.1f}%", f"{raw_fall:.1f}%", fall <= raw_fall
 
 
-def pg_targets(report: dict[str, Any], label: str = "PG") -> list[tuple[str, float, str, bool]]:
-    """(name, value, limit, ok) for the issue-18 PostgreSQL targets."""
+#: Issue 37's targets: ours over raw INSERT at 1 writer, and at 8 writers over raw
+#: INSERT behind the library's events lock (the ceiling of its own ordering).
+ONE_WRITER_TARGET, LOCKED_TARGET = 0.6, 0.8
+
+
+def pg_targets(report: dict[str, Any], label: str = "PG") -> list[tuple[str, Any, str, bool]]:
+    """(name, value, limit, ok) for the PostgreSQL targets (issue 37)."""
     d = report["distinct"]
     ns = sorted(int(n) for n in d)
     lo, hi = str(ns[0]), str(ns[-1])
-    out = []
+    out: list[tuple[str, Any, str, bool]] = []
+    ratio = d[lo]["ratio"]
+    out.append((f"{label}: distinct sessions, {lo} writer(s): ours / raw INSERT", ratio,
+                f">= {ONE_WRITER_TARGET}", ratio >= ONE_WRITER_TARGET))
+    if "ratio_locked" in d[hi]:
+        locked = d[hi]["ratio_locked"]
+        out.append((f"{label}: distinct sessions, {hi} writer(s): ours / raw INSERT + events lock", locked,
+                    f">= {LOCKED_TARGET}", locked >= LOCKED_TARGET))
     raw_1, raw_n = d[lo]["raw"]["appends_per_s"], d[hi]["raw"]["appends_per_s"]
-    # Both orderings (ADR 0066): the default, under the events lock, and lock-free.
-    for ordering, key, name in (("locked", "ratio", "ours"), ("lock_free", "ratio_lock_free", "lock_free")):
-        if key not in d[lo]:
-            continue
-        for n in (lo, hi):
-            ratio = d[n][key]
-            out.append((f"{label} {ordering}: distinct sessions, {n} writer(s): ours / raw INSERT", ratio, ">= 0.5",
-                        ratio >= 0.5))
-        ours_1, ours_n = d[lo][name]["appends_per_s"], d[hi][name]["appends_per_s"]
-        fall, raw_fall, ok = scaling_fall(ours_1, ours_n, raw_1, raw_n)
-        out.append((f"{label} {ordering}: fall from {lo} to {hi} writers, ours vs raw's {raw_fall}",
-                    fall, f"<= {raw_fall}", ok))
-        gain = f"{ours_n / ours_1:.2f} vs raw's {raw_n / raw_1:.2f}" if ours_1 and raw_1 else "n/a"
-        out.append((f"{label} {ordering}: ours {hi} writers / {lo} writer", gain, "(info)", True))
+    ours_1, ours_n = d[lo]["ours"]["appends_per_s"], d[hi]["ours"]["appends_per_s"]
+    fall, raw_fall, _ = scaling_fall(ours_1, ours_n, raw_1, raw_n)
+    out.append((f"{label}: fall from {lo} to {hi} writers, ours vs raw's {raw_fall}", fall, "(info)", True))
     for n in (lo, hi):
         if "raw_locked" in d[n]:  # what the gapless-notification lock alone leaves of raw
             out.append((f"{label} raw INSERT + events lock / raw, {n} writer(s)",
                         d[n]["locked_over_raw"], "(info)", True))
-            out.append((f"{label} distinct sessions, {n} writer(s): ours / raw INSERT + events lock",
-                        d[n]["ratio_locked"], "(info)", True))
         o, r = d[n]["ours"], d[n]["raw"]
         if o.get("cpu_ms_per_append") and r.get("cpu_ms_per_append"):
-            # Where both runs keep every core busy, appends/s is cores / CPU per append:
-            # raw's CPU per append over ours is then the ratio this machine allows.
-            out.append((f"{label} {n} writer(s): machine CPU busy, ours / raw", f"{o['cpu_busy']:.0%} / {r['cpu_busy']:.0%}",
-                        "(info)", True))
             out.append((f"{label} {n} writer(s): machine CPU ms per append, ours / raw",
                         f"{o['cpu_ms_per_append']:.2f} / {r['cpu_ms_per_append']:.2f}", "(info)", True))
-        if "cpu_allows" in d[n]:
-            out.append((f"{label} {n} writer(s): raw's CPU per append / ours, median of the rounds"
-                        " (the ratio the CPUs allow when both keep them busy)", d[n]["cpu_allows"], "(info)", True))
-    give_ups = sum(row[name]["give_ups"] for mode in ("distinct", "shared") for row in report[mode].values()
-                   for name in ("ours", "lock_free") if name in row)
+    give_ups = sum(row["ours"]["give_ups"] for mode in ("distinct", "shared") for row in report[mode].values())
     out.append((f"{label} give-ups (storage_error), all runs", give_ups, "0", give_ups == 0))
     return out
 
 
 def pg_markdown(report: dict[str, Any]) -> list[str]:
-    variants = [v for v in PROTOTYPES if any(v in row for row in report["distinct"].values())]
-    head = ("| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw (rounds) | give-ups |"
-            " ours lock_free appends/s (p50) | lock_free / raw (rounds) | lock_free give-ups |"
-            " lock_free CPU busy, ms per append |"
-            " raw + events lock appends/s (p50) | ours / raw + lock | CPU busy ours / raw | CPU ms per append ours / raw |")
-    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-    for v in variants:
-        head += f" prototype {v} |"
-        rule += "---|"
-    lines = [head, rule]
+    lines = ["| writers | sessions | ours appends/s (p50) | raw INSERT appends/s (p50) | ours / raw (rounds) | give-ups |"
+             " raw + events lock appends/s (p50) | ours / raw + lock | CPU busy ours / raw | CPU ms per append ours / raw |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for mode in ("distinct", "shared"):
         for n, row in report[mode].items():
             o, r = row["ours"], row["raw"]
@@ -502,23 +346,11 @@ def pg_markdown(report: dict[str, Any]) -> list[str]:
             ratio = f"{row['ratio']:.2f}" + (f" ({min(spread):.2f}–{max(spread):.2f})" if len(spread) > 1 else "")
             line = (f"| {n} | {mode} | {o['appends_per_s']:,.0f} ({o['p50_ms']:.1f} ms) | "
                     f"{r['appends_per_s']:,.0f} ({r['p50_ms']:.1f} ms) | {ratio} | {o['give_ups']} |")
-            free = row.get("lock_free")
-            if free:
-                fs = row.get("ratios_lock_free", [])
-                fr = f"{row['ratio_lock_free']:.2f}" + (f" ({min(fs):.2f}–{max(fs):.2f})" if len(fs) > 1 else "")
-                line += f" {free['appends_per_s']:,.0f} ({free['p50_ms']:.1f} ms) | {fr} | {free['give_ups']} |"
-                line += (f" {free['cpu_busy']:.0%}, {free['cpu_ms_per_append']:.2f} |" if free.get("cpu_ms_per_append")
-                         else " |")
-            else:
-                line += " | | | |"
             locked = row.get("raw_locked")
             line += (f" {locked['appends_per_s']:,.0f} ({locked['p50_ms']:.1f} ms) | {row['ratio_locked']:.2f} |"
                      if locked else " | |")
             line += (f" {o['cpu_busy']:.0%} / {r['cpu_busy']:.0%} | {o['cpu_ms_per_append']:.2f} / {r['cpu_ms_per_append']:.2f} |"
                      if o.get("cpu_ms_per_append") and r.get("cpu_ms_per_append") else " | |")
-            for v in variants:
-                p = row[v]
-                line += f" {p['appends_per_s']:,.0f} ({p['p50_ms']:.1f} ms){' err ' + str(p['errors']) if p['errors'] else ''} |"
             lines.append(line)
     return lines
 
@@ -538,9 +370,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modes", default="distinct,shared")
-    parser.add_argument("--prototypes", default="")
     args = parser.parse_args()
-    result = pg_throughput([int(x) for x in args.writers.split(",")], args.seconds, args.prototypes or None,
+    result = pg_throughput([int(x) for x in args.writers.split(",")], args.seconds,
                            args.repeats, tuple(args.modes.split(",")))
     result["psycopg_impl"] = psycopg.pq.__impl__
     print(json.dumps(result))

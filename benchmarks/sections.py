@@ -30,9 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--staged-turns", type=int, default=300, help="turns of the staged-compaction section")
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
     parser.add_argument("--async-delay", type=float, default=3.0, help="seconds of the async section's summary call")
-    parser.add_argument("--pg-prototypes", nargs="?", const="all", default=None,
-                        help="also run the what-if variants of the write path (ADR 0030, 0043, 0053):"
-                             " all, or a comma-separated list of their names")
 
 
 def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
@@ -77,7 +74,6 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
         report["pg"] = {"skipped": pg_reason}
         text += ["", f"PostgreSQL section skipped: {pg_reason}"]
         return [_target("PG section ran", 0, "PostgreSQL at 127.0.0.1:5432", False)]
-    prototypes = args.pg_prototypes  # (a bare --pg-prototypes is "all")
 
     def measured(impl: str, writers: str, modes: str, extra: tuple[str, ...] = ()) -> dict[str, Any]:
         # psycopg picks its implementation on import: one process per client (ADR 0062).
@@ -89,8 +85,7 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
             raise RuntimeError(f"pg.py ({impl}) failed:\n{out.stderr[-3000:]}")
         return json.loads(out.stdout)  # type: ignore[no-any-return]
 
-    result = measured("python", args.pg_writers, "distinct,shared",
-                      ("--prototypes", prototypes) if prototypes else ())
+    result = measured("python", args.pg_writers, "distinct,shared")
     report["pg"] = result
     text += ["", f"PostgreSQL appends, psycopg's pure-Python implementation (`pip install psycopg`; one "
              f"scenario turn each, {args.pg_seconds:g} s per run, distinct sessions the median of "

@@ -30,7 +30,6 @@ from . import otel
 from .catalog import LiteLLMCatalog
 from .database import Dialect, quote_identifier, storage_cause, storage_failure
 from .eventstore import SessionsApplication, build_store
-from .eventstore.application import NOTIFY_ENV, ORDERING_ENV
 from .eventstore.attempts import SqlAttemptLog
 from .eventstore.feed import SqlEventFeed
 from .memory import build_memory_store
@@ -39,7 +38,7 @@ from .memory.stores import MemoryTimelineFollower
 from .readmodel import SqlTokenCountCache
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
-from .timeline import CHECKPOINT_TOPIC, SqlTimelineStore, TimelineFollower
+from .timeline import SqlTimelineStore, TimelineFollower
 from .tokens import TiktokenCounter
 from .turnleases import SqlTurnLeases
 
@@ -165,7 +164,7 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
         return DatabaseTarget(
             dialect=Dialect("sqlite"),
             env={
-                "PERSISTENCE_MODULE": "context_compaction.infrastructure.eventstore.internals:SQLiteFactory",
+                "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": path,
                 "SQLITE_LOCK_TIMEOUT": str(settings.sqlite_lock_timeout),
                 "CREATE_TABLE": "y",
@@ -201,8 +200,6 @@ def parse_database_url(settings: Settings) -> DatabaseTarget:
             ),
             "POSTGRES_SCHEMA": schema,
             "POSTGRES_PRE_PING": "y" if pg.pre_ping else "n",
-            NOTIFY_ENV: "y" if pg.notify else "n",
-            ORDERING_ENV: pg.ordering,
             "CREATE_TABLE": "y",
         }
         safe = f"postgresql://{parsed.hostname}:{parsed.port or 5432}/{env['POSTGRES_DBNAME']}"
@@ -252,15 +249,7 @@ def bootstrap(
     services = _services(settings, app, events, read_model, SqlTokenCountCache(db), timeline,
                          leases, clock, ids, overrides)
     assert app.projector is not None
-    select = None
-    if target.dialect.is_postgres:
-        # (the recorder's read stops at a hole another process's lock-free append may
-        # still fill, whatever this process's ordering: ADR 0066)
-        recorder = app.recorder
-
-        def select(position: int) -> Any:
-            return recorder.select_notifications(position, 100, topics=[CHECKPOINT_TOPIC], inclusive_of_start=False)
-    follower = TimelineFollower(db, app.projector, timeline, select)
+    follower = TimelineFollower(db, app.projector, timeline)
     services.after_checkpoint.append(follower.catch_up)
     services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
     services.extra.update(overrides)

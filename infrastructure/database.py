@@ -136,18 +136,15 @@ class Cur:
 
 
 class PipelinedCur(Cur):
-    """A PostgreSQL cursor in pipeline mode: statements are sent without waiting for
-    their results, so a run of writes costs one round trip (ADR 0043). Reading a
-    result (``fetch*``, ``rowcount``) syncs the pipeline first."""
+    """A PostgreSQL cursor in eventsourcing's pipelined insert transaction: statements
+    go without waiting for their results; reading one (``fetch*``, ``rowcount``)
+    syncs the pipeline first."""
 
-    __slots__ = ("_pipeline", "messages_after_lock")
+    __slots__ = ("_pipeline",)
 
     def __init__(self, raw: Any, dialect: Dialect, pipeline: Any) -> None:
         super().__init__(raw, dialect)
         self._pipeline = pipeline
-        #: Set while the projection runs before the events lock (ADR 0053): message
-        #: rows wait here for the notification ids the events INSERT assigns.
-        self.messages_after_lock: list[tuple[Any, ...]] | None = None
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         # (psycopg's executemany runs in a pipeline of its own, which syncs when it

@@ -9,7 +9,7 @@ it can never roll a checkpoint back. Restore never reads it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from uuid import UUID
 
 from eventsourcing.persistence import Notification
@@ -68,17 +68,12 @@ class SqlTimelineStore:
 class TimelineFollower:
     """Writes Timeline entries for committed checkpoints it has not seen yet."""
 
-    def __init__(
-        self, db: Database, projector: ReadModelProjector, store: TimelineStore,
-        select: Callable[[int], Sequence[Notification]] | None = None,
-    ) -> None:
-        """``select(position)``: the next checkpoint notifications after ``position``;
-        by default read straight from the events table, which is right only while ids
-        commit in order (PostgreSQL lock-free passes the recorder's read, ADR 0066)."""
+    def __init__(self, db: Database, projector: ReadModelProjector, store: TimelineStore) -> None:
+        # (a plain read of the events table: every insert takes the library's events
+        # lock, so ids commit in order and a position never passes a later-filled hole)
         self.db = db
         self.projector = projector
         self.store = store
-        self._select_after = select
         table = projector.events_table
         self._select = (
             f"SELECT {table.id_column}, originator_id, originator_version, topic, state"
@@ -140,8 +135,6 @@ class TimelineFollower:
                 self._advance(position)
 
     def _next(self, position: int) -> Sequence[Notification]:
-        if self._select_after is not None:
-            return self._select_after(position)
         with self.db.read() as cur:
             return [notification_of(r) for r in cur.execute(self._select, (position, CHECKPOINT_TOPIC)).fetchall()]
 

@@ -142,12 +142,7 @@ def verify(
         newest = read_model.lag(live)[1]
         table = read_model.projector.events_table
         # The events are read in this same snapshot, up to the position (exactly the
-        # events whose rows the live tables hold): a read of the log through the
-        # recorder would take its own snapshots, and stop at a hole a running writer
-        # may fill (ADR 0066). Lock-free the position stays where the database was
-        # marked and every event since is projected: up to this snapshot's newest.
-        if table.lock_free_sql is not None and live.execute(table.lock_free_sql).fetchone() is not None:
-            position = newest = int(live.execute(table.max_id_sql).fetchone()[0] or 0)
+        # events whose rows the live tables hold), not through the recorder's own reads.
         sessions = dict(live.execute("SELECT aggregate_id, session_id FROM {t}rm_sessions").fetchall())
         # rm_search lags the appends (ADR 0049): the scratch copy indexes each session up
         # to the live mark, so a row missing below it, or one above it, is a difference.

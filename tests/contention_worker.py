@@ -21,9 +21,7 @@ from context_compaction import Settings, bootstrap  # noqa: E402
 
 
 def main(url: str, session: str, worker: int, appends: int, out_path: str) -> None:
-    ordering = os.environ.get("CTXC_TEST_ORDERING")  # (the parent's postgres.ordering, ADR 0066)
-    bus = bootstrap(Settings(database_url=url, summarizer="extractive",
-                             **({"postgres": {"ordering": ordering}} if ordering else {})))
+    bus = bootstrap(Settings(database_url=url, summarizer="extractive"))
     bus.dispatch_json({"type": "get_history", "session_id": session})  # connect and warm up
     Path(out_path + ".ready").touch()
     go = Path(out_path + ".go")

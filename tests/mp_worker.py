@@ -25,11 +25,8 @@ SESSIONS = ("alpha", "beta")
 
 
 def settings(url: str) -> Settings:
-    # CTXC_TEST_ORDERING: the parent's ``postgres.ordering`` (ADR 0066), when it sets one.
-    ordering = os.environ.get("CTXC_TEST_ORDERING")
     return Settings(database_url=url, summarizer="extractive", snapshot_interval=20,
-                    context_compaction={"keep_recent_tokens": 400},
-                    **({"postgres": {"ordering": ordering}} if ordering else {}))
+                    context_compaction={"keep_recent_tokens": 400})
 
 
 def batch(tag: str, size: int, with_tools: bool) -> list[dict]:

@@ -1,8 +1,7 @@
 """The event store: an eventsourcing ``Application`` whose recorder also projects.
 
-``application`` (the Application, snapshots), ``internals`` (every use of
-eventsourcing and psycopg_pool beneath their public APIs: pools, projecting recorders,
-save path), ``mapper``
+``application`` (the Application, snapshots), ``internals`` (the projecting recorders
+on the library's insert hooks: its three private names, ADR 0073), ``mapper``
 (events to and from their stored form), ``store`` (the EventStore port, with the
 repository's aggregate cache), ``build`` (``build_store``).
 """

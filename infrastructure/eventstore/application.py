@@ -13,6 +13,7 @@ import logging
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.application import Application
 from eventsourcing.persistence import Mapper, Recording, StoredEvent, Transcoder
 from eventsourcing.utils import Environment
 
@@ -21,14 +22,7 @@ from context_compaction.domain.session import Session
 from ..database import Dialect, storage_errors
 from ..readmodel import EventsTable, ReadModelProjector
 from ..transcoding import PlainJSONTranscoder
-from .internals import (
-    FastSaveApplication,
-    LockedWriter,
-    ProjectingSQLiteRecorder,
-    newest_idle_first,
-    postgres_recorder_class,
-    without_inner_retries,
-)
+from .internals import ProjectingSQLiteRecorder, postgres_recorder_class, without_inner_retries
 from .mapper import EventMapper
 
 log = logging.getLogger("context_compaction.eventstore")
@@ -61,13 +55,7 @@ def snapshot_step(interval: int, live_groups: int) -> int:
     return interval * factor
 
 
-#: The eventsourcing environment key of ``postgres.notify`` (ADR 0043).
-NOTIFY_ENV = "CTXC_POSTGRES_NOTIFY"
-#: The eventsourcing environment key of ``postgres.ordering`` (ADR 0066).
-ORDERING_ENV = "CTXC_POSTGRES_ORDERING"
-
-
-class SessionsApplication(FastSaveApplication):
+class SessionsApplication(Application[UUID]):
     """Sessions as event-sourced aggregates; a snapshot every ``snapshot_interval``
     events, sparser while a snapshot would hold many tool groups (``snapshot_step``)."""
 
@@ -132,30 +120,25 @@ class SessionsApplication(FastSaveApplication):
             # connect (no statement per transaction), so it is set before the pool
             # opens: constructing the recorder opens it.
             datastore.pool.kwargs["options"] = f"-c lock_timeout={int(datastore.lock_timeout)}s"
-        newest_idle_first(datastore.pool)  # (before it opens: constructing the recorder opens it)
         table = f"{self.name.lower()}_events"
         self.projector = ReadModelProjector(EventsTable("postgres", table, self._postgres_schema))
         recorder = postgres_recorder_class()(
             datastore, self.projector, self._dialect, events_table_name=table
         )
-        recorder.notify = self.env.get(NOTIFY_ENV) == "y"
-        recorder.lock_free = self.env.get(ORDERING_ENV) == "lock_free"
         # Always: besides creating tables it registers the composite type adapters.
         with storage_errors():
             recorder.create_table()
         return recorder
 
-    def record(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
-        """Record the sessions' pending events, their read-model rows and any snapshot
-        that is due in one transaction (``locked_writer=``: inside that one)."""
-        events = [e for session in objs for e in session.pending_events]
-        return super().record(
-            *objs, projected_events=events, snapshots=self._due_snapshots(objs), **kwargs
-        )
+    def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
+        """The library's save, handing the recorder the sessions' domain events (for the
+        read model) and any snapshot that is due, written in the events' transaction."""
+        return super().save(*objs, **self.write_kwargs(objs), **kwargs)
 
-    def record_with(self, writer: LockedWriter, session: Session) -> list[Recording[UUID]]:
-        """``record``, inside ``writer``'s transaction (announce after it commits)."""
-        return self.record(session, locked_writer=writer)
+    def write_kwargs(self, objs: tuple[Any, ...]) -> dict[str, Any]:
+        """What the recorder writes beside ``objs``' pending events (``save(**kwargs)``)."""
+        events = [e for obj in objs for e in obj.pending_events]
+        return {"projected_events": events, "snapshots": self._due_snapshots(objs)}
 
     def _due_snapshots(self, sessions: tuple[Any, ...]) -> list[StoredEvent]:
         # Taken from the state we hold (no re-read) when this save crosses a step

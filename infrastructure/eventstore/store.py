@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
-from eventsourcing.persistence import IntegrityError, Recording
+from eventsourcing.persistence import IntegrityError
 
 from context_compaction.application.ports import ConcurrencyConflict
 from context_compaction.domain.errors import (
@@ -26,6 +26,7 @@ from ..database import Database, StorageBusy, is_transient, storage_cause, stora
 from ..transcoding import naming_session
 
 from .application import SessionsApplication
+from .internals import announce
 
 log = logging.getLogger("context_compaction.eventstore")
 
@@ -155,7 +156,7 @@ class SqlEventStore:
 
     def save(self, session: Session) -> None:
         try:
-            recordings = self.app.record(session)
+            self.app.save(session)
         except Exception as exc:
             self._evict(session.id)
             failure = self._write_failure(exc)
@@ -163,18 +164,6 @@ class SqlEventStore:
                 raise
             raise failure from exc
         self.cache.put(session.id, session)
-        self._announce(recordings)
-
-    def _announce(self, recordings: list[Recording[UUID]]) -> None:
-        """Prompt the application's followers, if any. The events are committed: a
-        follower that fails reads them from the notification log later, and the
-        command that wrote them has succeeded."""
-        if not recordings:
-            return
-        try:
-            self.app.announce(recordings)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("a follower of the event feed failed", extra={"error_class": type(exc).__name__})
 
     def decide_exclusively(
         self, session_id: str, decide: Callable[[Session], T]
@@ -190,7 +179,10 @@ class SqlEventStore:
                     to_domain_event(stored).mutate(session)
                 result = decide(session)
                 saved = bool(session.pending_events)
-                recordings = self.app.record_with(writer, session) if saved else []
+                recordings = []
+                if saved:
+                    written = self.app.write_kwargs((session,))
+                    recordings = self.app.events.put(session.collect_events(), locked_writer=writer, **written)
         except CorruptEvent as exc:
             self._evict(session.id)
             raise naming_session(exc, session_id) from None
@@ -208,7 +200,10 @@ class SqlEventStore:
                 raise
             raise failure from exc
         self.cache.put(session.id, session)
-        self._announce(recordings)
+        try:  # (committed: a follower that fails reads them from the log later)
+            announce(self.app, recordings)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("a follower of the event feed failed", extra={"error_class": type(exc).__name__})
         return result, session, saved
 
     def _write_failure(self, exc: Exception, *, exclusive: bool = False) -> Exception:

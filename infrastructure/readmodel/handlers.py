@@ -156,13 +156,6 @@ class EventHandlers:
 
     @staticmethod
     def _insert_messages(ops: TableOps, sid: str, run: list[tuple[int, Any]]) -> None:
-        # The one row that needs the notification ids: PostgreSQL's one-trip append
-        # projects the rest before the events lock and leaves these rows to the events
-        # INSERT (``ReadModelProjector.project_before_ids``, ADR 0053).
-        later = getattr(ops, "messages_after_lock", None)
-        if later is not None:
-            later.extend((sid, e.seq, e.originator_id, e.originator_version) for _, e in run)
-            return
         ops.insert("rm_messages", [(sid, e.seq, 1, notification_id) for notification_id, e in run])
 
     def _checkpoint_committed(self, ops: TableOps, e: Any) -> None:

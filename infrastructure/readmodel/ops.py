@@ -52,13 +52,10 @@ class SqlOps:
     """``TableOps`` as SQL on one cursor: the statements the handlers wrote by hand
     before ADR 0050, rendered once per shape (cached) and run with bound parameters."""
 
-    __slots__ = ("cur", "messages_after_lock")
+    __slots__ = ("cur",)
 
     def __init__(self, cur: Cur) -> None:
         self.cur = cur
-        #: Set by PostgreSQL's one-trip append: rm_messages rows wait here for their
-        #: notification ids (``EventHandlers._insert_messages``, ADR 0053).
-        self.messages_after_lock: list[tuple[Any, ...]] | None = None
 
     @property
     def rowcount(self) -> int:
@@ -111,11 +108,6 @@ def _upsert_sql(table: str, update: tuple[str, ...], when_same: tuple[str, ...])
     same = " AND ".join(f"{{t}}{table}.{c} = excluded.{c}" for c in when_same)
     return (_insert_sql(table, False) + f" ON CONFLICT ({', '.join(TABLES[table].key)})"
             f" DO UPDATE SET {sets}" + (f" WHERE {same}" if same else ""))
-
-
-def update_statement(table: str, values: tuple[str, ...], add: tuple[str, ...], where: tuple[str, ...]) -> str:
-    """The SQL ``SqlOps.update`` sends for this shape (``{t}`` and ``?`` marks)."""
-    return _update_sql(table, values, add, where, None)
 
 
 @lru_cache(maxsize=None)

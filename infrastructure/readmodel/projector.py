@@ -16,36 +16,15 @@ from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError, Mapper, Notification
 
-from context_compaction.domain.errors import CorruptEvent, StorageError
-from context_compaction.domain.session import Session
+from context_compaction.domain.errors import CorruptEvent
 
-from ..database import Cur, PipelinedCur
+from ..database import Cur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
-from .ops import SqlOps, update_statement
-from .schema import DAMAGE_TABLE, LOCK_FREE_MARK, POSITION, PROJECTED_TABLES, SEARCH_MARKS, TABLES, EventsTable
+from .ops import SqlOps
+from .schema import DAMAGE_TABLE, POSITION, PROJECTED_TABLES, SEARCH_MARKS, EventsTable
 
 log = logging.getLogger("context_compaction.readmodel")
-
-#: PostgreSQL: move the position from exactly ``previous`` to ``new``, or fail the
-#: transaction. No result is read back (the insert is pipelined): a position that moved
-#: makes ``COUNT(*)`` zero and the division fails on the server (SQLSTATE 22012).
-ADVANCE_SQL = (
-    "WITH moved AS (UPDATE {t}rm_position SET notification_id = ? WHERE name = ?"
-    " AND notification_id = ? RETURNING 1) SELECT 1 / COUNT(*) FROM moved"
-)
-
-#: What a run of one session's appended messages projects before its notification ids,
-#: when it carries no host command id: its ``rm_sessions`` row's update
-#: (``EventHandlers._messages_appended``), as (table, columns set, columns added to,
-#: key). PostgreSQL's append runs that update inside the events' function, so such an
-#: append is one statement (ADR 0064; a new shape needs a new function version).
-APPEND_TOUCH = ("rm_sessions", ("version", "updated_at", "next_seq"), ("message_count",), ("session_id",))
-_TOUCH_SQL = update_statement(*APPEND_TOUCH)
-_TOUCH_TYPES = tuple(
-    TABLES[APPEND_TOUCH[0]].column_type(c) for c in (*APPEND_TOUCH[1], *APPEND_TOUCH[2], *APPEND_TOUCH[3])
-)
-
 
 def read_notifications(cur: Cur, events: EventsTable, start: int, limit: int, stop: int) -> list[Notification]:
     """The notifications with ``start <= id <= stop``, at most ``limit``, in id order,
@@ -69,57 +48,6 @@ def clear(cur: Cur) -> None:
     for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
         cur.execute(f"DELETE FROM {{t}}{table}")
     cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
-
-
-def lock_sessions_first(cur: Cur) -> None:
-    """Every session's row, in the writers' order, before the events lock: a writer
-    holds its session's row while it waits for the events table, so a rebuild that
-    took the lock first and then deleted or replayed that row would deadlock with it
-    (ADR 0053's order, ADR 0066)."""
-    cur.execute("SELECT 1 FROM {t}rm_sessions ORDER BY aggregate_id FOR UPDATE")
-
-
-class LockFreeDatabase(StorageError):
-    """A writer under the events lock found the database marked lock-free: there the
-    position is not moved by every append, and replaying from it would project the
-    lock-free writers' events a second time (ADR 0066). The recorder follows the mark
-    and writes again; nothing was written."""
-
-
-def refuse_if_lock_free(cur: Cur) -> None:
-    if cur.execute("SELECT 1 FROM {t}rm_position WHERE name = ?", (LOCK_FREE_MARK,)).fetchone() is not None:
-        raise LockFreeDatabase(
-            "this PostgreSQL database's appends run lock-free (postgres.ordering, ADR 0066)"
-        )
-
-
-class _Unanswered(Exception):
-    """The projection asked the database (a row, a row count): not the touch alone."""
-
-
-class _NotingCur:
-    """Notes the statements the projection sends and answers nothing (``_Unanswered``)."""
-
-    __slots__ = ("statements",)
-
-    def __init__(self) -> None:
-        self.statements: list[tuple[str, tuple[Any, ...]]] = []
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> _NotingCur:
-        self.statements.append((sql, tuple(params)))
-        return self
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.statements.extend((sql, tuple(row)) for row in rows)
-
-    def fetchone(self) -> Any:
-        raise _Unanswered
-
-    fetchall = fetchone
-
-    @property
-    def rowcount(self) -> int:
-        raise _Unanswered
 
 
 class ReadModelProjector:
@@ -153,104 +81,31 @@ class ReadModelProjector:
             )
 
     # -------------------------------------------------------------- entry
-    def project_inline(
-        self, cur: Cur, ids: Sequence[int], events: Sequence[Any], position: int | None = None,
-        *, unordered: bool = False,
-    ) -> None:
-        """Project freshly inserted events (same transaction), catching up any gap first.
-
-        ``position`` (PostgreSQL) is the read model's position as read after the events
-        lock was taken, in the insert's own pipeline: in the common case nothing here
-        then waits for a result, and the projection goes to the server with the COMMIT.
-        ``unordered`` (PostgreSQL, lock-free, ADR 0066): writers commit out of id order,
-        so the position stays where the database was marked lock-free; the rows alone.
-        """
+    def project_inline(self, cur: Cur, ids: Sequence[int], events: Sequence[Any]) -> None:
+        """Project freshly inserted events (same transaction, after the events' insert
+        and its lock), catching up any gap first."""
         if not ids:
             return
         pairs = list(zip(ids, events, strict=True))
-        if unordered:
+        # Common case in one statement: the read model is exactly at the notification
+        # before these. Otherwise (an id a rolled-back insert took, a projection that
+        # lags) the careful path.
+        cur.execute(
+            "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id = ?",
+            (ids[-1], POSITION, ids[0] - 1),
+        )
+        if cur.rowcount == 1:
             self.apply_all(cur, pairs, strict=True)
             return
-        if position is not None:
-            if position == ids[0] - 1:
-                # Every writer of the position holds the events lock, so it cannot
-                # have moved since it was read; the server still checks (ADVANCE_SQL).
-                cur.execute(ADVANCE_SQL, (ids[-1], POSITION, position))
-                self.apply_all(cur, pairs, strict=True)
-                return
-        else:
-            # Common case in one statement: the read model is exactly at the notification
-            # before these (SQLite rowids are contiguous). Otherwise the careful path.
-            cur.execute(
-                "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id = ?",
-                (ids[-1], POSITION, ids[0] - 1),
-            )
-            if cur.rowcount == 1:
-                self.apply_all(cur, pairs, strict=True)
-                return
-            position = self.position(cur)
+        position = self.position(cur)
         if position < ids[0] - 1:
-            refuse_if_lock_free(cur)
             self.replay(cur, after=position, before=ids[0])
         self.apply_all(cur, pairs, strict=True)
         self._advance(cur, ids[-1])
 
-    @staticmethod
-    def splits_at_ids(events: Sequence[Any]) -> bool:
-        """Whether ``project_before_ids`` may project these events: not when an
-        invalidation would read messages appended by the same command."""
-        kinds = {type(e) for e in events}
-        return not (Session.MessageAppended in kinds and Session.HistoryInvalidated in kinds)
-
-    @staticmethod
-    def locks_session_row_first(events: Sequence[Any]) -> bool:
-        """Whether ``project_before_ids`` locks nothing before the session's own
-        ``rm_sessions`` row: messages appended to one session, whose projection's first
-        statement is that row's UPDATE (their ``rm_messages`` rows wait for the ids).
-        Only such an append can be the one statement (``touch_before_ids``, ADR 0064),
-        whose function retries that UPDATE when it finds no row. The pipelined append
-        takes the row with ``SELECT … FOR UPDATE`` first all the same (ADR 0061 skipped
-        it; ADR 0066's second review: an UPDATE that waited for a row a rebuild rewrote
-        finds none, and a pipelined one is not checked)."""
-        first = events[0].originator_id if events else None
-        return bool(events) and all(
-            type(e) is Session.MessageAppended and e.originator_id == first for e in events
-        )
-
-    def project_before_ids(self, cur: PipelinedCur, events: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """PostgreSQL's one-trip append (ADR 0053): the projection's statements that need
-        no notification id, sent *before* the events lock (``splits_at_ids`` first).
-        Returns the ``rm_messages`` rows ``(session id, seq, originator id, version)``
-        left for the events INSERT to give ids to."""
-        rows: list[tuple[Any, ...]] = []
-        ops = SqlOps(cur)
-        ops.messages_after_lock = rows
-        self.handlers.apply_all(ops, [(0, e) for e in events], strict=True)
-        return rows
-
-    @staticmethod
-    def append_touch() -> tuple[str, tuple[str, ...]]:
-        """``APPEND_TOUCH``'s SQL (``{t}`` and ``?`` marks) and its parameters' types."""
-        return _TOUCH_SQL, _TOUCH_TYPES
-
-    def touch_before_ids(self, events: Sequence[Any]) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]] | None:
-        """When all that ``events`` project before their ids is ``APPEND_TOUCH``: the
-        ``rm_messages`` rows (``project_before_ids``) and the touch's parameters.
-        Otherwise None; nothing is sent either way."""
-        if not self.locks_session_row_first(events):
-            return None
-        cur = _NotingCur()
-        try:
-            rows = self.project_before_ids(cur, events)  # type: ignore[arg-type]
-        except _Unanswered:  # (a session id not yet cached, a command id's registration)
-            return None
-        if len(cur.statements) != 1 or cur.statements[0][0] != _TOUCH_SQL:
-            return None
-        return rows, cur.statements[0][1]
-
     def rebuild(self, cur: Cur) -> int:
         """Every projected row dropped and the whole log replayed; returns the last id.
-        The caller holds the sessions' rows and the events lock (``lock_sessions_first``)."""
+        The caller holds the events lock (PostgreSQL) or the writer lock (SQLite)."""
         clear(cur)
         return self.replay(cur, after=0)
 

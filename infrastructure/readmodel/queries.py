@@ -22,7 +22,7 @@ from context_compaction.domain.session import session_aggregate_id
 
 from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
-from .projector import ReadModelProjector, lock_sessions_first
+from .projector import ReadModelProjector
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
 from .search import BEHIND_SQL, index_session, query_terms, search_params, search_sql, snippet, split_terms
 from .schema import (
@@ -125,18 +125,6 @@ class SqlReadModel:
     def catch_up(self) -> int:
         """Project every notification past the position; returns how many."""
         events = self.projector.events_table
-        if events.lock_free_sql is not None and self.db.query_one(events.lock_free_sql) is not None:
-            # Lock-free and behind: the position is gone (a schema upgrade dropped it)
-            # and the writers since have projected their events inline into the new
-            # tables, so the replay starts from empty ones. The sessions' rows before
-            # the events lock (the writers' order), which then keeps writers out.
-            with self._rebuilding() as cur:
-                position, newest = self.lag(cur)
-                if position >= newest:
-                    return 0
-                last = self.projector.rebuild(cur)
-                log.info("read model rebuilt", extra={"to_id": last})
-                return last
         with self.db.write(events.lock_sql) as cur:
             position, newest = self.lag(cur)
             if position >= newest:
@@ -188,12 +176,9 @@ class SqlReadModel:
 
     @contextmanager
     def _rebuilding(self) -> Iterator[Cur]:
-        """A write transaction holding what a rebuild needs: on PostgreSQL the sessions'
-        rows, then the events lock (the writers' order, ADR 0066); SQLite's writer lock."""
-        with self.db.write() as cur:
-            if self.db.dialect.is_postgres:
-                lock_sessions_first(cur)
-                cur.execute(self.projector.events_table.lock_sql)
+        """A write transaction holding what a rebuild needs: on PostgreSQL the events lock,
+        which every writer takes before its read-model rows; SQLite's writer lock."""
+        with self.db.write(self.projector.events_table.lock_sql) as cur:
             yield cur
 
     def index_search(self, session_id: str, batch: int = 2_000) -> int:

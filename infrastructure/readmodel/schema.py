@@ -48,9 +48,6 @@ SEARCH_LAG_SINCE = 11
 #: rm_search up to it instead of comparing it.
 SEARCH_MARKS = "rm_search_marks"
 SCHEMA_MARK = "schema"
-#: Present once a database's appends run without the events lock (ADR 0066): every
-#: event after the read model's position was then projected inline by its writer.
-LOCK_FREE_MARK = "ordering:lock_free"
 
 @dataclass(frozen=True)
 class Table:
@@ -282,15 +279,6 @@ class EventsTable:
         # checks it); a session view puts them before its own columns.
         position = f"(SELECT notification_id FROM {{t}}rm_position WHERE name = '{POSITION}')"
         newest = f"({self.max_id_sql})"
-        if dialect_name == "postgres":
-            # A database marked lock-free (ADR 0066): its writers project inline but do
-            # not move the position, which then only says where the read model was
-            # complete when marked; past it every event is projected already. Fresh,
-            # unless the position is gone (a schema upgrade): then catch up (rebuild).
-            self.lock_free_sql = f"SELECT 1 FROM {{t}}rm_position WHERE name = '{LOCK_FREE_MARK}'"
-            newest = f"(CASE WHEN EXISTS ({self.lock_free_sql}) THEN coalesce({position}, {newest}) ELSE {newest} END)"
-        else:
-            self.lock_free_sql = None
         lag_columns = f"{newest}, {position}"
         self.lag_sql = "SELECT " + lag_columns
         # SQLite's typeof() reads the column's type from the record header, never its

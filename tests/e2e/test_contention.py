@@ -34,22 +34,9 @@ def test_eight_processes_appending_to_one_session_never_give_up(
     contended(make_harness("contended"), tmp_path, record_property)
 
 
-@pytest.mark.slow
-@pytest.mark.postgres
-def test_eight_processes_appending_to_one_session_never_give_up_lock_free(
-    pg_databases: Any, tmp_path: Path, record_property: Any
-) -> None:
-    """Lock-free (ADR 0066) the session's read-model row is what keeps its writers
-    apart: still every append once, seqs 1..N, no give-up."""
-    contended(pg_databases.harness("contended-lf", postgres={"ordering": "lock_free"}), tmp_path, record_property,
-              ordering="lock_free")
-
-
-def contended(h: Any, tmp_path: Path, record_property: Any, ordering: str | None = None) -> None:
+def contended(h: Any, tmp_path: Path, record_property: Any) -> None:
     ok(h.do({"type": "start_session", "session_id": "one", "model": "gpt-4o"}))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    if ordering:
-        env["CTXC_TEST_ORDERING"] = ordering
     outs = [tmp_path / f"w{i}.jsonl" for i in range(PROCESSES)]
     procs = [subprocess.Popen([sys.executable, WORKER, h.url, "one", str(i), str(APPENDS), str(outs[i])],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -30,10 +30,8 @@ SESSIONS = ("alpha", "beta")
 ALLOWED_COMPACT_ERRORS = {"stale_candidate", "summary_failed"}
 
 
-def spawn(*args: str, ordering: str | None = None) -> subprocess.Popen[bytes]:
+def spawn(*args: str) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    if ordering:
-        env["CTXC_TEST_ORDERING"] = ordering
     return subprocess.Popen([sys.executable, WORKER, *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -88,25 +86,13 @@ def test_processes_hammering_the_same_sessions_lose_nothing(
     hammer(make_harness("hammer"), tmp_path, record_property)
 
 
-@pytest.mark.slow
-@pytest.mark.postgres
-def test_processes_hammering_the_same_sessions_lose_nothing_lock_free(
-    pg_databases: Any, tmp_path: Path, record_property  # type: ignore[no-untyped-def]
-) -> None:
-    """``postgres.ordering = lock_free`` (ADR 0066): the same hammering, no events lock;
-    the read model still equals a rebuild from the events, every append exactly once."""
-    h = pg_databases.harness("hammer-lf", postgres={"ordering": "lock_free"})
-    hammer(h, tmp_path, record_property, ordering="lock_free")
-    assert h.query("SELECT 1 FROM {t}rm_position WHERE name = 'ordering:lock_free'") == [(1,)]
-
-
-def hammer(h: Harness, tmp_path: Path, record_property: Any, ordering: str | None = None) -> None:
+def hammer(h: Harness, tmp_path: Path, record_property: Any) -> None:
     workers, ops = 4, 70
     for sid in SESSIONS:
         ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
     outs = [tmp_path / f"worker{i}.jsonl" for i in range(workers)]
     go = tmp_path / "go"
-    procs = [spawn("hammer", h.url, str(i), str(ops), str(1000 + i), str(outs[i]), str(go), ordering=ordering)
+    procs = [spawn("hammer", h.url, str(i), str(ops), str(1000 + i), str(outs[i]), str(go))
              for i in range(workers)]
     deadline = time.monotonic() + 120
     while not all(Path(f"{out}.ready").exists() for out in outs):  # the start barrier

@@ -1,6 +1,6 @@
 """eventsourcing's followers see every event our application writes, in order (issue 14).
 
-The store saves through the library's ``_record`` and ``_notify`` (ADR 0026), so the
+The store saves through the library's ``Application.save`` (ADR 0073), so the
 notification log and the recordings handed to a ``Leader``'s followers are the ones
 eventsourcing itself would produce: a ``ProcessApplication`` that follows the log sees
 every stored event exactly once, in notification order, on both backends, whichever
@@ -10,7 +10,6 @@ save path wrote it (optimistic, or under the writer lock after a lost race).
 from __future__ import annotations
 
 import logging
-import time
 from functools import singledispatchmethod
 from typing import Any
 
@@ -108,20 +107,10 @@ def run_commands(h: Harness, other: Harness) -> None:
     ok(h.do({"type": "delete_session", "session_id": "b"}))
 
 
-#: ``postgres.ordering = lock_free`` (ADR 0066): ids may commit out of order; the
-#: followers must still see every event once, in notification order.
-LOCK_FREE: dict[str, Any] = {"postgres": {"ordering": "lock_free"}}
-
-
 def test_a_follower_pulling_the_notification_log_sees_every_event_in_order(
     databases: Databases,
 ) -> None:
     pulled_in_order(databases.harness(**SMALL_KEEP), databases.harness())
-
-
-@pytest.mark.postgres
-def test_a_follower_sees_every_event_in_order_lock_free(pg_databases: Databases) -> None:
-    pulled_in_order(pg_databases.harness(**SMALL_KEEP, **LOCK_FREE), pg_databases.harness(**LOCK_FREE))
 
 
 def pulled_in_order(h: Harness, other: Harness) -> None:
@@ -159,17 +148,7 @@ def test_a_leader_prompts_its_followers_after_every_save_on_both_save_paths(
              databases.harness(), caplog)
 
 
-@pytest.mark.postgres
-def test_a_leader_prompts_its_followers_lock_free(pg_databases: Databases, caplog: pytest.LogCaptureFixture) -> None:
-    """Lock-free, a pull stops before a hole whose writer may still be running; the lost
-    race's rolled-back insert leaves such a hole until every transaction older than the
-    read (another test's, say) has ended, so a pull may come back short and the next
-    one reads on (ADR 0066's liveness caveat). Never out of order, never a skip."""
-    prompted(pg_databases.harness(adapters={"application_class": FeedingSessions}, **SMALL_KEEP, **LOCK_FREE),
-             pg_databases.harness(**LOCK_FREE), caplog, settle=True)
-
-
-def prompted(h: Harness, other: Harness, caplog: pytest.LogCaptureFixture, *, settle: bool = False) -> None:
+def prompted(h: Harness, other: Harness, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="context_compaction")
     app = h.bus.services.extra["app"]
     assert isinstance(app, FeedingSessions)
@@ -181,13 +160,7 @@ def prompted(h: Harness, other: Harness, caplog: pytest.LogCaptureFixture, *, se
     run_commands(h, other)
 
     assert any(r.getMessage() == "write conflict, retrying" for r in caplog.records)  # (the locked path ran)
-    if settle:
-        deadline = time.monotonic() + 20
-        while feed.seen != stored(app) and time.monotonic() < deadline:
-            time.sleep(0.05)
-            feed.pull_and_process(app.name)
-    else:
-        assert receiver.unreadable == []
+    assert receiver.unreadable == []
     # Each command of this process prompted the follower, which pulled: nothing was
     # left to pull afterwards, though the other process's event arrived unannounced.
     assert feed.seen == stored(app)

@@ -1,7 +1,7 @@
-"""The PostgreSQL one-trip append (ADR 0053): the projection's statements that need no
-notification id run *before* the events lock, the events, their ``rm_messages`` rows
-and the position in one statement under it; the contended path takes the session's row
-before the lock, in the same order, so the two never deadlock."""
+"""PostgreSQL appends (ADR 0073): the events under the library's lock, their read-model
+rows and position in the same transaction; a refused projection writes nothing, a read
+model left behind is caught up first, concurrent writers never deadlock, and new
+databases compress event states with lz4."""
 
 from __future__ import annotations
 
@@ -14,24 +14,10 @@ import psycopg
 import pytest
 
 from backends import POSTGRES_URL
-from context_compaction.infrastructure.eventstore.pgsql import ORDERED_FUNCTION
 from context_compaction.infrastructure.readmodel.schema import POSITION
 from helpers import Harness, err, in_thread, ok, user
 
 pytestmark = pytest.mark.postgres
-
-
-def _blocked_by(conn: psycopg.Connection[Any], pid: int, timeout: float = 20.0) -> int:
-    """The pid of a backend waiting for a lock that ``pid`` holds (waits until one is)."""
-    waited = time.monotonic() + timeout
-    while time.monotonic() < waited:
-        row = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", (pid,)
-        ).fetchone()
-        if row is not None:
-            return int(row[0])
-        time.sleep(0.02)
-    raise AssertionError("no backend ever waited for the lock")
 
 
 def _schema(h: Harness) -> str:
@@ -55,83 +41,7 @@ def _consistent(h: Harness) -> None:
     assert position == newest
 
 
-def test_the_projection_runs_before_the_events_lock(pg_databases: Any) -> None:
-    """While an append waits for the events lock, its session row is already written
-    (and row-locked) by its projection: the lock is held only for what needs the ids."""
-    h: Harness = pg_databases.harness("before-lock")
-    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
-    aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
-    locker = psycopg.connect(POSTGRES_URL)
-    try:
-        locker.execute(f'LOCK TABLE "{_schema(h)}".contextcompaction_events IN SHARE MODE')
-        pid = int(locker.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
-        thread, out = in_thread(
-            lambda: h.do({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
-            _blocked_by(probe, pid)
-            with pytest.raises(psycopg.errors.LockNotAvailable):
-                with probe.transaction():
-                    probe.execute(f'SELECT 1 FROM "{_schema(h)}".rm_sessions WHERE aggregate_id = %s'
-                                  " FOR UPDATE NOWAIT", (aggregate,))
-    finally:
-        locker.rollback()
-        locker.close()
-    thread.join(30)
-    assert ok(out["result"])["seqs"] == [2]
-    _consistent(h)
-
-
-@pytest.mark.parametrize("path", ["one_statement", "one_trip", "two_trips"])
-def test_the_contended_path_takes_the_session_row_before_the_lock(pg_databases: Any, path: str) -> None:
-    """A locked writer (ADR 0021) on a session whose one-trip append waits: the append
-    waits for the session's row, not for the events lock while holding that row, so
-    the locked writer can still write the row (before: a deadlock, ended by the
-    server's detector after a second, or here by the shorter lock timeout).
-    ``one_statement``: the function updates the row itself (ADR 0064); ``one_trip``:
-    the pipelined transaction (a process that has not yet seen the session's id)."""
-    h: Harness = pg_databases.harness("lock-order")
-    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
-    other = h.new_bus()  # a second process's caches
-    if path == "two_trips":  # (ADR 0043's path: projection after the lock, session row first too)
-        other.services.extra["app"].projector.splits_at_ids = lambda events: False
-    ok(other.dispatch_json({"type": "get_history", "session_id": "s"}))  # (warm: no SELECT later)
-    if path == "one_statement":  # (its projection now knows the session's id: no SELECT)
-        ok(other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("one b")]}))
-    seq = 3 if path == "one_statement" else 2
-    aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
-    recorder = h.bus.services.extra["app"].recorder
-    with recorder.locked_writer() as writer:
-        assert writer.events_after(UUID(aggregate), seq) == []
-        pid = int(writer.conn.execute("SELECT pg_backend_pid()").fetchone()["pg_backend_pid"])
-        thread, out = in_thread(
-            lambda: other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
-            waiter = _blocked_by(probe, pid)
-            waiting = str(probe.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (waiter,)).fetchone())
-            # It waits for the session's row (the writer's transaction or the tuple),
-            # never for a table: had it taken the events lock first, it would wait on a
-            # relation (and the writer's row update below would deadlock with it).
-            kinds = {r[0] for r in probe.execute(
-                "SELECT locktype FROM pg_locks WHERE pid = %s AND NOT granted", (waiter,)).fetchall()}
-            assert kinds and kinds <= {"transactionid", "tuple"}, kinds
-        writer.conn.execute("SET LOCAL lock_timeout = '500ms'")  # (under the 1 s deadlock_timeout)
-        # What the locked writer's own projection writes: the session row, and the
-        # search row of the next seq (which the waiting append must not hold either).
-        writer.conn.execute(f'UPDATE "{_schema(h)}".rm_sessions SET updated_at = updated_at'
-                            " WHERE aggregate_id = %s", (aggregate,))
-        writer.conn.execute(f'INSERT INTO "{_schema(h)}".rm_search (session_id, seq, role, body)'
-                            " VALUES ('s', 2, 'user', 'x')")
-        writer.conn.execute(f"DELETE FROM \"{_schema(h)}\".rm_search WHERE session_id = 's' AND seq = 2")
-    thread.join(30)
-    assert ok(out["result"])["seqs"] == [seq]
-    # (what the waiting backend ran: the function, or the pipelined transaction's row update)
-    assert (ORDERED_FUNCTION in waiting) is (path == "one_statement"), waiting
-    _consistent(h)
-
-
-def test_a_taken_command_id_writes_nothing_on_the_one_trip_path(pg_databases: Any) -> None:
+def test_a_taken_command_id_writes_nothing(pg_databases: Any) -> None:
     h: Harness = pg_databases.harness("taken-id")
     for sid in ("a", "b"):
         ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
@@ -148,28 +58,22 @@ def test_a_taken_command_id_writes_nothing_on_the_one_trip_path(pg_databases: An
     _consistent(h)
 
 
-@pytest.mark.parametrize("path", ["one_statement", "one_trip"])
+@pytest.mark.parametrize("path", ["same_process", "new_process"])
 def test_a_read_model_behind_the_events_is_caught_up_by_the_careful_path(pg_databases: Any, path: str) -> None:
-    """An event stored without its projection: the one-trip statement finds the position
-    not just before its ids and rolls back (nothing written twice: the session row's
-    update inside the function too, ADR 0064); the careful path replays that event,
-    then appends. ``one_trip``: a process that has not yet seen the session's id."""
+    """An event stored without its projection: the next append finds the position not
+    just before its ids, replays that event, then projects its own (nothing written
+    twice). ``new_process``: a process that has not yet seen the session's id."""
     h: Harness = pg_databases.harness("behind")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
-    writer = h.new_bus() if path == "one_trip" else h.bus
+    writer = h.new_bus() if path == "new_process" else h.bus
     app = h.bus.services.extra["app"]
     session = app.repository.get(UUID(h.query("SELECT aggregate_id FROM {t}rm_sessions")[0][0]))
     session.configure(model="gpt-4o-mini", agent_token_limit=None, set_limit=False, created_at="2026-01-01T00:00:00Z")
     app.recorder.insert_events([app.mapper.to_stored_event(e) for e in session.collect_events()])  # unprojected
     events = h.events()
     assert h.query("SELECT model FROM {t}rm_sessions") == [("gpt-4o",)]
-    projector = writer.services.extra["app"].recorder.projector
-    touched: list[bool] = []
-    plain = projector.touch_before_ids
-    projector.touch_before_ids = lambda events: touched.append(plain(events) is not None) or plain(events)
     result = ok(writer.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
-    assert touched == [path == "one_statement"]
     assert result["seqs"] == [2]
     assert h.events() == events + 1
     assert h.query("SELECT model, message_count FROM {t}rm_sessions") == [("gpt-4o-mini", 2)]
@@ -178,7 +82,7 @@ def test_a_read_model_behind_the_events_is_caught_up_by_the_careful_path(pg_data
 
 
 def test_concurrent_writers_and_a_follower_see_every_event_in_order(pg_databases: Any) -> None:
-    """Writers on their own sessions (one-trip path), two on one shared session (lost
+    """Writers on their own sessions, two on one shared session (lost
     races go the contended path), and a follower polling the notification log while
     they write: every append succeeds, the follower never skips an id it later finds
     stored, and the read model matches the events."""
@@ -306,66 +210,3 @@ def test_an_upgrade_that_cannot_have_the_lock_for_lz4_starts_all_the_same(
     assert _state_compression(h, snapshots) == [("p",)]
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("after")]}))
 
-
-def test_a_plain_append_is_one_round_trip(pg_databases: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """ADR 0053: the whole append, COMMIT included, goes out in one exchange with the
-    server (ADR 0043 had two: one for the notification ids, one with the projection and
-    the COMMIT)."""
-    from psycopg._pipeline_base import BasePipeline
-
-    h: Harness = pg_databases.harness("one-trip")
-    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))  # (warm caches)
-    syncs: list[int] = []
-    enqueue = BasePipeline._enqueue_sync
-
-    def counted(self: Any) -> None:
-        syncs.append(1)
-        enqueue(self)
-
-    monkeypatch.setattr(BasePipeline, "_enqueue_sync", counted)
-    statements: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def noted(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
-        statements.append(str(query)[:40])
-        return execute(self, query, params, **kw)
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", noted)
-    assert ok(h.do({"type": "append_messages", "session_id": "s",
-                    "messages": [user("two"), user("three")]}))["seqs"] == [2, 3]
-    # ADR 0064: one statement outside a pipeline (one exchange); a command id brings
-    # back the pipelined transaction (test_pg_append_statements).
-    assert len(statements) == 1 and not syncs, (syncs, statements)
-    _consistent(h)
-
-
-@pytest.mark.parametrize("path", ["one_trip", "two_trips"])
-def test_an_append_waiting_for_its_session_row_holds_no_events_lock(pg_databases: Any, path: str) -> None:
-    """Every write path takes the session's row before the events lock (ADR 0053): the
-    contended path holds that row while it waits for the lock, so an append that took
-    the lock first and then waited for the row would deadlock with it."""
-    h: Harness = pg_databases.harness("row-first")
-    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
-    other = h.new_bus()
-    ok(other.dispatch_json({"type": "get_history", "session_id": "s"}))
-    if path == "two_trips":
-        other.services.extra["app"].projector.splits_at_ids = lambda events: False
-    aggregate = h.query("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = 's'")[0][0]
-    holder = psycopg.connect(POSTGRES_URL)
-    try:
-        holder.execute(f'SELECT 1 FROM "{_schema(h)}".rm_sessions WHERE aggregate_id = %s FOR UPDATE', (aggregate,))
-        pid = int(holder.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
-        thread, out = in_thread(
-            lambda: other.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user("two")]}))
-        with psycopg.connect(POSTGRES_URL) as probe:
-            _blocked_by(probe, pid)
-            probe.execute(f'LOCK TABLE "{_schema(h)}".contextcompaction_events IN SHARE MODE NOWAIT')
-            probe.rollback()
-    finally:
-        holder.rollback()
-        holder.close()
-    thread.join(30)
-    assert ok(out["result"])["seqs"] == [2]
-    _consistent(h)

@@ -1,4 +1,4 @@
-"""Review 18: on PostgreSQL's one-trip append (ADR 0053) a refused projection writes
+"""Review 18: on PostgreSQL's append (ADR 0073: the library's, the projection under its lock) a refused projection writes
 nothing (events, read model, snapshot) and leaves the pooled connections usable."""
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Break-it review (wave 4) of ADR 0061: PostgreSQL appends send their arrays in
-PostgreSQL's binary format (``pgsql.py``: ``Int8Array``/``TextArray``/``ByteaArray``/
-``UuidArray``, ``binary_arrays_on``), the one-trip append of messages takes no
-``SELECT ... FOR UPDATE`` (``locks_session_row_first``), and snapshot steps grow with
-the tool groups a snapshot holds (``snapshot_step``).
+"""Break-it review (wave 4) of ADR 0061, kept for its behaviour since ADR 0073 replaced
+its write path: hostile texts and encodings read back, the largest message round-trips,
+writers racing on one session never deadlock, and snapshot steps grow with the tool
+groups a snapshot holds (``snapshot_step``).
 
 Tests that fail mark a defect; the others pin what held under attack."""
 
@@ -117,8 +116,8 @@ def test_a_latin1_client_encoding_keeps_message_rows_on_their_session(
 @pytest.mark.postgres
 def test_hostile_ids_and_texts_read_back_on_every_write_path(pg_databases: Any, tmp_path: Path) -> None:
     """Non-ASCII, 4-byte UTF-8 and maximal session ids; a state holding every UTF-8
-    length and a megabyte state; through the one-trip append, the two-trip pipelined
-    path, the locked (contended) writer and the snapshot insert (a snapshot every
+    length and a megabyte state; through the library's pipelined insert, the locked
+    (contended) writer and the snapshot insert (a snapshot every
     event): every message reads back as sent, from a restarted bus, as on SQLite, and
     ``ctxc verify`` finds the read model equal to the events."""
     from helpers import Harness as H
@@ -140,7 +139,7 @@ def test_hostile_ids_and_texts_read_back_on_every_write_path(pg_databases: Any, 
             ]
             for target in (h, reference):
                 ok(target.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
-            ok(h.do({"type": "append_messages", "session_id": sid, "messages": batches[0]}))  # one trip
+            ok(h.do({"type": "append_messages", "session_id": sid, "messages": batches[0]}))
             ok(stale.dispatch_json({"type": "append_messages", "session_id": sid, "messages": batches[1]}))
             ok(two_trips.dispatch_json({"type": "append_messages", "session_id": sid, "messages": batches[2]}))
             # the stale bus's held copy is behind: its save conflicts, the locked writer retries
@@ -179,34 +178,6 @@ def test_the_largest_message_the_limits_allow_round_trips(pg_databases: Any) -> 
         got = ok(bus.dispatch_json({"type": "get_history", "session_id": "s😀"}))["messages"]
         assert [m["content"] == huge for m in got] == [True, False] and got[1]["content"] == "after"
     _consistent(h)
-
-
-@pytest.mark.postgres
-def test_a_hosts_own_psycopg_connections_and_global_adapters_are_untouched(pg_databases: Any) -> None:
-    """The dumpers are registered on our connections only: after our appends a host's
-    psycopg connection (made before and after) still sends lists and bytes as psycopg
-    does, and psycopg's global adapters know nothing of ``BinaryArray``."""
-    from psycopg.adapt import PyFormat
-
-    from context_compaction.infrastructure.eventstore.pgsql import Int8Array, TextArray
-
-    before = psycopg.connect(POSTGRES_URL, autocommit=True)
-    h: Harness = pg_databases.harness("host")
-    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("a"), user("b")]}))
-    after = psycopg.connect(POSTGRES_URL, autocommit=True)
-    try:
-        for conn in (before, after):
-            row = conn.execute("SELECT %s::bigint[], %s::text[], %b::bytea, pg_typeof(%s)::text",
-                               ([1, 2], ["é", "😀"], b"\x00\xff", [1])).fetchone()
-            assert row == ([1, 2], ["é", "😀"], b"\x00\xff", "smallint[]")
-            # a host's bytes subclass instance is plain bytea to it
-            assert conn.execute("SELECT pg_typeof(%b)::text", (Int8Array(b"xy"),)).fetchone() == ("bytea",)
-        for cls in (Int8Array, TextArray):
-            assert psycopg.adapters.get_dumper(cls, PyFormat.BINARY).oid == 17  # bytea's, not an array's
-    finally:
-        before.close()
-        after.close()
 
 
 @pytest.mark.postgres
@@ -286,7 +257,7 @@ def _deadlocks() -> int:
 
 @pytest.mark.postgres
 def test_appends_pins_and_invalidations_racing_on_one_session_never_deadlock(pg_databases: Any) -> None:
-    """Two buses append to one session (one trip, no FOR UPDATE; lost races go the
+    """Two buses append to one session (lost races go the
     locked path), a third pins and unpins (FOR UPDATE first, then its other rows), a
     fourth deletes single messages and appends with reused command ids and a fifth
     compacts, all at once:
@@ -456,22 +427,6 @@ def test_a_session_of_many_tool_groups_restarted_from_its_sparse_snapshots_answe
     assert 1 <= len(small) <= SMALL // 6 + 1, (big, versions)  # step 6, not 3
 
 
-def _events_lock_holder(h: Harness, timeout: float = 10.0) -> int:
-    schema = h.url.split("schema=")[1]
-    waited = time.monotonic() + timeout
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-        while time.monotonic() < waited:
-            row = conn.execute(
-                "SELECT l.pid FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
-                " AND c.relname = 'contextcompaction_events' AND l.mode = 'ExclusiveLock' AND l.granted",
-                (schema,)).fetchone()
-            if row is not None:
-                return int(row[0])
-            time.sleep(0.02)
-    raise AssertionError("nobody took the events lock")
-
-
 def _wait_blocked_by(pid: int, timeout: float = 10.0) -> None:
     waited = time.monotonic() + timeout
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
@@ -484,22 +439,14 @@ def _wait_blocked_by(pid: int, timeout: float = 10.0) -> None:
 
 
 @pytest.mark.postgres
-@pytest.mark.xfail(strict=True, reason=(
-    "known since ADR 0053 (point 4): a host command id reused on another session at the same"
-    " moment meets the locked writer in the opposite order; the server breaks it after"
-    " deadlock_timeout and the outcome is still one ok, one idempotency_conflict (asserted)"))
 def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_writer(
     pg_databases: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """(Not ADR 0061's: its lock order is ADR 0053's.) ADR 0053 orders a session's row
-    before the events lock on every path, but the ``rm_commands`` row of a host command
-    id is taken before the events lock by the one-trip append (its projection runs
-    first) and after it by the locked writer (ADR 0021) and the two-trip path. A
-    command id reused on another session (the host's mistake the contract answers
-    with ``idempotency_conflict``) then deadlocks: the locked writer on ``y`` holds the
-    events lock, the one-trip append on ``x`` has inserted the id and waits for that
-    lock, the writer's projection waits for the id. The server breaks it after
-    ``deadlock_timeout`` (one command retries), where the contract wants no deadlock."""
+    """A host command id reused on another session while the locked writer (ADR 0021)
+    holds the events lock: known as a deadlock since ADR 0053 (the one-trip append took
+    the id before the lock). On the library's path (ADR 0073) every writer takes the
+    events lock before any read-model row, so the other append waits for the lock and
+    then meets the id: one ok, one idempotency_conflict, no deadlock."""
     h: Harness = pg_databases.harness("cmd-reuse")
     for sid in ("x", "y"):
         ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
@@ -509,19 +456,23 @@ def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_wri
     ok(h.do({"type": "append_messages", "session_id": "y", "messages": [user("h0")]}))  # stale is behind
     recorder = stale.services.extra["app"].recorder
     entered, release = threading.Event(), threading.Event()
-    insert_on = recorder._insert_on
+    insert = recorder.insert_events
+    holders: list[int] = []
 
-    def held_there(*args: Any, **kwargs: Any) -> Any:  # (a descheduled process, under the lock)
-        entered.set()
-        release.wait(10)
-        return insert_on(*args, **kwargs)
+    def held_there(stored_events: Any, **kwargs: Any) -> Any:  # (a descheduled process, under the lock)
+        writer = kwargs.get("locked_writer")
+        if writer is not None:
+            holders.append(writer.curs.connection.info.backend_pid)
+            entered.set()
+            release.wait(10)
+        return insert(stored_events, **kwargs)
 
-    monkeypatch.setattr(recorder, "_insert_on", held_there)
+    monkeypatch.setattr(recorder, "insert_events", held_there)
     deadlocks = _deadlocks()
     writer, written = in_thread(lambda: stale.dispatch_json(
         {"type": "append_messages", "session_id": "y", "command_id": "C", "messages": [user("on y")]}))
     assert entered.wait(10), "the locked path was not taken"
-    holder = _events_lock_holder(h)
+    holder = holders[0]
     appender, appended = in_thread(lambda: other.dispatch_json(
         {"type": "append_messages", "session_id": "x", "command_id": "C", "messages": [user("on x")]}))
     _wait_blocked_by(holder)
@@ -533,50 +484,3 @@ def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_wri
     time.sleep(1.2)
     assert _deadlocks() == deadlocks, "the server detected a deadlock"
 
-
-def _dumper_classes() -> int:
-    """The BinaryArray dumper classes psycopg holds for good: with its C implementation
-    (psycopg-binary, psycopg-c) every dumper class ever registered on any connection or
-    cursor is kept in the class-level ``AdaptersMap._optimised`` dict."""
-    import gc
-
-    from psycopg.adapt import AdaptersMap
-
-    gc.collect()
-    names = {"Int8ArrayDumper", "TextArrayDumper", "ByteaArrayDumper", "UuidArrayDumper"}
-    return sum(1 for cls in AdaptersMap._optimised if cls.__name__ in names)
-
-
-@pytest.mark.postgres
-@pytest.mark.parametrize("path", ["snapshots", "two_trips", "locked"])
-def test_the_binary_array_dumpers_do_not_pile_up_with_every_append(pg_databases: Any, path: str) -> None:
-    """``binary_arrays_on`` makes four new Dumper classes each time it registers, and it
-    registers on every new cursor that sends arrays: the snapshot cursor of each append
-    carrying a snapshot, the cursor of each two-trip or locked-writer insert. psycopg's
-    C implementation keeps every registered class forever (``AdaptersMap._optimised``, a
-    class attribute): a long-running process grows by four classes (~4 KB) per such
-    append, without bound. (The pure-Python psycopg frees them with the cursor.)"""
-    from psycopg._cmodule import _psycopg
-
-    if not _psycopg:
-        pytest.skip("psycopg's pure-Python implementation: registered classes die with their cursor")
-    h: Harness = pg_databases.harness("dumpers", snapshot_interval=1 if path == "snapshots" else 0)
-    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    bus = h.new_bus()
-    if path == "two_trips":
-        bus.services.extra["app"].projector.splits_at_ids = lambda events: False
-
-    def append(n: int) -> None:
-        if path == "locked":  # another writer first: this bus's held copy is behind
-            ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user(f"other {n}")]}))
-        ok(bus.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [user(f"m{n}")]}))
-
-    for n in range(3):  # (warm: every pooled connection made and registered)
-        append(n)
-    before = _dumper_classes()
-    for n in range(3, 43):
-        append(n)
-    if path == "locked":
-        assert "s" in bus.services._contended
-    grown = _dumper_classes() - before
-    assert grown <= 8, f"{grown} dumper classes more after 40 appends"

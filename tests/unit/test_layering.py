@@ -100,9 +100,11 @@ def library_private_names() -> set[str]:
     sources = [*Path(eventsourcing.__file__).parent.rglob("*.py"),
                *Path(psycopg_pool.__file__).parent.rglob("*.py"),
                Path(psycopg.__file__).parent / "_connection_base.py"]
-    site = Path(eventsourcing.__file__).parent.parent
     for path in sources:
-        if "tests" in path.relative_to(site).parts:
+        # (each library's own tests; the libraries may sit in different site dirs)
+        root = next(Path(m.__file__).parent for m in (eventsourcing, psycopg_pool, psycopg)
+                    if path.is_relative_to(Path(m.__file__).parent))
+        if "tests" in path.relative_to(root).parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -29,11 +29,8 @@ INFRASTRUCTURE = Path(__file__).resolve().parents[2] / "infrastructure"
 OTHER_READERS = {
     Session.Started: {"eventstore/feed.py"},
     # (verify.py: the search rows it compares come from message bodies, ADR 0049)
-    Session.MessageAppended: {"eventstore/mapper.py", "readmodel/schema.py", "memory/recorder.py", "verify.py",
-                              "readmodel/projector.py"},
+    Session.MessageAppended: {"eventstore/mapper.py", "readmodel/schema.py", "memory/recorder.py", "verify.py"},
     Session.CheckpointCommitted: {"timeline.py", "memory/stores.py"},
-    # (projector.py: an append that also invalidates takes the careful path, ADR 0053)
-    Session.HistoryInvalidated: {"readmodel/projector.py"},
 }
 
 

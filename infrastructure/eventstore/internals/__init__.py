@@ -1,75 +1,44 @@
-"""Where we extend eventsourcing (and psycopg_pool) beneath their public APIs: the only
-package that does, one module per library part (``sqlite``, ``postgres``,
-``application``, ``pool``).
+"""The three private names of eventsourcing this project uses, and nothing else of the
+library beneath its public API (ADR 0073, ``docs/storage.md``).
 
-Written for eventsourcing ``WRITTEN_FOR``; ``tests/unit/test_library_pin.py`` fails on any
-other version and checks that every private name used here still exists. Before moving
-the pin, re-read each override below against the new release's source.
+``tests/unit/test_library_pin.py`` checks that each still exists on the installed
+release (any ``eventsourcing>=9.5,<10``) and that no other private name is used:
 
-* ``StatementCachingPool``: the SQLite pool's connection factory (``_create_connection``)
-  and its writer lock (``_writer_lock``, ``_num_writers``, ``_closed``,
-  ``_mutually_exclusive_read_write``); ``SQLiteFactory`` installs it (ADR 0016).
-* The projecting recorders: SQLite's ``_insert_events`` hook (the library's own
-  extension point, as in its ``searchablecontent`` example), PostgreSQL's
-  ``_insert_stored_events``, ``_lock_table`` and ``_notify_channel`` (no NOTIFY);
-  the snapshot recorder's inserts (SQLite: its ``_insert_events``; PostgreSQL: the
-  events' own binary INSERT into its table, ADR 0057). The common PostgreSQL append
-  is one round trip with the projection before the events lock (ADR 0053).
-* ``FastSaveApplication``: ``Application.save`` minus its runtime Protocol checks,
-  recording through the library's ``_record`` and announcing through ``_notify``, so
-  followers and process applications see every event (ADR 0026).
-* ``without_inner_retries``: the PostgreSQL reads undecorated (``__wrapped__``).
-* ``FastEventStore``: the event store's public ``put``, building the library's frozen
-  ``Recording`` and ``Notification`` dataclasses field by field (ADR 0056; the pin
-  test compares its recordings with the library's own).
-* ``newest_idle_first`` (``pool``): psycopg_pool's idle connections handed out newest
-  first, an expired one before them (ADR 0067).
+* ``SQLiteApplicationRecorder._insert_events(c, stored_events, **kwargs)``: the insert
+  hook the library's own process recorder and its ``searchablecontent`` example
+  extend. Ours calls it, then writes the read-model rows and due snapshots through the
+  same cursor, in the events' transaction.
+* ``PostgresApplicationRecorder._fetch_ids_after_insert_events(curs, stored_events,
+  **kwargs)``: on PostgreSQL the ``_insert_events`` hook runs before the events' INSERT,
+  when their notification ids (which the read model's rows carry) do not exist yet;
+  this one runs after it, in the same transaction, still under the events lock.
+* ``Application._notify(recordings)``: how a ``Leader`` prompts its followers. A
+  command that lost a race is decided again and saved inside a transaction that holds
+  the writer lock (ADR 0021); its followers are told once that has committed.
 """
 
 from __future__ import annotations
 
-from .application import FastEventStore, FastSaveApplication
-from .pool import NewestFirst, newest_idle_first
-from .postgres import postgres_recorder_class, without_inner_retries, without_redundant_lock_timeout
-from .sqlite import LockedWriter, ProjectingSQLiteRecorder, SQLiteFactory, StatementCachingPool
+from typing import Any
+
+from .postgres import postgres_recorder_class, without_inner_retries
+from .sqlite import LockedWriter, ProjectingSQLiteRecorder
 
 __all__ = [
-    "PRIVATE_NAMES",
-    "WRITTEN_FOR",
-    "FastEventStore",
-    "FastSaveApplication",
-    "LockedWriter",
-    "NewestFirst",
-    "ProjectingSQLiteRecorder",
-    "SQLiteFactory",
-    "StatementCachingPool",
-    "newest_idle_first",
-    "postgres_recorder_class",
+    "PRIVATE_NAMES", "LockedWriter", "ProjectingSQLiteRecorder", "announce", "postgres_recorder_class",
     "without_inner_retries",
-    "without_redundant_lock_timeout",
 ]
 
-#: The eventsourcing release this package was written against.
-WRITTEN_FOR = "9.5.6"
-
-#: Every private library name this package uses, by the library class that defines
-#: it (the pin test checks that each still exists there).
+#: Every private library name used here, by the library class that defines it.
 PRIVATE_NAMES: dict[str, tuple[str, ...]] = {
-    "eventsourcing.persistence:ConnectionPool": (
-        "_writer_lock", "_num_writers", "_closed", "_mutually_exclusive_read_write",
-    ),
-    "eventsourcing.sqlite:SQLiteConnectionPool": ("_create_connection",),
-    "eventsourcing.sqlite:SQLiteAggregateRecorder": ("_insert_events",),
     "eventsourcing.sqlite:SQLiteApplicationRecorder": ("_insert_events",),
-    "eventsourcing.postgres:PostgresApplicationRecorder": (
-        "_insert_stored_events", "_lock_table", "_notify_channel",
-    ),
-    "eventsourcing.application:Application": ("_record", "_notify"),
-    # (psycopg_pool's, which eventsourcing's PostgreSQL pool subclasses:
-    # ``newest_idle_first``; the connections' ``_expire_at`` is set by the pool's code)
-    "psycopg_pool.pool:ConnectionPool": ("_pool", "_lock"),
-    "psycopg._connection_base:BaseConnection": ("_expire_at",),
-    "eventsourcing.postgres:PostgresSubscription": (
-        "_listen", "_recorder", "_has_been_stopped", "_thread_error", "_has_been_notified",
-    ),
+    "eventsourcing.postgres:PostgresApplicationRecorder": ("_fetch_ids_after_insert_events",),
+    "eventsourcing.application:Application": ("_notify",),
 }
+
+
+def announce(app: Any, recordings: list[Any]) -> None:
+    """Prompt ``app``'s followers (a ``Leader``'s) about recordings that have committed,
+    as ``Application.save`` does after recording."""
+    if recordings:
+        app._notify(recordings)
