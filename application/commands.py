@@ -25,6 +25,7 @@ from pydantic import (
 from context_compaction.domain.messages import MAX_INT, Message, json_problem
 
 from . import results as r
+from . import results_costs as rc
 
 
 def _no_nul(value: str) -> str:
@@ -176,11 +177,32 @@ class DeleteSession(Command[r.DeleteSessionResult]):
 
 
 class Compact(Command[r.CompactOutcome]):
-    """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1)."""
+    """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1).
+
+    ``dry_run`` makes the candidate and commits nothing (``commit_candidate`` commits
+    it); ``up_to_seq`` / ``fraction`` summarize only the oldest whole turns (issue 43)."""
 
     type: Literal["compact"] = "compact"
     session_id: SessionId
     model: ModelName | None = None
+    dry_run: StrictBool = False
+    up_to_seq: Seq | None = None
+    fraction: Annotated[float, Field(gt=0, lt=1)] | None = None
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> Compact:
+        if self.up_to_seq is not None and self.fraction is not None:
+            raise ValueError("give up_to_seq or fraction, not both")
+        return self
+
+
+class CommitCandidate(Command[r.CompactOutcome]):
+    """Commit a dry run's candidate if the session's generation has not moved since
+    (else ``stale_candidate``); appends do not move it (issue 43)."""
+
+    type: Literal["commit_candidate"] = "commit_candidate"
+    session_id: SessionId
+    candidate_id: Annotated[str, StringConstraints(min_length=1, max_length=256), NoNul]
 
 
 ToolSchema = dict[str, Any]
@@ -321,6 +343,14 @@ class Resummarize(Command[r.ResummarizeResult]):
     model: ModelName | None = None
 
 
+class GetSessionCost(Command[rc.SessionCostResult]):
+    """The session's recorded usages and summary calls priced: totals, per model,
+    summaries apart, and each compaction's balance (issue 43)."""
+
+    type: Literal["get_session_cost"] = "get_session_cost"
+    session_id: SessionId
+
+
 class ReadEvents(Command[r.EventsResult]):
     """The event feed: stored events after a position, in order (issue 15)."""
 
@@ -354,6 +384,8 @@ AnyCommand = Annotated[
         ListCompactionAttempts,
         Resummarize,
         ReadEvents,
+        CommitCandidate,
+        GetSessionCost,
     ],
     Field(discriminator="type"),
 ]

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from context_compaction.application import results as r
+from context_compaction.application import results_costs as rc
 from context_compaction.application.commands import COMMAND_ADAPTER, command_types
 
 REF = "#/components/schemas/{model}"
@@ -45,6 +46,8 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "list_compaction_attempts": r.CompactionAttemptsResult,
     "resummarize": r.ResummarizeResult,
     "read_events": r.EventsResult,
+    "commit_candidate": r.CompactOutcome,
+    "get_session_cost": rc.SessionCostResult,
 }
 
 
