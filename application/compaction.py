@@ -38,7 +38,15 @@ from .ledgers import ledger_budget, verify_summary
 from .ports import SummaryRequest
 from .services import Services, mutate
 from .session_context import SessionContext
-from .telemetry import SUMMARY_DURATION
+from .telemetry import (
+    GENAI_CONVERSATION_ID,
+    GENAI_INPUT_TOKENS,
+    GENAI_OPERATION_NAME,
+    GENAI_OUTPUT_TOKENS,
+    GENAI_REQUEST_MODEL,
+    SUMMARY_DURATION,
+    record_token_usage,
+)
 from .turncontext import TurnContext, prepare_context
 from .turnlease import refuse_while_turn_runs
 
@@ -220,12 +228,18 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
 def _summarize(svc: Services, request: SummaryRequest, reason: str) -> Any:
     """The summary call in a ``ctxc.summary`` span, its latency in ``ctxc.summary.duration``."""
     attributes = {"ctxc.session_id": request.session_id, "ctxc.summarizer": summarizer_label(svc),
-                  "ctxc.reason": reason}
+                  "ctxc.reason": reason, GENAI_CONVERSATION_ID: request.session_id,
+                  GENAI_OPERATION_NAME: "chat", GENAI_REQUEST_MODEL: request.model}
     started = time.perf_counter()
     outcome = "failed"
     try:
-        with svc.telemetry.span("ctxc.summary", attributes):
+        with svc.telemetry.span("ctxc.summary", attributes) as span:
             result = asyncbus.summarize(svc.summarizer, request, timeout=summary_wait(svc))
+            usage = getattr(result, "usage", None)
+            if usage:
+                span.set(GENAI_INPUT_TOKENS, int(usage.get("prompt_tokens") or 0))
+                span.set(GENAI_OUTPUT_TOKENS, int(usage.get("completion_tokens") or 0))
+                record_token_usage(svc.telemetry, request.model, "chat", usage)
         outcome = "ok"
         return result
     finally:

@@ -30,6 +30,7 @@ from .background_compaction import settle_background
 from .breaker import paused
 from .staged import Cleared, clear_tool_results, with_clearing
 from .turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
+from .telemetry import record_token_usage
 from .turnstate import IssuedRequest
 from .costs import record_request_usage
 from .usage import context_usage, inputs_of, prompt_cache_usage
@@ -322,6 +323,8 @@ def record_usage(cmd: c.RecordUsage, svc: Services) -> r.RecordUsageResult:
         cached_tokens=cached, cache_creation_tokens=created, completion_tokens=cmd.completion_tokens or 0,
         history_count=request.history_count,
     ))
+    record_token_usage(svc.telemetry, request.model, "chat",
+                       {"prompt_tokens": cmd.prompt_tokens, "completion_tokens": cmd.completion_tokens or 0})
     log.info(
         "provider usage recorded",
         extra={
