@@ -65,6 +65,8 @@ class PolicyRow(Result):
     """Where the policy comes from: a settings file, ours as recorded, or a peer's
     documentation (cited)."""
     compactions: int
+    compactions_by_reason: dict[str, int]
+    """Committed compactions by trigger: ``auto``, ``overflow``."""
     summary_calls: int
     tokens_sent: int
     cacheable_share: float
@@ -83,5 +85,7 @@ class SimulationResult(Result):
     model: str
     turns: int
     recorded_compactions: int
+    """Committed compactions in the recorded session's attempt log."""
+    recorded_by_reason: dict[str, int]
     rows: list[PolicyRow]
     text: str

@@ -302,6 +302,13 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- parser
+def _issue_43_commands() -> dict[str, Any]:
+    from . import cli_costs
+
+    return {"cost": cli_costs.cmd_cost, "commit-candidate": cli_costs.cmd_commit_candidate,
+            "simulate": cli_costs.cmd_simulate}
+
+
 COMMANDS = {
     "demo": cmd_demo,
     "dispatch": cmd_dispatch,
@@ -318,6 +325,7 @@ COMMANDS = {
     "serve": cmd_serve,
     "resummarize": cmd_resummarize,
     "events": cmd_events,
+    **_issue_43_commands(),
 }
 
 

@@ -114,6 +114,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _session_commands(add)
     _log_commands(add)
     _serve_command(add)
+    from .cli_costs import add_parsers  # (issue 43)
+
+    add_parsers(add)
     return parser
 
 

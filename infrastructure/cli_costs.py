@@ -1,0 +1,92 @@
+"""``ctxc cost``, ``ctxc commit-candidate`` and ``ctxc simulate`` (issue 43): their options
+and what they run; cli.py and cli_parser.py only register them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from .cli_setup import UsageError
+
+
+def add_parsers(add: Any) -> None:
+    p = add("cost", "what a session's recorded requests and summary calls cost, per model, and each "
+                    "compaction's balance", session=True, read_only=True)
+    p = add("commit-candidate", "commit a dry run's candidate (compact {dry_run: true}) if the session's "
+                                "generation is unchanged", session=True)
+    p.add_argument("candidate", help="candidate id")
+    p = add("simulate", "replay a recorded session under other settings (in memory, offline) and print "
+                        "the policies side by side, the peers' defaults among them", read_only=True)
+    p.add_argument("--session", required=True, help="the recorded session")
+    p.add_argument("--settings", action="append", default=[], metavar="FILE",
+                   help="a JSON settings file over the session's settings: one policy each (repeatable)")
+    p.add_argument("--system-prompt-file", metavar="FILE", help="the system prompt its requests carried")
+    p.add_argument("--tools-file", metavar="FILE", help="the tools its requests carried (a JSON list)")
+    p.add_argument("--no-peers", action="store_true", help="leave out the peers' default policies")
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    from context_compaction.application import commands as c
+
+    from .cli import _bus, _emit
+
+    with _bus(args) as bus:
+        result = bus.dispatch(c.GetSessionCost(session_id=args.session))
+    return _emit(args, result, cost_text(result))
+
+
+def cost_text(result: Any) -> str:
+    def line(label: str, f: Any) -> str:
+        return (f"{label:<22}${f.total_usd:,.6f}  {f.calls:,} calls, prompt {f.prompt_tokens:,} "
+                f"(cached {f.cached_tokens:,}, written {f.cache_creation_tokens:,}), "
+                f"completion {f.completion_tokens:,}" + ("" if f.priced else "  (some unpriced)"))
+
+    lines = [line("Total", result.total), line("Requests", result.requests), line("Summaries", result.summaries)]
+    lines += [line(f"  {m.model} ({m.prices_source})", _sum(m)) for m in result.per_model]
+    for cp in result.compactions:
+        n = cp.net
+        lines.append(f"Compaction {cp.at[:19]}  shed {n.tokens_shed:,} x {n.requests} requests"
+                     f"{' so far' if n.open else ''}: saved ${n.saved_usd:,.6f}, spent ${n.spent_usd:,.6f} "
+                     f"(summary ${n.summary_usd:,.6f}, cache ${n.invalidated_cache_usd:,.6f}), net ${n.net_usd:,.6f}")
+    return "\n".join(lines)
+
+
+def _sum(model: Any) -> Any:
+    r, s = model.requests, model.summaries
+    return r.model_copy(update={k: getattr(r, k) + getattr(s, k) for k in (
+        "calls", "prompt_tokens", "cached_tokens", "cache_creation_tokens", "completion_tokens", "total_usd")}
+        | {"priced": r.priced and s.priced})
+
+
+def cmd_commit_candidate(args: argparse.Namespace) -> int:
+    from context_compaction.application import commands as c
+
+    from .cli import _bus, _emit
+
+    with _bus(args) as bus:
+        result = bus.dispatch(c.CommitCandidate(session_id=args.session, candidate_id=args.candidate))
+    return _emit(args, result, result.report)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from .cli import _bus, _emit
+    from .simulate import Policy, simulate
+
+    policies = [Policy(Path(f).stem, f"settings file {f}", _json_file(f, dict)) for f in args.settings]
+    system = Path(args.system_prompt_file).read_text(encoding="utf-8") if args.system_prompt_file else None
+    tools = _json_file(args.tools_file, list) if args.tools_file else None
+    with _bus(args) as bus:
+        result = simulate(bus, args.session, policies, system_prompt=system, tools=tools, peers=not args.no_peers)
+    return _emit(args, result, result.text)
+
+
+def _json_file(path: str, kind: type) -> Any:
+    try:
+        value = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    if not isinstance(value, kind):
+        raise UsageError(f"{path} must hold a JSON {'object' if kind is dict else 'list'}")
+    return value
