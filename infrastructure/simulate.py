@@ -108,7 +108,9 @@ def simulate(
     records = svc.read_model.messages(session_id)
     info = bus.dispatch(c.GetContextUsage(session_id=session_id, system_prompt=system_prompt,
                                           tools=list(tools) if tools else None))
-    provider_window = info.effective_window_tokens if info.window_source == "provider overflow error" else None
+    # The provider refuses what is over its window: the one the session learned from an
+    # overflow error, else the one it was configured with.
+    provider_window = info.effective_window_tokens
     recorded = [a.reason for a in bus.dispatch(c.ListCompactionAttempts(session_id=session_id)).attempts
                 if a.outcome in ("compacted", "degraded")]
     base = svc.settings.model_dump(mode="python", by_alias=True)
