@@ -8,7 +8,29 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .cli_setup import UsageError
+from .cli_setup import UsageError, require_database, settings_for
+
+# As cli.py's ``_shown`` (which this module may not import: cli imports it): stored text
+# reaches the terminal with C0/C1 controls and bidi controls escaped.
+_SHOWN = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+_SHOWN.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+
+
+def _bus(args: argparse.Namespace) -> Any:
+    from .bootstrap import bootstrap
+
+    settings = settings_for(args)
+    if getattr(args, "read_only", False):
+        require_database(settings, args.command)
+    return bootstrap(settings)
+
+
+def _emit(args: argparse.Namespace, result: Any, text: str) -> int:
+    if args.json:
+        print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    else:
+        print(text.translate(_SHOWN))
+    return 0
 
 
 def add_parsers(add: Any) -> None:
@@ -30,7 +52,6 @@ def add_parsers(add: Any) -> None:
 def cmd_cost(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
-    from .cli import _bus, _emit
 
     with _bus(args) as bus:
         result = bus.dispatch(c.GetSessionCost(session_id=args.session))
@@ -63,7 +84,6 @@ def _sum(model: Any) -> Any:
 def cmd_commit_candidate(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
-    from .cli import _bus, _emit
 
     with _bus(args) as bus:
         result = bus.dispatch(c.CommitCandidate(session_id=args.session, candidate_id=args.candidate))
@@ -71,7 +91,6 @@ def cmd_commit_candidate(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .cli import _bus, _emit
     from .simulate import Policy, simulate
 
     policies = [Policy(Path(f).stem, f"settings file {f}", _json_file(f, dict)) for f in args.settings]
