@@ -177,10 +177,8 @@ class DeleteSession(Command[r.DeleteSessionResult]):
 
 
 class Compact(Command[r.CompactOutcome]):
-    """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1).
-
-    ``dry_run`` makes the candidate and commits nothing (``commit_candidate`` commits
-    it); ``up_to_seq`` / ``fraction`` summarize only the oldest whole turns (issue 43)."""
+    """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1); a
+    ``dry_run`` commits nothing, ``up_to_seq``/``fraction`` take the oldest turns (issue 43)."""
 
     type: Literal["compact"] = "compact"
     session_id: SessionId
@@ -197,8 +195,7 @@ class Compact(Command[r.CompactOutcome]):
 
 
 class CommitCandidate(Command[r.CompactOutcome]):
-    """Commit a dry run's candidate if the session's generation has not moved since
-    (else ``stale_candidate``); appends do not move it (issue 43)."""
+    """A dry run's candidate, committed unless the generation moved (``stale_candidate``)."""
 
     type: Literal["commit_candidate"] = "commit_candidate"
     session_id: SessionId
@@ -344,8 +341,7 @@ class Resummarize(Command[r.ResummarizeResult]):
 
 
 class GetSessionCost(Command[rc.SessionCostResult]):
-    """The session's recorded usages and summary calls priced: totals, per model,
-    summaries apart, and each compaction's balance (issue 43)."""
+    """Recorded usages and summary calls priced, per model; compactions' balance (issue 43)."""
 
     type: Literal["get_session_cost"] = "get_session_cost"
     session_id: SessionId
