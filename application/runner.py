@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_compaction.domain.errors import OverflowRetryExhausted
+from context_compaction.domain.errors import ContextCompactionError, OverflowRetryExhausted
 from context_compaction.domain.overflow import parse_overflow, trim_request
 
 from . import commands as c
@@ -154,9 +154,13 @@ class TurnRunner:
         if session_id in self._compact_asked:
             # After the turn (a manual compaction is refused while one runs).
             self._compact_asked.discard(session_id)
-            outcome = await self.bus.adispatch(c.Compact(session_id=session_id))
-            if outcome.status == "compacted":
-                result.compactions.append(outcome)
+            try:
+                outcome = await self.bus.adispatch(c.Compact(session_id=session_id))
+            except ContextCompactionError as exc:  # the turn itself succeeded: said, not raised
+                result.warnings.append(f"compact_now: the compaction failed ({exc.code})")
+            else:
+                if outcome.status == "compacted":
+                    result.compactions.append(outcome)
         return result
 
     async def _append(

@@ -154,7 +154,7 @@ def _missing(session_id: str) -> Any:
     raise SessionNotFound(f"session {session_id!r} does not exist")
 
 
-def _turns(records: list[dict[str, Any]], svc: Any, encoding: str) -> list[list[dict[str, Any]]]:
+def _turns(records: list[Any], svc: Any, encoding: str) -> list[list[dict[str, Any]]]:
     counts = [svc.tokens.count_record(r, encoding) for r in records]
     return [[_message(r) for r in records[t.start:t.end]] for t in group_turns(records, counts)]
 

@@ -60,3 +60,15 @@ def test_compact_now_compacts_when_the_turn_ends(make_harness: MakeHarness, prov
     # The turn itself is whole in the raw log: the compaction came after its answer.
     assert ok(h.do({"type": "get_history", "session_id": SID}))["messages"][-1]["content"] == "ok, compacting"
     h.close()
+
+
+def test_a_failed_compact_now_is_a_warning_not_a_lost_turn(make_harness: MakeHarness, provider) -> None:
+    from helpers import RecordingSummarizer
+
+    provider.queue(Reply.calls(("b1", "compact_now", {})), Reply(text="fine"))
+    h = harness(make_harness, provider)
+    h.bus.services.summarizer = RecordingSummarizer(fail=True)
+    result = _run(h, compact_tool=True)
+    assert result.answer == "fine" and result.compactions == []
+    assert result.warnings == ["compact_now: the compaction failed (summary_failed)"]
+    h.close()
