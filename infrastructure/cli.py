@@ -305,8 +305,8 @@ def cmd_events(args: argparse.Namespace) -> int:
 def _issue_43_commands() -> dict[str, Any]:
     from . import cli_costs
 
-    return {"cost": cli_costs.cmd_cost, "commit-candidate": cli_costs.cmd_commit_candidate,
-            "simulate": cli_costs.cmd_simulate}
+    return {"cost": cli_costs.cmd_cost, "preview": cli_costs.cmd_preview,
+            "commit-candidate": cli_costs.cmd_commit_candidate, "simulate": cli_costs.cmd_simulate}
 
 
 COMMANDS = {

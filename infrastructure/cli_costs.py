@@ -36,6 +36,12 @@ def _emit(args: argparse.Namespace, result: Any, text: str) -> int:
 def add_parsers(add: Any) -> None:
     p = add("cost", "what a session's recorded requests and summary calls cost, per model, and each "
                     "compaction's balance", session=True, read_only=True)
+    p = add("preview", "compact {dry_run: true}: make the candidate a compaction would commit, show it with "
+                       "its cost and candidate id, commit nothing", session=True)
+    p.add_argument("--model", help="summarize with this model (default: the session's)")
+    part = p.add_mutually_exclusive_group()
+    part.add_argument("--up-to-seq", type=int, metavar="SEQ", help="summarize only whole turns ending at or before SEQ")
+    part.add_argument("--fraction", type=float, help="summarize only the oldest whole turns, at most this share")
     p = add("commit-candidate", "commit a dry run's candidate (compact {dry_run: true}) if the session's "
                                 "generation is unchanged", session=True)
     p.add_argument("candidate", help="candidate id")
@@ -79,6 +85,25 @@ def _sum(model: Any) -> Any:
     return r.model_copy(update={k: getattr(r, k) + getattr(s, k) for k in (
         "calls", "prompt_tokens", "cached_tokens", "cache_creation_tokens", "completion_tokens", "total_usd")}
         | {"priced": r.priced and s.priced})
+
+
+def cmd_preview(args: argparse.Namespace) -> int:
+    from context_compaction.application import commands as c
+
+    with _bus(args) as bus:
+        result = bus.dispatch(c.Compact(session_id=args.session, model=args.model, dry_run=True,
+                                        up_to_seq=args.up_to_seq, fraction=args.fraction))
+    if result.status != "candidate":
+        return _emit(args, result, result.report)
+    net = result.net
+    cost = "unknown" if result.summary_cost_usd is None else f"${result.summary_cost_usd:,.6f}"
+    text = [result.report, "", result.summary or "", "",
+            f"Summary call cost    {cost}"]
+    if net is not None:
+        text.append(f"Forecast balance     saves ${net.saved_usd:,.6f} over ~{net.requests} requests, "
+                    f"spends ${net.spent_usd:,.6f}: net ${net.net_usd:,.6f}")
+    text.append(f"Commit it with       ctxc commit-candidate {args.session} {result.candidate_id}")
+    return _emit(args, result, "\n".join(text))
 
 
 def cmd_commit_candidate(args: argparse.Namespace) -> int:

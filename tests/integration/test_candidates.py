@@ -162,3 +162,24 @@ def test_info_forecasts_a_session_of_known_growth(make_harness: MakeHarness) -> 
     assert f["turns_to_window"] == math.ceil((window - used[-1]) / per_turn)
     assert "Forecast" in info["text"] and f["method"] in info["text"]
     h.close()
+
+
+@pytest.mark.backends("sqlite")
+def test_ctxc_preview_then_commit_candidate_in_another_process(make_harness: MakeHarness, backend, capsys) -> None:
+    """The candidate is kept in the store: a second ``ctxc`` commits what the first made."""
+    import json
+
+    from context_compaction.infrastructure.cli import main
+
+    h = _session(make_harness)
+    h.close()
+    common = ["--db", h.url, "--summarizer", "extractive", "--json"]
+    assert main(["preview", SID, "--up-to-seq", "20", *common]) == 0
+    dry = json.loads(capsys.readouterr().out)
+    assert dry["status"] == "candidate" and dry["first_retained_seq"] <= 21
+    assert main(["commit-candidate", SID, dry["candidate_id"], *common]) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["status"] == "compacted" and done["first_retained_seq"] == dry["first_retained_seq"]
+    assert main(["cost", SID, *common]) == 0
+    cost = json.loads(capsys.readouterr().out)
+    assert cost["session_id"] == SID and [c["reason"] for c in cost["compactions"]] == ["manual"]
