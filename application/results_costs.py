@@ -68,6 +68,8 @@ class PolicyRow(Result):
     compactions_by_reason: dict[str, int]
     """Committed compactions by trigger: ``auto``, ``overflow``."""
     summary_calls: int
+    recorded_summaries: int
+    """Of the summaries, the recorded ones reused (the cut matched the recording's)."""
     tokens_sent: int
     cacheable_share: float
     """Of ``tokens_sent``, the share a prefix cache could serve (each request's prefix

@@ -54,11 +54,12 @@ def main() -> None:
 
 
 def markdown(result: dict[str, Any]) -> list[str]:
-    lines = ["| policy | compactions | summary calls | tokens sent | prefix-cacheable | cost USD | facts kept |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| policy | compactions | summary calls (recorded reused) | tokens sent | prefix-cacheable | cost USD | "
+             "facts kept |", "|---|---:|---:|---:|---:|---:|---:|"]
     for r in result["rows"]:
         kept = "-" if r["facts_kept"] is None else f"{r['facts_kept']}/{r['facts_total']}"
-        lines.append(f"| {r['policy']} | {r['compactions']} | {r['summary_calls']} | {r['tokens_sent']:,} | "
+        lines.append(f"| {r['policy']} | {r['compactions']} | {r['summary_calls']} ({r['recorded_summaries']}) | "
+                     f"{r['tokens_sent']:,} | "
                      f"{r['cacheable_share']:.0%} | {r['cost_usd']:.4f} | {kept} |")
     lines += ["", f"{result['turns']} turns of the workload on {result['model']} (window "
               f"{result['window']:,}); recorded compactions {result['recorded_compactions']}, replayed under "

@@ -6,8 +6,9 @@ and the turn's first request prepared (where automatic compaction decides, as in
 recorded run), then each assistant step and what followed it, with a continuation
 request before every further step. A request larger than the provider's window (the
 window the recorded session learned from an overflow error, if any) is refused as the
-provider refused it, and recovered with ``recover_overflow``. Summaries are extractive
-(deterministic, no network); background summaries are not replayed.
+provider refused it, and recovered with ``recover_overflow``. A summary is the recorded
+one where the cut matches (the same boundary on top of the same previous boundary),
+else extractive (deterministic, no network); background summaries are not replayed.
 
 What the log does not keep, the caller gives: the system prompt and tools each request
 carried (``system_prompt``, ``tools``).
@@ -83,6 +84,48 @@ def peer_policies(window: int, max_output: int, message_tokens: int) -> list[Pol
     ]
 
 
+class RecordedSummaries:
+    """The summarizer of a replay: the recorded checkpoint's summary where the replay cuts
+    where the recording did, on top of the same previous boundary; extractive elsewhere."""
+
+    provider_kind = "extractive"
+
+    def __init__(self, recorded: Mapping[tuple[int, int | None], str]) -> None:
+        from .summarizers import ExtractiveSummarizer
+
+        self.recorded = dict(recorded)
+        self.fallback = ExtractiveSummarizer()
+        self.bus: Any = None
+        self.reused = 0
+
+    def summarize(self, request: Any) -> Any:
+        from context_compaction.application.ports import SummaryResult
+
+        last = request.source.last_seq
+        text = None if last is None else self.recorded.get((last + 1, self._previous(request.session_id)))
+        if text is None:
+            return self.fallback.summarize(request)
+        self.reused += 1
+        return SummaryResult(text=text, provider_kind="recorded", model=request.model)
+
+    def _previous(self, session_id: str) -> int | None:
+        row = self.bus.services.read_model.session(session_id)
+        cp = self.bus.services.read_model.checkpoint(row.active_checkpoint_id) if row.active_checkpoint_id else None
+        return cp.first_retained_seq if cp is not None else None
+
+
+def recorded_summaries(bus: Any, session_id: str) -> dict[tuple[int, int | None], str]:
+    """(boundary, previous boundary) → summary, of the session's committed checkpoints
+    that were summarized by something other than the extractive summarizer."""
+    found = bus.dispatch(c.ListCheckpoints(session_id=session_id)).checkpoints
+    boundary = {cp.checkpoint_id: cp.first_retained_seq for cp in found}
+    # An extractive recording is remade exactly by the replay's own summarizer (reusing
+    # its stored, already verified text would verify it twice): only summaries the
+    # replay cannot remake offline (an LLM's, a native one's) are reused.
+    return {(cp.first_retained_seq, boundary.get(cp.parent_checkpoint_id or "")): cp.summary
+            for cp in found if not cp.degraded and cp.provider_kind != "extractive"}
+
+
 @dataclass
 class _Run:
     sent: int = 0
@@ -123,9 +166,10 @@ def simulate(
     if peers:
         chosen += peer_policies(window, catalog_output, mean)
     turns = _turns(records, svc, encoding)
+    summaries = recorded_summaries(bus, session_id)
     with _quiet():
         rows = [
-            _replay(policy, base, row.model, turns, provider_window, system_prompt, tools)
+            _replay(policy, base, row.model, turns, provider_window, system_prompt, tools, summaries)
             for policy in chosen
         ]
     result = rc.SimulationResult(session_id=session_id, model=row.model, turns=len(turns),
@@ -174,12 +218,15 @@ def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def _replay(
     policy: Policy, base: Mapping[str, Any], model: str, turns: list[list[dict[str, Any]]],
     provider_window: int | None, system_prompt: str | None, tools: Sequence[dict[str, Any]] | None,
+    summaries: Mapping[tuple[int, int | None], str],
 ) -> rc.PolicyRow:
     values = _merged(base, policy.overrides)
     values.update(database_url=f"memory://simulate-{uuid.uuid4().hex}", summarizer="extractive")
     values["context_compaction"] = {**values.get("context_compaction", {}), "background_ratio": None}
     settings = Settings.model_validate(values)
-    sim = bootstrap(settings)
+    summarizer = RecordedSummaries(summaries)
+    sim = bootstrap(settings, summarizer=summarizer)
+    summarizer.bus = sim
     try:
         sid = "simulated"
         sim.dispatch(c.StartSession(session_id=sid, model=model))
@@ -188,7 +235,7 @@ def _replay(
                                 tools=list(tools) if tools else None)
         for turn in turns:
             _turn(sim, sid, model, turn, prepare, provider_window, run)
-        return _row(sim, sid, policy, settings, model, run)
+        return _row(sim, sid, policy, settings, model, run, summarizer.reused)
     finally:
         sim.close()
 
@@ -232,7 +279,8 @@ def _sent(sim: Any, model: str, request: Any, reply: dict[str, Any], run: _Run) 
     run.priced = run.priced and cost.priced
 
 
-def _row(sim: Any, sid: str, policy: Policy, settings: Settings, model: str, run: _Run) -> rc.PolicyRow:
+def _row(sim: Any, sid: str, policy: Policy, settings: Settings, model: str, run: _Run,
+         reused: int) -> rc.PolicyRow:
     attempts = sim.dispatch(c.ListCompactionAttempts(session_id=sid)).attempts
     committed = [a for a in attempts if a.outcome in ("compacted", "degraded")]
     summarized = [a for a in attempts if a.stage == "summarized" and a.outcome in ("compacted", "summary_failed")]
@@ -248,6 +296,7 @@ def _row(sim: Any, sid: str, policy: Policy, settings: Settings, model: str, run
     return rc.PolicyRow(
         policy=policy.name, source=policy.source, compactions=len(committed), summary_calls=len(summarized),
         compactions_by_reason=dict(sorted(Counter(a.reason for a in committed).items())),
+        recorded_summaries=reused,
         tokens_sent=run.sent, cacheable_share=round(run.cacheable / run.sent, 4) if run.sent else 0.0,
         cost_usd=round(run.cost, 6), priced=run.priced and prices.known,
         facts_kept=None if ledger is None else ledger["items_total"] - ledger["dropped"],
@@ -258,10 +307,12 @@ def _row(sim: Any, sid: str, policy: Policy, settings: Settings, model: str, run
 
 
 def table(result: rc.SimulationResult) -> str:
-    header = ["policy", "compactions", "summary calls", "tokens sent", "cacheable", "cost USD", "facts kept"]
+    header = ["policy", "compactions", "summary calls", "recorded reused", "tokens sent", "cacheable", "cost USD",
+              "facts kept"]
     lines = [f"session {result.session_id} ({result.model}), {result.turns} turns, "
              f"{result.recorded_compactions} compactions recorded", ""]
-    rows = [[r.policy, f"{r.compactions}", f"{r.summary_calls}", f"{r.tokens_sent:,}", f"{r.cacheable_share:.0%}",
+    rows = [[r.policy, f"{r.compactions}", f"{r.summary_calls}", f"{r.recorded_summaries}", f"{r.tokens_sent:,}",
+             f"{r.cacheable_share:.0%}",
              f"{r.cost_usd:.4f}" + ("" if r.priced else "*"),
              "-" if r.facts_kept is None else f"{r.facts_kept}/{r.facts_total}"] for r in result.rows]
     widths = [max(len(x) for x in col) for col in zip(header, *rows)]

@@ -47,6 +47,8 @@ def test_the_demo_sessions_own_policy_is_reproduced_exactly(demo_db, backend) ->
     assert first.recorded_compactions == facts["auto_compactions"] + facts["overflow_recoveries"] == 4
     assert recorded.compactions == first.recorded_compactions
     assert recorded.compactions_by_reason == first.recorded_by_reason == {"auto": 3, "overflow": 1}
+    # Extractive recordings are remade, not reused (the replay's summarizer is the same).
+    assert recorded.recorded_summaries == 0 and recorded.summary_calls == 4
     assert [r.policy for r in first.rows] == ["recorded", *PEERS]
     assert all(r.tokens_sent > 0 and 0 <= r.cacheable_share <= 1 and r.cost_usd > 0 for r in first.rows)
     # Deterministic: every figure of every policy, twice.
@@ -54,10 +56,10 @@ def test_the_demo_sessions_own_policy_is_reproduced_exactly(demo_db, backend) ->
     assert "codex" in first.text and "(context_window * 9) / 10" in first.text
 
 
-def _recorded_session(make_harness: MakeHarness):
+def _recorded_session(make_harness: MakeHarness, **extra):
     """A session recorded as the replay drives one: a request at each turn's start."""
     h = make_harness("rec", context_compaction={"keep_recent_tokens": 3_000},
-                     models={"gpt-4o": {"token_limit": 20_000}})
+                     models={"gpt-4o": {"token_limit": 20_000}}, **extra)
     ok(h.do({"type": "start_session", "session_id": "r", "model": "gpt-4o"}))
     for turn in coding_session(10, big_output_chars=3_000):
         messages = turn.messages()
@@ -106,3 +108,18 @@ def test_ctxc_simulate_prints_the_table(demo_db, backend, tmp_path: Path, capsys
     assert rows["recorded"]["compactions"] == out["recorded_compactions"] == 4
     assert set(rows) == {"recorded", "eager", *PEERS}
     assert rows["eager"]["settings"]["reserve_tokens"] == 30_000
+
+
+@pytest.mark.backends("memory")
+def test_recorded_llm_summaries_are_reused_where_the_cut_matches(make_harness: MakeHarness, backend) -> None:
+    from helpers import RecordingSummarizer
+
+    text = "## Objective\n- Fix the flaky refund test.\n\n## Progress\n- Patched the retry loop."
+    h = _recorded_session(make_harness, adapters={"summarizer": RecordingSummarizer(text=text)})
+    checkpoints = ok(h.do({"type": "list_checkpoints", "session_id": "r"}))["checkpoints"]
+    assert checkpoints and {cp["provider_kind"] for cp in checkpoints} == {"fake"}
+    result = simulate(h.bus, "r", peers=False)
+    (recorded,) = result.rows
+    assert recorded.compactions == result.recorded_compactions == len(checkpoints)
+    assert recorded.recorded_summaries == recorded.summary_calls == len(checkpoints)
+    h.close()
