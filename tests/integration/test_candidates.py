@@ -169,7 +169,7 @@ def test_ctxc_preview_then_commit_candidate_in_another_process(make_harness: Mak
     """The candidate is kept in the store: a second ``ctxc`` commits what the first made."""
     import json
 
-    from context_compaction.infrastructure.cli import main
+    from cli_inprocess import run_cli as main  # (leaves logging as it found it)
 
     h = _session(make_harness)
     h.close()

@@ -87,7 +87,7 @@ def test_simulate_on_every_store_matches_the_recorded_count(make_harness: MakeHa
 
 @pytest.mark.backends("sqlite")
 def test_ctxc_simulate_prints_the_table(demo_db, backend, tmp_path: Path, capsys) -> None:
-    from context_compaction.infrastructure.cli import main
+    from cli_inprocess import run_cli as main  # (leaves logging as it found it)
 
     db, _ = demo_db
     config = tmp_path / "demo.json"
