@@ -16,6 +16,7 @@ from typing import Any
 from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.errors import InvalidCommand, StorageError
 from context_compaction.domain.forecast import forecast
+from context_compaction.domain.partial import check_up_to_seq
 
 from . import commands as c
 from . import results as r
@@ -34,6 +35,9 @@ def compact(cmd: c.Compact, svc: Services) -> r.CompactOutcome:
         return compact_whole(cmd, svc)
     refuse_while_turn_runs(svc, cmd.session_id)
     turn = prepare_context(svc, cmd.session_id, model=cmd.model)
+    if cmd.up_to_seq is not None:  # before the attempt: bad input is no attempt
+        check_up_to_seq(turn.records, cmd.up_to_seq,
+                        turn.ctx.checkpoint.first_retained_seq if turn.ctx.checkpoint else None)
     part = Part(up_to_seq=cmd.up_to_seq, fraction=cmd.fraction)
     return compact_part(svc, turn, part, (lambda found: prepared(svc, turn, found)) if cmd.dry_run else None)
 
@@ -87,4 +91,11 @@ def commit_prepared(cmd: c.CommitCandidate, svc: Services) -> r.CompactOutcome:
         )
     # Its summary call was recorded (and priced) with the dry run's attempt.
     candidate = Candidate(cmd.session_id, Checkpoint.from_record(found["checkpoint"]), int(found["kept_turns"]))
-    return run_recorded(svc, turn, "manual", lambda: commit_candidate(svc, candidate))
+    return run_recorded(svc, turn, "manual", lambda: _committed(svc, candidate, cmd.candidate_id))
+
+
+def _committed(svc: Services, candidate: Candidate, candidate_id: str) -> r.CompactOutcome:
+    outcome = commit_candidate(svc, candidate)
+    # Its attempt names the candidate: the balance is netted with the dry run's summary call.
+    outcome.candidate_id = candidate_id
+    return outcome

@@ -103,6 +103,9 @@ def compaction_nets(
     """attempt_id → balance, for every committed compaction in ``log`` (in order)."""
     out: dict[str, r.CompactionNet] = {}
     committed = [i for i, e in enumerate(log) if isinstance(e, Attempt) and e.outcome in COMMITTED]
+    # A committed candidate's summary call was made (and recorded) by its dry run.
+    made = {e.candidate_id: e.summary_usage for e in log
+            if isinstance(e, Attempt) and e.outcome == "candidate" and e.candidate_id}
     for n, index in enumerate(committed):
         attempt = log[index]
         assert isinstance(attempt, Attempt)
@@ -111,7 +114,8 @@ def compaction_nets(
         model = after[0].model if after else session_model
         out[attempt.attempt_id] = net_result(
             svc, model, attempt.tokens_before, attempt.tokens_after, len(after),
-            summary_usage=attempt.summary_usage, measured=True, open_=end == len(log),
+            summary_usage=attempt.summary_usage or made.get(attempt.candidate_id or ""),
+            measured=True, open_=end == len(log),
         )
     return out
 
@@ -122,15 +126,22 @@ def net_result(
 ) -> r.CompactionNet:
     summary = Usage.from_record(summary_usage)
     summary_prices = prices_for(svc, str((summary_usage or {}).get("model") or model))
+    prices = prices_for(svc, model)
+    summary_cost_ = price(summary, summary_prices)
     figure = net_figure(
         tokens_before=before, tokens_after=after, requests=requests, measured=measured,
-        prices=prices_for(svc, model), summary=price(summary, summary_prices),
+        prices=prices, summary=summary_cost_,
     )
+    # A figure that needs an unknown price is unknown, never 0 USD (it would read as free).
+    session_known, summary_known = prices.known, summary_cost_.priced or not summary_usage
     return r.CompactionNet(
         tokens_shed=figure.tokens_shed, requests=figure.requests, measured=measured, open=open_,
-        saved_usd=_usd(figure.saved), summary_usd=_usd(figure.summary),
-        invalidated_cache_usd=_usd(figure.invalidated), spent_usd=_usd(figure.spent),
-        net_usd=_usd(figure.net),
+        priced=session_known and summary_known,
+        saved_usd=_usd(figure.saved) if session_known else None,
+        summary_usd=_usd(figure.summary) if summary_known else None,
+        invalidated_cache_usd=_usd(figure.invalidated) if session_known else None,
+        spent_usd=_usd(figure.spent) if session_known and summary_known else None,
+        net_usd=_usd(figure.net) if session_known and summary_known else None,
     )
 
 
@@ -180,8 +191,12 @@ def get_session_cost(cmd: c.GetSessionCost, svc: Services) -> rc.SessionCostResu
 
 
 def cost_line(cost: rc.SessionCostResult) -> str:
-    """/info's line: the total, and how much of it went to summaries."""
+    """/info's line: the total, and how much of it went to summaries; unknown (with the
+    models that have no price) when a call's model is unpriced, never a partial sum
+    that would read as the whole."""
     t = cost.total
-    text = (f"${t.total_usd:,.4f} over {cost.requests.calls:,} requests and "
-            f"{cost.summaries.calls:,} summary calls (summaries ${cost.summaries.total_usd:,.4f})")
-    return text if t.priced else text + "; some models unpriced"
+    calls = f"{cost.requests.calls:,} requests and {cost.summaries.calls:,} summary calls"
+    if not t.priced:
+        unpriced = ", ".join(m.model for m in cost.per_model if m.prices_source == "unknown")
+        return f"unknown over {calls}: no prices for {unpriced} (set models.<name> *_cost_per_token)"
+    return f"${t.total_usd:,.4f} over {calls} (summaries ${cost.summaries.total_usd:,.4f})"

@@ -236,7 +236,8 @@ class CompactOutcome(Result):
     dropped_items[] {kind, value, seq}; None when no summary was verified."""
     candidate_id: str | None = None
     """``compact {dry_run: true}`` (status ``candidate``): what ``commit_candidate``
-    commits while the session's generation is unchanged (issue 43)."""
+    commits while the session's generation is unchanged (issue 43); on
+    ``commit_candidate``'s answer, the candidate it committed."""
     summary: str | None = None
     """The candidate's summary text (dry runs only)."""
     summary_usage: dict[str, Any] | None = None
@@ -277,11 +278,14 @@ class CompactionNet(Result):
     when ``open``); False: forecast from the session's growth."""
     open: bool = False
     """No later compaction yet: the count is still growing."""
-    saved_usd: float
-    summary_usd: float
-    invalidated_cache_usd: float
-    spent_usd: float
-    net_usd: float
+    priced: bool = True
+    """False when the session's or the summary's model has no known price: the figures
+    that need it are None (unknown, never 0 USD)."""
+    saved_usd: float | None
+    summary_usd: float | None
+    invalidated_cache_usd: float | None
+    spent_usd: float | None
+    net_usd: float | None
 
 
 class ContextForecast(Result):
@@ -365,7 +369,8 @@ class ContextUsage(Result):
     """Set by /info: turns and tokens until the threshold and the window (issue 43)."""
     cost_usd: float | None = None
     """Set by /info: what the session's recorded usages and summary calls cost so far
-    (``get_session_cost`` has the parts; issue 43)."""
+    (``get_session_cost`` has the parts; issue 43); None while a model among them has
+    no known price (unknown, not free)."""
 
 
 class TimelineEntryResult(Result):
@@ -468,6 +473,8 @@ class AttemptInfo(Result):
     """``summary_usage`` priced (None: no usage, or the model's prices are unknown)."""
     net: CompactionNet | None = None
     """Committed compactions: the balance (issue 43)."""
+    candidate_id: str | None = None
+    """The dry run's candidate this attempt made (``candidate``) or committed (issue 43)."""
 
 
 class ResummarizeResult(Result):

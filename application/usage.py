@@ -160,7 +160,7 @@ def _forecast_and_cost(svc: Services, turn: TurnContext, used: int, usage: r.Con
     usage.forecast = forecast_result(context_forecast(turn, used))
     usage.text += f"\n{'Forecast':<22}{forecast_text(usage.forecast)}"
     cost = session_cost(svc, turn.session_id)
-    usage.cost_usd = cost.total.total_usd
+    usage.cost_usd = cost.total.total_usd if cost.total.priced else None
     if cost.total.calls:
         usage.text += f"\n{'Cost':<22}{cost_line(cost)}"
 

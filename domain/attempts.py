@@ -52,6 +52,9 @@ class Attempt:
     summary_usage: dict[str, Any] | None = None
     """The summary call's own measured usage (issue 43): ``model`` and the
     ``record_usage`` token fields; None when the summarizer reported none."""
+    candidate_id: str | None = None
+    """A dry run's candidate (issue 43): on its ``candidate`` attempt (which holds the
+    summary call) and on the attempt that committed it (which made no call)."""
 
     def to_record(self) -> dict[str, Any]:
         return dict(self.__dict__)

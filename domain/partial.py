@@ -11,7 +11,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .cutpoint import CutPlan, NothingToCompact, group_turns, respect_tool_groups
+from .errors import InvalidCommand
 from .messages import MessageRecord
+
+
+def check_up_to_seq(records: Sequence[MessageRecord], up_to_seq: int, boundary: int | None) -> None:
+    """``up_to_seq`` must name a seq of the visible tail ``records``: one already behind
+    the active checkpoint's ``boundary`` (or cleared) or past the newest message asks
+    for what cannot be done, and is refused rather than answered "nothing to compact"."""
+    if not records:
+        return
+    first, last = records[0]["seq"], records[-1]["seq"]
+    if up_to_seq < first:
+        where = (f"the active checkpoint already summarizes everything before seq {boundary}"
+                 if boundary is not None else f"the visible history starts at seq {first}")
+        raise InvalidCommand(f"up_to_seq {up_to_seq} is before the part that can be compacted: {where}",
+                             details={"up_to_seq": up_to_seq, "first_seq": first})
+    if up_to_seq > last:
+        raise InvalidCommand(f"up_to_seq {up_to_seq} is after the newest message (seq {last})",
+                             details={"up_to_seq": up_to_seq, "last_seq": last})
 
 
 def plan_partial_cut(

@@ -75,9 +75,14 @@ def cost_text(result: Any) -> str:
     for cp in result.compactions:
         n = cp.net
         lines.append(f"Compaction {cp.at[:19]}  shed {n.tokens_shed:,} x {n.requests} requests"
-                     f"{' so far' if n.open else ''}: saved ${n.saved_usd:,.6f}, spent ${n.spent_usd:,.6f} "
-                     f"(summary ${n.summary_usd:,.6f}, cache ${n.invalidated_cache_usd:,.6f}), net ${n.net_usd:,.6f}")
+                     f"{' so far' if n.open else ''}: saved {_money(n.saved_usd)}, spent {_money(n.spent_usd)} "
+                     f"(summary {_money(n.summary_usd)}, cache {_money(n.invalidated_cache_usd)}), "
+                     f"net {_money(n.net_usd)}")
     return "\n".join(lines)
+
+
+def _money(usd: float | None) -> str:
+    return "unknown" if usd is None else f"${usd:,.6f}"
 
 
 def _sum(model: Any) -> Any:
@@ -100,8 +105,8 @@ def cmd_preview(args: argparse.Namespace) -> int:
     text = [result.report, "", result.summary or "", "",
             f"Summary call cost    {cost}"]
     if net is not None:
-        text.append(f"Forecast balance     saves ${net.saved_usd:,.6f} over ~{net.requests} requests, "
-                    f"spends ${net.spent_usd:,.6f}: net ${net.net_usd:,.6f}")
+        text.append(f"Forecast balance     saves {_money(net.saved_usd)} over ~{net.requests} requests, "
+                    f"spends {_money(net.spent_usd)}: net {_money(net.net_usd)}")
     text.append(f"Commit it with       ctxc commit-candidate {args.session} {result.candidate_id}")
     return _emit(args, result, "\n".join(text))
 

@@ -110,13 +110,23 @@ class SqlAttemptLog:
         return newest_first(recorded, limit)
 
     def entries(self, session_id: str) -> list[Attempt | RecordedUsage]:
-        """Attempts and usages in the order they were recorded (issue 43)."""
+        """Attempts and usages in the order they were recorded (issue 43).
+
+        A request is billed once: a ``record_usage`` retried for the same request (its
+        answer lost, or sent by two processes) is recorded again, and only its last
+        figures count, at the place of the first."""
         with storage_errors():
             events = list(self.app.events.get(attempts_aggregate_id(session_id)))
         out: list[Attempt | RecordedUsage] = []
+        usage_at: dict[str, int] = {}
         for e in events:
             if isinstance(e, CompactionAttempts.AttemptRecorded):  # type: ignore[attr-defined]
                 out.append(Attempt.from_record(e.attempt))
             elif isinstance(e, CompactionAttempts.UsageRecorded):  # type: ignore[attr-defined]
-                out.append(RecordedUsage.from_record(e.usage))
+                usage = RecordedUsage.from_record(e.usage)
+                if usage.request_id in usage_at:
+                    out[usage_at[usage.request_id]] = usage
+                else:
+                    usage_at[usage.request_id] = len(out)
+                    out.append(usage)
         return out
