@@ -151,9 +151,11 @@ class TurnRunner:
                 memory.turn_finished(session_id)
                 self._leases.pop(session_id, None)
                 self._offered.pop(session_id, None)
-        if session_id in self._compact_asked:
+                # Asked for by this turn only: a turn that failed takes its request along.
+                asked = session_id in self._compact_asked
+                self._compact_asked.discard(session_id)
+        if asked:
             # After the turn (a manual compaction is refused while one runs).
-            self._compact_asked.discard(session_id)
             try:
                 outcome = await self.bus.adispatch(c.Compact(session_id=session_id))
             except ContextCompactionError as exc:  # the turn itself succeeded: said, not raised

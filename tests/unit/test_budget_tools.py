@@ -72,3 +72,20 @@ def test_a_failed_compact_now_is_a_warning_not_a_lost_turn(make_harness: MakeHar
     assert result.answer == "fine" and result.compactions == []
     assert result.warnings == ["compact_now: the compaction failed (summary_failed)"]
     h.close()
+
+
+def test_a_compact_now_of_a_failed_turn_is_not_carried_into_the_next(make_harness: MakeHarness, provider) -> None:
+    """The turn that asked for it failed before it ended: no compaction then, and none
+    in a later turn that did not ask."""
+    import pytest
+
+    provider.queue(Reply.calls(("b1", "compact_now", {})), Reply(status=400, text="bad request"))
+    h = harness(make_harness, provider)
+    r = TurnRunner(h.bus, LiteLLMChatProvider(h.bus.services.settings, timeout=10), Tools())
+    with pytest.raises(Exception):
+        asyncio.run(r.run(SID, "go on", tools=TOOLS, turn_id="t", compact_tool=True))
+    provider.queue(Reply(text="fine"))
+    result = asyncio.run(r.run(SID, "and now", tools=TOOLS, turn_id="t2"))
+    assert result.answer == "fine" and result.compactions == []
+    assert ok(h.do({"type": "get_projection", "session_id": SID}))["checkpoint_id"] is None
+    h.close()
