@@ -11,10 +11,12 @@ summarize only the oldest whole turns (domain/partial.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.errors import InvalidCommand, StorageError
+from context_compaction.domain.cutpoint import group_turns
 from context_compaction.domain.forecast import forecast
 from context_compaction.domain.partial import check_up_to_seq
 
@@ -89,8 +91,15 @@ def commit_prepared(cmd: c.CommitCandidate, svc: Services) -> r.CompactOutcome:
             f"no candidate {cmd.candidate_id!r} for session {cmd.session_id!r} (make one with "
             "compact {dry_run: true})"
         )
-    # Its summary call was recorded (and priced) with the dry run's attempt.
-    candidate = Candidate(cmd.session_id, Checkpoint.from_record(found["checkpoint"]), int(found["kept_turns"]))
+    # Its summary call was recorded (and priced) with the dry run's attempt. Its figures
+    # are the context's now, as any compaction's: messages appended since the dry run
+    # are in both (a generation that moved fails the commit before they matter).
+    checkpoint = Checkpoint.from_record(found["checkpoint"])
+    checkpoint = replace(checkpoint, tokens_before=turn.draft.total,
+                         tokens_after=turn.draft_with(svc, checkpoint).total)
+    records, boundary = turn.records, checkpoint.first_retained_seq
+    kept = sum(1 for t in group_turns(records, turn.record_counts()) if records[t.start]["seq"] >= boundary)
+    candidate = Candidate(cmd.session_id, checkpoint, kept)
     return run_recorded(svc, turn, "manual", lambda: _committed(svc, candidate, cmd.candidate_id))
 
 

@@ -252,3 +252,20 @@ def test_a_tiny_fraction_still_takes_the_oldest_turn_whole(make_harness: MakeHar
     done = ok(h.do({"type": "compact", "session_id": SID, "fraction": 0.999999}))
     assert done["first_retained_seq"] == 21  # never the newest complete turn
     h.close()
+
+
+def test_a_candidate_committed_after_appends_reports_the_context_it_compacted(make_harness: MakeHarness) -> None:
+    """Tokens before and after are measured when the candidate is committed, as any
+    compaction's: the messages appended since the dry run are in both."""
+    h = _session(make_harness)
+    dry = _dry(h)
+    ok(h.do({"type": "append_messages", "session_id": SID,
+             "messages": [user("one more question " * 100), assistant("one more answer " * 100)]}))
+    grown = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
+    done = ok(_commit(h, dry))
+    assert done["tokens_before"] == grown > dry["tokens_before"]
+    assert done["tokens_after"] == ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
+    assert done["tokens_after"] - dry["tokens_after"] == grown - dry["tokens_before"]
+    assert f"{grown:,} ->" in done["report"]
+    assert done["kept_turns"] == dry["kept_turns"] + 1
+    h.close()
