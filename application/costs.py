@@ -47,7 +47,8 @@ def prices_for(svc: Services, model: str) -> Prices:
     }
     if not overrides:
         return prices
-    merged = {**prices.__dict__, **overrides, "source": "settings"}
+    # A private deployment's own price is not the public long-prompt tier's.
+    merged = {**prices.__dict__, **overrides, "source": "settings", "tiers": ()}
     return Prices(**merged)
 
 

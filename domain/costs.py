@@ -11,8 +11,9 @@ prompt cache bills every prompt token alike).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -25,6 +26,20 @@ class Prices:
     cache_read: float | None = None
     cache_creation: float | None = None
     source: str = "litellm"
+    tiers: tuple[tuple[int, float | None, float | None, float | None, float | None], ...] = ()
+    """Long-prompt prices (litellm's ``*_above_<N>k_tokens``): (N tokens, input, output,
+    cache read, cache creation); a request whose prompt is over N is billed at them
+    throughout, a missing one staying at the base price (as ``litellm.cost_per_token``)."""
+
+    def for_prompt(self, prompt_tokens: int) -> Prices:
+        """The prices a request of ``prompt_tokens`` is billed at."""
+        found = self
+        for threshold, inp, out, read, write in sorted(self.tiers):
+            if prompt_tokens > threshold:
+                found = replace(found, input=_or(inp, found.input), output=_or(out, found.output),
+                                cache_read=_or(read, found.cache_read),
+                                cache_creation=_or(write, found.cache_creation))
+        return found
 
     @property
     def known(self) -> bool:
@@ -49,13 +64,31 @@ class Prices:
             value = entry.get(key)
             return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
+        tiers = []
+        for key in entry:
+            found = _TIER.match(key)
+            if found:
+                n = f"{found.group(1)}{found.group(2)}"
+                tiers.append((int(found.group(1)) * (1000 if found.group(2) else 1),
+                              number(f"input_cost_per_token_above_{n}_tokens"),
+                              number(f"output_cost_per_token_above_{n}_tokens"),
+                              number(f"cache_read_input_token_cost_above_{n}_tokens"),
+                              number(f"cache_creation_input_token_cost_above_{n}_tokens")))
         return cls(
             input=number("input_cost_per_token"),
             output=number("output_cost_per_token"),
             cache_read=number("cache_read_input_token_cost"),
             cache_creation=number("cache_creation_input_token_cost"),
             source=source if entry else "unknown",
+            tiers=tuple(sorted(tiers)),
         )
+
+
+_TIER = re.compile(r"^input_cost_per_token_above_(\d+)(k?)_tokens$")
+
+
+def _or(value: float | None, default: float | None) -> float | None:
+    return default if value is None else value
 
 
 UNKNOWN = Prices(None, None, source="unknown")
@@ -126,6 +159,7 @@ class Cost:
 def price(usage: Usage, prices: Prices) -> Cost:
     if not prices.known:
         return Cost(priced=False)
+    prices = prices.for_prompt(usage.prompt)
     plain = max(0, usage.prompt - usage.cached - usage.created)
     return Cost(
         input=plain * (prices.input or 0.0),

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from backends import MakeHarness
+from context_compaction.domain.costs import Prices, Usage, price
+from context_compaction.infrastructure.catalog import LiteLLMCatalog
 from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import FakeProvider, Reply
 from helpers import FAKE_MODEL, Harness, assistant, llm_settings, ok, user
@@ -119,3 +121,15 @@ def test_the_forecast_of_an_empty_and_a_one_turn_session(make_harness: MakeHarne
     assert f["turns_observed"] == 1 and f["tokens_per_turn"] > 0
     assert f["turns_to_threshold"] == -(-f["tokens_to_threshold"] // f["tokens_per_turn"])
     h.close()
+
+
+def test_a_long_prompt_is_billed_at_the_models_long_prompt_tier() -> None:
+    """gemini-2.5-pro in the bundled map: $1.25 / M input up to 200k prompt tokens, then
+    $2.50 input, $0.25 cache read, $15 output for the whole request (what
+    ``litellm.cost_per_token`` gives too: 0.5275 and 0.135)."""
+    p = Prices.from_entry(LiteLLMCatalog().entry("gemini-2.5-pro"))
+    long = price(Usage(prompt=250_000, cached=50_000, completion=1_000), p)
+    assert long.input == pytest.approx(200_000 * 2.5e-6) and long.cached == pytest.approx(50_000 * 2.5e-7)
+    assert long.completion == pytest.approx(1_000 * 15e-6) and long.total == pytest.approx(0.5275)
+    short = price(Usage(prompt=100_000, completion=1_000), p)
+    assert short.total == pytest.approx(100_000 * 1.25e-6 + 1_000 * 10e-6)  # 0.135
