@@ -42,9 +42,12 @@ COMPACT_NOW_TOOL: dict[str, Any] = {
 }
 
 
-def run_context_remaining(bus: Any, session_id: str) -> str:
-    """The tool result: a JSON text for the model."""
-    usage = bus.dispatch(c.GetContextUsage(session_id=session_id))
+def run_context_remaining(bus: Any, session_id: str, inputs: c.PrepareTurn | None = None) -> str:
+    """The tool result: a JSON text for the model; ``inputs``: the turn's own system
+    prompt, tools, knowledge and plan, which take room in its requests too."""
+    given = {} if inputs is None else inputs.model_dump(
+        include={"system_prompt", "tools", "knowledge", "active_plan", "model"})
+    usage = bus.dispatch(c.GetContextUsage(session_id=session_id, **given))
     attempts = bus.dispatch(c.ListCompactionAttempts(session_id=session_id, limit=50)).attempts
     last = next((a for a in attempts if a.outcome in ("compacted", "degraded")), None)
     f = usage.forecast

@@ -80,6 +80,7 @@ class TurnRunner:
         self._leases: dict[str, TurnLease] = {}
         self._compact_asked: set[str] = set()
         self._offered: dict[str, set[str]] = {}
+        self._inputs: dict[str, c.PrepareTurn] = {}
 
     def close(self) -> None:
         """Cancel the background summaries this runner started and join their threads:
@@ -151,6 +152,7 @@ class TurnRunner:
                 memory.turn_finished(session_id)
                 self._leases.pop(session_id, None)
                 self._offered.pop(session_id, None)
+                self._inputs.pop(session_id, None)
                 # Asked for by this turn only: a turn that failed takes its request along.
                 asked = session_id in self._compact_asked
                 self._compact_asked.discard(session_id)
@@ -202,6 +204,7 @@ class TurnRunner:
         result = TurnResult(session_id, turn_id, None, 0, 0, 0, first_seq=seqs[0], last_seq=seqs[-1])
         prepare = c.PrepareTurn(session_id=session_id, system_prompt=system_prompt, tools=tools or None,
                                 knowledge=knowledge, active_plan=active_plan, model=model)
+        self._inputs[session_id] = prepare  # what context_remaining measures the room of
         request = await self._dispatch(prepare)
         self._note(result, request)
         self._background(prepare, request, result)
@@ -263,7 +266,7 @@ class TurnRunner:
         if name == COMPACT_NOW_TOOL_NAME:
             self._compact_asked.add(session_id)
             return COMPACT_NOW_REPLY
-        return await asyncio.to_thread(run_context_remaining, self.bus, session_id)
+        return await asyncio.to_thread(run_context_remaining, self.bus, session_id, self._inputs.get(session_id))
 
     def _background(self, prepare: c.PrepareTurn, request: r.TurnRequest, result: TurnResult) -> None:
         """At most one background summary per turn (issue 17, ADR 0038)."""

@@ -89,3 +89,23 @@ def test_a_compact_now_of_a_failed_turn_is_not_carried_into_the_next(make_harnes
     assert result.answer == "fine" and result.compactions == []
     assert ok(h.do({"type": "get_projection", "session_id": SID}))["checkpoint_id"] is None
     h.close()
+
+
+def test_context_remaining_counts_the_turns_own_system_prompt_and_tools(make_harness: MakeHarness, provider) -> None:
+    """The tokens left are those of the request the agent is in: its system prompt and
+    tools take room too."""
+    h = harness(make_harness, provider)
+    bare = ok(h.do({"type": "get_context_usage", "session_id": SID}))["used_tokens"]
+    prompt = "Follow the house rules carefully. " * 300
+    with_prompt = ok(h.do({"type": "get_context_usage", "session_id": SID, "system_prompt": prompt,
+                           "tools": TOOLS}))["used_tokens"]
+    assert with_prompt - bare > 1_000
+    # The provider measures the request (the turn's input on top of what /info counted).
+    ask = Reply.calls(("b1", "context_remaining", {}))
+    ask.prompt_tokens = with_prompt + 200
+    provider.queue(ask, Reply(text="ok"))
+    r = TurnRunner(h.bus, LiteLLMChatProvider(h.bus.services.settings, timeout=10), Tools())
+    asyncio.run(r.run(SID, "go on", tools=TOOLS, turn_id="t", system_prompt=prompt, budget_tools=True))
+    answer = json.loads(provider.requests[1].messages[-1]["content"])
+    assert answer["used_tokens"] >= with_prompt  # (the turn's own messages on top)
+    h.close()
