@@ -24,6 +24,7 @@ from context_compaction.domain.errors import (
 from context_compaction.domain.summary import PROMPT_VERSION
 
 from . import commands as c
+from . import costs
 from . import results as r
 from .services import Services
 from .telemetry import COMPACTIONS, TOKENS_AFTER, TOKENS_BEFORE
@@ -55,6 +56,8 @@ def _outcome(result: r.CompactOutcome | None, error: ContextCompactionError | No
         # A summary that failed, or a trim / commit that could not be made: the attempt
         # failed; ``error_code`` says how.
         return "summary_failed" if isinstance(error, SummaryFailed) or not degraded else "nothing_to_compact"
+    if result is not None and result.status == "candidate":
+        return "candidate"
     if result is None or result.status != "compacted":
         return "nothing_to_compact"
     return "degraded" if result.degraded else "compacted"
@@ -86,6 +89,8 @@ def _log_attempt(svc: Services, turn: TurnContext, ended: _Ended) -> None:
             ledger=result.ledger if result else None,
             error_code=error.code if error else None,
             at_seq=turn.ctx.session.next_seq - 1,
+            summary_usage=getattr(result, "summary_usage", None),
+            candidate_id=getattr(result, "candidate_id", None),
         )
         attempts.record(turn.session_id, attempt)
     except Exception as exc:  # noqa: BLE001 - the log must never fail the attempt
@@ -135,16 +140,20 @@ def _measure(svc: Services, turn: TurnContext, ended: _Ended) -> None:
 
 # ------------------------------------------------------------------ query
 def list_compaction_attempts(cmd: c.ListCompactionAttempts, svc: Services) -> r.CompactionAttemptsResult:
-    if svc.read_model.session(cmd.session_id) is None:
+    row = svc.read_model.session(cmd.session_id)
+    if row is None:
         raise SessionNotFound(f"session {cmd.session_id!r} does not exist")
     found = svc.attempts.attempts(cmd.session_id, cmd.limit) if svc.attempts else []
+    nets = costs.compaction_nets(svc, row.model, costs.entries(svc, cmd.session_id)) if found else {}
     return r.CompactionAttemptsResult(
-        session_id=cmd.session_id, attempts=[_listed(a) for a in found]
+        session_id=cmd.session_id, attempts=[_listed(svc, a, nets.get(a.attempt_id)) for a in found]
     )
 
 
-def _listed(attempt: Attempt) -> r.AttemptInfo:
+def _listed(svc: Services, attempt: Attempt, net: r.CompactionNet | None) -> r.AttemptInfo:
     """CONTRACT.md's fields (and the prompt version); not ``at_seq``, the breaker's."""
     record = attempt.to_record()
     record.pop("at_seq", None)
+    record["summary_cost_usd"] = costs.summary_cost(svc, attempt.summary_usage)
+    record["net"] = net
     return r.AttemptInfo.model_validate(record)

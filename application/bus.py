@@ -109,6 +109,7 @@ class MessageBus:
                     # (content, even): it is reported only when the session exists.
                     if not tel.names_no_session(code) and isinstance(session_id, str):
                         span.set("ctxc.session_id", session_id)
+                        tel.genai_attributes(span, kind, session_id, result)
                 outcome = tel.outcome_of(result)
                 span.set("ctxc.outcome", outcome)
         finally:

@@ -25,6 +25,7 @@ from pydantic import (
 from context_compaction.domain.messages import MAX_INT, Message, json_problem
 
 from . import results as r
+from . import results_costs as rc
 
 
 def _no_nul(value: str) -> str:
@@ -176,11 +177,29 @@ class DeleteSession(Command[r.DeleteSessionResult]):
 
 
 class Compact(Command[r.CompactOutcome]):
-    """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1)."""
+    """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1); a
+    ``dry_run`` commits nothing, ``up_to_seq``/``fraction`` take the oldest turns (issue 43)."""
 
     type: Literal["compact"] = "compact"
     session_id: SessionId
     model: ModelName | None = None
+    dry_run: StrictBool = False
+    up_to_seq: Seq | None = None
+    fraction: Annotated[float, Field(gt=0, lt=1)] | None = None
+
+    @model_validator(mode="after")
+    def _one_limit(self) -> Compact:
+        if self.up_to_seq is not None and self.fraction is not None:
+            raise ValueError("give up_to_seq or fraction, not both")
+        return self
+
+
+class CommitCandidate(Command[r.CompactOutcome]):
+    """A dry run's candidate, committed unless the generation moved (``stale_candidate``)."""
+
+    type: Literal["commit_candidate"] = "commit_candidate"
+    session_id: SessionId
+    candidate_id: Annotated[str, StringConstraints(min_length=1, max_length=256), NoNul]
 
 
 ToolSchema = dict[str, Any]
@@ -331,6 +350,13 @@ class Resummarize(Command[r.ResummarizeResult]):
     model: ModelName | None = None
 
 
+class GetSessionCost(Command[rc.SessionCostResult]):
+    """Recorded usages and summary calls priced, per model; compactions' balance (issue 43)."""
+
+    type: Literal["get_session_cost"] = "get_session_cost"
+    session_id: SessionId
+
+
 class ReadEvents(Command[r.EventsResult]):
     """The event feed: stored events after a position, in order (issue 15)."""
 
@@ -377,6 +403,8 @@ AnyCommand = Annotated[
         Resummarize,
         ReadEvents,
         ReadSessionEvents,
+        CommitCandidate,
+        GetSessionCost,
     ],
     Field(discriminator="type"),
 ]

@@ -18,6 +18,7 @@ from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, 
 from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SessionNotFound, StaleCandidate, SummaryFailed
+from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.summary import (
     SummarySource,
     build_summary_source,
@@ -31,12 +32,21 @@ from . import commands as c
 from . import results as r
 from .attemptlog import run_recorded
 from .attemptlog import summarizer_name as summarizer_label
+from .costs import summary_cost, summary_usage_record
 from .drafts import Draft
 from .ledgers import ledger_budget, verify_summary
 from .ports import SummaryRequest
 from .services import Services, mutate
 from .session_context import SessionContext
-from .telemetry import SUMMARY_DURATION
+from .telemetry import (
+    GENAI_CONVERSATION_ID,
+    GENAI_INPUT_TOKENS,
+    GENAI_OPERATION_NAME,
+    GENAI_OUTPUT_TOKENS,
+    GENAI_REQUEST_MODEL,
+    SUMMARY_DURATION,
+    record_token_usage,
+)
 from .turncontext import TurnContext, prepare_context
 from .turnlease import refuse_while_turn_runs
 
@@ -51,6 +61,8 @@ class Candidate:
     session_id: str
     checkpoint: Checkpoint
     kept_turns: int
+    summary_usage: dict[str, Any] | None = None
+    """The summary call's measured usage and model (issue 43)."""
 
 
 def compaction_report(before: int, after: int, kept_turns: int, first_retained: int) -> str:
@@ -94,20 +106,39 @@ def compact_context(
 
 
 def _compact_context(
-    svc: Services, turn: TurnContext, reason: str, allow_turn_split: bool
+    svc: Services, turn: TurnContext, reason: str, allow_turn_split: bool, part: Part | None = None,
+    finish: Callable[[Candidate], r.CompactOutcome] | None = None,
 ) -> r.CompactOutcome:
+    """``part`` limits the cut (issue 43); ``finish`` takes the candidate instead of
+    committing it (a dry run)."""
     ctx = turn.ctx
-    plan = plan_cut(
+    previous = ctx.checkpoint.first_retained_seq if ctx.checkpoint else None
+    plan = plan_partial_cut(
+        ctx.records, turn.record_counts(), up_to_seq=part.up_to_seq, fraction=part.fraction,
+        previous_first_retained=previous,
+    ) if part is not None and part.limited else plan_cut(
         ctx.records,
         turn.record_counts(),
         keep_tokens=turn.keep_beside_pins(),
-        previous_first_retained=ctx.checkpoint.first_retained_seq if ctx.checkpoint else None,
+        previous_first_retained=previous,
         allow_turn_split=allow_turn_split,
     )
     if isinstance(plan, NothingToCompact):
         return nothing_to_compact(ctx, reason, turn.draft.total, plan)
     candidate = summarize_candidate(svc, turn, plan, reason)
-    return commit_candidate(svc, candidate)
+    return (finish or (lambda found: commit_candidate(svc, found)))(candidate)
+
+
+@dataclass(frozen=True)
+class Part:
+    """What a manual ``compact`` asked for beyond the default cut (issue 43)."""
+
+    up_to_seq: int | None = None
+    fraction: float | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.up_to_seq is not None or self.fraction is not None
 
 
 def summary_budget_for(window: int, count: Callable[[str], int]) -> SummaryBudget:
@@ -189,19 +220,26 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
     after = turn.draft_with(svc, checkpoint)
     _check_shrinks(turn, after)
     return Candidate(
-        ctx.session.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns
+        ctx.session.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns,
+        summary_usage=summary_usage_record(result.model, getattr(result, "usage", None)),
     )
 
 
 def _summarize(svc: Services, request: SummaryRequest, reason: str) -> Any:
     """The summary call in a ``ctxc.summary`` span, its latency in ``ctxc.summary.duration``."""
     attributes = {"ctxc.session_id": request.session_id, "ctxc.summarizer": summarizer_label(svc),
-                  "ctxc.reason": reason}
+                  "ctxc.reason": reason, GENAI_CONVERSATION_ID: request.session_id,
+                  GENAI_OPERATION_NAME: "chat", GENAI_REQUEST_MODEL: request.model}
     started = time.perf_counter()
     outcome = "failed"
     try:
-        with svc.telemetry.span("ctxc.summary", attributes):
+        with svc.telemetry.span("ctxc.summary", attributes) as span:
             result = asyncbus.summarize(svc.summarizer, request, timeout=summary_wait(svc))
+            usage = getattr(result, "usage", None)
+            if usage:
+                span.set(GENAI_INPUT_TOKENS, int(usage.get("prompt_tokens") or 0))
+                span.set(GENAI_OUTPUT_TOKENS, int(usage.get("completion_tokens") or 0))
+                record_token_usage(svc.telemetry, request.model, "chat", usage)
         outcome = "ok"
         return result
     finally:
@@ -276,13 +314,24 @@ def commit_candidate(svc: Services, candidate: Candidate) -> r.CompactOutcome:
         candidate.kept_turns,
         checkpoint.first_retained_seq,
     )
-    return r.CompactOutcome.compacted(checkpoint, kept_turns=candidate.kept_turns, report=report)
+    outcome = r.CompactOutcome.compacted(checkpoint, kept_turns=candidate.kept_turns, report=report)
+    if candidate.summary_usage is not None:
+        outcome.summary_usage = candidate.summary_usage
+        outcome.summary_cost_usd = summary_cost(svc, candidate.summary_usage)
+    return outcome
 
 
 # ------------------------------------------------------------------ handlers
 def compact(cmd: c.Compact, svc: Services) -> r.CompactOutcome:
     refuse_while_turn_runs(svc, cmd.session_id)
     return compact_context(svc, prepare_context(svc, cmd.session_id, model=cmd.model), reason="manual")
+
+
+def compact_part(
+    svc: Services, turn: TurnContext, part: Part, finish: Callable[[Candidate], r.CompactOutcome] | None
+) -> r.CompactOutcome:
+    """A manual compaction of only ``part``, or a dry run (issue 43), recorded as any."""
+    return run_recorded(svc, turn, "manual", lambda: _compact_context(svc, turn, "manual", False, part, finish))
 
 
 def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:

@@ -225,6 +225,9 @@ class SummaryResult:
     provider_state: dict[str, Any] | None = None
     """Provider-native compaction state for the checkpoint (ADR 0039), beside ``text``
     (its readable shadow); None for the readable summarizers."""
+    usage: dict[str, int] | None = None
+    """The summary call's measured usage (``record_usage``'s token fields), when the
+    provider reported one (issue 43): priced with the attempt."""
 
 
 class Summarizer(Protocol):
@@ -311,3 +314,7 @@ class AttemptLog(Protocol):
     def attempts(self, session_id: str, limit: int | None = None) -> list[Attempt]:
         """The session's attempts, newest first."""
         ...
+
+    # A log may also keep the session's measured usages (issue 43): ``record_usage(
+    # session_id, RecordedUsage)`` and ``entries(session_id)``, attempts and usages in
+    # the order recorded. Ours does; without them nothing is priced.

@@ -232,7 +232,7 @@ class ToolResultsCleared(Result):
 class CompactOutcome(Result):
     """What a compaction did (CONTRACT.md); ``report`` is the human text of spec §11.1."""
 
-    status: Literal["compacted", "nothing_to_compact"]
+    status: Literal["compacted", "nothing_to_compact", "candidate"]
     checkpoint_id: str | None = None
     generation: int
     tokens_before: int
@@ -252,6 +252,17 @@ class CompactOutcome(Result):
     ledger: dict[str, Any] | None = None
     """The ledger check (issue 16): items_total, in_summary, restored, dropped,
     dropped_items[] {kind, value, seq}; None when no summary was verified."""
+    candidate_id: str | None = None
+    """``compact {dry_run: true}`` (status ``candidate``): what ``commit_candidate``
+    commits while the session's generation is unchanged (issue 43); on
+    ``commit_candidate``'s answer, the candidate it committed."""
+    summary: str | None = None
+    """The candidate's summary text (dry runs only)."""
+    summary_usage: dict[str, Any] | None = None
+    """The summary call's measured usage and ``model`` (issue 43), when reported."""
+    summary_cost_usd: float | None = None
+    net: CompactionNet | None = None
+    """Dry runs: the forecast balance of committing this candidate (issue 43)."""
 
     @classmethod
     def compacted(cls, checkpoint: Checkpoint, *, kept_turns: int, report: str) -> CompactOutcome:
@@ -271,6 +282,42 @@ class CompactOutcome(Result):
             provider_kind=checkpoint.provider_kind,
             ledger=checkpoint.ledger_report,
         )
+
+
+class CompactionNet(Result):
+    """One compaction's balance in USD (issue 43, ADR 0076): ``saved_usd`` = tokens
+    shed × requests until the next compaction × the read price; ``spent_usd`` = the
+    summary call + the invalidated prompt cache (``tokens_after`` written afresh)."""
+
+    tokens_shed: int
+    requests: int
+    measured: bool
+    """True: ``requests`` counted from the log (up to the next compaction, or so far
+    when ``open``); False: forecast from the session's growth."""
+    open: bool = False
+    """No later compaction yet: the count is still growing."""
+    priced: bool = True
+    """False when the session's or the summary's model has no known price: the figures
+    that need it are None (unknown, never 0 USD)."""
+    saved_usd: float | None
+    summary_usd: float | None
+    invalidated_cache_usd: float | None
+    spent_usd: float | None
+    net_usd: float | None
+
+
+class ContextForecast(Result):
+    """/info: when the trigger and the hard window will be reached (issue 43)."""
+
+    method: str
+    """How: ``median tokens added per turn over the last N turns`` (N named)."""
+    turns_observed: int
+    tokens_per_turn: int | None
+    tokens_to_threshold: int
+    turns_to_threshold: int | None
+    """None when the growth is unknown (no complete turn observed) or zero."""
+    tokens_to_window: int
+    turns_to_window: int | None
 
 
 class PromptCacheUsage(Result):
@@ -336,6 +383,12 @@ class ContextUsage(Result):
     ledger: dict[str, int] | None = None
     """The active checkpoint's ledger coverage: items_total, in_summary, restored,
     dropped (None: no checkpoint, or one made without a ledger)."""
+    forecast: ContextForecast | None = None
+    """Set by /info: turns and tokens until the threshold and the window (issue 43)."""
+    cost_usd: float | None = None
+    """Set by /info: what the session's recorded usages and summary calls cost so far
+    (``get_session_cost`` has the parts; issue 43); None while a model among them has
+    no known price (unknown, not free)."""
 
 
 class TimelineEntryResult(Result):
@@ -432,6 +485,14 @@ class AttemptInfo(Result):
     tokens_after: int
     ledger: dict[str, Any] | None
     error_code: str | None
+    summary_usage: dict[str, Any] | None = None
+    """The summary call's measured usage and ``model`` (issue 43); None when not reported."""
+    summary_cost_usd: float | None = None
+    """``summary_usage`` priced (None: no usage, or the model's prices are unknown)."""
+    net: CompactionNet | None = None
+    """Committed compactions: the balance (issue 43)."""
+    candidate_id: str | None = None
+    """The dry run's candidate this attempt made (``candidate``) or committed (issue 43)."""
 
 
 class ResummarizeResult(Result):

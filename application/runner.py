@@ -23,13 +23,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_compaction.domain.errors import OverflowRetryExhausted
+from context_compaction.domain.errors import ContextCompactionError, OverflowRetryExhausted
 from context_compaction.domain.overflow import parse_overflow, trim_request
 
 from . import commands as c
 from . import results as r
 from .ports import ChatProvider, ContextOverflow, ToolExecutor
 from .background_compaction import start_background_compaction, wants_background
+from .budget_tools import (
+    BUDGET_TOOLS,
+    COMPACT_NOW_REPLY,
+    COMPACT_NOW_TOOL_NAME,
+    CONTEXT_REMAINING_TOOL_NAME,
+    run_context_remaining,
+)
 from .recall import RECALL_HISTORY_TOOL, RECALL_TOOL_NAME, run_recall
 from .turnlease import DEFAULT_LEASE_SECONDS, TurnLease
 
@@ -71,6 +78,9 @@ class TurnRunner:
         self.max_steps = max_steps
         self.lease_seconds = lease_seconds
         self._leases: dict[str, TurnLease] = {}
+        self._compact_asked: set[str] = set()
+        self._offered: dict[str, set[str]] = {}
+        self._inputs: dict[str, c.PrepareTurn] = {}
 
     def close(self) -> None:
         """Cancel the background summaries this runner started and join their threads:
@@ -108,6 +118,8 @@ class TurnRunner:
         turn_id: str | None = None,
         steering: Callable[[], Sequence[str]] | None = None,
         recall: bool = False,
+        budget_tools: bool = False,
+        compact_tool: bool = False,
     ) -> TurnResult:
         """Run one turn to its final answer; returns what happened.
 
@@ -117,13 +129,20 @@ class TurnRunner:
 
         ``recall``: offer the model the ``recall_history`` tool and answer its calls
         here, from the session's own history (never through ``execute_tool``).
+        ``budget_tools`` / ``compact_tool``: offer ``context_remaining`` / ``compact_now``
+        and answer them here (issue 43; budget_tools.py); a ``compact_now`` call compacts
+        once the turn has ended.
         """
         memory = self.bus.services.turns
+        offered = {n for on, n in ((budget_tools, CONTEXT_REMAINING_TOOL_NAME), (compact_tool, COMPACT_NOW_TOOL_NAME))
+                   if on and not any(_tool_name(t) == n for t in tools)}
+        tools = [*tools, *(BUDGET_TOOLS[n] for n in sorted(offered))]
         async with TurnLease(self.bus.services, session_id, self.lease_seconds) as lease:
             self._leases[session_id] = lease
+            self._offered[session_id] = offered
             memory.turn_started(session_id)
             try:
-                return await self._run(
+                result = await self._run(
                     session_id, user, system_prompt=system_prompt, tools=list(tools),
                     knowledge=knowledge, active_plan=active_plan, model=model,
                     turn_id=turn_id or f"turn-{uuid.uuid4().hex[:12]}", steering=steering,
@@ -132,6 +151,21 @@ class TurnRunner:
             finally:
                 memory.turn_finished(session_id)
                 self._leases.pop(session_id, None)
+                self._offered.pop(session_id, None)
+                self._inputs.pop(session_id, None)
+                # Asked for by this turn only: a turn that failed takes its request along.
+                asked = session_id in self._compact_asked
+                self._compact_asked.discard(session_id)
+        if asked:
+            # After the turn (a manual compaction is refused while one runs).
+            try:
+                outcome = await self.bus.adispatch(c.Compact(session_id=session_id))
+            except ContextCompactionError as exc:  # the turn itself succeeded: said, not raised
+                result.warnings.append(f"compact_now: the compaction failed ({exc.code})")
+            else:
+                if outcome.status == "compacted":
+                    result.compactions.append(outcome)
+        return result
 
     async def _append(
         self,
@@ -170,6 +204,7 @@ class TurnRunner:
         result = TurnResult(session_id, turn_id, None, 0, 0, 0, first_seq=seqs[0], last_seq=seqs[-1])
         prepare = c.PrepareTurn(session_id=session_id, system_prompt=system_prompt, tools=tools or None,
                                 knowledge=knowledge, active_plan=active_plan, model=model)
+        self._inputs[session_id] = prepare  # what context_remaining measures the room of
         request = await self._dispatch(prepare)
         self._note(result, request)
         self._background(prepare, request, result)
@@ -215,6 +250,8 @@ class TurnRunner:
             try:
                 if recall and flat["name"] == RECALL_TOOL_NAME:
                     output = await asyncio.to_thread(run_recall, self.bus, session_id, flat["arguments"])
+                elif flat["name"] in self._offered.get(session_id, ()):
+                    output = await self._budget_tool(session_id, flat["name"])
                 else:
                     output = await self.execute_tool(flat)
             except Exception as exc:  # noqa: BLE001 - a tool failure is a result for the model
@@ -224,6 +261,12 @@ class TurnRunner:
                 "role": "tool", "tool_call_id": flat["id"], "name": flat["name"],
                 "content": output, "turn_id": result.turn_id}], ids(f"tool:{flat['id']}"))
             result.last_seq = seqs[-1]
+
+    async def _budget_tool(self, session_id: str, name: str) -> str:
+        if name == COMPACT_NOW_TOOL_NAME:
+            self._compact_asked.add(session_id)
+            return COMPACT_NOW_REPLY
+        return await asyncio.to_thread(run_context_remaining, self.bus, session_id, self._inputs.get(session_id))
 
     def _background(self, prepare: c.PrepareTurn, request: r.TurnRequest, result: TurnResult) -> None:
         """At most one background summary per turn (issue 17, ADR 0038)."""

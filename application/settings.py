@@ -100,6 +100,11 @@ class ModelConfig(_Section):
     token_limit: int | None = Field(default=None, gt=0)
     api_base: str | None = None
     api_key: SecretStr | None = None
+    # USD per token, over litellm's cost map (a private deployment's prices, issue 43).
+    input_cost_per_token: float | None = Field(default=None, ge=0)
+    output_cost_per_token: float | None = Field(default=None, ge=0)
+    cache_read_input_token_cost: float | None = Field(default=None, ge=0)
+    cache_creation_input_token_cost: float | None = Field(default=None, ge=0)
 
 
 class PostgresConfig(_Section):

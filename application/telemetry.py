@@ -23,6 +23,20 @@ TURNS = "ctxc.turns"
 OVERFLOW_RECOVERIES = "ctxc.overflow.recoveries"
 STORAGE_RETRIES = "ctxc.storage.retries"
 
+# OpenTelemetry GenAI semantic conventions (issue 43), set beside our own ``ctxc.*``
+# names: https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/ and
+# .../gen-ai-metrics/ (``gen_ai.client.token.usage``, tokens by ``gen_ai.token.type``).
+GENAI_CONVERSATION_ID = "gen_ai.conversation.id"
+GENAI_CONVERSATION_COMPACTED = "gen_ai.conversation.compacted"
+GENAI_REQUEST_MODEL = "gen_ai.request.model"
+GENAI_OPERATION_NAME = "gen_ai.operation.name"
+GENAI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GENAI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GENAI_TOKEN_TYPE = "gen_ai.token.type"
+GENAI_TOKEN_USAGE = "gen_ai.client.token.usage"
+#: Commands whose result may be a committed compaction.
+_COMPACTING = frozenset({"compact", "commit_candidate", "prepare_turn", "recover_overflow"})
+
 
 class Span(Protocol):
     def set(self, key: str, value: str | int | float | bool) -> None: ...
@@ -92,3 +106,32 @@ def count_command(telemetry: Telemetry, kind: str, result: Any, error_code: str 
         telemetry.add(TURNS, 1, {"usage_source": str(getattr(usage, "usage_source", "unknown"))})
     elif kind == "recover_overflow":
         telemetry.add(OVERFLOW_RECOVERIES, 1, {"outcome": error_code or "recovered"})
+
+
+def genai_attributes(span: Span, kind: str, session_id: str | None, result: Any) -> None:
+    """The GenAI convention's attributes of a command span, where they apply: the
+    session is the conversation; a committed compaction marks it compacted; a prepared
+    request names its model; a recorded usage carries its tokens (no content)."""
+    if session_id is not None:
+        span.set(GENAI_CONVERSATION_ID, session_id)
+    if result is None:
+        return
+    if kind in _COMPACTING:
+        compaction = result if kind in ("compact", "commit_candidate") else getattr(result, "compaction", None)
+        span.set(GENAI_CONVERSATION_COMPACTED, getattr(compaction, "status", None) == "compacted")
+    model = getattr(result, "model", None) if kind in ("prepare_turn", "recover_overflow") else None
+    if isinstance(model, str):
+        span.set(GENAI_REQUEST_MODEL, model)
+    if kind == "record_usage":
+        span.set(GENAI_INPUT_TOKENS, int(result.prompt_tokens))
+        if result.completion_tokens is not None:
+            span.set(GENAI_OUTPUT_TOKENS, int(result.completion_tokens))
+
+
+def record_token_usage(telemetry: Telemetry, model: str, operation: str, usage: Mapping[str, Any] | None) -> None:
+    """``gen_ai.client.token.usage``: a model call's input and output tokens."""
+    if not usage:
+        return
+    for kind, key in (("input", "prompt_tokens"), ("output", "completion_tokens")):
+        telemetry.record(GENAI_TOKEN_USAGE, int(usage.get(key) or 0), {
+            GENAI_OPERATION_NAME: operation, GENAI_REQUEST_MODEL: model, GENAI_TOKEN_TYPE: kind})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from context_compaction.domain.attempts import RecordedUsage
 from context_compaction.domain.budget import check_fixed_parts
 from context_compaction.domain.errors import InvalidCommand, StaleCandidate, StorageError, SummaryFailed
 from context_compaction.domain.messages import MessageRecord
@@ -29,7 +30,9 @@ from .background_compaction import settle_background
 from .breaker import paused
 from .staged import Cleared, clear_tool_results, with_clearing
 from .turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
+from .telemetry import record_token_usage
 from .turnstate import IssuedRequest
+from .costs import record_request_usage
 from .usage import context_usage, inputs_of, prompt_cache_usage
 
 log = logging.getLogger("context_compaction.turns")
@@ -315,6 +318,13 @@ def record_usage(cmd: c.RecordUsage, svc: Services) -> r.RecordUsageResult:
     cached, created = cmd.cached_tokens or 0, cmd.cache_creation_tokens or 0
     if cmd.cached_tokens is not None or cmd.cache_creation_tokens is not None:
         svc.turns.record_cache_usage(cmd.session_id, cmd.prompt_tokens, cached, created)
+    record_request_usage(svc, cmd.session_id, RecordedUsage(
+        request_id=cmd.request_id, at=svc.now(), model=request.model, prompt_tokens=cmd.prompt_tokens,
+        cached_tokens=cached, cache_creation_tokens=created, completion_tokens=cmd.completion_tokens or 0,
+        history_count=request.history_count,
+    ))
+    record_token_usage(svc.telemetry, request.model, "chat",
+                       {"prompt_tokens": cmd.prompt_tokens, "completion_tokens": cmd.completion_tokens or 0})
     log.info(
         "provider usage recorded",
         extra={

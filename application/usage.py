@@ -14,6 +14,8 @@ from . import commands as c
 from . import results as r
 from .drafts import TurnInputs
 from .breaker import breaker_state
+from .costs import cost_line, session_cost
+from .forecasting import context_forecast, forecast_result, forecast_text
 from .services import Services
 from .turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
 
@@ -142,13 +144,25 @@ def usage_text(u: r.ContextUsage) -> str:
 def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     """The figures the next ``prepare_turn`` with the same inputs decides on."""
     turn = prepare_context(svc, cmd.session_id, inputs_of(cmd), cmd.model)
-    usage = context_usage(turn, decide_usage(svc, turn), prompt_cache_usage(svc, cmd.session_id))
+    decision = decide_usage(svc, turn)
+    usage = context_usage(turn, decision, prompt_cache_usage(svc, cmd.session_id))
+    _forecast_and_cost(svc, turn, decision.used, usage)
     state = breaker_state(svc, cmd.session_id, turn.records)
     usage.compaction_breaker = r.CompactionBreaker(**state.to_record())
     if state.open:
         usage.text += (f"\nAuto compaction     paused after {state.failures_in_a_row} failed attempts"
                        f" ({state.turns_left} more turns)")
     return usage
+
+
+def _forecast_and_cost(svc: Services, turn: TurnContext, used: int, usage: r.ContextUsage) -> None:
+    """/info's forecast and cost lines (issue 43)."""
+    usage.forecast = forecast_result(context_forecast(turn, used))
+    usage.text += f"\n{'Forecast':<22}{forecast_text(usage.forecast)}"
+    cost = session_cost(svc, turn.session_id)
+    usage.cost_usd = cost.total.total_usd if cost.total.priced else None
+    if cost.total.calls:
+        usage.text += f"\n{'Cost':<22}{cost_line(cost)}"
 
 
 def _coverage(report: dict[str, Any] | None) -> dict[str, int] | None:

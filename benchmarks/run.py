@@ -6,7 +6,7 @@ few bytes to 30 KB, base64 screenshots, steering and corrections. Every comparis
 measured in the same run, so the ratios hold on a noisy machine. Prints a markdown
 table and writes JSON (``benchmarks/results/latest.json``).
 
-    python benchmarks/run.py [--sections core,pg,json,long,compaction,retention,staged,async] [--sizes 1000,5000,10000,20000]
+    python benchmarks/run.py [--sections core,pg,json,long,compaction,retention,staged,async,policies] [--sizes 1000,5000,10000,20000]
                              [--turns 15] [--out FILE]   (``make bench BENCH_ARGS="--sections pg"``)
 
 Sections: ``core`` (issue 6: per turn, peers, restore, SQLite append), ``pg``

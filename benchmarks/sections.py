@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async"]
+ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async", "policies"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--long-turns", type=int, default=40, help="turns measured per long-session size")
     parser.add_argument("--staged-turns", type=int, default=300, help="turns of the staged-compaction section")
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
+    parser.add_argument("--policies-turns", type=int, default=60, help="turns of the policy-replay section")
     parser.add_argument("--async-delay", type=float, default=3.0, help="seconds of the async section's summary call")
 
 
@@ -39,7 +40,8 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
     return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
-            "retention": _retention, "staged": _staged, "async": _async}[name](args, report, text)
+            "retention": _retention, "staged": _staged, "async": _async,
+            "policies": _policies}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -160,3 +162,14 @@ def _async(args: argparse.Namespace, report: dict[str, Any], text: list[str]) ->
              "(a local fake model through litellm) runs in it:", ""]
     text += asyncbench.markdown(result)
     return [_target(*t) for t in asyncbench.targets(result)]
+
+
+def _policies(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import policies
+
+    result = _in_process("policies.py", "--turns", str(args.policies_turns))
+    report["policies"] = result
+    text += ["", "Policy replay (issue 43): the workload recorded once, replayed in memory under our "
+             "policy and the peers' default policies (extractive summaries, offline):", ""]
+    text += policies.markdown(result)
+    return [_target(*t) for t in policies.targets(result)]

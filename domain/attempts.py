@@ -21,7 +21,8 @@ from uuid import UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 ATTEMPTS_NAMESPACE = UUID("3b0f3a52-8a4e-5c0f-b1c5-2d7f6e9a4c13")
-OUTCOMES = ("compacted", "nothing_to_compact", "summary_failed", "stale_candidate", "degraded", "cleared")
+OUTCOMES = ("compacted", "nothing_to_compact", "summary_failed", "stale_candidate", "degraded", "cleared",
+            "candidate")
 #: An attempt that ended in one of these counts against the breaker.
 FAILURES = ("summary_failed",)
 
@@ -48,6 +49,12 @@ class Attempt:
     ledger: dict[str, Any] | None
     error_code: str | None
     at_seq: int  # the session's newest seq when the attempt started: turns are counted from it
+    summary_usage: dict[str, Any] | None = None
+    """The summary call's own measured usage (issue 43): ``model`` and the
+    ``record_usage`` token fields; None when the summarizer reported none."""
+    candidate_id: str | None = None
+    """A dry run's candidate (issue 43): on its ``candidate`` attempt (which holds the
+    summary call) and on the attempt that committed it (which made no call)."""
 
     def to_record(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -83,6 +90,23 @@ class CompactionAttempts(Aggregate):
             raise ValueError(f"unknown attempt outcome {attempt.outcome!r}")
         self._recorded(attempt=attempt.to_record())
 
+    def record_usage(self, usage: RecordedUsage) -> None:
+        self._usage_recorded(usage=usage.to_record())
+
+    @event("UsageRecorded", topic="context_compaction:CompactionAttempts.UsageRecorded")
+    def _usage_recorded(self, usage: dict[str, Any]) -> None:
+        """In the attempts' stream, so that one read orders requests and compactions
+        (the turns until the next compaction are counted from it); the breaker's state
+        does not look at it."""
+
+    def record_candidate(self, candidate: dict[str, Any]) -> None:
+        self._candidate_prepared(candidate=candidate)
+
+    @event("CandidatePrepared", topic="context_compaction:CompactionAttempts.CandidatePrepared")
+    def _candidate_prepared(self, candidate: dict[str, Any]) -> None:
+        """A dry run's candidate (issue 43): ``candidate_id``, ``checkpoint`` (its
+        record), ``kept_turns``; ``commit_candidate`` reads it back from the stream."""
+
     @event("AttemptRecorded", topic="context_compaction:CompactionAttempts.AttemptRecorded")
     def _recorded(self, attempt: dict[str, Any]) -> None:
         self.count += 1
@@ -93,6 +117,27 @@ class CompactionAttempts(Aggregate):
         elif outcome in FAILURES and reason == "auto":
             self.failures_in_a_row += 1
             self.last_failure_seq = attempt.get("at_seq")
+
+
+@dataclass(frozen=True)
+class RecordedUsage:
+    """One ``record_usage`` of the session's requests, kept durably for its cost (issue 43)."""
+
+    request_id: str
+    at: str
+    model: str
+    prompt_tokens: int
+    cached_tokens: int
+    cache_creation_tokens: int
+    completion_tokens: int
+    history_count: int  # the history messages the request carried
+
+    def to_record(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> RecordedUsage:
+        return cls(**{k: record.get(k) for k in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)

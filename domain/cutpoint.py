@@ -188,3 +188,7 @@ def _respect_tool_groups(records: Sequence[MessageRecord], cut_index: int) -> in
             if at is not None:
                 earliest = min(earliest, at)
     return earliest
+
+
+#: For the partial planner (domain/partial.py, issue 43): the same tool-group rule.
+respect_tool_groups = _respect_tool_groups

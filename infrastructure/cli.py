@@ -308,6 +308,13 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- parser
+def _issue_43_commands() -> dict[str, Any]:
+    from . import cli_costs
+
+    return {"cost": cli_costs.cmd_cost, "preview": cli_costs.cmd_preview,
+            "commit-candidate": cli_costs.cmd_commit_candidate, "simulate": cli_costs.cmd_simulate}
+
+
 COMMANDS = {
     "demo": cmd_demo,
     "dispatch": cmd_dispatch,
@@ -325,6 +332,7 @@ COMMANDS = {
     "resummarize": cmd_resummarize,
     "events": cmd_events,
     "inspect": cmd_inspect,
+    **_issue_43_commands(),
 }
 
 

@@ -117,6 +117,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     from .cli_inspect import add_inspect_command
 
     add_inspect_command(add)
+    from .cli_costs import add_parsers  # (issue 43)
+
+    add_parsers(add)
     return parser
 
 

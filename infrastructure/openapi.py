@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from context_compaction.application import results as r
+from context_compaction.application import results_costs as rc
 from context_compaction.application.commands import COMMAND_ADAPTER, command_types
 
 REF = "#/components/schemas/{model}"
@@ -47,6 +48,8 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "resummarize": r.ResummarizeResult,
     "read_events": r.EventsResult,
     "read_session_events": r.SessionEventsResult,
+    "commit_candidate": r.CompactOutcome,
+    "get_session_cost": rc.SessionCostResult,
 }
 
 

@@ -29,8 +29,9 @@ _UNITS = {
     t.TURNS: ("{turn}", "Prepared turns by usage source"),
     t.OVERFLOW_RECOVERIES: ("{recovery}", "Overflow recoveries by outcome"),
     t.STORAGE_RETRIES: ("{retry}", "Storage retries after a lost race or a busy database"),
+    t.GENAI_TOKEN_USAGE: ("{token}", "Measures number of input and output tokens used"),
 }
-_HISTOGRAMS = {t.TOKENS_BEFORE, t.TOKENS_AFTER, t.SUMMARY_DURATION}
+_HISTOGRAMS = {t.TOKENS_BEFORE, t.TOKENS_AFTER, t.SUMMARY_DURATION, t.GENAI_TOKEN_USAGE}
 _NOTHING = NoTelemetry()
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from context_compaction.application.ports import Summarizer, SummaryRequest, SummaryResult
 from context_compaction.application.settings import Settings
+from context_compaction.domain.costs import Usage
 from context_compaction.domain.errors import InvalidCommand, SummaryFailed
 from context_compaction.domain.summary import HEADINGS, TOOL_STATUS_UNKNOWN, SourceEntry, parse_sections
 
@@ -122,7 +123,9 @@ class LiteLLMSummarizer:
         if not isinstance(text, str) or not text.strip():
             raise SummaryFailed("the summarizer returned an empty summary")
         provider = request.model.split("/", 1)[0] if "/" in request.model else "litellm"
-        return SummaryResult(text=text.strip(), provider_kind=f"llm:{provider}", model=request.model)
+        usage = Usage.from_provider(getattr(response, "usage", None))  # priced with the attempt (issue 43)
+        return SummaryResult(text=text.strip(), provider_kind=f"llm:{provider}", model=request.model,
+                             usage=usage.to_record() if usage else None)
 
 
 # ------------------------------------------------------------------ extractive

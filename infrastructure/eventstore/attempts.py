@@ -18,6 +18,7 @@ from eventsourcing.persistence import IntegrityError
 from context_compaction.domain.attempts import (
     Attempt,
     CompactionAttempts,
+    RecordedUsage,
     attempts_aggregate_id,
     newest_first,
 )
@@ -53,9 +54,29 @@ class SqlAttemptLog:
                 pass
 
     def record(self, session_id: str, attempt: Attempt) -> None:
+        self._append(session_id, lambda log: log.record(attempt))
+
+    def record_usage(self, session_id: str, usage: RecordedUsage) -> None:
+        """One request's measured usage, in the same stream (issue 43)."""
+        self._append(session_id, lambda log: log.record_usage(usage))
+
+    def record_candidate(self, session_id: str, candidate: dict[str, Any]) -> None:
+        """A dry run's candidate, kept until committed or stale (issue 43)."""
+        self._append(session_id, lambda log: log.record_candidate(candidate))
+
+    def candidate(self, session_id: str, candidate_id: str) -> dict[str, Any] | None:
+        with storage_errors():
+            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
+        for e in reversed(events):
+            if (isinstance(e, CompactionAttempts.CandidatePrepared)  # type: ignore[attr-defined]
+                    and e.candidate.get("candidate_id") == candidate_id):
+                return dict(e.candidate)
+        return None
+
+    def _append(self, session_id: str, apply: Any) -> None:
         for n in range(_TRIES):
             log = self._load(session_id) or CompactionAttempts(session_id)
-            log.record(attempt)
+            apply(log)
             try:
                 self.app.save(log)
                 return
@@ -87,3 +108,25 @@ class SqlAttemptLog:
             if isinstance(e, CompactionAttempts.AttemptRecorded)  # type: ignore[attr-defined]
         ]
         return newest_first(recorded, limit)
+
+    def entries(self, session_id: str) -> list[Attempt | RecordedUsage]:
+        """Attempts and usages in the order they were recorded (issue 43).
+
+        A request is billed once: a ``record_usage`` retried for the same request (its
+        answer lost, or sent by two processes) is recorded again, and only its last
+        figures count, at the place of the first."""
+        with storage_errors():
+            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
+        out: list[Attempt | RecordedUsage] = []
+        usage_at: dict[str, int] = {}
+        for e in events:
+            if isinstance(e, CompactionAttempts.AttemptRecorded):  # type: ignore[attr-defined]
+                out.append(Attempt.from_record(e.attempt))
+            elif isinstance(e, CompactionAttempts.UsageRecorded):  # type: ignore[attr-defined]
+                usage = RecordedUsage.from_record(e.usage)
+                if usage.request_id in usage_at:
+                    out[usage_at[usage.request_id]] = usage
+                else:
+                    usage_at[usage.request_id] = len(out)
+                    out.append(usage)
+        return out

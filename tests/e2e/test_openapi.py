@@ -144,12 +144,31 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
             log = {"type": "list_compaction_attempts", "session_id": sid}
             _check(document, "list_compaction_attempts", _post(client, log))
             answered |= {"resummarize", "list_compaction_attempts"}
+    answered |= _preview_and_cost(client, document, big)  # (issue 43)
     _check(document, "delete_session", _post(client, {"type": "delete_session", "session_id": sid}))
     assert answered | {"delete_session"} == set(command_types())
     failed = client.post("/v1/commands", json={"type": "get_history", "session_id": "nobody"})
     assert failed.status_code == 404
     errors = list(_validator(document, "ErrorEnvelope").iter_errors(failed.json()))
     assert not errors, errors
+
+
+def _preview_and_cost(client: TestClient, document: dict[str, Any], big: str) -> set[str]:
+    """A dry run's candidate, committed; the session's cost (issue 43)."""
+    sid = "typed-preview"
+    _post(client, {"type": "start_session", "session_id": sid, "model": "gpt-4o", "agent_token_limit": 3000})
+    for i in range(4):
+        _post(client, {"type": "append_messages", "session_id": sid, "messages": [
+            {"role": "user", "content": f"turn {i}: {big}"}, {"role": "assistant", "content": f"answer {i}"}]})
+    dry = _post(client, {"type": "compact", "session_id": sid, "dry_run": True})
+    _check(document, "compact", dry)
+    assert dry["result"]["status"] == "candidate"
+    done = _post(client, {"type": "commit_candidate", "session_id": sid,
+                          "candidate_id": dry["result"]["candidate_id"]})
+    _check(document, "commit_candidate", done)
+    assert done["result"]["status"] == "compacted"
+    _check(document, "get_session_cost", _post(client, {"type": "get_session_cost", "session_id": sid}))
+    return {"commit_candidate", "get_session_cost"}
 
 
 def _post(client: TestClient, command: dict[str, Any]) -> dict[str, Any]:

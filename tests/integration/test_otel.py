@@ -143,6 +143,15 @@ def test_a_compaction_through_the_bus_reports_its_spans_and_metrics_and_no_conte
         assert child.parent is not None and child.parent.span_id == compact.context.span_id
         assert child.attributes["ctxc.session_id"] == "s"
     assert summary.attributes["ctxc.summarizer"] == "extractive"
+    # The GenAI semantic conventions beside ours (issue 43).
+    assert compact.attributes[t.GENAI_CONVERSATION_ID] == "s"
+    assert compact.attributes[t.GENAI_CONVERSATION_COMPACTED] is True
+    assert summary.attributes[t.GENAI_CONVERSATION_ID] == "s"
+    assert summary.attributes[t.GENAI_REQUEST_MODEL] == "gpt-4o"
+    prepared = by_type["prepare_turn"]
+    assert prepared.attributes[t.GENAI_REQUEST_MODEL] == "gpt-4o"
+    assert prepared.attributes[t.GENAI_CONVERSATION_COMPACTED] is False
+    assert t.GENAI_CONVERSATION_ID not in failed.attributes
 
     got = points(reader)
     manual = [p for p in got[t.COMPACTIONS] if dict(p.attributes).get("reason") == "manual"
@@ -165,3 +174,25 @@ def test_a_compaction_through_the_bus_reports_its_spans_and_metrics_and_no_conte
     assert any(r.getMessage() == "command failed" and r.error_code == "session_not_found"  # type: ignore[attr-defined]
                for r in caplog.records)
     assert all(SECRET not in str(vars(r)) for r in caplog.records)
+
+
+def test_recorded_usage_carries_the_genai_token_attributes(sdk: Any, databases: Any) -> None:
+    """``gen_ai.usage.*`` on the record_usage span and ``gen_ai.client.token.usage`` (issue 43)."""
+    from helpers import assistant, ok, user
+
+    exporter, reader = sdk
+    exporter.clear()
+    h = databases.harness()
+    ok(h.do({"type": "start_session", "session_id": "u", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "u", "messages": [user("hi"), assistant("hello")]}))
+    request = ok(h.do({"type": "prepare_turn", "session_id": "u"}))
+    ok(h.do({"type": "record_usage", "session_id": "u", "request_id": request["request_id"],
+             "prompt_tokens": 1234, "completion_tokens": 56}))
+    span = next(s for s in exporter.get_finished_spans()
+                if s.name == "ctxc.command" and s.attributes["ctxc.command"] == "record_usage")
+    assert span.attributes[t.GENAI_CONVERSATION_ID] == "u"
+    assert span.attributes[t.GENAI_INPUT_TOKENS] == 1234 and span.attributes[t.GENAI_OUTPUT_TOKENS] == 56
+    usage = [p for p in points(reader)[t.GENAI_TOKEN_USAGE]
+             if dict(p.attributes)[t.GENAI_REQUEST_MODEL] == "gpt-4o"]
+    by_type = {dict(p.attributes)[t.GENAI_TOKEN_TYPE]: p for p in usage}
+    assert by_type["input"].max >= 1234 and by_type["output"].max >= 56

@@ -216,7 +216,8 @@ def test_every_outcome_is_on_record_and_never_moves_the_session(make_harness: Ma
     assert nothing["stage"] is None and nothing["error_code"] is None
     assert set(done) == {"attempt_id", "at", "reason", "outcome", "stage", "summarizer", "model",
                          "prompt_version", "duration_ms", "tokens_before", "tokens_after", "ledger",
-                         "error_code"}
+                         "error_code", "summary_usage", "summary_cost_usd", "net",
+                         "candidate_id"}  # (the last four: issue 43)
     assert [a["attempt_id"] for a in attempts(h, limit=2)] == [done["attempt_id"], failed["attempt_id"]]
     assert len({a["attempt_id"] for a in log}) == 3
     h.reopen()
