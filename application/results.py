@@ -117,6 +117,8 @@ class SearchHitResult(Result):
     score: float
     compacted: bool
     invalidated: bool
+    truncated: bool = False
+    """Only the head and tail of this long message are indexed (ADR 0071)."""
 
 
 class SearchResult(Result):

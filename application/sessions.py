@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from context_compaction.domain.errors import (
     IdempotencyConflict,
@@ -23,10 +24,42 @@ from .queries import live_row
 from .services import AUTO_COMMAND_PREFIX, Services, mutate
 
 log = logging.getLogger("context_compaction.sessions")
+R = TypeVar("R")
+
+
+def first_result(command_id: str | None, answered: Callable[[], R | None], run: Callable[[], R]) -> R:
+    """The one rule for every command made idempotent by a host ``command_id`` (issue 36,
+    ADR 0071): what the id already answered is the answer; else the command runs; and
+    when it is refused (a retry released together with the first call loses the race,
+    then finds the session already changed: a revert's checkpoint no longer active, a
+    session already started), the id is asked again, so the first call's result wins
+    over the refusal. ``answered`` raises ``IdempotencyConflict`` when the id was used
+    for something else."""
+    if command_id is None:
+        return run()
+    earlier = answered()
+    if earlier is not None:
+        return earlier
+    try:
+        return run()
+    except (InvalidCommand, SessionExists):  # (refusals; a conflict or a storage error stands)
+        earlier = answered()
+        if earlier is None:
+            raise
+        log.info("a concurrent retry answered the first result", extra={"command_id": command_id})
+        return earlier
 
 
 # ------------------------------------------------------------------ commands
 def start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
+    def answered() -> r.StartSessionResult | None:
+        earlier = svc.read_model.command(cmd.command_id) if cmd.command_id else None
+        return _started_before(svc, cmd, earlier) if earlier is not None else None
+
+    return first_result(cmd.command_id, answered, lambda: _start_session(cmd, svc))
+
+
+def _start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
     # As for appends, a generated command id makes our own retry after a lost
     # acknowledgement recognise its own success.
     command_id = cmd.command_id or svc.ids.new_id("cmd")
@@ -303,19 +336,28 @@ def unpin_messages(cmd: c.UnpinMessages, svc: Services) -> r.PinsResult:
 
 
 def revert_checkpoint(cmd: c.RevertCheckpoint, svc: Services) -> r.RevertResult:
-    """A retried revert (same ``command_id``) answers what the first one did (ADR 0033)."""
-    if cmd.command_id is not None:
+    """A retried revert (same ``command_id``) answers what the first one did (ADR 0033),
+    a concurrent one too (ADR 0071)."""
+
+    def answered() -> r.RevertResult | None:
+        assert cmd.command_id is not None
         if svc.read_model.command(cmd.command_id) is not None:
             raise _idempotency_conflict(cmd.command_id, "for another command")
         done = svc.read_model.revert_command(cmd.command_id)
-        if done is not None:
-            if (done.session_id, done.checkpoint_id) != (cmd.session_id, cmd.checkpoint_id):
-                raise _idempotency_conflict(cmd.command_id, "for another checkpoint")
-            return r.RevertResult(
-                session_id=cmd.session_id, checkpoint_id=done.checkpoint_id,
-                context_generation=done.generation, active_checkpoint_id=done.now_active,
-                version=done.version,
-            )
+        if done is None:
+            return None
+        if (done.session_id, done.checkpoint_id) != (cmd.session_id, cmd.checkpoint_id):
+            raise _idempotency_conflict(cmd.command_id, "for another checkpoint")
+        return r.RevertResult(
+            session_id=cmd.session_id, checkpoint_id=done.checkpoint_id,
+            context_generation=done.generation, active_checkpoint_id=done.now_active,
+            version=done.version,
+        )
+
+    return first_result(cmd.command_id, answered, lambda: _revert(cmd, svc))
+
+
+def _revert(cmd: c.RevertCheckpoint, svc: Services) -> r.RevertResult:
     generation, session, _ = mutate(
         svc,
         cmd.session_id,

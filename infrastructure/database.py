@@ -8,6 +8,7 @@ with ``?`` placeholders and ``{t}`` before table names; the dialect adapts it.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -178,7 +179,14 @@ def is_transient(exc: BaseException) -> bool:
         import psycopg
     except ImportError:  # pragma: no cover - postgres extra not installed
         return False
+    if isinstance(exc, psycopg.OperationalError) and _NOT_TRANSIENT_CLASS.match(getattr(exc, "sqlstate", None) or ""):
+        return False
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+#: SQLSTATE classes psycopg raises as OperationalError that no retry can help:
+#: 54 program limit exceeded (a tsvector over 1 MB, too many columns, issue 36).
+_NOT_TRANSIENT_CLASS = re.compile(r"54")
 
 
 @contextmanager

@@ -24,7 +24,7 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector, lock_sessions_first
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import BEHIND_SQL, index_session, query_terms, search_params, search_sql, snippet, split_terms
+from .search import BEHIND_SQL, index_session, is_truncated, query_terms, search_params, search_sql, snippet, split_terms
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -376,7 +376,7 @@ class SqlReadModel:
             self.index_search(session_id)
         return [
             SearchHit(int(seq), role, turn_id, snippet(body, terms), round(float(score), 6),
-                      bool(compacted), not visible)
+                      bool(compacted), not visible, is_truncated(body))
             for seq, role, turn_id, body, score, visible, compacted in rows
         ]
 
