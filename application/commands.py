@@ -257,6 +257,8 @@ class GetHistory(Command[r.HistoryResult]):
     type: Literal["get_history"] = "get_history"
     session_id: SessionId
     include_invalidated: StrictBool = False
+    #: An audit read of a deleted session (else ``session_deleted``, ADR 0072).
+    include_deleted: StrictBool = False
     from_seq: Seq | None = None
     to_seq: Seq | None = None
     limit: PositiveInt | None = None
@@ -289,6 +291,8 @@ class ReplaySession(Command[r.ReplayResult]):
     type: Literal["replay_session"] = "replay_session"
     session_id: SessionId
     at_version: PositiveInt | None = None
+    #: An audit read of a deleted session (else ``session_deleted``, ADR 0072).
+    include_deleted: StrictBool = False
     model: ModelName | None = None
 
 

@@ -43,8 +43,14 @@ def message_result(m: MessageRecord) -> dict[str, Any]:
     return out
 
 
+def readable_row(svc: Services, session_id: str, include_deleted: bool = False) -> SessionRow:
+    """A deleted session answers ``session_deleted`` to ordinary reads; an audit read
+    names ``include_deleted`` (issue 35, ADR 0072)."""
+    return session_row(svc, session_id) if include_deleted else live_row(svc, session_id)
+
+
 def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
-    session_row(svc, cmd.session_id)
+    readable_row(svc, cmd.session_id, cmd.include_deleted)
     messages = svc.read_model.messages(
         cmd.session_id,
         from_seq=cmd.from_seq or 1,
@@ -60,7 +66,7 @@ def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
 
 
 def search_history(cmd: c.SearchHistory, svc: Services) -> r.SearchResult:
-    session_row(svc, cmd.session_id)
+    live_row(svc, cmd.session_id)
     hits = svc.read_model.search(
         cmd.session_id, cmd.query, limit=cmd.limit, include_invalidated=cmd.include_invalidated
     )
@@ -84,7 +90,7 @@ def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
 
 def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
     """State and projection as of a past version, rebuilt from the events (audits)."""
-    row = session_row(svc, cmd.session_id)
+    row = readable_row(svc, cmd.session_id, cmd.include_deleted)
     if cmd.at_version is not None and cmd.at_version > row.version:
         raise InvalidCommand(
             f"at_version {cmd.at_version} is beyond the session's version {row.version}"

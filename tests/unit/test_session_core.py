@@ -246,7 +246,10 @@ def test_soft_deleted_sessions_keep_their_history_for_audit(harness: Harness) ->
     start(harness)
     append(harness, "s1", *coding_turn(1))
     ok(harness.do({"type": "delete_session", "session_id": "s1"}))
-    assert len(history(harness)) == 5
+    # (an ordinary read answers session_deleted; the audit read says so: issue 35, ADR 0072)
+    err(harness.do({"type": "get_history", "session_id": "s1"}), "session_deleted")
+    assert len(ok(harness.do({"type": "get_history", "session_id": "s1", "include_invalidated": True,
+                              "include_deleted": True}))["messages"]) == 5
     sessions = ok(harness.do({"type": "list_sessions"}))["sessions"]
     assert sessions[0]["deleted"] is True
 

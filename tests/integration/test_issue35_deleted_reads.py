@@ -1,0 +1,54 @@
+"""Issue 35 finding 2 (first half): a deleted session's content is no ordinary read.
+History, search, projection, usage and replay answer ``session_deleted``; history and
+replay read it for an audit with ``include_deleted: true`` (ADR 0072)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import Harness, assistant, err, ok, user
+
+BACKENDS = ("memory", "sqlite", "postgres")
+
+
+def test_ordinary_reads_of_a_deleted_session_answer_session_deleted(harness: Harness) -> None:
+    ok(harness.do({"type": "start_session", "session_id": "gone", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "gone",
+                   "messages": [user("the secret is parsnip"), assistant("noted parsnip")]}))
+    before = ok(harness.do({"type": "get_history", "session_id": "gone"}))
+    ok(harness.do({"type": "delete_session", "session_id": "gone"}))
+    reads = [
+        {"type": "get_history", "session_id": "gone"},
+        {"type": "get_history", "session_id": "gone", "include_invalidated": True},
+        {"type": "search_history", "session_id": "gone", "query": "parsnip"},
+        {"type": "get_projection", "session_id": "gone"},
+        {"type": "get_context_usage", "session_id": "gone"},
+        {"type": "replay_session", "session_id": "gone"},
+        {"type": "replay_session", "session_id": "gone", "at_version": 2},
+    ]
+    for read in reads:
+        err(harness.do(read), "session_deleted")
+    audit = ok(harness.do({"type": "get_history", "session_id": "gone", "include_deleted": True}))
+    assert audit["messages"] == before["messages"]
+    replay = ok(harness.do({"type": "replay_session", "session_id": "gone", "include_deleted": True}))
+    assert replay["deleted"] is True
+    assert [m["content"] for m in replay["projection"]["messages"]] == ["the secret is parsnip", "noted parsnip"]
+    # (a live session reads as before, with or without the flag)
+    ok(harness.do({"type": "start_session", "session_id": "live", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "live", "messages": [user("hi")]}))
+    for flag in (False, True):
+        assert len(ok(harness.do({"type": "get_history", "session_id": "live", "include_deleted": flag}))["messages"]) == 1
+
+
+@pytest.mark.backends("sqlite")
+def test_http_answers_a_deleted_session_with_its_error(harness: Harness, backend: str) -> None:
+    from fastapi.testclient import TestClient
+
+    from context_compaction.infrastructure.http import create_app
+
+    ok(harness.do({"type": "start_session", "session_id": "gone", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "gone", "messages": [user("parsnip")]}))
+    ok(harness.do({"type": "delete_session", "session_id": "gone"}))
+    client = TestClient(create_app(harness.bus, token=None, max_body_bytes=1_000_000))
+    answer = client.post("/v1/commands", json={"type": "search_history", "session_id": "gone", "query": "parsnip"})
+    assert answer.json()["error"]["code"] == "session_deleted" and answer.status_code != 200
