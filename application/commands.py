@@ -331,6 +331,9 @@ class ReadEvents(Command[r.EventsResult]):
     type: Literal["read_events"] = "read_events"
     after: NonNegativeInt = 0
     limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
+    #: The page's stored bytes (issue 36, ADR 0071): a page stops at ``limit`` events
+    #: or this many bytes, whichever comes first, and holds at least one event.
+    max_bytes: Annotated[StrictInt, Field(ge=1, le=256 * 1024 * 1024)] = 8 * 1024 * 1024
 
 
 AnyCommand = Annotated[

@@ -435,6 +435,9 @@ class EventsResult(Result):
     """``read_events``: ``events[]`` {position, session_id, version, type, at, payload}."""
 
     events: list[FeedEvent]
+    more: bool = False
+    """The page stopped at ``limit`` or ``max_bytes``: ask again from its last position
+    without waiting (False: the feed was read to its end)."""
 
 
 class FeedEvent(Result):

@@ -286,14 +286,15 @@ def cmd_events(args: argparse.Namespace) -> int:
     try:
         with _bus(args) as bus:
             while True:
-                events = bus.dispatch(c.ReadEvents(after=after, limit=args.limit)).events
+                page = bus.dispatch(c.ReadEvents(after=after, limit=args.limit))
+                events = page.events
                 for event in events:
                     print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False))
                 if events:
                     after = events[-1].position
                     sys.stdout.flush()
-                    if len(events) == args.limit:
-                        continue  # (more may be waiting: no sleep)
+                    if page.more:
+                        continue  # (stopped at its count or bytes: more may be waiting, no sleep)
                 if not args.follow:
                     return EXIT_OK
                 time.sleep(args.interval)
