@@ -37,7 +37,17 @@ def _bus(args: argparse.Namespace, **extra: Any) -> Any:
     settings = settings_for(args, **extra)
     if getattr(args, "read_only", False):
         require_database(settings, args.command)
-    return bootstrap(settings)
+    bus = bootstrap(settings)
+    reason = bus.services.extra.get("read_only")
+    # Detected at start (issue 36): a subcommand that always writes is refused before it
+    # reads its input; ``dispatch`` and ``serve`` run queries, the bus refuses their writes.
+    if reason and args.command in ("compact", "import-legacy", "demo"):
+        from context_compaction.domain.errors import StorageError
+
+        bus.close()
+        raise StorageError(f"the database is open read-only ({reason}): `ctxc {args.command}` writes",
+                           details={"cause": "read_only"})
+    return bus
 
 
 # What a terminal acts on instead of showing: C0 controls (newline aside), DEL, C1

@@ -140,9 +140,12 @@ class SessionsApplication(FastSaveApplication):
         )
         recorder.notify = self.env.get(NOTIFY_ENV) == "y"
         recorder.lock_free = self.env.get(ORDERING_ENV) == "lock_free"
-        # Always: besides creating tables it registers the composite type adapters.
-        with storage_errors():
-            recorder.create_table()
+        # Always: besides creating tables it registers the composite type adapters,
+        # which only writes use. Not for a store opened read-only (issue 36, ADR 0071):
+        # a role that cannot write cannot run its DDL either.
+        if self.env.get("CREATE_TABLE") != "n":
+            with storage_errors():
+                recorder.create_table()
         return recorder
 
     def record(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:

@@ -56,6 +56,9 @@ class SqlReadModel:
         self.db = db
         self.projector = projector
         self._ledgers = LedgerCache()
+        #: Opened by a role or file that cannot write (issue 36, ADR 0071): reads answer
+        #: from what is projected and indexed, nothing is caught up or indexed.
+        self.read_only = False
 
     # ------------------------------------------------------------- schema
     def create_tables(self, previous: int | None = None) -> None:
@@ -164,7 +167,7 @@ class SqlReadModel:
                     head = cur.execute(head_sql, params).fetchone()
                     position, newest = lag_of(head)
                     assert head is not None
-                    if position >= newest or attempt == 3:
+                    if position >= newest or attempt == 3 or self.read_only:
                         # (after 3 catch-ups writers keep arriving; their rows are inline)
                         handed_on = True
                         yield cur, head
@@ -214,7 +217,7 @@ class SqlReadModel:
         rebuilding it from ``rm_search`` when it was out of step. SQLite's FTS5 index is a
         table of its own that can lose step with its content; PostgreSQL's GIN index is
         kept by the engine (nothing to check)."""
-        if self.db.dialect.is_postgres:
+        if self.db.dialect.is_postgres or self.read_only:  # (SQLite's check is an INSERT)
             return None
         with self.db.write() as cur:
             try:
@@ -370,7 +373,7 @@ class SqlReadModel:
             with self.fresh() as cur:
                 last, mark = cur.execute(BEHIND_SQL, (session_id,)).fetchone() or (0, 0)
                 # (after one indexing, messages appended since are not this search's)
-                if attempt == 1 or int(last) <= int(mark or 0):
+                if attempt == 1 or int(last) <= int(mark or 0) or self.read_only:
                     rows = cur.execute(sql, params).fetchall()
                     break
             self.index_search(session_id)
