@@ -175,6 +175,16 @@ class DeleteSession(Command[r.DeleteSessionResult]):
     session_id: SessionId
 
 
+class PurgeSession(Command[r.PurgeSessionResult]):
+    """Erase a session's content for good (issue 35, ADR 0072): message bodies,
+    reasoning, tool arguments and outputs, summaries, ledgers, provider state, search
+    rows, Timeline entries and snapshots, in the event store too. It stays listed as
+    deleted; its events keep their shape with the content replaced."""
+
+    type: Literal["purge_session"] = "purge_session"
+    session_id: SessionId
+
+
 class Compact(Command[r.CompactOutcome]):
     """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1)."""
 
@@ -346,6 +356,7 @@ AnyCommand = Annotated[
         UnpinMessages,
         RevertCheckpoint,
         DeleteSession,
+        PurgeSession,
         GetHistory,
         SearchHistory,
         GetProjection,

@@ -39,6 +39,7 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.AppendMessages: sessions.append_messages,
     c.InvalidateHistory: sessions.invalidate_history,
     c.DeleteSession: sessions.delete_session,
+    c.PurgeSession: sessions.purge_session,
     c.PinMessages: sessions.pin_messages,
     c.UnpinMessages: sessions.unpin_messages,
     c.RevertCheckpoint: sessions.revert_checkpoint,

@@ -243,6 +243,16 @@ class AsyncSummarizer(Protocol):
     async def asummarize(self, request: SummaryRequest) -> SummaryResult: ...
 
 
+class ContentEraser(Protocol):
+    """Erases a purged session's content where it is stored (issue 35, ADR 0072)."""
+
+    def erase(self, session_id: str) -> int:
+        """Replace the content of the session's stored events by a tombstone, drop its
+        snapshots, search rows and Timeline entries in one transaction; returns how
+        many events were rewritten."""
+        ...
+
+
 class TurnLeases(Protocol):
     """Which process runs a turn on a session (ADR 0041): one lease per session, held
     by an owner until it is released or its time runs out (a crashed holder blocks the

@@ -70,6 +70,13 @@ class DeleteSessionResult(Result):
     version: int
 
 
+class PurgeSessionResult(Result):
+    session_id: str
+    version: int
+    erased_events: int
+    """Stored events whose content was replaced by the tombstone."""
+
+
 class ToolCallFunction(Result):
     name: str
     arguments: str

@@ -371,6 +371,19 @@ def _revert(cmd: c.RevertCheckpoint, svc: Services) -> r.RevertResult:
     )
 
 
+def purge_session(cmd: c.PurgeSession, svc: Services) -> r.PurgeSessionResult:
+    """Record the purge, then erase the content (ADR 0072). Two transactions: a failure
+    between them leaves a session recorded purged whose content is still there, which
+    ``purge_session`` again completes (and ``ctxc verify`` names)."""
+    if svc.eraser is None:
+        raise InvalidCommand("this store cannot erase content (purge_session needs SQLite or PostgreSQL)")
+    _, session, _ = mutate(svc, cmd.session_id, lambda s: s.purge(created_at=svc.now()))
+    erased = svc.eraser.erase(cmd.session_id)
+    svc.contexts.drop(cmd.session_id)
+    log.info("session purged", extra={"session_id": cmd.session_id, "count": erased})
+    return r.PurgeSessionResult(session_id=cmd.session_id, version=session.version, erased_events=erased)
+
+
 def delete_session(cmd: c.DeleteSession, svc: Services) -> r.DeleteSessionResult:
     _, session, _ = mutate(svc, cmd.session_id, lambda s: s.delete(created_at=svc.now()))
     log.info("session deleted", extra={"session_id": cmd.session_id})

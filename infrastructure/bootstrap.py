@@ -38,6 +38,7 @@ from .memory import build_memory_store
 from .memory.build import PREFIX as MEMORY_PREFIX
 from .memory.stores import MemoryTimelineFollower
 from .readmodel import SqlTokenCountCache
+from .purge import SqlContentEraser
 from .readonly import postgres_read_only, sqlite_read_only
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
@@ -272,6 +273,7 @@ def bootstrap(
             return recorder.select_notifications(position, 100, topics=[CHECKPOINT_TOPIC], inclusive_of_start=False)
     follower = TimelineFollower(db, app.projector, timeline, select)
     services.after_checkpoint.append(follower.catch_up)
+    services.eraser = SqlContentEraser(app, db)
     services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower,
                           read_only=read_only)
     services.extra.update(overrides)

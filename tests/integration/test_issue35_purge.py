@@ -1,0 +1,102 @@
+"""Issue 35 finding 2 (second half): ``purge_session`` erases a session's content for
+good, in the event store too (ADR 0072). What remains: the session existed and was
+purged; ``ctxc verify`` accepts it; the event feed carries the purge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from backends import MakeHarness
+from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
+
+SECRET = "sk-live-PARSNIP-7731"
+
+
+def _dump(h: Harness) -> bytes:
+    """Every table's every row, as bytes (events, snapshots, read model, caches)."""
+    if h.is_postgres:
+        schema = h.url.split("schema=")[1]
+        names = [r[0] for r in h.query("SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                                       (schema,))]
+        rows = [h.query(f'SELECT * FROM "{schema}"."{name}"') for name in names]
+    else:
+        names = [r[0] for r in h.query("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        rows = [h.query(f'SELECT * FROM "{name}"') for name in names]
+    return repr(rows).encode() + b"".join(bytes(v) for table in rows for r in table for v in r
+                                          if isinstance(v, (bytes, memoryview)))
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_purge_erases_the_content_everywhere_and_keeps_the_fact(make_harness: MakeHarness, backend: str) -> None:
+    h = make_harness("purge", adapters={"summarizer": RecordingSummarizer(text=f"## Goal\nKeep {SECRET} safe.")},
+                     context_compaction={"keep_recent_tokens": 300}, snapshot_interval=5)
+    ok(h.do({"type": "start_session", "session_id": "p", "model": "gpt-4o"}))
+    ok(h.do({"type": "start_session", "session_id": "other", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "other", "messages": [user("the other turnip stays")]}))
+    for i in range(8):
+        ok(h.do({"type": "append_messages", "session_id": "p", "messages": [
+            user(f"step {i}: my key is {SECRET}"),
+            assistant(None, [(f"c{i}", "grep", f'{{"q": "{SECRET}"}}')]),
+            tool(f"c{i}", f"found {SECRET} " + "line " * 30, name="grep"),
+            assistant(f"done {i} with {SECRET}")]}))
+    ok(h.do({"type": "compact", "session_id": "p"}))
+    ok(h.do({"type": "invalidate_history", "session_id": "p", "kind": "delete", "seqs": [32],
+             "reason": f"leaked {SECRET}"}))
+    assert ok(h.do({"type": "search_history", "session_id": "p", "query": SECRET}))["hits"]
+    assert SECRET.encode() in _dump(h)
+    position = ok(h.do({"type": "read_events", "limit": 1000}))["events"][-1]["position"]
+
+    purged = ok(h.do({"type": "purge_session", "session_id": "p"}))
+    assert purged["erased_events"] >= 33
+
+    assert SECRET.encode() not in _dump(h), "no byte of the content is left in any table"
+    if not h.is_postgres:  # (and none in the files: freed pages zeroed, FTS merged, WAL emptied)
+        path = h.url[len("sqlite:///"):]
+        for suffix in ("", "-wal"):
+            with open(path + suffix, "rb") as f:
+                data = f.read().lower()
+            assert SECRET.lower().encode() not in data and b"parsnip" not in data, suffix
+    for read in ({"type": "get_history", "session_id": "p"}, {"type": "search_history", "session_id": "p",
+                 "query": "step"}, {"type": "get_projection", "session_id": "p"}):
+        err(h.do(read), "session_deleted")
+    audit = ok(h.do({"type": "get_history", "session_id": "p", "include_deleted": True,
+                     "include_invalidated": True}))["messages"]
+    assert len(audit) == 32 and {m["content"] for m in audit} <= {"[purged]", None}
+    assert [c["id"] for c in audit[1]["tool_calls"]] == ["c0"]  # (the shape stays)
+    sessions = {s["session_id"]: s for s in ok(h.do({"type": "list_sessions"}))["sessions"]}
+    assert sessions["p"]["deleted"] is True and sessions["p"]["message_count"] == 32
+    assert ok(h.do({"type": "get_history", "session_id": "other"}))["messages"][0]["content"] == "the other turnip stays"
+    feed = ok(h.do({"type": "read_events", "after": position}))["events"]
+    assert [e["type"] for e in feed] == ["Purged"] and feed[0]["session_id"] == "p"
+    # A fresh process reads the same; the aggregate replays from the rewritten events.
+    h.reopen()
+    replay = ok(h.do({"type": "replay_session", "session_id": "p", "include_deleted": True}))
+    assert replay["deleted"] is True and SECRET not in str(replay)
+    # Purging again is harmless.
+    ok(h.do({"type": "purge_session", "session_id": "p"}))
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_ctxc_verify_accepts_a_purged_session(make_harness: MakeHarness, backend: str) -> None:
+    from context_compaction.infrastructure.verify import verify
+
+    h = make_harness("purgeverify", adapters={"summarizer": RecordingSummarizer(text=f"## Goal\n{SECRET}")},
+                     context_compaction={"keep_recent_tokens": 300}, snapshot_interval=5)
+    ok(h.do({"type": "start_session", "session_id": "p", "model": "gpt-4o"}))
+    for i in range(8):
+        ok(h.do({"type": "append_messages", "session_id": "p",
+                 "messages": [user(f"step {i} {SECRET}"), assistant(f"done {i} " + "words " * 30)]}))
+    ok(h.do({"type": "compact", "session_id": "p"}))
+    ok(h.do({"type": "search_history", "session_id": "p", "query": "step"}))
+    ok(h.do({"type": "purge_session", "session_id": "p"}))
+    report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+    assert report.ok, report.to_dict()
+
+
+def test_purge_of_an_unknown_session_is_session_not_found(harness: Harness) -> None:
+    err(harness.do({"type": "purge_session", "session_id": "nobody"}), "session_not_found")
+
+
+BACKENDS: Any = ("sqlite", "postgres")
