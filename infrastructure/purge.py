@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
+from context_compaction.domain.attempts import attempts_aggregate_id
 from context_compaction.domain.summary import storable_text
 from .database import Database, quote_identifier
 
@@ -46,7 +47,18 @@ def _invalidation(state: dict[str, Any]) -> None:
     state["reason"] = ""
 
 
+def _attempt(state: dict[str, Any]) -> None:
+    # (a ledger's dropped items quote the messages: their kinds, seqs and counts stay)
+    ledger = (state.get("attempt") or {}).get("ledger")
+    if isinstance(ledger, dict):
+        for key, value in ledger.items():
+            if isinstance(value, list):
+                ledger[key] = [{**item, "value": TOMBSTONE} if isinstance(item, dict) and "value" in item else item
+                               for item in value]
+
+
 _SCRUB: dict[str, Callable[[dict[str, Any]], None]] = {
+    "context_compaction:CompactionAttempts.AttemptRecorded": _attempt,
     "context_compaction:Session.MessageAppended": _message,
     "context_compaction:Session.CheckpointCommitted": _checkpoint,
     "context_compaction:Session.HistoryInvalidated": _invalidation,
@@ -81,19 +93,24 @@ class SqlContentEraser:
                               (session_id,)).fetchone()
             if row is None:
                 return 0
-            originator: Any = UUID(str(row[0])) if postgres else UUID(str(row[0])).hex
+            # The session and its compaction attempt log (a stream of its own, ADR 0032).
+            originators: list[Any] = [
+                uuid if postgres else uuid.hex
+                for uuid in (UUID(str(row[0])), attempts_aggregate_id(session_id))
+            ]
             rewritten = []
-            for version, topic, state in cur.execute(
-                f"SELECT originator_version, topic, state FROM {table.qualified} WHERE originator_id = ?",
-                (originator,),
-            ).fetchall():
-                scrub = _SCRUB.get(str(topic))
-                if scrub is None:
-                    continue
-                decoded = json.loads(bytes(state))
-                scrub(decoded)
-                encoded = json.dumps(decoded, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-                rewritten.append((encoded, originator, int(version)))
+            for originator in originators:
+                for version, topic, state in cur.execute(
+                    f"SELECT originator_version, topic, state FROM {table.qualified} WHERE originator_id = ?",
+                    (originator,),
+                ).fetchall():
+                    scrub = _SCRUB.get(str(topic))
+                    if scrub is None:
+                        continue
+                    decoded = json.loads(bytes(state))
+                    scrub(decoded)
+                    encoded = json.dumps(decoded, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+                    rewritten.append((encoded, originator, int(version)))
             cur.executemany(
                 f"UPDATE {table.qualified} SET state = ? WHERE originator_id = ? AND originator_version = ?",
                 rewritten,
@@ -108,7 +125,8 @@ class SqlContentEraser:
                 cur.execute("INSERT INTO rm_search_fts (rm_search_fts) VALUES ('optimize')")
             snapshots = self._snapshots_table()
             if snapshots is not None:
-                cur.execute(f"DELETE FROM {snapshots} WHERE originator_id = ?", (originator,))
+                for originator in originators:
+                    cur.execute(f"DELETE FROM {snapshots} WHERE originator_id = ?", (originator,))
         if not postgres:
             self._compact_sqlite_file()
         return len(rewritten)
