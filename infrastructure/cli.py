@@ -145,7 +145,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
     with _bus(args) as bus:
-        result = bus.dispatch(c.GetHistory(session_id=args.session, include_invalidated=args.all))
+        result = bus.dispatch(c.GetHistory(session_id=args.session, include_invalidated=args.all,
+                                           include_deleted=args.include_deleted))
     rows = []
     for m in result.messages:
         calls = ",".join(call.function.name for call in m.tool_calls)
@@ -220,7 +221,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
     with _bus(args) as bus:
-        result = bus.dispatch(c.ReplaySession(session_id=args.session, at_version=args.at_version))
+        result = bus.dispatch(c.ReplaySession(session_id=args.session, at_version=args.at_version,
+                                              include_deleted=args.include_deleted))
     head = (f"{args.session} as of version {result.version}: model {result.model}, next seq {result.next_seq}"
             f"{', deleted' if result.deleted else ''}")
     return _emit(args, result, head + "\n" + _projection_text(result.projection))

@@ -131,6 +131,7 @@ def _session_commands(add: _Add) -> None:
     p.add_argument("--offset", type=_non_negative_int, default=0, help="sessions to skip first")
     p = add("history", "the raw message log of a session", session=True, read_only=True)
     p.add_argument("--all", action="store_true", help="include invalidated (hidden) messages")
+    p.add_argument("--include-deleted", action="store_true", help="an audit read of a deleted session")
     p = add("info", "context usage of a session (/info)", session=True, read_only=True)
     p.add_argument("--model", help="budget for this model (default: the session's)")
     p.add_argument("--system-prompt", metavar="TEXT", help="count this system prompt too (default: none)")
@@ -144,6 +145,7 @@ def _session_commands(add: _Add) -> None:
     p = add("replay", "state and projection of a session as of a past version",
             session=True, read_only=True)
     p.add_argument("--at-version", type=_positive_int, required=True, help="aggregate version to replay to")
+    p.add_argument("--include-deleted", action="store_true", help="an audit read of a deleted session")
 
 
 def _log_commands(add: _Add) -> None:

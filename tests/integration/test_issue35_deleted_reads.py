@@ -52,3 +52,19 @@ def test_http_answers_a_deleted_session_with_its_error(harness: Harness, backend
     client = TestClient(create_app(harness.bus, token=None, max_body_bytes=1_000_000))
     answer = client.post("/v1/commands", json={"type": "search_history", "session_id": "gone", "query": "parsnip"})
     assert answer.json()["error"]["code"] == "session_deleted" and answer.status_code != 200
+
+
+@pytest.mark.backends("sqlite")
+def test_ctxc_history_reads_a_deleted_session_only_when_asked(harness: Harness, backend: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_inprocess import run_cli
+
+    ok(harness.do({"type": "start_session", "session_id": "gone", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "gone", "messages": [user("parsnip soup")]}))
+    ok(harness.do({"type": "delete_session", "session_id": "gone"}))
+    capsys.readouterr()
+    assert run_cli(["history", "gone", "--db", harness.url]) != 0
+    assert "session_deleted" in capsys.readouterr().err
+    assert run_cli(["history", "gone", "--include-deleted", "--db", harness.url]) == 0
+    assert "parsnip soup" in capsys.readouterr().out
+    assert run_cli(["replay", "gone", "--at-version", "2", "--include-deleted", "--db", harness.url]) == 0
