@@ -165,11 +165,19 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
                 f"message {index} has {size:,} characters; the limit is "
                 f"{limits.max_message_chars:,}"
             )
-    if cmd.command_id is not None:
+
+    def answered() -> r.AppendMessagesResult | None:
+        assert cmd.command_id is not None
         earlier = svc.read_model.command(cmd.command_id)
         if earlier is not None:
             return _appended_before(svc, cmd, earlier)
         _not_a_revert(svc, cmd.command_id)
+        return None
+
+    return first_result(cmd.command_id, answered, lambda: _append(cmd, svc, needs_producer))
+
+
+def _append(cmd: c.AppendMessages, svc: Services, needs_producer: bool) -> r.AppendMessagesResult:
     # Our own retries must be idempotent too (a commit whose acknowledgement was lost
     # is retried): every append carries a command id, the host's or a fresh one.
     generated = cmd.command_id is None

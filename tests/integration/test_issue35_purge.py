@@ -102,3 +102,13 @@ def test_purge_of_an_unknown_session_is_session_not_found(harness: Harness) -> N
 
 
 BACKENDS: Any = ("sqlite", "postgres")
+
+
+@pytest.mark.backends("memory")
+def test_memory_says_it_cannot_purge_and_changes_nothing(harness: Harness, backend: str) -> None:
+    ok(harness.do({"type": "start_session", "session_id": "m", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "m", "messages": [user(SECRET)]}))
+    events = harness.events()
+    err(harness.do({"type": "purge_session", "session_id": "m"}), "invalid_command")
+    assert harness.events() == events
+    assert ok(harness.do({"type": "get_history", "session_id": "m"}))["messages"][0]["content"] == SECRET
