@@ -24,7 +24,10 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector, lock_sessions_first
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import BEHIND_SQL, index_session, is_truncated, query_terms, search_params, search_sql, snippet, split_terms
+from .search import (
+    BEHIND_SQL, GAP, INDEXED_HEAD, INDEXED_TAIL, MAX_INDEXED_CHARS, index_session, is_truncated, query_terms,
+    search_params, search_sql, snippet, split_terms,
+)
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -32,6 +35,7 @@ from .schema import (
     POSITION,
     PROJECTED_TABLES,
     ADDED_COLUMNS,
+    BOUNDED_SEARCH_SINCE,
     SAME_SHAPE_SINCE,
     SCHEMA,
     SCHEMA_MARK,
@@ -84,6 +88,8 @@ class SqlReadModel:
                 cur.execute(statement)
             if previous is not None and SEARCH_SINCE <= previous < SEARCH_LAG_SINCE:
                 self._mark_indexed(cur)
+            if previous is not None and SEARCH_SINCE <= previous < BOUNDED_SEARCH_SINCE:
+                self._bound_search_rows(cur)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
@@ -100,6 +106,19 @@ class SqlReadModel:
             names = [row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()]
             if column not in names:  # (another process may have added it first)
                 cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN {column} {kind}")
+
+    def _bound_search_rows(self, cur: Cur) -> None:
+        """Rows indexed whole before version 13 get ``bounded_text``'s form (SQL's
+        ``substr`` and ``length`` count characters, as Python does), so that ``verify``
+        compares them equal; SQLite's FTS5 index, kept by insert and delete triggers
+        only, is rebuilt when any changed."""
+        changed = cur.execute(
+            "UPDATE {t}rm_search SET body = substr(body, 1, ?) || ? || substr(body, length(body) - ?)"
+            " WHERE length(body) > ?",
+            (INDEXED_HEAD, GAP, INDEXED_TAIL - 1, MAX_INDEXED_CHARS),
+        ).rowcount
+        if changed and not self.db.dialect.is_postgres:
+            cur.execute("INSERT INTO rm_search_fts (rm_search_fts) VALUES ('rebuild')")
 
     @staticmethod
     def _mark_indexed(cur: Cur) -> None:
