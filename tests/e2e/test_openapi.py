@@ -143,7 +143,8 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
             _check(document, "list_compaction_attempts", _post(client, log))
             answered |= {"resummarize", "list_compaction_attempts"}
     _check(document, "delete_session", _post(client, {"type": "delete_session", "session_id": sid}))
-    assert answered | {"delete_session"} == set(command_types())
+    _check(document, "purge_session", _post(client, {"type": "purge_session", "session_id": sid}))
+    assert answered | {"delete_session", "purge_session"} == set(command_types())
     failed = client.post("/v1/commands", json={"type": "get_history", "session_id": "nobody"})
     assert failed.status_code == 404
     errors = list(_validator(document, "ErrorEnvelope").iter_errors(failed.json()))
