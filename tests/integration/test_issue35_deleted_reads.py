@@ -25,6 +25,7 @@ def test_ordinary_reads_of_a_deleted_session_answer_session_deleted(harness: Har
         {"type": "get_context_usage", "session_id": "gone"},
         {"type": "replay_session", "session_id": "gone"},
         {"type": "replay_session", "session_id": "gone", "at_version": 2},
+        {"type": "recall_timeline", "session_id": "gone"},
     ]
     for read in reads:
         err(harness.do(read), "session_deleted")
