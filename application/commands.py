@@ -309,6 +309,9 @@ class ReplaySession(Command[r.ReplayResult]):
 class ListCheckpoints(Command[r.CheckpointsResult]):
     type: Literal["list_checkpoints"] = "list_checkpoints"
     session_id: SessionId
+    #: An audit read of a deleted session (else ``session_deleted``: summaries are its
+    #: content, ADR 0072).
+    include_deleted: StrictBool = False
 
 
 class ListSessions(Command[r.SessionsResult]):
@@ -323,6 +326,9 @@ class ListCompactionAttempts(Command[r.CompactionAttemptsResult]):
     type: Literal["list_compaction_attempts"] = "list_compaction_attempts"
     session_id: SessionId
     limit: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
+    #: An audit read of a deleted session (else ``session_deleted``: a ledger's dropped
+    #: items quote its messages, ADR 0072).
+    include_deleted: StrictBool = False
 
 
 class Resummarize(Command[r.ResummarizeResult]):

@@ -151,7 +151,7 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
 
 
 def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResult:
-    row = session_row(svc, cmd.session_id)
+    row = readable_row(svc, cmd.session_id, cmd.include_deleted)
     checkpoints = []
     reverted = {done.checkpoint_id for done in svc.read_model.reverts(cmd.session_id)}
     for cp in svc.read_model.checkpoints(cmd.session_id):

@@ -189,7 +189,8 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
     with _bus(args) as bus:
-        result = bus.dispatch(c.ListCheckpoints(session_id=args.session))
+        result = bus.dispatch(c.ListCheckpoints(session_id=args.session,
+                                                 include_deleted=args.include_deleted))
     rows = [
         [cp.generation, cp.checkpoint_id, cp.trigger_reason, cp.provider_kind,
          f"{cp.tokens_before:,} -> {cp.tokens_after:,}", cp.first_retained_seq,

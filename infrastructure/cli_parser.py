@@ -138,7 +138,8 @@ def _session_commands(add: _Add) -> None:
     p.add_argument("--system-prompt-file", metavar="FILE", help="count the system prompt in this file too")
     p = add("compact", "compact a session now (manual /compact)", session=True)
     p.add_argument("--model", help="summarize with this model (default: the session's)")
-    add("checkpoints", "the checkpoints of a session", session=True, read_only=True)
+    p = add("checkpoints", "the checkpoints of a session", session=True, read_only=True)
+    p.add_argument("--include-deleted", action="store_true", help="an audit read of a deleted session")
     p = add("projection", "the history part of the next request", session=True, read_only=True)
     p.add_argument("--model", help="project for this model, for provider-private state replay "
                                    "(default: the session's)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from backends import MakeHarness
 from helpers import Harness, assistant, err, ok, user
 
 BACKENDS = ("memory", "sqlite", "postgres")
@@ -69,3 +70,27 @@ def test_ctxc_history_reads_a_deleted_session_only_when_asked(harness: Harness, 
     assert run_cli(["history", "gone", "--include-deleted", "--db", harness.url]) == 0
     assert "parsnip soup" in capsys.readouterr().out
     assert run_cli(["replay", "gone", "--at-version", "2", "--include-deleted", "--db", harness.url]) == 0
+
+
+def test_checkpoints_attempts_and_resummarize_of_a_deleted_session_are_no_ordinary_read(
+        make_harness: MakeHarness) -> None:
+    """A checkpoint's summary and an attempt's dropped ledger items are the session's
+    content: listing them is an audit read too (review of issue 35)."""
+    h = make_harness("cpdeleted", context_compaction={"keep_recent_tokens": 200})
+    ok(h.do({"type": "start_session", "session_id": "gone", "model": "gpt-4o"}))
+    for i in range(6):
+        ok(h.do({"type": "append_messages", "session_id": "gone", "messages": [
+            user(f"step {i}: parsnip{i} " + "words " * 80), assistant(f"noted parsnip{i} " + "more " * 80)]}))
+    ok(h.do({"type": "compact", "session_id": "gone"}))
+    listed = ok(h.do({"type": "list_checkpoints", "session_id": "gone"}))
+    assert "parsnip" in str(listed)
+    checkpoint_id = listed["checkpoints"][0]["checkpoint_id"]
+    ok(h.do({"type": "delete_session", "session_id": "gone"}))
+    for read in ({"type": "list_checkpoints", "session_id": "gone"},
+                 {"type": "list_compaction_attempts", "session_id": "gone"},
+                 {"type": "resummarize", "session_id": "gone", "checkpoint_id": checkpoint_id}):
+        err(h.do(read), "session_deleted")
+    audit = ok(h.do({"type": "list_checkpoints", "session_id": "gone", "include_deleted": True}))
+    assert audit["checkpoints"] == listed["checkpoints"]
+    assert ok(h.do({"type": "list_compaction_attempts", "session_id": "gone", "include_deleted": True}))["attempts"]
+    err(h.do({"type": "list_checkpoints", "session_id": "nobody"}), "session_not_found")
