@@ -24,6 +24,7 @@ from uuid import UUID
 from context_compaction.domain.attempts import attempts_aggregate_id
 from context_compaction.domain.summary import storable_text
 from .database import Database, quote_identifier
+from .readmodel.search import PURGE_LOCK_SQL
 
 TOMBSTONE = "[purged]"
 log = logging.getLogger("context_compaction.purge")
@@ -85,7 +86,9 @@ class SqlContentEraser:
         table = self.app.projector.events_table
         postgres = self.db.dialect.is_postgres
         with self.db.write(table.lock_sql if postgres else None) as cur:
-            if not postgres:
+            if postgres:  # (a search indexer of the session commits first or reads the rewrite)
+                cur.execute(PURGE_LOCK_SQL, (session_id,))
+            else:
                 # Freed pages are zeroed, not left holding the old rows (SQLite's default
                 # keeps them until reused); on this connection from now on.
                 cur.execute("PRAGMA secure_delete = ON")

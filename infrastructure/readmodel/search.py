@@ -104,6 +104,15 @@ BEHIND_SQL = (
 )
 
 
+#: PostgreSQL: a purge (exclusive) and the writers of a session's content caches
+#: (shared: the indexer, the Timeline) take this transaction lock on the session, so a
+#: cache filled from what was read before a purge is committed before the purge
+#: deletes it, or reads the rewritten events after it (ADR 0072). SQLite's writer lock
+#: already orders them. A hash collision only makes two sessions wait for each other.
+PURGE_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended('ctxc purge ' || ?, 0))"
+PURGE_SHARED_LOCK_SQL = "SELECT pg_advisory_xact_lock_shared(hashtextextended('ctxc purge ' || ?, 0))"
+
+
 def index_session(
     cur: Cur, messages_sql: str, decode: Callable[[bytes], dict[str, Any]], session_id: str,
     batch: int,
@@ -118,6 +127,8 @@ def index_session(
     above the mark that this transaction does not see commits later with a higher seq.
     A row whose stored state does not decode is skipped (its queries report it).
     """
+    if cur.dialect.is_postgres:
+        cur.execute(PURGE_SHARED_LOCK_SQL, (session_id,))
     row = cur.execute(MARK_SQL, (session_id,)).fetchone()
     mark = int(row[0]) if row else 0
     rows = cur.execute(messages_sql + " ORDER BY m.seq LIMIT ?", (session_id, mark + 1, batch)).fetchall()

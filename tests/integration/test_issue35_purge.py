@@ -74,7 +74,7 @@ def test_purge_erases_the_content_everywhere_and_keeps_the_fact(make_harness: Ma
     h.reopen()
     replay = ok(h.do({"type": "replay_session", "session_id": "p", "include_deleted": True}))
     assert replay["deleted"] is True and SECRET not in str(replay)
-    attempts = ok(h.do({"type": "list_compaction_attempts", "session_id": "p"}))["attempts"]
+    attempts = ok(h.do({"type": "list_compaction_attempts", "session_id": "p", "include_deleted": True}))["attempts"]
     assert attempts and SECRET not in str(attempts)
     # Purging again is harmless.
     ok(h.do({"type": "purge_session", "session_id": "p"}))
