@@ -2,7 +2,8 @@
 
 The session's stored events are rewritten in place, keeping their shape (topic,
 version, ids, seqs, roles, tool-call ids and names, counts, times) with their content
-replaced by :data:`TOMBSTONE`: message bodies, reasoning, tool-call arguments,
+replaced by :data:`TOMBSTONE`: message bodies, participant names (a tool result's
+``name`` is its tool's and stays), reasoning, tool-call arguments,
 provider-private state, checkpoint summaries and ledgers, invalidation reasons. The
 read-model rows that copy content are set to what the projector makes of the rewritten
 events (so ``ctxc verify`` compares equal), the rows that only cache content go, and so
@@ -36,6 +37,8 @@ def _message(state: dict[str, Any]) -> None:
     state["reasoning"] = None
     state["tool_calls"] = [{**call, "arguments": "{}"} for call in state.get("tool_calls") or []]
     state["provider_state"] = None
+    if state.get("role") != "tool":  # (a participant's name is personal data; a tool's is its shape)
+        state["name"] = None
 
 
 def _checkpoint(state: dict[str, Any]) -> None:

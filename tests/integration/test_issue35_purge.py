@@ -37,10 +37,13 @@ def test_purge_erases_the_content_everywhere_and_keeps_the_fact(make_harness: Ma
     ok(h.do({"type": "append_messages", "session_id": "other", "messages": [user("the other turnip stays")]}))
     for i in range(8):
         ok(h.do({"type": "append_messages", "session_id": "p", "messages": [
-            user(f"step {i}: my key is {SECRET}"),
-            assistant(None, [(f"c{i}", "grep", f'{{"q": "{SECRET}"}}')]),
+            # (a participant's name is personal data too; reasoning and provider state
+            # are the model's words about the content)
+            user(f"step {i}: my key is {SECRET}", name=f"owner_{SECRET}"),
+            assistant(None, [(f"c{i}", "grep", f'{{"q": "{SECRET}"}}')], reasoning_content=f"think {SECRET}"),
             tool(f"c{i}", f"found {SECRET} " + "line " * 30, name="grep"),
-            assistant(f"done {i} with {SECRET}")]}))
+            assistant(f"done {i} with {SECRET}", provider_state={
+                "provider": "openai", "model": "gpt-4o", "data": {"thinking_blocks": [{"text": SECRET}]}})]}))
     ok(h.do({"type": "compact", "session_id": "p"}))
     ok(h.do({"type": "invalidate_history", "session_id": "p", "kind": "delete", "seqs": [32],
              "reason": f"leaked {SECRET}"}))
