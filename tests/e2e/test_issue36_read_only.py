@@ -32,11 +32,16 @@ QUERIES = [
     {"type": "list_sessions"},
     {"type": "read_events"},
     {"type": "get_context_usage", "session_id": "S"},
+    {"type": "recall_timeline", "session_id": "S"},
+    {"type": "list_compaction_attempts", "session_id": "S"},
 ]
 WRITES = [
     {"type": "append_messages", "session_id": "S", "messages": [{"role": "user", "content": "more"}]},
     {"type": "start_session", "session_id": "T", "model": "gpt-4o"},
     {"type": "compact", "session_id": "S"},
+    {"type": "purge_session", "session_id": "S"},
+    {"type": "delete_session", "session_id": "S"},
+    {"type": "pin_messages", "session_id": "S", "seqs": [1]},
 ]
 
 
