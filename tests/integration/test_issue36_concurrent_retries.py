@@ -80,3 +80,19 @@ def test_concurrent_retries_of_start_and_append_answer_the_first_result(
     assert _same_answers(appended)["seqs"] == [1]
     assert sum(1 for e in appended if not e["result"]["duplicate"]) == 1
     assert [m["content"] for m in ok(h.do({"type": "get_history", "session_id": "s"}))["messages"]] == ["once"]
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_concurrent_retries_of_pin_and_unpin_answer_the_same_result(
+    make_harness: MakeHarness, backend: str, tmp_path: Path
+) -> None:
+    h = make_harness("pins")
+    ok(h.do({"type": "start_session", "session_id": "p", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "p", "messages": [user("a"), assistant("b"), user("c")]}))
+    events = h.events()
+    pinned = _same_answers(released_together(h, tmp_path, {
+        "type": "pin_messages", "session_id": "p", "seqs": [1, 3], "command_id": "pin-1"}, "pin"))
+    assert pinned["pinned_seqs"] == [1, 3] and h.events() == events + 1, "one pin applied"
+    unpinned = _same_answers(released_together(h, tmp_path, {
+        "type": "unpin_messages", "session_id": "p", "seqs": [3], "command_id": "unpin-1"}, "unpin"))
+    assert unpinned["pinned_seqs"] == [1] and h.events() == events + 2, "one unpin applied"
