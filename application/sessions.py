@@ -109,6 +109,15 @@ def _not_a_revert(svc: Services, command_id: str) -> None:
         raise _idempotency_conflict(command_id, "for another command")
 
 
+def _not_taken(svc: Services, command_id: str | None) -> None:
+    """A pin's id that an append, a start or a revert recorded: the host reused it for
+    another command (a command id is unique across all commands, ADR 0019)."""
+    if command_id is not None:
+        if svc.read_model.command(command_id) is not None:
+            raise _idempotency_conflict(command_id, "for another command")
+        _not_a_revert(svc, command_id)
+
+
 def _started_before(svc: Services, cmd: c.StartSession, earlier: CommandRecord) -> r.StartSessionResult:
     """The original result of a host command id seen before, or a conflict (ADR 0019)."""
     assert cmd.command_id is not None
@@ -329,7 +338,8 @@ def invalidate_history(cmd: c.InvalidateHistory, svc: Services) -> r.InvalidateH
 
 def pin_messages(cmd: c.PinMessages, svc: Services) -> r.PinsResult:
     """Pins are idempotent by nature (a pinned seq stays pinned): ``command_id`` needs
-    no record (ADR 0033)."""
+    no record (ADR 0033). An id another command took is still a conflict."""
+    _not_taken(svc, cmd.command_id)
     pinned, session, saved = mutate(svc, cmd.session_id, lambda s: s.pin(cmd.seqs, created_at=svc.now()))
     if saved:
         log.info("messages pinned", extra={"session_id": cmd.session_id, "count": len(pinned)})
@@ -337,6 +347,7 @@ def pin_messages(cmd: c.PinMessages, svc: Services) -> r.PinsResult:
 
 
 def unpin_messages(cmd: c.UnpinMessages, svc: Services) -> r.PinsResult:
+    _not_taken(svc, cmd.command_id)
     pinned, session, saved = mutate(svc, cmd.session_id, lambda s: s.unpin(cmd.seqs, created_at=svc.now()))
     if saved:
         log.info("messages unpinned", extra={"session_id": cmd.session_id, "count": len(pinned)})
