@@ -75,6 +75,10 @@ class PurgeSessionResult(Result):
     version: int
     erased_events: int
     """Stored events whose content was replaced by the tombstone."""
+    files_scrubbed: bool | None = None
+    """SQLite: the file was vacuumed and its WAL emptied, so no old page keeps the
+    content; False when another connection's open read kept the WAL (purge again once
+    it is done). None on PostgreSQL: old row versions stay until ``VACUUM`` (ADR 0072)."""
 
 
 class ToolCallFunction(Result):

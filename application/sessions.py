@@ -397,10 +397,11 @@ def purge_session(cmd: c.PurgeSession, svc: Services) -> r.PurgeSessionResult:
     if svc.eraser is None:
         raise InvalidCommand("this store cannot erase content (purge_session needs SQLite or PostgreSQL)")
     _, session, _ = mutate(svc, cmd.session_id, lambda s: s.purge(created_at=svc.now()))
-    erased = svc.eraser.erase(cmd.session_id)
+    erased, scrubbed = svc.eraser.erase(cmd.session_id)
     svc.contexts.drop(cmd.session_id)
     log.info("session purged", extra={"session_id": cmd.session_id, "count": erased})
-    return r.PurgeSessionResult(session_id=cmd.session_id, version=session.version, erased_events=erased)
+    return r.PurgeSessionResult(session_id=cmd.session_id, version=session.version, erased_events=erased,
+                                files_scrubbed=scrubbed)
 
 
 def delete_session(cmd: c.DeleteSession, svc: Services) -> r.DeleteSessionResult:

@@ -85,7 +85,7 @@ class SqlContentEraser:
         self.app = app
         self.db = db
 
-    def erase(self, session_id: str) -> int:
+    def erase(self, session_id: str) -> tuple[int, bool | None]:
         table = self.app.projector.events_table
         postgres = self.db.dialect.is_postgres
         with self.db.write(table.lock_sql if postgres else None) as cur:
@@ -98,7 +98,7 @@ class SqlContentEraser:
             row = cur.execute("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = ?",
                               (session_id,)).fetchone()
             if row is None:
-                return 0
+                return 0, None
             # The session and its compaction attempt log (a stream of its own, ADR 0032).
             originators: list[Any] = [
                 uuid if postgres else uuid.hex
@@ -133,24 +133,32 @@ class SqlContentEraser:
             if snapshots is not None:
                 for originator in originators:
                     cur.execute(f"DELETE FROM {snapshots} WHERE originator_id = ?", (originator,))
-        if not postgres:
-            self._compact_sqlite_file()
-        return len(rewritten)
+        scrubbed = None if postgres else self._compact_sqlite_file()
+        return len(rewritten), scrubbed
 
-    def _compact_sqlite_file(self) -> None:
+    def _compact_sqlite_file(self) -> bool:
         """Pages freed before the purge (SQLite's default does not zero them) may still
         hold the content, and the WAL holds pages as they were: ``VACUUM`` rewrites the
         file from its live rows, then the WAL is copied back and emptied. Cost: the
         whole file, once per purge. Best effort: another process's open transaction
-        makes it wait or fail; the erasure itself is committed either way (ADR 0072)."""
+        makes it wait or fail; the erasure itself is committed either way (ADR 0072).
+        Returns whether both ran to the end: a checkpoint that another connection's open
+        read keeps from copying the whole WAL back answers ``busy`` (it raises nothing),
+        and the WAL then still holds the pages as they were before the purge."""
+        done = True
         for statement in ("VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
             try:
                 # (the writer connection, outside any transaction: VACUUM refuses one)
                 with self.db.datastore.get_connection(commit=True) as conn:
-                    conn.cursor().sqlite_cursor.execute(statement).fetchall()
+                    rows = conn.cursor().sqlite_cursor.execute(statement).fetchall()
+                if rows and rows[0] and rows[0][0]:  # (wal_checkpoint's first column: busy)
+                    log.warning("purge: the WAL could not be emptied (another connection reads)")
+                    done = False
             except Exception as exc:  # noqa: BLE001 - logged, never data
                 log.warning("purge: %s did not run", statement.split()[0],
                             extra={"error_class": type(exc).__name__})
+                done = False
+        return done
 
     def _snapshots_table(self) -> str | None:
         snapshots = getattr(self.app, "snapshots", None)

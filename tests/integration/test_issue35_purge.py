@@ -115,3 +115,39 @@ def test_memory_says_it_cannot_purge_and_changes_nothing(harness: Harness, backe
     err(harness.do({"type": "purge_session", "session_id": "m"}), "invalid_command")
     assert harness.events() == events
     assert ok(harness.do({"type": "get_history", "session_id": "m"}))["messages"][0]["content"] == SECRET
+
+
+@pytest.mark.backends("sqlite")
+def test_a_purge_says_when_an_open_read_kept_the_wal(make_harness: MakeHarness, backend: str) -> None:
+    """Another connection's open read keeps a checkpoint from emptying the WAL, which
+    then still holds the pages as they were: the purge says so instead of answering as
+    if no byte were left (review of issue 35); once the read is over, again completes it."""
+    import sqlite3
+
+    h = make_harness("walbusy")
+    path = h.url[len("sqlite:///"):]
+    ok(h.do({"type": "start_session", "session_id": "w", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "w", "messages": [user(SECRET + " pad" * 2000)]}))
+    reader = sqlite3.connect(path, timeout=1)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM rm_sessions").fetchall()  # (its snapshot stays open)
+    try:
+        first = ok(h.do({"type": "purge_session", "session_id": "w"}))
+        with open(path + "-wal", "rb") as f:
+            kept = SECRET.encode() in f.read()
+        assert first["files_scrubbed"] is (not kept) and kept, first
+    finally:
+        reader.rollback()
+        reader.close()
+    again = ok(h.do({"type": "purge_session", "session_id": "w"}))
+    assert again["files_scrubbed"] is True
+    for suffix in ("", "-wal"):
+        with open(path + suffix, "rb") as f:
+            assert SECRET.encode() not in f.read(), suffix
+
+
+@pytest.mark.backends("postgres")
+def test_postgres_purge_does_not_claim_the_files_scrubbed(make_harness: MakeHarness, backend: str) -> None:
+    h = make_harness("pgscrub")
+    ok(h.do({"type": "start_session", "session_id": "w", "model": "gpt-4o"}))
+    assert ok(h.do({"type": "purge_session", "session_id": "w"}))["files_scrubbed"] is None
