@@ -47,10 +47,13 @@ def search_text(content: Any, tool_calls: Any, name: Any) -> str:
 SearchRow = tuple[str, int, str, Any, str]
 
 #: Characters of one message the index holds (issue 36, ADR 0071): PostgreSQL refuses a
-#: tsvector over 1 MB (SQLSTATE 54000), and ~0.85 MB of base64-like text made one. Even
-#: one-character words in four-byte characters stay under half of that here. A longer
-#: text keeps its head and tail around :data:`GAP`; its hits say ``truncated``.
-MAX_INDEXED_CHARS = 100_000
+#: tsvector over 1 MB (SQLSTATE 54000), and ~0.85 MB of base64-like text made one. And
+#: it keeps word positions up to 16,383 only (every later word gets that one), so a
+#: phrase term (a path: words joined by ``/`` and ``.``) past it never matched: a word
+#: takes a character and a separator, so 30,000 characters hold at most 15,000 words
+#: (the GAP adds 8), and every indexed word keeps its own position. A longer text
+#: keeps its head and tail around :data:`GAP`; its hits say ``truncated``.
+MAX_INDEXED_CHARS = 30_000
 INDEXED_HEAD = MAX_INDEXED_CHARS * 3 // 5
 INDEXED_TAIL = MAX_INDEXED_CHARS - INDEXED_HEAD
 #: Between the indexed head and tail of an oversized text (fixed length, so that a

@@ -153,3 +153,17 @@ def test_rows_indexed_whole_before_are_bounded_at_the_upgrade(harness: Harness, 
     (hit,) = ok(harness.do({"type": "search_history", "session_id": "old", "query": "walrustail"}))["hits"]
     assert hit["truncated"] is True
     assert verify(harness.bus.services.extra["app"], harness.bus.services.read_model).ok
+
+
+def test_a_path_at_the_tail_of_a_long_message_of_short_words_is_found(harness: Harness) -> None:
+    """PostgreSQL keeps word positions up to 16,383 and gives every later word that one
+    (a tsvector limit), so a phrase term (a path: words joined by ``/`` and ``.``) past
+    it never matched: the indexed tail of a long tool output of short words was not
+    searchable there, while SQLite found it (review of issue 36)."""
+    words = " ".join("ab"[i % 2] for i in range(45_000))  # (~90,000 characters, 45,000 words)
+    ok(harness.do({"type": "start_session", "session_id": "w", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "w", "messages": [
+        user(f"head src/app/first.py {words} tail src/app/main.py done")]}))
+    for query in ("src/app/main.py", "src/app/first.py", "tail src/app/main.py"):
+        hits = ok(harness.do({"type": "search_history", "session_id": "w", "query": query}))["hits"]
+        assert [h["seq"] for h in hits] == [1], query
