@@ -133,8 +133,28 @@ class SqlContentEraser:
             if snapshots is not None:
                 for originator in originators:
                     cur.execute(f"DELETE FROM {snapshots} WHERE originator_id = ?", (originator,))
+        if postgres:
+            self._refresh_pg_statistics(table.qualified)
         scrubbed = None if postgres else self._compact_sqlite_file()
         return len(rewritten), scrubbed
+
+    def _refresh_pg_statistics(self, events_table: str) -> None:
+        """PostgreSQL's planner statistics (``pg_statistic``, filled by ``ANALYZE`` and
+        autovacuum) keep sample values of a column: short message bodies, event states,
+        summaries stay there after the rows are rewritten, until the table is analyzed
+        again. Analyzed now, from the rewritten rows (dead ones are not sampled). Best
+        effort: a role that does not own the tables is skipped by the server (a warning)."""
+        tables = [events_table, *(f"{{t}}{name}" for name in ("rm_search", "rm_checkpoints", "rm_timeline",
+                                                                "rm_invalidations"))]
+        snapshots = self._snapshots_table()
+        if snapshots is not None:
+            tables.append(snapshots)
+        try:
+            with self.db.write() as cur:
+                for name in tables:
+                    cur.execute(f"ANALYZE {name}")
+        except Exception as exc:  # noqa: BLE001 - logged, never data
+            log.warning("purge: the tables were not analyzed again", extra={"error_class": type(exc).__name__})
 
     def _compact_sqlite_file(self) -> bool:
         """Pages freed before the purge (SQLite's default does not zero them) may still

@@ -151,3 +151,38 @@ def test_postgres_purge_does_not_claim_the_files_scrubbed(make_harness: MakeHarn
     h = make_harness("pgscrub")
     ok(h.do({"type": "start_session", "session_id": "w", "model": "gpt-4o"}))
     assert ok(h.do({"type": "purge_session", "session_id": "w"}))["files_scrubbed"] is None
+
+
+@pytest.mark.backends("postgres")
+def test_postgres_planner_statistics_keep_no_content_after_a_purge(make_harness: MakeHarness, backend: str) -> None:
+    """``ANALYZE`` (autovacuum runs it by itself) copies sample values of each column
+    into ``pg_statistic``: short bodies of rm_search and the events' states were still
+    there after the purge (review of issue 35). The purge analyzes those tables again."""
+    import psycopg
+
+    from backends import POSTGRES_URL
+
+    h = make_harness("pgstats")
+    schema = h.url.split("schema=")[1]
+    ok(h.do({"type": "start_session", "session_id": "x", "model": "gpt-4o"}))
+    for i in range(50):
+        ok(h.do({"type": "append_messages", "session_id": "x", "messages": [user(f"{SECRET} {i % 3}")]}))
+    ok(h.do({"type": "start_session", "session_id": "y", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "y", "messages": [user("other words")]}))
+    for sid, query in (("x", "PARSNIP"), ("y", "other")):
+        ok(h.do({"type": "search_history", "session_id": sid, "query": query}))
+    hexed = SECRET.encode().hex()
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        conn.execute(f'SET search_path = "{schema}"')
+        conn.execute("ANALYZE")
+
+        def sampled() -> list[Any]:
+            return conn.execute(
+                "SELECT tablename, attname FROM pg_stats WHERE schemaname = %s AND ("
+                " most_common_vals::text ILIKE %s OR histogram_bounds::text ILIKE %s"
+                " OR most_common_vals::text ILIKE %s OR histogram_bounds::text ILIKE %s)",
+                (schema, f"%{SECRET}%", f"%{SECRET}%", f"%{hexed}%", f"%{hexed}%")).fetchall()
+
+        assert sampled(), "the statistics held the content before"
+        ok(h.do({"type": "purge_session", "session_id": "x"}))
+        assert sampled() == []
