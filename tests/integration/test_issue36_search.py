@@ -167,3 +167,17 @@ def test_a_path_at_the_tail_of_a_long_message_of_short_words_is_found(harness: H
     for query in ("src/app/main.py", "src/app/first.py", "tail src/app/main.py"):
         hits = ok(harness.do({"type": "search_history", "session_id": "w", "query": query}))["hits"]
         assert [h["seq"] for h in hits] == [1], query
+
+
+def test_the_recall_tool_tells_the_model_a_hit_is_truncated(harness: Harness) -> None:
+    """The agent's ``recall_history`` answer is the model's only view of a search: it
+    says which hit's message was indexed only in part (review of issue 36)."""
+    import json
+
+    from context_compaction import run_recall
+
+    ok(harness.do({"type": "start_session", "session_id": "r", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "r", "messages": [
+        user("short lemur"), user("lemur at the head " + _base64_like(3 * MAX_INDEXED_CHARS))]}))
+    hits = json.loads(run_recall(harness.bus, "r", {"query": "lemur"}))["hits"]
+    assert {h["seq"]: h.get("truncated", False) for h in hits} == {1: False, 2: True}
