@@ -17,7 +17,6 @@ from typing import NamedTuple
 from context_compaction.domain.attempts import Attempt
 from context_compaction.domain.errors import (
     ContextCompactionError,
-    SessionNotFound,
     StaleCandidate,
     SummaryFailed,
 )
@@ -26,6 +25,7 @@ from context_compaction.domain.summary import PROMPT_VERSION
 from . import commands as c
 from . import costs
 from . import results as r
+from .queries import readable_row
 from .services import Services
 from .telemetry import COMPACTIONS, TOKENS_AFTER, TOKENS_BEFORE
 from .turncontext import TurnContext
@@ -140,9 +140,7 @@ def _measure(svc: Services, turn: TurnContext, ended: _Ended) -> None:
 
 # ------------------------------------------------------------------ query
 def list_compaction_attempts(cmd: c.ListCompactionAttempts, svc: Services) -> r.CompactionAttemptsResult:
-    row = svc.read_model.session(cmd.session_id)
-    if row is None:
-        raise SessionNotFound(f"session {cmd.session_id!r} does not exist")
+    readable_row(svc, cmd.session_id, cmd.include_deleted)
     found = svc.attempts.attempts(cmd.session_id, cmd.limit) if svc.attempts else []
     nets = costs.compaction_nets(svc, row.model, costs.entries(svc, cmd.session_id)) if found else {}
     return r.CompactionAttemptsResult(

@@ -176,6 +176,16 @@ class DeleteSession(Command[r.DeleteSessionResult]):
     session_id: SessionId
 
 
+class PurgeSession(Command[r.PurgeSessionResult]):
+    """Erase a session's content for good (issue 35, ADR 0072): message bodies,
+    reasoning, tool arguments and outputs, summaries, ledgers, provider state, search
+    rows, Timeline entries and snapshots, in the event store too. It stays listed as
+    deleted; its events keep their shape with the content replaced."""
+
+    type: Literal["purge_session"] = "purge_session"
+    session_id: SessionId
+
+
 class Compact(Command[r.CompactOutcome]):
     """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1); a
     ``dry_run`` commits nothing, ``up_to_seq``/``fraction`` take the oldest turns (issue 43)."""
@@ -276,6 +286,8 @@ class GetHistory(Command[r.HistoryResult]):
     type: Literal["get_history"] = "get_history"
     session_id: SessionId
     include_invalidated: StrictBool = False
+    #: An audit read of a deleted session (else ``session_deleted``, ADR 0072).
+    include_deleted: StrictBool = False
     from_seq: Seq | None = None
     to_seq: Seq | None = None
     limit: PositiveInt | None = None
@@ -308,6 +320,8 @@ class ReplaySession(Command[r.ReplayResult]):
     type: Literal["replay_session"] = "replay_session"
     session_id: SessionId
     at_version: PositiveInt | None = None
+    #: An audit read of a deleted session (else ``session_deleted``, ADR 0072).
+    include_deleted: StrictBool = False
     model: ModelName | None = None
 
 
@@ -319,11 +333,16 @@ class ReplayState(Command[r.ReplayStateResult]):
     type: Literal["replay_state"] = "replay_state"
     session_id: SessionId
     at_version: PositiveInt | None = None
+    #: An audit read of a deleted session (else ``session_deleted``, ADR 0072).
+    include_deleted: StrictBool = False
 
 
 class ListCheckpoints(Command[r.CheckpointsResult]):
     type: Literal["list_checkpoints"] = "list_checkpoints"
     session_id: SessionId
+    #: An audit read of a deleted session (else ``session_deleted``: summaries are its
+    #: content, ADR 0072).
+    include_deleted: StrictBool = False
 
 
 class ListSessions(Command[r.SessionsResult]):
@@ -338,6 +357,9 @@ class ListCompactionAttempts(Command[r.CompactionAttemptsResult]):
     type: Literal["list_compaction_attempts"] = "list_compaction_attempts"
     session_id: SessionId
     limit: Annotated[StrictInt, Field(ge=1, le=10_000)] | None = None
+    #: An audit read of a deleted session (else ``session_deleted``: a ledger's dropped
+    #: items quote its messages, ADR 0072).
+    include_deleted: StrictBool = False
 
 
 class Resummarize(Command[r.ResummarizeResult]):
@@ -363,6 +385,9 @@ class ReadEvents(Command[r.EventsResult]):
     type: Literal["read_events"] = "read_events"
     after: NonNegativeInt = 0
     limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
+    #: The page's stored bytes (issue 36, ADR 0071): a page stops at ``limit`` events
+    #: or this many bytes, whichever comes first, and holds at least one event.
+    max_bytes: Annotated[StrictInt, Field(ge=1, le=256 * 1024 * 1024)] = 8 * 1024 * 1024
 
 
 class ReadSessionEvents(Command[r.SessionEventsResult]):
@@ -386,6 +411,7 @@ AnyCommand = Annotated[
         UnpinMessages,
         RevertCheckpoint,
         DeleteSession,
+        PurgeSession,
         GetHistory,
         SearchHistory,
         GetProjection,

@@ -12,12 +12,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NoReturn
 
 from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts, resolve_window
 from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
-from context_compaction.domain.errors import SessionNotFound, StaleCandidate, SummaryFailed
+from context_compaction.domain.errors import SessionDeleted, SessionNotFound, StaleCandidate, SummaryFailed
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.summary import (
     SummarySource,
@@ -335,7 +335,9 @@ def compact_part(
 
 
 def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:
-    svc.read_model.session(cmd.session_id) or _missing(cmd.session_id)
+    row = svc.read_model.session(cmd.session_id) or _missing(cmd.session_id)
+    if row.deleted:  # (its entries are summaries: content, no ordinary read; ADR 0072)
+        raise SessionDeleted(f"session {cmd.session_id!r} is deleted")
     svc.checkpoint_committed()  # bring the Timeline up to date first (best effort)
     entries = svc.timeline.entries(cmd.session_id, cmd.query, cmd.limit)
     return r.TimelineResult(
@@ -349,5 +351,5 @@ def recall_timeline(cmd: c.RecallTimeline, svc: Services) -> r.TimelineResult:
     )
 
 
-def _missing(session_id: str) -> None:
+def _missing(session_id: str) -> NoReturn:
     raise SessionNotFound(f"session {session_id!r} does not exist")

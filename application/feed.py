@@ -19,9 +19,10 @@ from .services import Services
 
 
 class EventFeed(Protocol):
-    def read(self, after: int, limit: int) -> list[dict[str, Any]]:
-        """Up to ``limit`` events with a position above ``after``, each as
-        ``{position, session_id, version, type, at, payload}`` (JSON-ready)."""
+    def read(self, after: int, limit: int, max_bytes: int) -> tuple[list[dict[str, Any]], bool]:
+        """Up to ``limit`` events with a position above ``after`` whose stored bytes
+        stay within ``max_bytes`` (at least one), each as ``{position, session_id,
+        version, type, at, payload}`` (JSON-ready); and whether it stopped at a bound."""
         ...
 
     def read_session(self, session_id: str, from_version: int, limit: int) -> list[dict[str, Any]]:
@@ -34,7 +35,8 @@ def read_events(command: ReadEvents, services: Services) -> EventsResult:
     feed = services.feed
     if feed is None:
         raise InvalidCommand("this bus has no event feed")
-    return EventsResult(events=[FeedEvent.model_validate(e) for e in feed.read(command.after, command.limit)])
+    events, more = feed.read(command.after, command.limit, command.max_bytes)
+    return EventsResult(events=[FeedEvent.model_validate(e) for e in events], more=more)
 
 
 def read_session_events(command: ReadSessionEvents, services: Services) -> SessionEventsResult:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from context_compaction.domain.errors import StorageError
+
 from . import commands as c
 from . import queries, sessions
 from .bus import Handler
@@ -37,6 +39,7 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.AppendMessages: sessions.append_messages,
     c.InvalidateHistory: sessions.invalidate_history,
     c.DeleteSession: sessions.delete_session,
+    c.PurgeSession: sessions.purge_session,
     c.PinMessages: sessions.pin_messages,
     c.UnpinMessages: sessions.unpin_messages,
     c.RevertCheckpoint: sessions.revert_checkpoint,
@@ -60,3 +63,24 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.ReadEvents: _on_first_use("feed", "read_events"),
     c.ReadSessionEvents: _on_first_use("feed", "read_session_events"),
 }
+
+
+#: The commands that only read: a store opened by a role or file that cannot write
+#: serves these and refuses the rest (issue 36, ADR 0071).
+READS: frozenset[type[c.Command[Any]]] = frozenset({
+    c.GetHistory, c.GetProjection, c.SearchHistory, c.ReplaySession, c.ListCheckpoints,
+    c.ListSessions, c.RecallTimeline, c.GetContextUsage, c.ListCompactionAttempts, c.ReadEvents,
+})
+
+
+def read_only_handlers(reason: str) -> dict[type[c.Command[Any]], Handler]:
+    """HANDLERS with every command that writes refused before it runs: a clear
+    ``storage_error`` (``details.cause``: ``read_only``), not the driver's refusal."""
+
+    def refuse(command: Any, services: Services) -> Any:
+        raise StorageError(
+            f"the database is open read-only ({reason}): {command.type} writes; only queries run",
+            details={"cause": "read_only", "read_only": reason},
+        )
+
+    return {kind: handler if kind in READS else refuse for kind, handler in HANDLERS.items()}

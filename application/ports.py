@@ -246,6 +246,17 @@ class AsyncSummarizer(Protocol):
     async def asummarize(self, request: SummaryRequest) -> SummaryResult: ...
 
 
+class ContentEraser(Protocol):
+    """Erases a purged session's content where it is stored (issue 35, ADR 0072)."""
+
+    def erase(self, session_id: str) -> tuple[int, bool | None]:
+        """Replace the content of the session's stored events by a tombstone, drop its
+        snapshots, search rows and Timeline entries in one transaction; returns how
+        many events were rewritten, and whether the store's files keep no old copy
+        (None: the engine cannot say, ``PurgeSessionResult.files_scrubbed``)."""
+        ...
+
+
 class TurnLeases(Protocol):
     """Which process runs a turn on a session (ADR 0041): one lease per session, held
     by an owner until it is released or its time runs out (a crashed holder blocks the

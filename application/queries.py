@@ -43,8 +43,14 @@ def message_result(m: MessageRecord) -> dict[str, Any]:
     return out
 
 
+def readable_row(svc: Services, session_id: str, include_deleted: bool = False) -> SessionRow:
+    """A deleted session answers ``session_deleted`` to ordinary reads; an audit read
+    names ``include_deleted`` (issue 35, ADR 0072)."""
+    return session_row(svc, session_id) if include_deleted else live_row(svc, session_id)
+
+
 def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
-    session_row(svc, cmd.session_id)
+    readable_row(svc, cmd.session_id, cmd.include_deleted)
     messages = svc.read_model.messages(
         cmd.session_id,
         from_seq=cmd.from_seq or 1,
@@ -60,7 +66,7 @@ def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
 
 
 def search_history(cmd: c.SearchHistory, svc: Services) -> r.SearchResult:
-    session_row(svc, cmd.session_id)
+    live_row(svc, cmd.session_id)
     hits = svc.read_model.search(
         cmd.session_id, cmd.query, limit=cmd.limit, include_invalidated=cmd.include_invalidated
     )
@@ -83,11 +89,11 @@ def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:
 
 
 def _replayed(
-    svc: Services, session_id: str, at_version: int | None
+    svc: Services, session_id: str, at_version: int | None, include_deleted: bool
 ) -> tuple[Any, dict[int, str], dict[str, Any]]:
     """The session as of ``at_version``, its cleared results, and the fields
     ``replay_session`` and ``replay_state`` share."""
-    row = session_row(svc, session_id)
+    row = readable_row(svc, session_id, include_deleted)
     if at_version is not None and at_version > row.version:
         raise InvalidCommand(f"at_version {at_version} is beyond the session's version {row.version}")
     # An explicit version always reads the store, never a shared in-memory copy.
@@ -111,12 +117,12 @@ def _replayed(
 
 def replay_state(cmd: c.ReplayState, svc: Services) -> r.ReplayStateResult:
     """``replay_session`` without the projection: no raw message is read."""
-    return r.ReplayStateResult(**_replayed(svc, cmd.session_id, cmd.at_version)[2])
+    return r.ReplayStateResult(**_replayed(svc, cmd.session_id, cmd.at_version, cmd.include_deleted)[2])
 
 
 def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
     """State and projection as of a past version, rebuilt from the events (audits)."""
-    session, cleared, state = _replayed(svc, cmd.session_id, cmd.at_version)
+    session, cleared, state = _replayed(svc, cmd.session_id, cmd.at_version, cmd.include_deleted)
     active = session.active_checkpoint
     identity = svc.identity(cmd.model or session.model)
     row = svc.read_model.checkpoint(active.checkpoint_id) if active else None
@@ -156,7 +162,7 @@ def replay_session(cmd: c.ReplaySession, svc: Services) -> r.ReplayResult:
 
 
 def list_checkpoints(cmd: c.ListCheckpoints, svc: Services) -> r.CheckpointsResult:
-    row = session_row(svc, cmd.session_id)
+    row = readable_row(svc, cmd.session_id, cmd.include_deleted)
     checkpoints = []
     reverted = {done.checkpoint_id for done in svc.read_model.reverts(cmd.session_id)}
     for cp in svc.read_model.checkpoints(cmd.session_id):

@@ -67,7 +67,10 @@ def run_recall(bus: Any, session_id: str, arguments: str | dict[str, Any]) -> st
         if args.get("query"):
             found = bus.dispatch(c.SearchHistory(
                 session_id=session_id, query=args["query"], limit=min(limit or 10, EXPAND_LIMIT)))
-            hits = [{"seq": h.seq, "role": h.role, "snippet": h.snippet, "compacted": h.compacted}
+            # (``truncated`` only where true: the model learns that the middle of that
+            # message was not searched and can expand it by its seq; ADR 0071)
+            hits = [{"seq": h.seq, "role": h.role, "snippet": h.snippet, "compacted": h.compacted,
+                     **({"truncated": True} if h.truncated else {})}
                     for h in found.hits]
             return json.dumps({"hits": hits}, ensure_ascii=False)
         raise ValueError("give query, or from_seq (and to_seq)")

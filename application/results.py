@@ -70,6 +70,17 @@ class DeleteSessionResult(Result):
     version: int
 
 
+class PurgeSessionResult(Result):
+    session_id: str
+    version: int
+    erased_events: int
+    """Stored events whose content was replaced by the tombstone."""
+    files_scrubbed: bool | None = None
+    """SQLite: the file was vacuumed and its WAL emptied, so no old page keeps the
+    content; False when another connection's open read kept the WAL (purge again once
+    it is done). None on PostgreSQL: old row versions stay until ``VACUUM`` (ADR 0072)."""
+
+
 class ToolCallFunction(Result):
     name: str
     arguments: str
@@ -117,6 +128,8 @@ class SearchHitResult(Result):
     score: float
     compacted: bool
     invalidated: bool
+    truncated: bool = False
+    """Only the head and tail of this long message are indexed (ADR 0071)."""
 
 
 class SearchResult(Result):
@@ -512,6 +525,9 @@ class EventsResult(Result):
     """``read_events``: ``events[]`` {position, session_id, version, type, at, payload}."""
 
     events: list[FeedEvent]
+    more: bool = False
+    """The page stopped at ``limit`` or ``max_bytes``: ask again from its last position
+    without waiting (False: the feed was read to its end)."""
 
 
 class FeedEvent(Result):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_compaction.domain.errors import InvalidCommand, SessionNotFound, SummaryFailed
+from context_compaction.domain.errors import InvalidCommand, SessionDeleted, SessionNotFound, SummaryFailed
 from context_compaction.domain.summary import build_summary_source, storable_text, summary_prompt
 
 from . import asyncbus
@@ -30,8 +30,10 @@ from .turncontext import budget_for
 def _covered_by(cmd: c.Resummarize, svc: Services) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
     """The session, the checkpoint, its parent and the messages it covered as committed."""
     session = svc.read_model.session(cmd.session_id)
-    if session is None or session.deleted:
+    if session is None:
         raise SessionNotFound(f"session {cmd.session_id!r} does not exist")
+    if session.deleted:  # (it reads the covered messages: content, ADR 0072)
+        raise SessionDeleted(f"session {cmd.session_id!r} is deleted")
     cp = svc.read_model.checkpoint(cmd.checkpoint_id)
     if cp is None or cp.session_id != cmd.session_id:
         raise InvalidCommand(

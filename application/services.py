@@ -88,6 +88,8 @@ class Services:
     """Spans and metrics (issue 15): the no-op unless the composition root picks one."""
     leases: TurnLeases | None = None
     """Running turns across processes (ADR 0041); None: this process only."""
+    eraser: Any = None
+    """``ports.ContentEraser`` for ``purge_session`` (ADR 0072); None: the store cannot."""
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
     _contended: dict[str, float] = field(default_factory=dict, repr=False)
     """session → monotonic time until which its writers take the locked path."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from context_compaction.domain.errors import (
     IdempotencyConflict,
@@ -23,10 +24,42 @@ from .queries import live_row
 from .services import AUTO_COMMAND_PREFIX, Services, mutate
 
 log = logging.getLogger("context_compaction.sessions")
+R = TypeVar("R")
+
+
+def first_result(command_id: str | None, answered: Callable[[], R | None], run: Callable[[], R]) -> R:
+    """The one rule for every command made idempotent by a host ``command_id`` (issue 36,
+    ADR 0071): what the id already answered is the answer; else the command runs; and
+    when it is refused (a retry released together with the first call loses the race,
+    then finds the session already changed: a revert's checkpoint no longer active, a
+    session already started), the id is asked again, so the first call's result wins
+    over the refusal. ``answered`` raises ``IdempotencyConflict`` when the id was used
+    for something else."""
+    if command_id is None:
+        return run()
+    earlier = answered()
+    if earlier is not None:
+        return earlier
+    try:
+        return run()
+    except (InvalidCommand, SessionExists):  # (refusals; a conflict or a storage error stands)
+        earlier = answered()
+        if earlier is None:
+            raise
+        log.info("a concurrent retry answered the first result", extra={"command_id": command_id})
+        return earlier
 
 
 # ------------------------------------------------------------------ commands
 def start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
+    def answered() -> r.StartSessionResult | None:
+        earlier = svc.read_model.command(cmd.command_id) if cmd.command_id else None
+        return _started_before(svc, cmd, earlier) if earlier is not None else None
+
+    return first_result(cmd.command_id, answered, lambda: _start_session(cmd, svc))
+
+
+def _start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
     # As for appends, a generated command id makes our own retry after a lost
     # acknowledgement recognise its own success.
     command_id = cmd.command_id or svc.ids.new_id("cmd")
@@ -74,6 +107,15 @@ def _not_a_revert(svc: Services, command_id: str) -> None:
     """A command id is unique across all commands: one a revert used is taken."""
     if svc.read_model.revert_command(command_id) is not None:
         raise _idempotency_conflict(command_id, "for another command")
+
+
+def _not_taken(svc: Services, command_id: str | None) -> None:
+    """A pin's id that an append, a start or a revert recorded: the host reused it for
+    another command (a command id is unique across all commands, ADR 0019)."""
+    if command_id is not None:
+        if svc.read_model.command(command_id) is not None:
+            raise _idempotency_conflict(command_id, "for another command")
+        _not_a_revert(svc, command_id)
 
 
 def _started_before(svc: Services, cmd: c.StartSession, earlier: CommandRecord) -> r.StartSessionResult:
@@ -132,11 +174,19 @@ def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesRes
                 f"message {index} has {size:,} characters; the limit is "
                 f"{limits.max_message_chars:,}"
             )
-    if cmd.command_id is not None:
+
+    def answered() -> r.AppendMessagesResult | None:
+        assert cmd.command_id is not None
         earlier = svc.read_model.command(cmd.command_id)
         if earlier is not None:
             return _appended_before(svc, cmd, earlier)
         _not_a_revert(svc, cmd.command_id)
+        return None
+
+    return first_result(cmd.command_id, answered, lambda: _append(cmd, svc, needs_producer))
+
+
+def _append(cmd: c.AppendMessages, svc: Services, needs_producer: bool) -> r.AppendMessagesResult:
     # Our own retries must be idempotent too (a commit whose acknowledgement was lost
     # is retried): every append carries a command id, the host's or a fresh one.
     generated = cmd.command_id is None
@@ -288,7 +338,8 @@ def invalidate_history(cmd: c.InvalidateHistory, svc: Services) -> r.InvalidateH
 
 def pin_messages(cmd: c.PinMessages, svc: Services) -> r.PinsResult:
     """Pins are idempotent by nature (a pinned seq stays pinned): ``command_id`` needs
-    no record (ADR 0033)."""
+    no record (ADR 0033). An id another command took is still a conflict."""
+    _not_taken(svc, cmd.command_id)
     pinned, session, saved = mutate(svc, cmd.session_id, lambda s: s.pin(cmd.seqs, created_at=svc.now()))
     if saved:
         log.info("messages pinned", extra={"session_id": cmd.session_id, "count": len(pinned)})
@@ -296,6 +347,7 @@ def pin_messages(cmd: c.PinMessages, svc: Services) -> r.PinsResult:
 
 
 def unpin_messages(cmd: c.UnpinMessages, svc: Services) -> r.PinsResult:
+    _not_taken(svc, cmd.command_id)
     pinned, session, saved = mutate(svc, cmd.session_id, lambda s: s.unpin(cmd.seqs, created_at=svc.now()))
     if saved:
         log.info("messages unpinned", extra={"session_id": cmd.session_id, "count": len(pinned)})
@@ -303,19 +355,28 @@ def unpin_messages(cmd: c.UnpinMessages, svc: Services) -> r.PinsResult:
 
 
 def revert_checkpoint(cmd: c.RevertCheckpoint, svc: Services) -> r.RevertResult:
-    """A retried revert (same ``command_id``) answers what the first one did (ADR 0033)."""
-    if cmd.command_id is not None:
+    """A retried revert (same ``command_id``) answers what the first one did (ADR 0033),
+    a concurrent one too (ADR 0071)."""
+
+    def answered() -> r.RevertResult | None:
+        assert cmd.command_id is not None
         if svc.read_model.command(cmd.command_id) is not None:
             raise _idempotency_conflict(cmd.command_id, "for another command")
         done = svc.read_model.revert_command(cmd.command_id)
-        if done is not None:
-            if (done.session_id, done.checkpoint_id) != (cmd.session_id, cmd.checkpoint_id):
-                raise _idempotency_conflict(cmd.command_id, "for another checkpoint")
-            return r.RevertResult(
-                session_id=cmd.session_id, checkpoint_id=done.checkpoint_id,
-                context_generation=done.generation, active_checkpoint_id=done.now_active,
-                version=done.version,
-            )
+        if done is None:
+            return None
+        if (done.session_id, done.checkpoint_id) != (cmd.session_id, cmd.checkpoint_id):
+            raise _idempotency_conflict(cmd.command_id, "for another checkpoint")
+        return r.RevertResult(
+            session_id=cmd.session_id, checkpoint_id=done.checkpoint_id,
+            context_generation=done.generation, active_checkpoint_id=done.now_active,
+            version=done.version,
+        )
+
+    return first_result(cmd.command_id, answered, lambda: _revert(cmd, svc))
+
+
+def _revert(cmd: c.RevertCheckpoint, svc: Services) -> r.RevertResult:
     generation, session, _ = mutate(
         svc,
         cmd.session_id,
@@ -327,6 +388,20 @@ def revert_checkpoint(cmd: c.RevertCheckpoint, svc: Services) -> r.RevertResult:
         session_id=cmd.session_id, checkpoint_id=cmd.checkpoint_id, context_generation=generation,
         active_checkpoint_id=active.checkpoint_id if active else None, version=session.version,
     )
+
+
+def purge_session(cmd: c.PurgeSession, svc: Services) -> r.PurgeSessionResult:
+    """Record the purge, then erase the content (ADR 0072). Two transactions: a failure
+    between them leaves a session recorded purged whose content is still there, which
+    ``purge_session`` again completes (and ``ctxc verify`` names)."""
+    if svc.eraser is None:
+        raise InvalidCommand("this store cannot erase content (purge_session needs SQLite or PostgreSQL)")
+    _, session, _ = mutate(svc, cmd.session_id, lambda s: s.purge(created_at=svc.now()))
+    erased, scrubbed = svc.eraser.erase(cmd.session_id)
+    svc.contexts.drop(cmd.session_id)
+    log.info("session purged", extra={"session_id": cmd.session_id, "count": erased})
+    return r.PurgeSessionResult(session_id=cmd.session_id, version=session.version, erased_events=erased,
+                                files_scrubbed=scrubbed)
 
 
 def delete_session(cmd: c.DeleteSession, svc: Services) -> r.DeleteSessionResult:

@@ -114,6 +114,9 @@ class SearchHit:
     compacted: bool
     """Below the active checkpoint's boundary: only the summary stands for it."""
     invalidated: bool
+    truncated: bool = False
+    """The message is longer than the index holds: only its head and tail are
+    searchable (issue 36, ADR 0071)."""
 
 
 @dataclass(frozen=True)

@@ -407,6 +407,17 @@ class Session(SessionState, Aggregate):
     def _deleted(self, created_at: str) -> None:
         self.deleted = True
 
+    def purge(self, *, created_at: str) -> None:
+        """Record that the session's content is erased (issue 35, ADR 0072): a deleted
+        session, or a live one, which it deletes. The store rewrites the content of its
+        events in the same command; what remains is that it existed and was purged.
+        Again on a purged session: recorded again, the erasure runs again (harmless)."""
+        self._purged(created_at=created_at)
+
+    @event("Purged", topic="context_compaction:Session.Purged")
+    def _purged(self, created_at: str) -> None:
+        self.deleted = True
+
 
 @dataclass(frozen=True)
 class Invalidation:

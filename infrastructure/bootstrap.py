@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import uuid
@@ -12,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 from context_compaction.application.bus import MessageBus
-from context_compaction.application.handlers import HANDLERS
+from context_compaction.application.handlers import HANDLERS, read_only_handlers
 from context_compaction.application.ports import (
     Clock,
     EventStore,
@@ -36,6 +37,8 @@ from .memory import build_memory_store
 from .memory.build import PREFIX as MEMORY_PREFIX
 from .memory.stores import MemoryTimelineFollower
 from .readmodel import SqlTokenCountCache
+from .purge import SqlContentEraser
+from .readonly import postgres_read_only, sqlite_read_only
 from .summarizers import make_summarizer
 from .system import RandomIds, SystemClock
 from .timeline import SqlTimelineStore, TimelineFollower
@@ -228,8 +231,13 @@ def bootstrap(
     if settings.snapshot_interval:
         env["IS_SNAPSHOTTING_ENABLED"] = "y"
     with opening(target):
-        _create_private_file(target)
-        with _schema_lock(target):
+        read_only = sqlite_read_only(target.dialect, target.env)
+        if read_only is None:
+            _create_private_file(target)
+        with _schema_lock(target) as pg_read_only:
+            read_only = read_only or pg_read_only
+            if read_only:
+                env["CREATE_TABLE"] = "n"
             app, events, read_model, db = build_store(
                 env,
                 snapshot_interval=settings.snapshot_interval,
@@ -238,22 +246,29 @@ def bootstrap(
                 # e.g. a subclass that also is eventsourcing's ``Leader``, to prompt
                 # followers of the event feed after each save
                 application_class=overrides.pop("application_class", SessionsApplication),
+                read_only=read_only is not None,
             )
             leases = SqlTurnLeases(db)
-            if target.dialect.is_postgres:
+            if target.dialect.is_postgres and read_only is None:
                 # Under the schema lock: racing CREATEs fail on PostgreSQL. SQLite
                 # creates it on first use, so a reading process never opens the
                 # writer connection for it (ADR 0052).
                 leases.create_table()
     timeline = overrides.pop("timeline", None) or SqlTimelineStore(db)
-    services = _services(settings, app, events, read_model, SqlTokenCountCache(db), timeline,
+    token_cache = SqlTokenCountCache(db)
+    token_cache.read_only = read_only is not None
+    services = _services(settings, app, events, read_model, token_cache, timeline,
                          leases, clock, ids, overrides)
     assert app.projector is not None
     follower = TimelineFollower(db, app.projector, timeline)
     services.after_checkpoint.append(follower.catch_up)
-    services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower)
+    services.eraser = SqlContentEraser(app, db)
+    services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower,
+                          read_only=read_only)
     services.extra.update(overrides)
-    return _bus(services, app)
+    if read_only is not None:
+        log.info("database opened read-only", extra={"cause": read_only})
+    return _bus(services, app, read_only)
 
 
 def _bootstrap_memory(
@@ -276,13 +291,13 @@ def _bootstrap_memory(
     return _bus(services, app)
 
 
-def _bus(services: Services, app: SessionsApplication) -> MessageBus:
+def _bus(services: Services, app: SessionsApplication, read_only: str | None = None) -> MessageBus:
     def close() -> None:
         # Background summaries first (ADR 0038): none may commit into a closed store.
         services.turns.background.cancel(timeout=services.settings.summary_timeout_seconds)
         app.close()
 
-    return MessageBus(services, HANDLERS, on_close=close)
+    return MessageBus(services, read_only_handlers(read_only) if read_only else HANDLERS, on_close=close)
 
 
 def _services(
@@ -312,19 +327,23 @@ def _services(
     return services
 
 
+log = logging.getLogger("context_compaction.bootstrap")
+
 #: pg_advisory_lock key that serializes schema creation across processes.
 _SCHEMA_LOCK = 0x63747863  # "ctxc"
 
 
 @contextmanager
-def _schema_lock(target: DatabaseTarget) -> Iterator[None]:
+def _schema_lock(target: DatabaseTarget) -> Iterator[str | None]:
     """PostgreSQL: create the schema and tables under an advisory lock.
 
     Several workers starting at once would otherwise race on ``CREATE ... IF NOT
-    EXISTS`` and fail with "tuple concurrently updated".
+    EXISTS`` and fail with "tuple concurrently updated". Yields why the database is
+    to be read only (a role without INSERT on the events table, a standby, a read-only
+    transaction default: issue 36), or None; read-only, nothing is created or locked.
     """
     if not target.dialect.is_postgres:
-        yield
+        yield None
         return
     import psycopg
 
@@ -338,10 +357,14 @@ def _schema_lock(target: DatabaseTarget) -> Iterator[None]:
         connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
         autocommit=True,
     ) as conn:
+        reason = postgres_read_only(conn, target.schema, f"{SessionsApplication.name.lower()}_events")
+        if reason:
+            yield reason
+            return
         conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
         try:
             if target.schema not in (None, "public"):
                 conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_identifier(target.schema)}")
-            yield
+            yield None
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))

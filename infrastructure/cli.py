@@ -37,7 +37,17 @@ def _bus(args: argparse.Namespace, **extra: Any) -> Any:
     settings = settings_for(args, **extra)
     if getattr(args, "read_only", False):
         require_database(settings, args.command)
-    return bootstrap(settings)
+    bus = bootstrap(settings)
+    reason = bus.services.extra.get("read_only")
+    # Detected at start (issue 36): a subcommand that always writes is refused before it
+    # reads its input; ``dispatch`` and ``serve`` run queries, the bus refuses their writes.
+    if reason and args.command in ("compact", "import-legacy", "demo"):
+        from context_compaction.domain.errors import StorageError
+
+        bus.close()
+        raise StorageError(f"the database is open read-only ({reason}): `ctxc {args.command}` writes",
+                           details={"cause": "read_only"})
+    return bus
 
 
 # What a terminal acts on instead of showing: C0 controls (newline aside), DEL, C1
@@ -135,7 +145,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
     with _bus(args) as bus:
-        result = bus.dispatch(c.GetHistory(session_id=args.session, include_invalidated=args.all))
+        result = bus.dispatch(c.GetHistory(session_id=args.session, include_invalidated=args.all,
+                                           include_deleted=args.include_deleted))
     rows = []
     for m in result.messages:
         calls = ",".join(call.function.name for call in m.tool_calls)
@@ -178,7 +189,8 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
     with _bus(args) as bus:
-        result = bus.dispatch(c.ListCheckpoints(session_id=args.session))
+        result = bus.dispatch(c.ListCheckpoints(session_id=args.session,
+                                                 include_deleted=args.include_deleted))
     rows = [
         [cp.generation, cp.checkpoint_id, cp.trigger_reason, cp.provider_kind,
          f"{cp.tokens_before:,} -> {cp.tokens_after:,}", cp.first_retained_seq,
@@ -210,7 +222,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
 
     with _bus(args) as bus:
-        result = bus.dispatch(c.ReplaySession(session_id=args.session, at_version=args.at_version))
+        result = bus.dispatch(c.ReplaySession(session_id=args.session, at_version=args.at_version,
+                                              include_deleted=args.include_deleted))
     head = (f"{args.session} as of version {result.version}: model {result.model}, next seq {result.next_seq}"
             f"{', deleted' if result.deleted else ''}")
     return _emit(args, result, head + "\n" + _projection_text(result.projection))
@@ -292,14 +305,15 @@ def cmd_events(args: argparse.Namespace) -> int:
     try:
         with _bus(args) as bus:
             while True:
-                events = bus.dispatch(c.ReadEvents(after=after, limit=args.limit)).events
+                page = bus.dispatch(c.ReadEvents(after=after, limit=args.limit))
+                events = page.events
                 for event in events:
                     print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False))
                 if events:
                     after = events[-1].position
                     sys.stdout.flush()
-                    if len(events) == args.limit:
-                        continue  # (more may be waiting: no sleep)
+                    if page.more:
+                        continue  # (stopped at its count or bytes: more may be waiting, no sleep)
                 if not args.follow:
                     return EXIT_OK
                 time.sleep(args.interval)

@@ -137,19 +137,22 @@ def _session_commands(add: _Add) -> None:
     p.add_argument("--offset", type=_non_negative_int, default=0, help="sessions to skip first")
     p = add("history", "the raw message log of a session", session=True, read_only=True)
     p.add_argument("--all", action="store_true", help="include invalidated (hidden) messages")
+    p.add_argument("--include-deleted", action="store_true", help="an audit read of a deleted session")
     p = add("info", "context usage of a session (/info)", session=True, read_only=True)
     p.add_argument("--model", help="budget for this model (default: the session's)")
     p.add_argument("--system-prompt", metavar="TEXT", help="count this system prompt too (default: none)")
     p.add_argument("--system-prompt-file", metavar="FILE", help="count the system prompt in this file too")
     p = add("compact", "compact a session now (manual /compact)", session=True)
     p.add_argument("--model", help="summarize with this model (default: the session's)")
-    add("checkpoints", "the checkpoints of a session", session=True, read_only=True)
+    p = add("checkpoints", "the checkpoints of a session", session=True, read_only=True)
+    p.add_argument("--include-deleted", action="store_true", help="an audit read of a deleted session")
     p = add("projection", "the history part of the next request", session=True, read_only=True)
     p.add_argument("--model", help="project for this model, for provider-private state replay "
                                    "(default: the session's)")
     p = add("replay", "state and projection of a session as of a past version",
             session=True, read_only=True)
     p.add_argument("--at-version", type=_positive_int, required=True, help="aggregate version to replay to")
+    p.add_argument("--include-deleted", action="store_true", help="an audit read of a deleted session")
 
 
 def _log_commands(add: _Add) -> None:

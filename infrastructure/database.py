@@ -8,6 +8,7 @@ with ``?`` placeholders and ``{t}`` before table names; the dialect adapts it.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -68,12 +69,27 @@ def storage_cause(exc: BaseException) -> str:
         if isinstance(seen, sqlite3.Error):
             name = getattr(seen, "sqlite_errorname", None) or ""
             base = "_".join(name.split("_")[:2])  # SQLITE_IOERR_WRITE -> SQLITE_IOERR
-            return _SQLITE_CAUSES.get(name) or _SQLITE_CAUSES.get(base) or name or type(seen).__name__
+            cause = _SQLITE_CAUSES.get(name) or _SQLITE_CAUSES.get(base) or name or type(seen).__name__
+            return cause + _file_size_limit() if base in ("SQLITE_IOERR", "SQLITE_FULL") else cause
         sqlstate = getattr(seen, "sqlstate", None)
         if isinstance(sqlstate, str) and type(seen).__module__.startswith("psycopg"):
             return _POSTGRES_CAUSES.get(sqlstate) or f"{type(seen).__name__} (SQLSTATE {sqlstate})"
         seen = seen.__cause__
     return type(exc).__name__
+
+
+def _file_size_limit() -> str:
+    """A write past ``ulimit -f`` fails as EFBIG (Python ignores SIGXFSZ), which SQLite
+    reports as a disk I/O error: name the limit when the process has one (issue 36)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not a POSIX system
+        return ""
+    if soft == resource.RLIM_INFINITY:
+        return ""
+    return f" (this process has a file-size limit, ulimit -f, of {soft:,} bytes)"
 
 
 class Dialect:
@@ -175,7 +191,14 @@ def is_transient(exc: BaseException) -> bool:
         import psycopg
     except ImportError:  # pragma: no cover - postgres extra not installed
         return False
+    if isinstance(exc, psycopg.OperationalError) and _NOT_TRANSIENT_CLASS.match(getattr(exc, "sqlstate", None) or ""):
+        return False
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
+
+
+#: SQLSTATE classes psycopg raises as OperationalError that no retry can help:
+#: 54 program limit exceeded (a tsvector over 1 MB, too many columns, issue 36).
+_NOT_TRANSIENT_CLASS = re.compile(r"54")
 
 
 @contextmanager

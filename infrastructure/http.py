@@ -191,11 +191,14 @@ async def _read_body(request: Any, max_body_bytes: int) -> "str | Any":
         return JSONResponse(_error("invalid_command", "the body is not UTF-8"), status_code=400)
 
 
+_EVENTS_PARAMS = ("after", "limit", "max_bytes")
+
+
 def _events_query_problem(request: Any, given: "dict[str, str]") -> "str | None":
     bad = next((f"{k}: not an integer" for k, v in given.items() if not re.fullmatch(r"-?[0-9]{1,19}", v)),
-               next((f"unknown parameter {k!r}" for k in request.query_params if k not in ("after", "limit")), None))
+               next((f"unknown parameter {k!r}" for k in request.query_params if k not in _EVENTS_PARAMS), None))
     # (FastAPI keeps the last of repeated values: refuse the ambiguity instead)
-    return bad or next((f"{k}: given more than once" for k in ("after", "limit")
+    return bad or next((f"{k}: given more than once" for k in _EVENTS_PARAMS
                         if len(request.query_params.getlist(k)) > 1), None)
 
 
@@ -229,9 +232,11 @@ def _add_command_routes(app: Any, bus: MessageBus, refused: Any, responses: Any,
         return Response(reply.body, status_code=status, media_type="application/json")
 
     @app.get("/v1/events", responses=responses)
-    async def events(request: Request, after: "str | None" = None, limit: "str | None" = None) -> JSONResponse:
-        """The event feed, ``read_events``; a bad number gets our envelope, not FastAPI's 422."""
-        given = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
+    async def events(request: Request, after: "str | None" = None, limit: "str | None" = None,
+                     max_bytes: "str | None" = None) -> JSONResponse:
+        """The event feed, ``read_events``; a bad number gets our envelope, not FastAPI's 422.
+        ``result.more``: the page stopped at ``limit`` or ``max_bytes``, ask again at once."""
+        given = {k: v for k, v in (("after", after), ("limit", limit), ("max_bytes", max_bytes)) if v is not None}
         bad = _events_query_problem(request, given)
         denied = refused(request)
         if denied is not None or bad is not None:

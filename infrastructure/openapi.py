@@ -28,6 +28,7 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "append_messages": r.AppendMessagesResult,
     "invalidate_history": r.InvalidateHistoryResult,
     "delete_session": r.DeleteSessionResult,
+    "purge_session": r.PurgeSessionResult,
     "pin_messages": r.PinsResult,
     "unpin_messages": r.PinsResult,
     "revert_checkpoint": r.RevertResult,

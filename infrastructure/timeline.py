@@ -23,6 +23,7 @@ from context_compaction.domain.summary import storable_text
 from .database import Database
 from .readmodel import ReadModelProjector
 from .readmodel.projector import notification_of
+from .readmodel.search import PURGE_SHARED_LOCK_SQL
 
 log = logging.getLogger("context_compaction.timeline")
 
@@ -41,11 +42,20 @@ class SqlTimelineStore:
         self.db = db
 
     def put(self, entry: TimelineEntry) -> None:
+        """Stored unless its session is deleted: an entry read from a checkpoint before a
+        purge and written after it would keep the summary the purge erased (ADR 0072).
+        The purge's ``Purged`` event marks the session deleted before the erasure runs;
+        on PostgreSQL the erasure's session lock orders an insert already under way."""
         with self.db.write() as cur:
+            if self.db.dialect.is_postgres:
+                cur.execute(PURGE_SHARED_LOCK_SQL, (entry.session_id,))
             cur.execute(
                 "INSERT INTO {t}rm_timeline (key, session_id, checkpoint_id, content, created_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
-                (entry.key, entry.session_id, entry.checkpoint_id, entry.content, entry.created_at),
+                " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS"
+                " (SELECT 1 FROM {t}rm_sessions WHERE session_id = ? AND deleted <> 0)"
+                " ON CONFLICT (key) DO NOTHING",
+                (entry.key, entry.session_id, entry.checkpoint_id, entry.content, entry.created_at,
+                 entry.session_id),
             )
 
     def entries(self, session_id: str, query: str | None = None, limit: int = 20) -> list[TimelineEntry]:

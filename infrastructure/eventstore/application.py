@@ -125,9 +125,12 @@ class SessionsApplication(Application[UUID]):
         recorder = postgres_recorder_class()(
             datastore, self.projector, self._dialect, events_table_name=table
         )
-        # Always: besides creating tables it registers the composite type adapters.
-        with storage_errors():
-            recorder.create_table()
+        # Always: besides creating tables it registers the composite type adapters,
+        # which only writes use. Not for a store opened read-only (issue 36, ADR 0071):
+        # a role that cannot write cannot run its DDL either.
+        if self.env.get("CREATE_TABLE") != "n":
+            with storage_errors():
+                recorder.create_table()
         return recorder
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:

@@ -22,13 +22,14 @@ def build_store(
     dialect: Dialect,
     postgres_schema: str | None = None,
     application_class: type[SessionsApplication] = SessionsApplication,
+    read_only: bool = False,
 ) -> tuple[SessionsApplication, SqlEventStore, SqlReadModel, Database]:
     """The event store, read model and database of one configuration.
 
     ``application_class`` may be a subclass, e.g. one mixing in eventsourcing's
     ``Leader`` so that followers are prompted after each save.
     """
-    if not dialect.is_postgres:
+    if not dialect.is_postgres or read_only:
         env = {**env, "CREATE_TABLE": "n"}  # created below, only when the schema is not there yet
     app = application_class(
         env, snapshot_interval=snapshot_interval, dialect=dialect, postgres_schema=postgres_schema
@@ -37,7 +38,13 @@ def build_store(
     assert app.projector is not None
     read_model = SqlReadModel(db, app.projector)
     version = read_model.schema_version()
-    if version is None or version < SCHEMA_VERSION:
+    if read_only:
+        read_model.read_only = True
+        if version is None or version < SCHEMA_VERSION:
+            cause = (f"it is read-only and its schema is {'missing' if version is None else version}; this "
+                     f"release reads {SCHEMA_VERSION}: open it once with a role or file that can write")
+            raise StorageError(cause, details={"cause": cause})
+    elif version is None or version < SCHEMA_VERSION:
         # One marker read instead of ~20 DDL statements on every start (cold restore).
         with storage_errors():
             if not dialect.is_postgres:

@@ -18,6 +18,13 @@ from context_compaction.domain.session import session_aggregate_id
 from ..database import storage_errors
 from .application import SessionsApplication
 
+#: Notifications fetched at once: the first chunk (one: its size is unknown), and at
+#: most. A later chunk is the page's bytes left over the average event's so far, and at
+#: most twice the chunk before it, so that large events after small ones (a session's
+#: start, then tool outputs) overshoot the bound by a few events, not by hundreds.
+_FIRST_CHUNK = 1
+_MAX_CHUNK = 256
+
 #: Stored by eventsourcing beside every event; the feed gives them their own keys.
 _ENVELOPE_FIELDS = frozenset({"originator_id", "originator_version", "timestamp"})
 
@@ -27,12 +34,30 @@ class SqlEventFeed:
         self.app = app
         self._sessions: dict[UUID, str | None] = {}
 
-    def read(self, after: int, limit: int) -> list[dict[str, Any]]:
+    def read(self, after: int, limit: int, max_bytes: int) -> tuple[list[dict[str, Any]], bool]:
+        """Reads the notifications in chunks sized from the bytes seen so far, so that a
+        page of large events never holds many more than ``max_bytes`` (issue 36: 61
+        events of 3.9 MB made a 223 MB page, a full one would have been ~3.7 GB)."""
+        page: list[dict[str, Any]] = []
+        used = 0
+        chunk = min(limit, _FIRST_CHUNK)
         with storage_errors():
-            notifications = self.app.recorder.select_notifications(
-                start=after, limit=limit, inclusive_of_start=False
-            )
-            return [self._entry(n) for n in notifications]
+            while len(page) < limit:
+                notifications = self.app.recorder.select_notifications(
+                    start=after, limit=chunk, inclusive_of_start=False
+                )
+                for n in notifications:
+                    size = len(n.state)
+                    if page and used + size > max_bytes:
+                        return page, True
+                    page.append(self._entry(n))
+                    used += size
+                    after = n.id
+                if len(notifications) < chunk:
+                    return page, False
+                average = max(1, used // len(page))
+                chunk = max(1, min(limit - len(page), (max_bytes - used) // average, 2 * chunk, _MAX_CHUNK))
+        return page, True
 
     def read_session(self, session_id: str, from_version: int, limit: int) -> list[dict[str, Any]]:
         """One session's events by version: the aggregate's own rows, read by its id and

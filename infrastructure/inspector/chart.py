@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
+from .reads import audit
+
 #: Events of the session the chart reads per request (one page of the window).
 EVENTS_PER_READ = 1000
 #: Raw messages before the window the starting state may read (its visible tail).
@@ -114,9 +116,9 @@ def series(bus: Any, session_id: str, first: int, last: int, count: Any) -> Seri
     out = Series(first, last)
     version = first
     while version <= last:
-        page = _ok(bus.dispatch_json({"type": "read_session_events", "session_id": session_id,
+        page = _ok(bus.dispatch_json(audit({"type": "read_session_events", "session_id": session_id,
                                       "from_version": version,
-                                      "limit": min(EVENTS_PER_READ, last - version + 1)}))
+                                      "limit": min(EVENTS_PER_READ, last - version + 1)})))
         if not page["events"]:
             break
         for event in page["events"]:
@@ -134,10 +136,10 @@ def series(bus: Any, session_id: str, first: int, last: int, count: Any) -> Seri
 
 
 def _start_state(bus: Any, session_id: str, version: int, state: _State) -> None:
-    replay = _ok(bus.dispatch_json({"type": "replay_state", "session_id": session_id,
-                                    "at_version": version}))
+    replay = _ok(bus.dispatch_json(audit({"type": "replay_state", "session_id": session_id,
+                                    "at_version": version})))
     state.pinned = set(replay.get("pinned_seqs", []))
-    checkpoints = _ok(bus.dispatch_json({"type": "list_checkpoints", "session_id": session_id}))
+    checkpoints = _ok(bus.dispatch_json(audit({"type": "list_checkpoints", "session_id": session_id})))
     for cp in checkpoints["checkpoints"]:
         state.checkpoints[cp["checkpoint_id"]] = (
             state.count({"role": "user", "content": cp["summary"]}), cp["first_retained_seq"])
@@ -147,8 +149,8 @@ def _start_state(bus: Any, session_id: str, version: int, state: _State) -> None
     if last_seq < 1:
         return
     first = max(first, last_seq - MAX_START_TAIL + 1)
-    history = _ok(bus.dispatch_json({"type": "get_history", "session_id": session_id,
-                                     "from_seq": first, "to_seq": last_seq, "include_invalidated": True}))
+    history = _ok(bus.dispatch_json(audit({"type": "get_history", "session_id": session_id,
+                                     "from_seq": first, "to_seq": last_seq, "include_invalidated": True})))
     for m in history["messages"]:
         if not m["invalidated"]:
             state.tokens[m["seq"]] = state.count(m)

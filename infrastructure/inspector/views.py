@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from . import chart
+from .reads import audit
 
 SESSIONS_PER_PAGE = 25
 EVENTS_PER_PAGE = 50
@@ -40,7 +41,7 @@ def _ok(envelope: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ask(bus: Any, **command: Any) -> dict[str, Any]:
-    return _ok(bus.dispatch_json(command))
+    return _ok(bus.dispatch_json(audit(command)))
 
 
 # ------------------------------------------------------------------ sessions

@@ -26,7 +26,7 @@ from context_compaction.application.views import (
 from context_compaction.domain.messages import MessageRecord
 
 from ..readmodel.rows import checkpoint_row, message_record, session_row
-from ..readmodel.search import query_terms, search_row, snippet
+from ..readmodel.search import is_truncated, query_terms, search_row, snippet
 from ..transcoding import PlainJSONTranscoder
 from .recorder import ProjectingMemoryRecorder
 
@@ -192,7 +192,8 @@ class MemoryReadModel:
                     continue
                 score = round(sum(counts) / (len(words) + 1), 6)
                 compacted = boundary is not None and seq < boundary
-                hits.append(SearchHit(seq, role, turn_id, snippet(body, terms), score, compacted, not visible))
+                hits.append(SearchHit(seq, role, turn_id, snippet(body, terms), score, compacted, not visible,
+                                      is_truncated(body)))
         hits.sort(key=lambda h: (-h.score, h.seq))
         return hits[:limit]
 

@@ -49,6 +49,7 @@ class EventHandlers:
             Session.CheckpointCommitted: self._checkpoint_committed,
             Session.HistoryInvalidated: self._history_invalidated,
             Session.Deleted: self._deleted,
+            Session.Purged: self._deleted,  # (deleted; its content is erased in the events)
             Session.LegacyImported: self._legacy_imported,
             Session.WindowLearned: self._window_learned,
             Session.ToolResultsCleared: self._tool_results_cleared,

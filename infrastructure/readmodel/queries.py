@@ -24,7 +24,10 @@ from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import BEHIND_SQL, index_session, query_terms, search_params, search_sql, snippet, split_terms
+from .search import (
+    BEHIND_SQL, GAP, INDEXED_HEAD, INDEXED_TAIL, MAX_INDEXED_CHARS, index_session, is_truncated, query_terms,
+    search_params, search_sql, snippet, split_terms,
+)
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -32,6 +35,7 @@ from .schema import (
     POSITION,
     PROJECTED_TABLES,
     ADDED_COLUMNS,
+    BOUNDED_SEARCH_SINCE,
     SAME_SHAPE_SINCE,
     SCHEMA,
     SCHEMA_MARK,
@@ -56,6 +60,9 @@ class SqlReadModel:
         self.db = db
         self.projector = projector
         self._ledgers = LedgerCache()
+        #: Opened by a role or file that cannot write (issue 36, ADR 0071): reads answer
+        #: from what is projected and indexed, nothing is caught up or indexed.
+        self.read_only = False
 
     # ------------------------------------------------------------- schema
     def create_tables(self, previous: int | None = None) -> None:
@@ -81,6 +88,8 @@ class SqlReadModel:
                 cur.execute(statement)
             if previous is not None and SEARCH_SINCE <= previous < SEARCH_LAG_SINCE:
                 self._mark_indexed(cur)
+            if previous is not None and SEARCH_SINCE <= previous < BOUNDED_SEARCH_SINCE:
+                self._bound_search_rows(cur)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
@@ -97,6 +106,19 @@ class SqlReadModel:
             names = [row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()]
             if column not in names:  # (another process may have added it first)
                 cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN {column} {kind}")
+
+    def _bound_search_rows(self, cur: Cur) -> None:
+        """Rows indexed whole before version 13 get ``bounded_text``'s form (SQL's
+        ``substr`` and ``length`` count characters, as Python does), so that ``verify``
+        compares them equal; SQLite's FTS5 index, kept by insert and delete triggers
+        only, is rebuilt when any changed."""
+        changed = cur.execute(
+            "UPDATE {t}rm_search SET body = substr(body, 1, ?) || ? || substr(body, length(body) - ?)"
+            " WHERE length(body) > ?",
+            (INDEXED_HEAD, GAP, INDEXED_TAIL - 1, MAX_INDEXED_CHARS),
+        ).rowcount
+        if changed and not self.db.dialect.is_postgres:
+            cur.execute("INSERT INTO rm_search_fts (rm_search_fts) VALUES ('rebuild')")
 
     @staticmethod
     def _mark_indexed(cur: Cur) -> None:
@@ -152,7 +174,7 @@ class SqlReadModel:
                     head = cur.execute(head_sql, params).fetchone()
                     position, newest = lag_of(head)
                     assert head is not None
-                    if position >= newest or attempt == 3:
+                    if position >= newest or attempt == 3 or self.read_only:
                         # (after 3 catch-ups writers keep arriving; their rows are inline)
                         handed_on = True
                         yield cur, head
@@ -199,7 +221,7 @@ class SqlReadModel:
         rebuilding it from ``rm_search`` when it was out of step. SQLite's FTS5 index is a
         table of its own that can lose step with its content; PostgreSQL's GIN index is
         kept by the engine (nothing to check)."""
-        if self.db.dialect.is_postgres:
+        if self.db.dialect.is_postgres or self.read_only:  # (SQLite's check is an INSERT)
             return None
         with self.db.write() as cur:
             try:
@@ -355,13 +377,13 @@ class SqlReadModel:
             with self.fresh() as cur:
                 last, mark = cur.execute(BEHIND_SQL, (session_id,)).fetchone() or (0, 0)
                 # (after one indexing, messages appended since are not this search's)
-                if attempt == 1 or int(last) <= int(mark or 0):
+                if attempt == 1 or int(last) <= int(mark or 0) or self.read_only:
                     rows = cur.execute(sql, params).fetchall()
                     break
             self.index_search(session_id)
         return [
             SearchHit(int(seq), role, turn_id, snippet(body, terms), round(float(score), 6),
-                      bool(compacted), not visible)
+                      bool(compacted), not visible, is_truncated(body))
             for seq, role, turn_id, body, score, visible, compacted in rows
         ]
 

@@ -21,7 +21,7 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
 SAME_SHAPE_SINCE = 5
@@ -43,6 +43,9 @@ ADDED_COLUMNS: tuple[tuple[int, str, str, str], ...] = (
 #: session's last seq. An older one has no rows and no marks: searches fill it.
 SEARCH_SINCE = 8
 SEARCH_LAG_SINCE = 11
+#: 13 bounds each rm_search body (issue 36, ADR 0071): a longer row indexed before is
+#: cut to its head and tail at the upgrade, as a search indexes it now.
+BOUNDED_SEARCH_SINCE = 13
 #: Per session, the highest seq whose rm_search row exists (ADR 0049). Not projected
 #: from the events (it is how far searches have indexed), so ``verify`` compares
 #: rm_search up to it instead of comparing it.

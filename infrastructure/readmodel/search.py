@@ -46,11 +46,37 @@ def search_text(content: Any, tool_calls: Any, name: Any) -> str:
 
 SearchRow = tuple[str, int, str, Any, str]
 
+#: Characters of one message the index holds (issue 36, ADR 0071): PostgreSQL refuses a
+#: tsvector over 1 MB (SQLSTATE 54000), and ~0.85 MB of base64-like text made one. And
+#: it keeps word positions up to 16,383 only (every later word gets that one), so a
+#: phrase term (a path: words joined by ``/`` and ``.``) past it never matched: a word
+#: takes a character and a separator, so 30,000 characters hold at most 15,000 words
+#: (the GAP adds 8), and every indexed word keeps its own position. A longer text
+#: keeps its head and tail around :data:`GAP`; its hits say ``truncated``.
+MAX_INDEXED_CHARS = 30_000
+INDEXED_HEAD = MAX_INDEXED_CHARS * 3 // 5
+INDEXED_TAIL = MAX_INDEXED_CHARS - INDEXED_HEAD
+#: Between the indexed head and tail of an oversized text (fixed length, so that a
+#: hit's body is known truncated by its length and the gap's place, not a search).
+GAP = "\n[… the middle of this message is not indexed …]\n"
+
+
+def bounded_text(text: str) -> str:
+    """``text``, or its head and tail around :data:`GAP` when it is too long to index."""
+    if len(text) <= MAX_INDEXED_CHARS:
+        return text
+    return text[:INDEXED_HEAD] + GAP + text[-INDEXED_TAIL:]
+
+
+def is_truncated(body: str) -> bool:
+    """Was ``body`` cut by :func:`bounded_text`?"""
+    return len(body) == MAX_INDEXED_CHARS + len(GAP) and body.startswith(GAP, INDEXED_HEAD)
+
 
 def search_row(session_id: str, seq: int, record: dict[str, Any]) -> SearchRow:
     """The rm_search row of one message, from its stored state (as plain values)."""
     text = search_text(record.get("content"), record.get("tool_calls"), record.get("name"))
-    return session_id, seq, str(record["role"]), record.get("turn_id"), text
+    return session_id, seq, str(record["role"]), record.get("turn_id"), bounded_text(text)
 
 
 INSERT_SQL = (
@@ -81,6 +107,15 @@ BEHIND_SQL = (
 )
 
 
+#: PostgreSQL: a purge (exclusive) and the writers of a session's content caches
+#: (shared: the indexer, the Timeline) take this transaction lock on the session, so a
+#: cache filled from what was read before a purge is committed before the purge
+#: deletes it, or reads the rewritten events after it (ADR 0072). SQLite's writer lock
+#: already orders them. A hash collision only makes two sessions wait for each other.
+PURGE_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended('ctxc purge ' || ?, 0))"
+PURGE_SHARED_LOCK_SQL = "SELECT pg_advisory_xact_lock_shared(hashtextextended('ctxc purge ' || ?, 0))"
+
+
 def index_session(
     cur: Cur, messages_sql: str, decode: Callable[[bytes], dict[str, Any]], session_id: str,
     batch: int,
@@ -95,6 +130,8 @@ def index_session(
     above the mark that this transaction does not see commits later with a higher seq.
     A row whose stored state does not decode is skipped (its queries report it).
     """
+    if cur.dialect.is_postgres:
+        cur.execute(PURGE_SHARED_LOCK_SQL, (session_id,))
     row = cur.execute(MARK_SQL, (session_id,)).fetchone()
     mark = int(row[0]) if row else 0
     rows = cur.execute(messages_sql + " ORDER BY m.seq LIMIT ?", (session_id, mark + 1, batch)).fetchall()
@@ -115,9 +152,41 @@ def index_session(
     return len(rows)
 
 
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def term_words(term: str) -> tuple[str, ...]:
+    """The words of a term as the engines compare them (case and diacritics folded)."""
+    folded = unicodedata.normalize("NFKD", term.casefold())
+    return tuple(_TOKEN.findall("".join(ch for ch in folded if not unicodedata.combining(ch))))
+
+
+def _inside(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
+    n = len(part)
+    return any(whole[i: i + n] == part for i in range(len(whole) - n + 1))
+
+
 def query_terms(query: str) -> list[str]:
-    """The whitespace-separated chunks of ``query`` that hold a word character."""
-    return [chunk for chunk in query.split() if _WORD.search(chunk)]
+    """The whitespace-separated chunks of ``query`` that hold a word character, with the
+    redundant ones collapsed (issue 36, ADR 0071): every term is required, so a term
+    whose words another term already holds in order (``e`` beside ``e``, ``E,`` or
+    ``e-f``) adds no condition, only cost. On SQLite each term is a phrase that FTS5
+    matches and bm25 scores per row: 500 × ``e`` took 36 s where ``e`` took 0.1 s. A
+    substring term (:func:`split_terms`) stands for itself, so only its duplicates go."""
+    chunks = [chunk for chunk in query.split() if _WORD.search(chunk)]
+    keyed = [(c, ("s", c) if _UNSPACED.search(c) else ("w", *term_words(c))) for c in chunks]
+    kept: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    words = sorted({k[1:] for _, k in keyed if k[0] == "w"}, key=len, reverse=True)
+    for chunk, key in keyed:
+        if key in seen:
+            continue
+        seen.add(key)
+        mine = key[1:]
+        if key[0] == "w" and mine and any(len(w) > len(mine) and _inside(mine, w) for w in words):
+            continue
+        kept.append(chunk)
+    return kept
 
 
 def fts5_match(terms: list[str]) -> str:

@@ -13,6 +13,8 @@ from ..database import Database
 class SqlTokenCountCache:
     def __init__(self, db: Database) -> None:
         self.db = db
+        #: A store opened read-only (issue 36): counts are computed, never kept.
+        self.read_only = False
 
     def token_counts(self, session_id: str, key: str, from_seq: int) -> dict[int, int]:
         with self.db.read() as cur:
@@ -25,6 +27,8 @@ class SqlTokenCountCache:
 
     def store_token_counts(self, session_id: str, key: str, counts: dict[int, int]) -> None:
         # A cache (counts are a pure function of message and encoding): no fsync.
+        if self.read_only:
+            return
         with self.db.write(durable=False) as cur:
             cur.executemany(
                 "INSERT INTO {t}rm_token_counts (session_id, encoding, seq, tokens)"

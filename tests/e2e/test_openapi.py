@@ -146,7 +146,8 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
             answered |= {"resummarize", "list_compaction_attempts"}
     answered |= _preview_and_cost(client, document, big)  # (issue 43)
     _check(document, "delete_session", _post(client, {"type": "delete_session", "session_id": sid}))
-    assert answered | {"delete_session"} == set(command_types())
+    _check(document, "purge_session", _post(client, {"type": "purge_session", "session_id": sid}))
+    assert answered | {"delete_session", "purge_session"} == set(command_types())
     failed = client.post("/v1/commands", json={"type": "get_history", "session_id": "nobody"})
     assert failed.status_code == 404
     errors = list(_validator(document, "ErrorEnvelope").iter_errors(failed.json()))

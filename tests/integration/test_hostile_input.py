@@ -151,7 +151,9 @@ def test_no_command_for_one_session_reads_or_changes_another(harness: Harness) -
         ok(h.do(command))  # every one of them really ran on a
     assert b_rows() == b_before
     assert ok(h.do({"type": "get_projection", "session_id": "b"})) == b_projection
-    history = ok(h.do({"type": "get_history", "session_id": "a", "include_invalidated": True}))["messages"]
+    # (a is deleted: its history is an audit read since issue 35, ADR 0072)
+    history = ok(h.do({"type": "get_history", "session_id": "a", "include_invalidated": True,
+                       "include_deleted": True}))["messages"]
     assert all("b secret" != m["content"] for m in history)
     request = ok(h.do({"type": "prepare_turn", "session_id": "b"}))
     err(h.do({"type": "record_usage", "session_id": "a", "request_id": request["request_id"],

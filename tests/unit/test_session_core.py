@@ -246,8 +246,24 @@ def test_soft_deleted_sessions_keep_their_history_for_audit(harness: Harness) ->
     start(harness)
     append(harness, "s1", *coding_turn(1))
     ok(harness.do({"type": "delete_session", "session_id": "s1"}))
-    assert len(history(harness)) == 5
+    # (an ordinary read answers session_deleted; the audit read says so: issue 35, ADR 0072)
+    err(harness.do({"type": "get_history", "session_id": "s1"}), "session_deleted")
+    assert len(ok(harness.do({"type": "get_history", "session_id": "s1", "include_invalidated": True,
+                              "include_deleted": True}))["messages"]) == 5
     sessions = ok(harness.do({"type": "list_sessions"}))["sessions"]
     assert sessions[0]["deleted"] is True
 
 
+
+
+def test_a_pin_with_a_command_id_another_command_took_is_a_conflict(harness: Harness) -> None:
+    """Review of issue 36: pins record no id, but one an append or a revert recorded is
+    not theirs to take (before, the pin was applied)."""
+    ok(harness.do({"type": "start_session", "session_id": "p", "model": "gpt-4o", "command_id": "st"}))
+    ok(harness.do({"type": "append_messages", "session_id": "p", "command_id": "ap", "messages": [user("a")]}))
+    before = harness.events()
+    for kind in ("pin_messages", "unpin_messages"):
+        for taken in ("st", "ap"):
+            err(harness.do({"type": kind, "session_id": "p", "seqs": [1], "command_id": taken}), "idempotency_conflict")
+    assert harness.events() == before, "nothing changed"
+    assert ok(harness.do({"type": "pin_messages", "session_id": "p", "seqs": [1], "command_id": "pin"}))["pinned_seqs"] == [1]

@@ -1,0 +1,183 @@
+"""Issue 36 findings 1 and 2: one oversized message cannot make a session unsearchable
+(PostgreSQL refused its tsvector, SQLSTATE 54000, reported as "busy"), and a query of
+repeated terms costs on SQLite what its one term costs (ADR 0071)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_compaction.infrastructure.database import StorageBusy, storage_failure
+from context_compaction.infrastructure.readmodel.search import (
+    MAX_INDEXED_CHARS, query_terms, search_params, search_sql, split_terms,
+)
+from helpers import Harness, assistant, ok, tool, user
+
+BACKENDS = ("memory", "sqlite", "postgres")
+
+
+def _base64_like(n: int, seed: int = 7) -> str:
+    rnd = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits + "+/"
+    return "".join(rnd.choice(alphabet) for _ in range(n))
+
+
+def test_an_oversized_message_leaves_its_session_searchable(harness: Harness) -> None:
+    # (the attack: ~0.85 MB of base64-like tool output, a fifth of max_message_chars)
+    blob = "zebrahead " + _base64_like(850_000) + " mango middle " + _base64_like(850_000) + " quokkatail"
+    ok(harness.do({"type": "start_session", "session_id": "big", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "big", "messages": [
+        user("please find the lemur"), assistant(None, [("c1", "dump", "{}")]), tool("c1", blob, name="dump"),
+        assistant("the lemur is here"),
+    ]}))
+
+    def hits(query: str) -> list[dict[str, Any]]:
+        return ok(harness.do({"type": "search_history", "session_id": "big", "query": query}))["hits"]
+
+    assert sorted(h["seq"] for h in hits("lemur")) == [1, 4]
+    assert all(h["truncated"] is False for h in hits("lemur"))
+    for word in ("zebrahead", "quokkatail"):
+        (hit,) = hits(word)
+        assert hit["seq"] == 3 and hit["truncated"] is True, hit
+    assert hits("mango") == []  # (the middle is not indexed: the hit says so when found)
+    # The session stays searchable after more appends.
+    ok(harness.do({"type": "append_messages", "session_id": "big", "messages": [user("lemur again")]}))
+    assert sorted(h["seq"] for h in hits("lemur")) == [1, 4, 5]
+    assert len(blob) > 10 * MAX_INDEXED_CHARS
+
+
+def test_a_program_limit_is_not_reported_as_busy() -> None:
+    psycopg = pytest.importorskip("psycopg")
+    failure = storage_failure(psycopg.errors.ProgramLimitExceeded("string is too long for tsvector"))
+    assert failure is not None and not isinstance(failure, StorageBusy)
+    assert "busy" not in str(failure) and "SQLSTATE 54000" in str(failure)
+    # (a dropped connection still is)
+    assert isinstance(storage_failure(psycopg.errors.AdminShutdown("bye")), StorageBusy)
+
+
+def test_repeated_and_redundant_terms_collapse() -> None:
+    assert query_terms("e " * 500) == ["e"]
+    assert query_terms("Kiwi kiwi KIWI, kiwi") == ["Kiwi"]
+    assert query_terms("e e-f f") == ["e-f"]  # (both words are in "e-f", in order)
+    assert query_terms("f-e e-f") == ["f-e", "e-f"]  # (neither holds the other)
+    assert query_terms("日本 日本 日") == ["日本", "日"]  # (substring terms: only duplicates go)
+
+
+@pytest.mark.backends("sqlite")
+def test_sqlite_search_cost_stays_near_a_one_term_query(harness: Harness, backend: str, tmp_path: Path) -> None:
+    """Work measured as SQLite virtual-machine steps (a progress handler), not time."""
+    ok(harness.do({"type": "start_session", "session_id": "q", "model": "gpt-4o"}))
+    for start in range(0, 600, 100):
+        ok(harness.do({"type": "append_messages", "session_id": "q", "messages": [
+            user(f"message {n} e and eel e e") for n in range(start, start + 100)]}))
+    one = ok(harness.do({"type": "search_history", "session_id": "q", "query": "e", "limit": 50}))["hits"]
+    many = ok(harness.do({"type": "search_history", "session_id": "q", "query": "e " * 499, "limit": 50}))["hits"]
+    assert many == one and len(one) == 50
+
+    conn = sqlite3.connect(str(tmp_path / "main.db"))
+    try:
+        def steps(query: str) -> int:
+            words, substrings = split_terms(query_terms(query))
+            counted = [0]
+
+            def tick() -> int:
+                counted[0] += 1
+                return 0
+
+            conn.set_progress_handler(tick, 100)
+            conn.execute(search_sql("sqlite", False, len(words), len(substrings)).replace("{t}", ""),
+                         search_params("sqlite", words, substrings, "q", 50)).fetchall()
+            conn.set_progress_handler(None, 0)
+            return counted[0]
+
+        base = steps("e")
+        assert base > 0
+        assert steps("e " * 499) <= 2 * base
+        assert steps("E e, e-e eel e") <= 4 * base
+    finally:
+        conn.close()
+
+
+@pytest.mark.backends("sqlite")
+def test_sqlite_cost_of_many_distinct_terms_stays_near_one_term(harness: Harness, backend: str,
+                                                               tmp_path: Path) -> None:
+    """Distinct terms are real conditions and stay; their cost grows slowly: 200 terms
+    that every message holds (the worst case: no term prunes) measured 3.8 × one."""
+    words = [f"w{i}x" for i in range(200)]
+    ok(harness.do({"type": "start_session", "session_id": "d", "model": "gpt-4o"}))
+    for _ in range(3):
+        ok(harness.do({"type": "append_messages", "session_id": "d",
+                       "messages": [user(" ".join(words)) for _ in range(100)]}))
+    ok(harness.do({"type": "search_history", "session_id": "d", "query": "w1x"}))
+    conn = sqlite3.connect(str(tmp_path / "main.db"))
+    try:
+        def steps(query: str) -> int:
+            terms, substrings = split_terms(query_terms(query))
+            counted = [0]
+
+            def tick() -> int:
+                counted[0] += 1
+                return 0
+
+            conn.set_progress_handler(tick, 100)
+            conn.execute(search_sql("sqlite", False, len(terms), len(substrings)).replace("{t}", ""),
+                         search_params("sqlite", terms, substrings, "d", 20)).fetchall()
+            conn.set_progress_handler(None, 0)
+            return counted[0]
+
+        assert steps(" ".join(words)) <= 8 * steps("w1x")
+    finally:
+        conn.close()
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_rows_indexed_whole_before_are_bounded_at_the_upgrade(harness: Harness, backend: str) -> None:
+    """A database of schema 12 may hold a long message's whole text in rm_search (up to
+    ~1 MB of tsvector on PostgreSQL, any size on SQLite): the upgrade cuts it as a search
+    indexes it now, so ``verify`` compares equal and the hit says ``truncated``."""
+    from context_compaction.infrastructure.readmodel.schema import SCHEMA_MARK
+    from context_compaction.infrastructure.verify import verify
+
+    text = "walrushead " + "plain words " * 20_000 + " walrustail"
+    ok(harness.do({"type": "start_session", "session_id": "old", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "old", "messages": [user(text)]}))
+    ok(harness.do({"type": "search_history", "session_id": "old", "query": "walrushead"}))
+    harness.execute("UPDATE {t}rm_search SET body = ? WHERE session_id = ?", (text, "old"))  # (as 12 wrote it)
+    harness.execute("UPDATE {t}rm_position SET notification_id = 12 WHERE name = ?", (SCHEMA_MARK,))
+    harness.reopen()
+    (hit,) = ok(harness.do({"type": "search_history", "session_id": "old", "query": "walrustail"}))["hits"]
+    assert hit["truncated"] is True
+    assert verify(harness.bus.services.extra["app"], harness.bus.services.read_model).ok
+
+
+def test_a_path_at_the_tail_of_a_long_message_of_short_words_is_found(harness: Harness) -> None:
+    """PostgreSQL keeps word positions up to 16,383 and gives every later word that one
+    (a tsvector limit), so a phrase term (a path: words joined by ``/`` and ``.``) past
+    it never matched: the indexed tail of a long tool output of short words was not
+    searchable there, while SQLite found it (review of issue 36)."""
+    words = " ".join("ab"[i % 2] for i in range(45_000))  # (~90,000 characters, 45,000 words)
+    ok(harness.do({"type": "start_session", "session_id": "w", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "w", "messages": [
+        user(f"head src/app/first.py {words} tail src/app/main.py done")]}))
+    for query in ("src/app/main.py", "src/app/first.py", "tail src/app/main.py"):
+        hits = ok(harness.do({"type": "search_history", "session_id": "w", "query": query}))["hits"]
+        assert [h["seq"] for h in hits] == [1], query
+
+
+def test_the_recall_tool_tells_the_model_a_hit_is_truncated(harness: Harness) -> None:
+    """The agent's ``recall_history`` answer is the model's only view of a search: it
+    says which hit's message was indexed only in part (review of issue 36)."""
+    import json
+
+    from context_compaction import run_recall
+
+    ok(harness.do({"type": "start_session", "session_id": "r", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "r", "messages": [
+        user("short lemur"), user("lemur at the head " + _base64_like(3 * MAX_INDEXED_CHARS))]}))
+    hits = json.loads(run_recall(harness.bus, "r", {"query": "lemur"}))["hits"]
+    assert {h["seq"]: h.get("truncated", False) for h in hits} == {1: False, 2: True}
