@@ -140,7 +140,7 @@ def _measure(svc: Services, turn: TurnContext, ended: _Ended) -> None:
 
 # ------------------------------------------------------------------ query
 def list_compaction_attempts(cmd: c.ListCompactionAttempts, svc: Services) -> r.CompactionAttemptsResult:
-    readable_row(svc, cmd.session_id, cmd.include_deleted)
+    row = readable_row(svc, cmd.session_id, cmd.include_deleted)
     found = svc.attempts.attempts(cmd.session_id, cmd.limit) if svc.attempts else []
     nets = costs.compaction_nets(svc, row.model, costs.entries(svc, cmd.session_id)) if found else {}
     return r.CompactionAttemptsResult(
