@@ -148,3 +148,33 @@ def test_the_event_feed_reads_through_pooled_connections_the_server_closed(pg_da
     assert len(events) >= 4 and {e["session_id"] for e in events} == {"s"}
     app = h.bus.services.extra["app"]
     assert [n.id for n in app.recorder.select_notifications(start=1, limit=100)] == [e["position"] for e in events]
+
+
+@pytest.mark.parametrize("table", ["rm_messages", "snapshots"])
+@pytest.mark.parametrize("size", ["pipelined", "past_the_pipeline_limit"])
+def test_a_read_model_or_snapshot_row_the_server_refuses_rolls_the_append_back(
+    databases: Any, size: str, table: str
+) -> None:
+    """The server fails the projection's (or the due snapshot's) INSERT inside the
+    append's transaction: nothing of the append stays, and the next commands work."""
+    if databases.kind == "sqlite" and size != "pipelined":
+        pytest.skip("one write path on SQLite")
+    h: Harness = databases.harness("server-refusal", snapshot_interval=1)
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    app = h.bus.services.extra["app"]
+    target = app.snapshots.recorder.events_table_name if table == "snapshots" else table
+    n = PIPELINE_LIMIT // 4 if size != "pipelined" else 1000
+    messages = [user(os.urandom(n).hex()) for _ in range(3)]
+    before = [*_counts(h), h.query(f"SELECT count(*) FROM {{t}}{target}")[0][0]]
+    h.fail_inserts(target)
+    try:
+        for _ in range(2):
+            got = h.do({"type": "append_messages", "session_id": "s", "command_id": "k", "messages": messages})
+            assert not got["ok"] and got["error"]["code"] == "storage_error", got
+            assert [*_counts(h), h.query(f"SELECT count(*) FROM {{t}}{target}")[0][0]] == before
+            assert ok(h.do({"type": "get_history", "session_id": "s"}))["messages"] == []
+    finally:
+        h.allow_inserts(target)
+    assert ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "k",
+                    "messages": messages}))["seqs"] == [1, 2, 3]
+    _verify_ok(h)
