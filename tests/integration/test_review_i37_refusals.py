@@ -178,3 +178,17 @@ def test_a_read_model_or_snapshot_row_the_server_refuses_rolls_the_append_back(
     assert ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "k",
                     "messages": messages}))["seqs"] == [1, 2, 3]
     _verify_ok(h)
+
+
+def test_the_librarys_insert_function_setting_is_refused() -> None:
+    """``POSTGRES_ENABLE_DB_FUNCTIONS`` switches the library's insert to its plpgsql
+    function, which runs neither insert hook nor the events lock: the read model would
+    silently stop and followers could skip events. The recorder refuses it."""
+    from types import SimpleNamespace
+
+    from context_compaction.infrastructure.database import Dialect
+    from context_compaction.infrastructure.eventstore.internals import postgres_recorder_class
+
+    with pytest.raises(ValueError, match="POSTGRES_ENABLE_DB_FUNCTIONS"):
+        postgres_recorder_class()(SimpleNamespace(enable_db_functions=True), None, Dialect("postgres", "public"),
+                                  "contextcompaction_events")

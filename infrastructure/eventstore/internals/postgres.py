@@ -45,6 +45,13 @@ def postgres_recorder_class() -> type:
         def __init__(
             self, datastore: Any, projector: ReadModelProjector, dialect: Dialect, events_table_name: str
         ) -> None:
+            if getattr(datastore, "enable_db_functions", False):
+                # The library's insert function takes neither hook (no read-model rows,
+                # no snapshots) nor its events lock (followers could skip an event).
+                raise ValueError(
+                    "POSTGRES_ENABLE_DB_FUNCTIONS cannot be used: its insert function bypasses "
+                    "the read-model projection and the events lock (docs/storage.md)"
+                )
             super().__init__(datastore, events_table_name=events_table_name)
             self.projector = projector
             self.dialect = dialect
