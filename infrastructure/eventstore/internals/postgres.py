@@ -45,6 +45,13 @@ def postgres_recorder_class() -> type:
         def __init__(
             self, datastore: Any, projector: ReadModelProjector, dialect: Dialect, events_table_name: str
         ) -> None:
+            if getattr(datastore, "enable_db_functions", False):
+                # The library's insert function takes neither hook (no read-model rows,
+                # no snapshots) nor its events lock (followers could skip an event).
+                raise ValueError(
+                    "POSTGRES_ENABLE_DB_FUNCTIONS cannot be used: its insert function bypasses "
+                    "the read-model projection and the events lock (docs/storage.md)"
+                )
             super().__init__(datastore, events_table_name=events_table_name)
             self.projector = projector
             self.dialect = dialect
@@ -153,9 +160,50 @@ def without_inner_retries(recorder: Any) -> None:
     """eventsourcing retries each PostgreSQL query ten times on an ``OperationalError``,
     a lock wait that timed out among them; inside our own retries (loading a session,
     the command loop) that made fifty lock waits of one command. The recorder's reads
-    are used undecorated (the decorator's public ``__wrapped__``), as its insert is:
-    the callers' loops decide how often to try again."""
+    are used without that decorator (its public ``__wrapped__``), as its insert is:
+    the callers' loops decide how often to try again after a lock wait. A read on a
+    pooled connection the server has closed (a restart, ``pg_terminate_backend``, an
+    idle timeout) is still tried again at once on a live one: the decorator did that
+    for every caller, and callers without a loop of their own (the event feed, the
+    attempt log, the library's subscription) would otherwise fail once per dead
+    connection in the pool."""
     for name in ("select_events", "select_notifications", "max_notification_id"):
         inner = getattr(getattr(type(recorder), name, None), "__wrapped__", None)
         if inner is not None:
-            setattr(recorder, name, MethodType(inner, recorder))
+            setattr(recorder, name, MethodType(_reconnecting(inner), recorder))
+
+
+#: Tries of a read whose connection was found closed (each after dropping the dead ones).
+READ_TRIES = 3
+
+
+def _reconnecting(inner: Any) -> Any:
+    def read(recorder: Any, *args: Any, **kwargs: Any) -> Any:
+        for attempt in range(READ_TRIES):
+            try:
+                return inner(recorder, *args, **kwargs)
+            except Exception as exc:
+                if attempt == READ_TRIES - 1 or not connection_lost(exc):
+                    raise
+                try:  # (psycopg_pool's public check: drops the closed idle connections)
+                    recorder.datastore.pool.check()
+                except Exception:  # noqa: BLE001 - the next try reports what is still wrong
+                    pass
+        raise AssertionError("unreachable")
+
+    return read
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """The server closed the connection (class 08, or 57P01..57P03: terminated, shutting
+    down, cannot connect now), not a lock wait, a cancel or a deadlock: a read may be
+    repeated on another connection without waiting for anyone."""
+    import psycopg
+
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, psycopg.Error):
+        cause = cause.__cause__
+    if not isinstance(cause, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return False
+    state = cause.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
