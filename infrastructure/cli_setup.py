@@ -5,20 +5,12 @@ read, and the hint for a summary call that failed."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
 
 class UsageError(Exception):
     """Something the operator gave (settings, a file) is unusable: exit 2, message as is."""
-
-
-def database_url(value: str | None) -> str:
-    value = value or os.environ.get("CTXC_DATABASE_URL") or "ctxc.db"
-    if "://" in value:
-        return value
-    return f"sqlite:///{Path(value).resolve()}"
 
 
 def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
@@ -36,7 +28,11 @@ def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
     # warning itself would repeat it in Python's own format).
     configure_logging(json_lines=bool(getattr(args, "log_json", False)), verbose=getattr(args, "verbose", False))
     warnings.simplefilter("ignore", UnknownSettingWarning)
-    overrides = {"database_url": database_url(args.db), **extra}
+    # Options win over the file, the file over CTXC_* variables, these over the defaults
+    # (ADR 0069): an option the operator did not give sets nothing.
+    overrides = dict(extra)
+    if getattr(args, "db", None):
+        overrides["database_url"] = args.db
     if getattr(args, "log_json", False):
         overrides["log_json"] = True
     if getattr(args, "summarizer", None):
