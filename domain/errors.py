@@ -43,7 +43,16 @@ class SessionDeleted(ContextCompactionError):
     code = "session_deleted"
 
 
-class SummaryFailed(ContextCompactionError):
+class _WithCause(ContextCompactionError):
+    """An error whose ``details`` always say why (issue 35): ``cause`` is the message
+    unless the raiser gave one (a provider's redacted message, a driver's cause)."""
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details=details)
+        self.details.setdefault("cause", message)
+
+
+class SummaryFailed(_WithCause):
     code = "summary_failed"
 
 
@@ -67,7 +76,7 @@ class UnknownRequest(ContextCompactionError):
     code = "unknown_request"
 
 
-class StorageError(ContextCompactionError):
+class StorageError(_WithCause):
     code = "storage_error"
 
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cli_setup import UsageError, require_database, run_subcommand, settings_for, summary_hint
+from .cli_setup import UsageError, require_database, run_subcommand, settings_for
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process killed by SIGPIPE
@@ -159,18 +159,10 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_compact(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
-    from context_compaction.domain.errors import SummaryFailed
 
     with _bus(args) as bus:
-        try:
-            result = bus.dispatch(c.Compact(session_id=args.session, model=args.model))
-        except SummaryFailed as exc:
-            row = bus.services.read_model.session(args.session)
-            model = args.model or (row.model if row is not None else None)
-            if model is not None:  # the model that made the call (summary_model, if set)
-                model = bus.services.settings.summary_model_for(model)
-            raise SummaryFailed(exc.message + summary_hint(bus.services.settings, model),
-                                details=exc.details) from None
+        # (a failed summary call's message ends with the credentials hint: failure_causes)
+        result = bus.dispatch(c.Compact(session_id=args.session, model=args.model))
     return _emit(args, result, result.report)
 
 

@@ -1,6 +1,6 @@
 """What ``ctxc`` needs before a command runs: its settings (with errors that name the
-setting and where it came from), a check that a read-only command has a database to
-read, and the hint for a summary call that failed."""
+setting and where it came from) and a check that a read-only command has a database to
+read. (The hint for a failed summary call is in every interface: ``failure_causes``.)"""
 
 from __future__ import annotations
 
@@ -107,24 +107,6 @@ def _require_postgres_tables(target: Any, command: str) -> None:
             f"`ctxc {command}` only reads and creates none (check --db or CTXC_DATABASE_URL)",
             details={"database": target.description, "schema": schema, "cause": "no such schema or table"},
         )
-
-
-def summary_hint(settings: Any, model: str | None) -> str:
-    """What to do about a failed summary call: the credentials litellm looked for and
-    did not find, and the offline summarizer."""
-    offline = "or summarize offline with --summarizer extractive (CTXC_SUMMARIZER=extractive)"
-    if model is None or settings.model_config_for(model).api_key is not None:
-        return f"; {offline}"
-    from .summarizers import import_litellm
-
-    try:
-        missing = import_litellm().validate_environment(model=model).get("missing_keys") or []
-    except Exception:  # noqa: BLE001 - a hint must never hide the error it explains
-        missing = []
-    if not missing:
-        return f"; check the credentials for model {model!r}, {offline}"
-    return (f"; no credentials for model {model!r}: set {' and '.join(missing)}, or "
-            f"models[{model!r}].api_key in the settings (CTXC_MODELS), {offline}")
 
 
 def run_subcommand(args: Any) -> int:

@@ -1,0 +1,159 @@
+"""A failed summary call says why, in every interface (issue 35, finding 3): the
+exception's type, the provider's status and message with secrets redacted, and the
+credentials hint the CLI gave alone before. Over real HTTP to the local fake provider,
+through litellm; and litellm's own exception objects for the redaction."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from cli_inprocess import run_cli
+from context_compaction import CompactionConfig, ModelConfig, Settings, bootstrap, commands
+from context_compaction.domain.errors import StorageError, SummaryFailed
+from fakeprovider import FakeProvider, Reply
+from helpers import FAKE_MODEL
+from test_http import Server
+
+KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c"
+TOKEN = "causes-token-0123456789"
+TEXT = "word " * 400
+
+
+def _unauthorized() -> Reply:
+    body = {"error": {"message": f"Incorrect API key provided: {KEY}. Header was Authorization: Bearer {KEY}",
+                      "type": "invalid_request_error", "code": "invalid_api_key"}}
+    return Reply(status=401, raw=json.dumps(body))
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def _settings(tmp_path: Path, provider: FakeProvider, *, key: str | None = KEY) -> Settings:
+    return Settings(
+        database_url=f"sqlite:///{tmp_path / 'c.db'}", summarizer="llm", summary_timeout_seconds=10,
+        models={FAKE_MODEL: ModelConfig(token_limit=32_000, api_base=provider.base_url,
+                                        api_key=SecretStr(key) if key else None)},
+        context_compaction=CompactionConfig(keep_recent_tokens=1000),
+    )
+
+
+def _session(bus: object) -> None:
+    assert bus.dispatch_json({"type": "start_session", "session_id": "S", "model": FAKE_MODEL})["ok"]  # type: ignore[attr-defined]
+    for i in range(12):
+        assert bus.dispatch_json({"type": "append_messages", "session_id": "S", "messages": [  # type: ignore[attr-defined]
+            {"role": "user", "content": f"q{i} {TEXT}", "turn_id": f"t{i}"},
+            {"role": "assistant", "content": f"a{i} {TEXT}", "turn_id": f"t{i}"}]})["ok"]
+
+
+def _assert_cause(details: dict[str, object]) -> None:
+    assert details["error_class"] == "AuthenticationError", details
+    assert details["status_code"] == 401, details
+    assert "Incorrect API key provided" in str(details["cause"]), details
+    assert KEY not in json.dumps(details), details
+    assert "Bearer [redacted]" in str(details["cause"]), details
+    assert "summarize offline" in str(details["hint"]), details
+
+
+@pytest.fixture
+def bus(tmp_path: Path, provider: FakeProvider) -> Iterator[object]:
+    with bootstrap(_settings(tmp_path, provider)) as bus:
+        _session(bus)
+        yield bus
+
+
+def test_python_callers_get_the_cause_in_details(bus: object, provider: FakeProvider) -> None:
+    provider.queue(_unauthorized())
+    with pytest.raises(SummaryFailed) as caught:
+        bus.dispatch(commands.Compact(session_id="S"))  # type: ignore[attr-defined]
+    _assert_cause(caught.value.details)
+    assert "AuthenticationError (HTTP 401)" in caught.value.message and KEY not in caught.value.message
+
+
+def test_json_callers_get_the_cause_in_details(bus: object, provider: FakeProvider) -> None:
+    provider.queue(_unauthorized())
+    reply = bus.dispatch_json({"type": "compact", "session_id": "S"})  # type: ignore[attr-defined]
+    assert reply["ok"] is False and reply["error"]["code"] == "summary_failed"
+    _assert_cause(reply["error"]["details"])
+
+
+def test_http_callers_get_the_cause_in_details(bus: object, provider: FakeProvider) -> None:
+    from context_compaction.infrastructure.http import create_app
+
+    provider.queue(_unauthorized())
+    with Server(create_app(bus, token=TOKEN, max_body_bytes=64_000)) as server:
+        r = httpx.post(f"{server.url}/v1/commands", json={"type": "compact", "session_id": "S"},
+                       headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+    assert r.status_code == 422 and r.json()["error"]["code"] == "summary_failed"
+    _assert_cause(r.json()["error"]["details"])
+
+
+def test_a_missing_key_names_the_variable_in_every_interface(
+    tmp_path: Path, provider: FakeProvider, capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = _settings(tmp_path, provider, key=None)
+    with bootstrap(settings) as bus:
+        _session(bus)
+        reply = bus.dispatch_json({"type": "compact", "session_id": "S"})
+    details = reply["error"]["details"]
+    assert "OPENAI_API_KEY" in details["hint"] and details["error_class"], details
+    assert "OPENAI_API_KEY" in reply["error"]["message"]
+    # the dispatch subcommand answers the same envelope, hint included
+    config = tmp_path / "s.json"
+    config.write_text(json.dumps({"models": {FAKE_MODEL: {"token_limit": 32000, "api_base": provider.base_url}},
+                                  "context_compaction": {"keep_recent_tokens": 1000}, "summarizer": "llm"}))
+    import io
+    import sys
+
+    stdin = io.StringIO(json.dumps({"type": "compact", "session_id": "S"}) + "\n")
+    saved, sys.stdin = sys.stdin, stdin
+    try:
+        capsys.readouterr()
+        assert run_cli(["--config", str(config), "--db", settings.database_url, "dispatch"]) == 1
+    finally:
+        sys.stdin = saved
+    envelope = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert "OPENAI_API_KEY" in envelope["error"]["details"]["hint"], envelope
+
+
+def test_litellm_exception_objects_are_redacted() -> None:
+    from context_compaction.infrastructure.failure_causes import provider_cause
+    from context_compaction.infrastructure.summarizers import import_litellm
+
+    litellm = import_litellm()
+    os.environ.pop("SOME_SERVICE_TOKEN", None)
+    cases = [
+        litellm.AuthenticationError(message=f"invalid x-api-key: {KEY}", llm_provider="anthropic", model="m"),
+        litellm.RateLimitError(message="slow down; key=abcd1234efgh5678", llm_provider="openai", model="m"),
+        litellm.APIConnectionError(message="cannot reach https://user:hunter2pass@proxy.local/v1",
+                                   llm_provider="openai", model="m"),
+        litellm.InternalServerError(message="upstream said Bearer eyJhbGciOi.payload.sig",
+                                    llm_provider="openai", model="m"),
+    ]
+    seen = [provider_cause(exc) for exc in cases]
+    assert [d["error_class"] for d in seen] == [
+        "AuthenticationError", "RateLimitError", "APIConnectionError", "InternalServerError"]
+    assert seen[0]["status_code"] == 401 and seen[0]["provider"] == "anthropic"
+    assert seen[1]["status_code"] == 429
+    text = json.dumps(seen)
+    for secret in (KEY, "abcd1234efgh5678", "hunter2pass", "eyJhbGciOi.payload.sig"):
+        assert secret not in text, (secret, text)
+    assert "[redacted]" in seen[2]["cause"] and "proxy.local" in seen[2]["cause"]
+
+
+def test_a_storage_error_carries_its_cause(tmp_path: Path) -> None:
+    with pytest.raises(StorageError) as caught:
+        bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}"))
+    assert caught.value.details["cause"], caught.value.details
+    assert StorageError("the read model lost a row").details == {"cause": "the read model lost a row"}
+    assert SummaryFailed("the summary is empty").details["cause"] == "the summary is empty"
