@@ -202,6 +202,10 @@ def _add_command_routes(app: Any, bus: MessageBus, refused: Any, responses: Any,
     from fastapi.responses import JSONResponse, Response
     from starlette.concurrency import run_in_threadpool
 
+    events_responses = {**responses, 200: {
+        "description": "the events after `after`", "content": {"application/json": {"schema": {
+            "$ref": "#/components/schemas/ReadEventsEnvelope"}}}}}
+
     @app.get("/healthz", responses={200: {"description": "ok"}, 503: {"description": "database unavailable"}})
     async def healthz() -> JSONResponse:
         envelope_ = await run_in_threadpool(bus.dispatch_json, {"type": "list_sessions", "limit": 1})
@@ -225,10 +229,16 @@ def _add_command_routes(app: Any, bus: MessageBus, refused: Any, responses: Any,
         status = 200 if reply.error_code is None else STATUS.get(reply.error_code, 400)
         return Response(reply.body, status_code=status, media_type="application/json")
 
-    @app.get("/v1/events", responses=responses)
-    async def events(request: Request, after: "str | None" = None, limit: "str | None" = None) -> JSONResponse:
-        """The event feed, ``read_events``; a bad number gets our envelope, not FastAPI's 422."""
-        given = {k: v for k, v in (("after", after), ("limit", limit)) if v is not None}
+    # The parameters are documented as the integers they are, and read as text here so
+    # that a bad number gets our envelope, not FastAPI's 422.
+    @app.get("/v1/events", responses=events_responses, openapi_extra={"parameters": [
+        {"name": "after", "in": "query", "required": False, "description": "the position to read after",
+         "schema": {"type": "integer", "minimum": 0, "default": 0}},
+        {"name": "limit", "in": "query", "required": False, "description": "at most this many events",
+         "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}]})
+    async def events(request: Request) -> JSONResponse:
+        """The event feed, ``read_events``."""
+        given = {k: request.query_params[k] for k in ("after", "limit") if k in request.query_params}
         bad = _events_query_problem(request, given)
         denied = refused(request)
         if denied is not None or bad is not None:
