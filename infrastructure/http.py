@@ -281,7 +281,35 @@ def _add_document_routes(app: Any, refused: Any, definitions: Any) -> None:
     @app.get("/docs", include_in_schema=False)
     async def docs(request: Request) -> "HTMLResponse | JSONResponse":
         denied = None if refused is None else refused(request)
-        return denied or get_swagger_ui_html(openapi_url="/openapi.json", title=app.title)
+        return denied or get_swagger_ui_html(
+            openapi_url="/openapi.json", title=app.title, swagger_js_url="/docs/static/swagger-ui-bundle.js",
+            swagger_css_url="/docs/static/swagger-ui.css", swagger_favicon_url="/docs/static/favicon-32x32.png")
+
+    # Swagger UI from the swagger-ui-py package, not a CDN: /docs works offline. Public:
+    # the files are the library's, they hold no data (ADR 0070).
+    @app.get("/docs/static/{name}", include_in_schema=False)
+    async def docs_asset(name: str) -> Any:
+        from fastapi.responses import FileResponse
+
+        folder = _swagger_ui_folder()
+        if name not in DOC_ASSETS or folder is None:
+            return JSONResponse(_error("not_found", f"no document asset {name!r}"), status_code=404)
+        return FileResponse(folder / name, media_type=DOC_ASSETS[name],
+                            headers={"Cache-Control": "public, max-age=86400"})
+
+
+DOC_ASSETS = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
+              "favicon-32x32.png": "image/png"}
+
+
+def _swagger_ui_folder() -> "Any | None":
+    try:
+        import swagger_ui
+    except ImportError:  # the http extra installs it; without it /docs has no assets
+        return None
+    from pathlib import Path
+
+    return Path(swagger_ui.__file__).parent / "static"
 
 
 def token_problem(token: str) -> "str | None":
