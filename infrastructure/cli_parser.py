@@ -30,6 +30,20 @@ def _positive_float(text: str) -> float:
     return value
 
 
+#: One table for every subcommand (issue 35): what the operator typed is 2, what the
+#: command met is 1.
+EXIT_CODES = [
+    (0, "ok"),
+    (1, "the command failed (its error code printed; dispatch: a line failed)"),
+    (2, "usage: an unknown or missing option, an option out of range, a missing or unreadable "
+        "input file, bad settings"),
+    (3, "verify found a difference or a damaged event"),
+    (4, "internal error"),
+    (130, "interrupted"),
+    (141, "stdout closed early"),
+]
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, when it has one worth showing."""
 
@@ -91,9 +105,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     parser = argparse.ArgumentParser(
         prog="ctxc",
         description="Event-sourced LLM session history and context compaction.",
-        epilog="Exit codes: 0 ok, 1 command failed (error code printed; dispatch: a line failed), "
-               "2 usage or bad settings, 3 verify found a difference or a damaged event, "
-               "4 internal error, 141 stdout closed early.",
+        epilog="Exit codes (every subcommand): " + ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + ".",
         formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action=_Version)
@@ -162,7 +174,7 @@ def _log_commands(add: _Add) -> None:
                       "payload)", read_only=True)
     p.add_argument("--after", type=_non_negative_int, default=0,
                    help="start after this position (the last one a follower processed)")
-    p.add_argument("--limit", type=_positive_int, default=100, help="events per read (at most 1000)")
+    p.add_argument("--limit", type=_positive_int, default=None, help="events in all (default: every one)")
     p.add_argument("--follow", action="store_true", help="keep polling for new events until interrupted")
     p.add_argument("--interval", type=_positive_float, default=0.5, help="seconds between polls with --follow")
     p = add("import-legacy", "import sessions from a legacy PicoBot SQLite file")

@@ -8,6 +8,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from context_compaction.domain.errors import InvalidCommand
+
 
 class UsageError(Exception):
     """Something the operator gave (settings, a file) is unusable: exit 2, message as is."""
@@ -109,13 +111,16 @@ def _require_postgres_tables(target: Any, command: str) -> None:
         )
 
 
-def run_subcommand(args: Any) -> int:
-    """The subcommand; an option value its command's model refuses (``events --limit
-    5000``) is that command's ``invalid_command`` naming the field, as through
-    ``dispatch``, not an internal error."""
-    from pydantic import ValidationError
+class OptionOutOfBounds(InvalidCommand):
+    """An option value the command refuses: ``invalid_command`` as through ``dispatch``,
+    and exit 2 as every other usage error (one exit-code table, issue 35)."""
 
-    from context_compaction.domain.errors import InvalidCommand
+
+def run_subcommand(args: Any) -> int:
+    """The subcommand; an option value its command's model refuses (``timeline --limit
+    5000``) is that command's ``invalid_command`` naming the field, as through
+    ``dispatch``, not an internal error (exit 2: a usage error)."""
+    from pydantic import ValidationError
 
     try:
         return int(args.func(args))
@@ -124,7 +129,7 @@ def run_subcommand(args: Any) -> int:
             raise
         first = exc.errors(include_input=False, include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "command"
-        raise InvalidCommand(f"{where}: {first['msg']}") from None
+        raise OptionOutOfBounds(f"{where}: {first['msg']}") from None
 
 
 def _command_model_names() -> set[str]:

@@ -129,7 +129,8 @@ def test_a_missing_input_file_is_named(demo_db: Path, tmp_path: Path) -> None:
     proc = ctxc("info", SID, "--db", str(demo_db), "--system-prompt-file", str(missing))
     assert proc.returncode == 2 and f"{missing}: No such file or directory" in proc.stderr
     proc = ctxc("import-legacy", str(tmp_path / "legacy.db"), "--db", str(tmp_path / "new.db"))
-    assert proc.returncode == 1 and "legacy.db does not exist" in proc.stderr
+    # every input file alike: exit 2, the file named (one exit-code table, issue 35)
+    assert proc.returncode == 2 and "legacy.db: No such file or directory" in proc.stderr
 
 
 def test_an_unreachable_database_prints_the_cause() -> None:
