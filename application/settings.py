@@ -147,8 +147,8 @@ class Limits(_Section):
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        **_CONFIG, validate_default=True, env_prefix=ENV_PREFIX,
-        env_nested_delimiter=ENV_NESTED_DELIMITER, case_sensitive=False,
+        extra="forbid", defer_build=True, hide_input_in_errors=True, validate_default=True,
+        env_prefix=ENV_PREFIX, env_nested_delimiter=ENV_NESTED_DELIMITER, case_sensitive=False,
     )
 
     database_url: str = "sqlite:///ctxc.db"

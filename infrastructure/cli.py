@@ -77,7 +77,7 @@ def _table(rows: list[list[Any]], header: list[str]) -> str:
     console = Console(width=100_000, no_color=True, highlight=False, emoji=False, legacy_windows=False)
     with console.capture() as captured:
         console.print(table)
-    return "\n".join(line.rstrip() for line in captured.get().splitlines())
+    return "\n".join(line.rstrip() for line in str(captured.get()).splitlines())
 
 
 def _preview(value: Any, width: int = 60) -> str:

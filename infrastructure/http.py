@@ -304,7 +304,7 @@ DOC_ASSETS = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text
 
 def _swagger_ui_folder() -> "Any | None":
     try:
-        import swagger_ui
+        import swagger_ui  # type: ignore[import-untyped]
     except ImportError:  # the http extra installs it; without it /docs has no assets
         return None
     from pathlib import Path

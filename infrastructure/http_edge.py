@@ -1,6 +1,17 @@
 """The HTTP edge of ``ctxc serve`` (ADR 0020): uvicorn's h11 protocol with a connection
 cap and a request deadline, and a descriptor limit that fits the cap. Imported only by
-``serve`` (it needs uvicorn, the ``[http]`` extra)."""
+``serve`` (it needs uvicorn, the ``[http]`` extra).
+
+What uvicorn's public options do, they do (``timeout_keep_alive`` for idle keep-alive
+connections, ``backlog``); each piece kept here is one they cannot (ADR 0070):
+- the request deadline: uvicorn times nothing before a request's head is complete (a
+  slow or silent client holds its connection for ever), and an ASGI middleware only
+  runs once the head is in;
+- the cap evicts the connection that has kept us waiting longest: ``limit_concurrency``
+  answers 503 to every request while idle sockets hold the slots, so 1,100 idle sockets
+  would shut everyone out;
+- the 400 and 408 and 503 answers are our JSON envelopes: uvicorn's are plain text.
+"""
 
 # No ``from __future__ import annotations``: the class body's annotations are plain.
 import asyncio

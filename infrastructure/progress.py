@@ -33,7 +33,7 @@ class Progress:
 
     def update(self, done: int, total: int | None = None) -> None:
         self.done = done
-        self._display.update(self._task, completed=done, **({"total": total} if total is not None else {}))
+        self._display.update(self._task, completed=done, total=total)  # (None: unchanged)
 
     def advance(self, step: int = 1) -> None:
         self.update(self.done + step)
