@@ -58,28 +58,27 @@ def provider_cause(exc: BaseException, secrets: tuple[str, ...] = ()) -> dict[st
     return details
 
 
-def provider_failure(exc: BaseException, settings: Any, model: str, what: str) -> SummaryFailed:
+def provider_failure(exc: BaseException, settings: Any, model: str, what: str, litellm: Any) -> SummaryFailed:
     """The ``SummaryFailed`` of a provider call that raised ``exc``: its cause in
-    ``details`` and the credentials hint in ``details["hint"]`` and the message."""
+    ``details`` and the credentials hint (asked of ``litellm``, the module the call
+    used) in ``details["hint"]`` and the message."""
     config = settings.model_config_for(model)
     secrets = (config.api_key.get_secret_value(),) if config.api_key is not None else ()
     details = provider_cause(exc, secrets)
-    hint = summary_hint(settings, model)
+    hint = summary_hint(settings, model, litellm)
     details["hint"] = hint.removeprefix("; ")
     status = f" (HTTP {details['status_code']})" if "status_code" in details else ""
     return SummaryFailed(f"the {what} failed: {details['error_class']}{status}{hint}", details=details)
 
 
-def summary_hint(settings: Any, model: str | None) -> str:
+def summary_hint(settings: Any, model: str | None, litellm: Any) -> str:
     """What to do about a failed summary call: the credentials litellm looked for and
     did not find, and the offline summarizer."""
     offline = "or summarize offline with --summarizer extractive (CTXC_SUMMARIZER=extractive)"
     if model is None or settings.model_config_for(model).api_key is not None:
         return f"; {offline}"
-    from .summarizers import import_litellm
-
     try:
-        missing = import_litellm().validate_environment(model=model).get("missing_keys") or []
+        missing = litellm.validate_environment(model=model).get("missing_keys") or []
     except Exception:  # noqa: BLE001 - a hint must never hide the error it explains
         missing = []
     if not missing:

@@ -122,7 +122,8 @@ class NativeCompactionSummarizer:
                 "native compaction call failed",
                 extra={"session_id": request.session_id, "error_class": type(exc).__name__},
             )
-            raise provider_failure(exc, self.settings, request.model, "native compaction call") from None
+            raise provider_failure(exc, self.settings, request.model, "native compaction call",
+                                   self._litellm()) from None
 
     def _openai(self, request: SummaryRequest, identity: ProviderIdentity) -> dict[str, Any]:
         """``POST /v1/responses/compact``: the input's user messages and one compaction item."""

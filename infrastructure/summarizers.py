@@ -101,7 +101,7 @@ class LiteLLMSummarizer:
             "summary call failed",
             extra={"session_id": request.session_id, "error_class": type(exc).__name__},
         )
-        return provider_failure(exc, self.settings, request.model, "summary call")
+        return provider_failure(exc, self.settings, request.model, "summary call", import_litellm())
 
     @staticmethod
     def _result(request: SummaryRequest, response: Any) -> SummaryResult:
