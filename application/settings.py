@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, EnvSettingsSource, JsonConfigSettingsSource, SettingsConfigDict
 from pydantic_settings import PydanticBaseSettingsSource as Source
 from pydantic_settings import SettingsError
@@ -166,12 +166,6 @@ class Settings(BaseSettings):
     postgres: PostgresConfig = Field(default_factory=PostgresConfig)
     limits: Limits = Field(default_factory=Limits)
     log_json: bool = False
-
-    @field_validator("database_url")
-    @classmethod
-    def _bare_path_is_sqlite(cls, value: str) -> str:
-        """A value without a scheme is a SQLite file (``--db ./s.db``, ``CTXC_DATABASE_URL=s.db``)."""
-        return value if "://" in value else f"sqlite:///{Path(value).resolve()}"
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Source,

@@ -33,8 +33,8 @@ def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
     # Options win over the file, the file over CTXC_* variables, these over the defaults
     # (ADR 0069): an option the operator did not give sets nothing.
     overrides = dict(extra)
-    if getattr(args, "db", None):
-        overrides["database_url"] = args.db
+    if getattr(args, "db", None):  # --db FILE|URL: a bare path is a SQLite file
+        overrides["database_url"] = args.db if "://" in args.db else f"sqlite:///{Path(args.db).resolve()}"
     if getattr(args, "log_json", False):
         overrides["log_json"] = True
     if getattr(args, "summarizer", None):

@@ -1,17 +1,10 @@
-"""The HTTP edge of ``ctxc serve`` (ADR 0020): uvicorn's h11 protocol with a connection
-cap and a request deadline, and a descriptor limit that fits the cap. Imported only by
-``serve`` (it needs uvicorn, the ``[http]`` extra).
-
-What uvicorn's public options do, they do (``timeout_keep_alive`` for idle keep-alive
-connections, ``backlog``); each piece kept here is one they cannot (ADR 0070):
-- the request deadline: uvicorn times nothing before a request's head is complete (a
-  slow or silent client holds its connection for ever), and an ASGI middleware only
-  runs once the head is in;
-- the cap evicts the connection that has kept us waiting longest: ``limit_concurrency``
-  answers 503 to every request while idle sockets hold the slots, so 1,100 idle sockets
-  would shut everyone out;
-- the 400 and 408 and 503 answers are our JSON envelopes: uvicorn's are plain text.
-"""
+"""The HTTP edge of ``ctxc serve`` (ADR 0020, 0070): uvicorn's h11 protocol with what its
+public options (``timeout_keep_alive``, ``backlog``: used as they are) cannot do — a
+deadline for a request's head (uvicorn times nothing before it; ASGI middleware runs only
+after it), a cap that evicts the longest-waiting idle connection (``limit_concurrency``
+refuses requests instead, so idle sockets could shut everyone out), 400/408/503 answers
+as JSON envelopes (uvicorn's are plain text) — and a descriptor limit that fits the cap.
+Imported only by ``serve`` (it needs uvicorn, the ``[http]`` extra)."""
 
 # No ``from __future__ import annotations``: the class body's annotations are plain.
 import asyncio
@@ -120,7 +113,6 @@ class GuardedH11Protocol(H11Protocol):
             503, "Service Unavailable", "too_many_connections",
             f"all {self.max_connections} connections are busy; retry"))
         self.transport.close()
-
 
 
 def guarded_protocol(*, max_connections: int, request_timeout: float) -> type:

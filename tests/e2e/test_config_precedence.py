@@ -71,11 +71,16 @@ def test_cli_config_file_database_wins_over_the_variable_and_db_over_both(tmp_pa
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "opt.db").exists() and not (tmp_path / "env.db").exists()
-    # without a file and an option, the variable applies (a bare path is a SQLite file)
-    proc = subprocess.run([CTXC, "dispatch"], input=START + "\n", env=_env(CTXC_DATABASE_URL="bare.db"),
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    # without a file and an option, the variable applies
+    proc = subprocess.run([CTXC, "dispatch"], input=START + "\n", env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "bare.db").exists() and not (tmp_path / "ctxc.db").exists()
+    assert (tmp_path / "env.db").exists() and not (tmp_path / "ctxc.db").exists()
+    # a variable that is no URL is refused, not taken for a new file somewhere
+    proc = subprocess.run([CTXC, "dispatch"], input=START + "\n", env=_env(CTXC_DATABASE_URL="prod-db"),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0 and "database_url must be" in proc.stdout + proc.stderr
+    assert not (tmp_path / "prod-db").exists() and not (tmp_path / "ctxc.db").exists()
 
 
 @pytest.mark.postgres
