@@ -1,10 +1,13 @@
 """Progress on stderr for commands that take a while: rich's progress display (a spinner,
 the elapsed time, and a bar where the amount of work is known). Drawn only on a terminal:
 rich leaves a pipe or a file alone and honours NO_COLOR and TERM=dumb; transient, so
-nothing of it stays on the screen."""
+nothing of it stays on the screen. Drawn only where stderr really is a terminal:
+rich's own test also takes ``FORCE_COLOR``/``TTY_COMPATIBLE`` (set in many CI jobs)
+for one, which would draw the spinner into a pipe or a log file."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -15,7 +18,8 @@ from rich.progress import Progress as _Display
 class Progress:
     def __init__(self, label: str, total: int | None = None, *, enabled: bool = True, counts: bool = True) -> None:
         console = Console(stderr=True)
-        self.enabled = enabled and console.is_terminal
+        isatty = getattr(sys.stderr, "isatty", None)
+        self.enabled = enabled and bool(isatty and isatty()) and console.is_interactive
         columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
         if counts:
             columns += [BarColumn(), MofNCompleteColumn()]

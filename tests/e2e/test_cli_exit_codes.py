@@ -119,10 +119,15 @@ def _slow_compact_setup(tmp_path: Path, provider: FakeProvider) -> tuple[list[st
 def test_compact_shows_a_spinner_on_a_terminal_and_nothing_in_a_pipe(tmp_path: Path, provider: FakeProvider) -> None:
     summary = "## Objective\n- keep going."
     argv, env = _slow_compact_setup(tmp_path, provider)
-    provider.queue(Reply(text=summary, delay=1.5), Reply(text=summary, delay=1.5))
+    provider.queue(Reply(text=summary, delay=1.5), Reply(text=summary, delay=1.5), Reply(text=summary, delay=1.5))
     piped = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=False)
     assert piped.returncode == 0, piped.stderr
     assert piped.stderr == ""  # nothing drawn in a pipe
+    # nor when a CI job forces colour (rich would take the pipe for a terminal)
+    forced = subprocess.run(argv + ["--model", FAKE_MODEL], capture_output=True, text=True, timeout=120,
+                            env={**env, "FORCE_COLOR": "1", "TTY_COMPATIBLE": "1"}, check=False)
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stderr == "", forced.stderr
 
     # stderr on a terminal (a pseudo-terminal), stdout still a pipe
     primary, secondary = pty.openpty()
