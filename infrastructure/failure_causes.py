@@ -15,23 +15,31 @@ from context_compaction.domain.errors import SummaryFailed
 CAUSE_CHARS = 600
 _REDACTED = "[redacted]"
 # Credentials in the forms providers and proxies echo them: key prefixes (OpenAI and
-# Anthropic sk-, Google AIza, AWS AKIA), bearer tokens, ``key=value`` pairs and URL
-# passwords. A configured key is also removed by value, whatever its form.
+# Anthropic sk-, Google AIza, AWS AKIA, xAI, Groq, Hugging Face, GitHub), an
+# ``Authorization`` value whatever its scheme (Bearer, Basic, Token, also URL-encoded),
+# ``key=value`` pairs, a key quoted after "API key provided:", and URL passwords. A
+# configured key is also removed by value, whatever its form.
 _PATTERNS = [
-    (re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}"), r"\1-" + _REDACTED),
+    (re.compile(r"\b(sk|pk|rk|xai)-[A-Za-z0-9_\-*.]{6,}"), r"\1-" + _REDACTED),
+    (re.compile(r"\b(gsk|hf|ghp|gho|ghu|ghs|github_pat)_[A-Za-z0-9_]{10,}"), r"\1_" + _REDACTED),
     (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), _REDACTED),
     (re.compile(r"\bAKIA[0-9A-Z]{12,}"), _REDACTED),
-    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{4,}"), r"\1 " + _REDACTED),
-    (re.compile(r"(?i)\b([\w\-]*(?:key|token|secret|password|passwd|authorization))"
-                r"(\"?'?\s*[:=]\s*\"?'?)(?!bearer\b|basic\b)([^\s\"',;}&]+)"), r"\1\2" + _REDACTED),
+    (re.compile(r"(?i)\b(bearer|basic)(\s+|%20|\+)[A-Za-z0-9._~+/=%\-]{4,}"), r"\1\2" + _REDACTED),
+    # an Authorization value in another scheme (Token, ApiKey...): the scheme stays
+    (re.compile(r"(?i)\b(authorization\"?'?\s*(?:[:=]|%3A|%3D)\s*\"?'?[A-Za-z]+)(\s+|%20|\+)[^\s\"',;}&]{4,}"),
+     r"\1\2" + _REDACTED),
+    (re.compile(r"(?i)\b(api[ _-]?key provided:?\s*)(\S+?)([.,;]?(?:\s|$))"), r"\1" + _REDACTED + r"\3"),
+    (re.compile(r"(?i)\b([\w\-]*(?:key|token|secret|password|passwd|authorization|credentials?))"
+                r"(\"?'?\s*(?:[:=]|%3D)\s*\"?'?)(?!bearer\b|basic\b)([^\s\"',;}&]+)"), r"\1\2" + _REDACTED),
     (re.compile(r"://([^:/@\s]+):([^@\s]+)@"), r"://\1:" + _REDACTED + "@"),
 ]
-_SECRET_VARIABLE = re.compile(r"(?i)(API_KEY|TOKEN|SECRET|PASSWORD)$")
+_SECRET_VARIABLE = re.compile(r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)$")
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` without credentials: the given secrets and any value of a ``*_API_KEY``,
-    ``*_TOKEN``, ``*_SECRET`` or ``*_PASSWORD`` variable by value, then the known forms."""
+    """``text`` without credentials: the given secrets and any value of a ``*KEY``
+    (``AWS_SECRET_ACCESS_KEY`` too), ``*TOKEN``, ``*SECRET``, ``*PASSWORD`` or
+    ``*CREDENTIALS`` variable by value, then the known forms."""
     known = {s for s in secrets if s and len(s) >= 6}
     known.update(v for k, v in os.environ.items() if _SECRET_VARIABLE.search(k) and len(v) >= 6)
     for secret in sorted(known, key=len, reverse=True):

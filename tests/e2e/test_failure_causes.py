@@ -157,3 +157,30 @@ def test_a_storage_error_carries_its_cause(tmp_path: Path) -> None:
     assert caught.value.details["cause"], caught.value.details
     assert StorageError("the read model lost a row").details == {"cause": "the read model lost a row"}
     assert SummaryFailed("the summary is empty").details["cause"] == "the summary is empty"
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("Authorization: Token 9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706"),  # a scheme other than Bearer
+    ("GET /v1?authorization=Bearer%209f8e7d6c5b4a3928", "9f8e7d6c5b4a3928"),  # URL-encoded
+    ("Incorrect API key provided: 0123456789abcdef0123456789abcdef. You can find", "0123456789abcdef0123456789abcdef"),
+    ("invalid key xai-Ab12Cd34Ef56Gh78Ij90Kl12", "Ab12Cd34Ef56Gh78Ij90Kl12"),  # xAI
+    ("invalid gsk_Ab12Cd34Ef56Gh78Ij90Kl12", "Ab12Cd34Ef56Gh78Ij90Kl12"),  # Groq
+    ("invalid hf_Ab12Cd34Ef56Gh78Ij90Kl12", "Ab12Cd34Ef56Gh78Ij90Kl12"),  # Hugging Face
+    ("proxy said password%3Dhunter2hunter2", "hunter2hunter2"),
+])
+def test_secrets_in_other_shapes_are_redacted_without_knowing_them(text: str, secret: str) -> None:
+    """Review of issue 35: forms the first patterns let through (no configured key to
+    remove by value)."""
+    from context_compaction.infrastructure.failure_causes import provider_cause
+
+    cause = provider_cause(RuntimeError(text))["cause"]
+    assert secret not in cause and "[redacted]" in cause, cause
+
+
+def test_a_key_in_any_key_variable_is_removed_by_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``AWS_SECRET_ACCESS_KEY`` (no ``API_KEY`` suffix) as litellm's Bedrock reads it."""
+    from context_compaction.infrastructure.failure_causes import provider_cause
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCY")
+    cause = provider_cause(RuntimeError("signature mismatch for wJalrXUtnFEMIK7MDENGbPxRfiCY"))["cause"]
+    assert "wJalrXUtnFEMIK7MDENGbPxRfiCY" not in cause, cause
