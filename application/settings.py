@@ -173,13 +173,15 @@ class Settings(BaseSettings):
                                    file_secret_settings: Source) -> tuple[Source, ...]:
         # No .env file and no secrets directory: code, then the file, then CTXC_*.
         path = _settings_file.get()
-        file = (JsonConfigSettingsSource(settings_cls, json_file=path),) if path else ()
+        file = (_File(settings_cls, json_file=path),) if path else ()
         return (init_settings, *file, _Environment(settings_cls))
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: Any) -> Settings:
         """Settings from a JSON file: keyword arguments win over the file, the file over
-        ``CTXC_*`` variables, the variables over the defaults."""
+        ``CTXC_*`` variables, the variables over the defaults. A relative SQLite path in
+        the file's ``database_url`` is relative to the file's folder, not to the working
+        directory: the same file names the same database from anywhere."""
         path = Path(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -201,6 +203,23 @@ class Settings(BaseSettings):
         return self.context_compaction.summary_model or model
 
 
+class _File(JsonConfigSettingsSource):
+    """The settings file, its relative SQLite path anchored at the file's folder (run
+    from another directory, a write would otherwise open a new, empty store there)."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        data = super()._read_file(file_path)
+        url = data.get("database_url") if isinstance(data, dict) else None
+        if isinstance(url, str) and url.startswith(_SQLITE):
+            name = url[len(_SQLITE):]
+            if name and name != ":memory:" and not name.startswith("file:") and not Path(name).is_absolute():
+                data["database_url"] = _SQLITE + str((Path(file_path).resolve().parent / name))
+        return data
+
+
+_SQLITE = "sqlite:///"
+
+
 class _Environment(EnvSettingsSource):
     """``CTXC_*`` less the variables that name no setting (reported, then left out:
     pydantic would refuse the whole settings for one nested typo); a variable that must
@@ -215,8 +234,37 @@ class _Environment(EnvSettingsSource):
             return super().__call__()
         except SettingsError as exc:
             field = str(exc).split('"')[1] if '"' in str(exc) else "?"
-            # The value may be a secret: name the variable, never echo it.
-            raise SettingsError(f"environment variable {ENV_PREFIX}{field.upper()} must hold JSON") from None
+            # The value may be a secret: name the variable, never echo it. pydantic-settings
+            # names the top-level field; the variable may be a nested one under it.
+            names = _not_json(field) or [f"{ENV_PREFIX}{field.upper()}"]
+            raise SettingsError(f"environment variable {' or '.join(names)} must hold JSON") from None
+
+
+def _not_json(field: str) -> list[str]:
+    """The ``CTXC_*`` variables under ``field`` that name a section, map or list and
+    whose value is not JSON."""
+    stem = f"{ENV_PREFIX}{field.upper()}"
+    found = []
+    for key, value in os.environ.items():
+        name = key.upper()
+        if name != stem and not name.startswith(stem + ENV_NESTED_DELIMITER):
+            continue
+        node: Any = Settings
+        for part in name[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER):
+            if isinstance(node, type) and issubclass(node, BaseModel):
+                fields = {alias: f.annotation for n, f in node.model_fields.items() for alias in (n, f.alias) if alias}
+                node = fields.get(part)
+            elif get_origin(node) is dict:
+                node = get_args(node)[1]
+            else:
+                node = None
+        complex_ = (isinstance(node, type) and issubclass(node, BaseModel)) or get_origin(node) in (dict, list)
+        if complex_:
+            try:
+                json.loads(value)
+            except ValueError:
+                found.append(key)
+    return sorted(found)
 
 
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cli_setup import OptionOutOfBounds, UsageError, require_database, run_subcommand, settings_for
+from .cli_setup import USAGE_ERRORS, UsageError, require_database, run_subcommand, settings_for
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process killed by SIGPIPE
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             _print_or_closed(json.dumps({"ok": False, "error": exc.to_dict()}))
         print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
-        return EXIT_USAGE if isinstance(exc, OptionOutOfBounds) else EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED
     except UsageError as exc:
         print(_shown(f"error: {exc}"), file=sys.stderr)
         return EXIT_USAGE

@@ -16,6 +16,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:  # uvicorn would fail with a traceback (exit 4)
+        raise argparse.ArgumentTypeError("must be a port number, 0..65535")
+    return value
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -36,7 +43,7 @@ EXIT_CODES = [
     (0, "ok"),
     (1, "the command failed (its error code printed; dispatch: a line failed)"),
     (2, "usage: an unknown or missing option, an option out of range, a missing or unreadable "
-        "input file, bad settings"),
+        "input file (a reading command's database too), bad settings or database URL"),
     (3, "verify found a difference or a damaged event"),
     (4, "internal error"),
     (130, "interrupted"),
@@ -72,7 +79,8 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
 
     group = parser.add_argument_group("global options (before or after the command)")
     group.add_argument("--db", default=d(None), metavar="FILE|URL",
-                       help="SQLite file or database URL (default: $CTXC_DATABASE_URL, else ./ctxc.db)")
+                       help="SQLite file or database URL (default: the --config file's database_url, "
+                            "else $CTXC_DATABASE_URL, else ./ctxc.db)")
     group.add_argument("--config", default=d(None), metavar="FILE",
                        help="JSON settings file (it wins over CTXC_* variables, options win over both)")
     # (no argparse choices: any registered summarizer is a name; bootstrap refuses others)
@@ -185,7 +193,7 @@ def _log_commands(add: _Add) -> None:
 def _serve_command(add: _Add) -> None:
     p = add("serve", "HTTP endpoint POST /v1/commands (needs the [http] extra)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    p.add_argument("--port", type=int, default=8080, help="port to listen on")
+    p.add_argument("--port", type=_port, default=8080, help="port to listen on")
     p.add_argument("--token", help="bearer token (default: $CTXC_HTTP_TOKEN)")
     p.add_argument("--insecure-local", action="store_true", help="allow no token when bound to loopback")
     p.add_argument("--max-body-bytes", type=_positive_int, default=None,

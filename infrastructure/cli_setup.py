@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from context_compaction.domain.errors import InvalidCommand
+from context_compaction.domain.errors import InvalidCommand, StorageError
 
 
 class UsageError(Exception):
@@ -53,7 +53,41 @@ def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
         raise UsageError(f"bad settings: {exc}") from None
     if settings.log_json and not getattr(args, "log_json", False):
         configure_logging(json_lines=True, verbose=getattr(args, "verbose", False))
+    _check_database_url(args, settings)
     return settings
+
+
+def _check_database_url(args: argparse.Namespace, settings: Any) -> None:
+    """A database URL we cannot open is what the operator gave (``--db``, the settings
+    file or ``CTXC_DATABASE_URL``): refused before any command runs, naming where it
+    came from (exit 2, the one exit-code table)."""
+    from .bootstrap import MEMORY_PREFIX, parse_database_url
+
+    if settings.database_url.startswith(MEMORY_PREFIX):
+        return
+    try:
+        parse_database_url(settings)
+    except InvalidCommand as exc:
+        raise DatabaseRefused(f"{exc.message} (database_url from {_database_source(args)})") from None
+
+
+def _database_source(args: argparse.Namespace) -> str:
+    import json
+    import os
+
+    if getattr(args, "db", None):
+        return "--db"
+    config = getattr(args, "config", None)
+    if config:
+        try:
+            data = json.loads(Path(config).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        if isinstance(data, dict) and "database_url" in data:
+            return f"the settings file {config}"
+    if any(key.upper() == "CTXC_DATABASE_URL" for key in os.environ):
+        return "CTXC_DATABASE_URL"
+    return "the default"
 
 
 def require_database(settings: Any, command: str) -> None:
@@ -61,7 +95,6 @@ def require_database(settings: Any, command: str) -> None:
     empty database there (a typo in --db would otherwise leave files behind)."""
     from urllib.parse import parse_qs, unquote, urlparse
 
-    from context_compaction.domain.errors import StorageError
 
     from .bootstrap import parse_database_url
 
@@ -76,9 +109,9 @@ def require_database(settings: Any, command: str) -> None:
             return
         path = unquote(parsed.path)
     if not Path(path).exists():
-        raise StorageError(
+        raise NoDatabase(
             f"no database at {path}: `ctxc {command}` only reads and creates none "
-            "(check --db or CTXC_DATABASE_URL)",
+            "(check --db, the --config file's database_url or CTXC_DATABASE_URL)",
             details={"database": f"sqlite:///{path}", "cause": "no such file"},
         )
 
@@ -87,8 +120,6 @@ def _require_postgres_tables(target: Any, command: str) -> None:
     """As a missing SQLite file: a schema without our events table (a typo in
     ``?schema=``) is refused, not created with every table in it."""
     import psycopg
-
-    from context_compaction.domain.errors import StorageError
 
     from .eventstore import SessionsApplication
 
@@ -104,9 +135,10 @@ def _require_postgres_tables(target: Any, command: str) -> None:
     except psycopg.Error:
         return  # bootstrap reports an unreachable database with its cause
     if row is None or row[0] is None:
-        raise StorageError(
+        raise NoDatabase(
             f"no context-compaction tables in schema {schema!r} of {target.description}: "
-            f"`ctxc {command}` only reads and creates none (check --db or CTXC_DATABASE_URL)",
+            f"`ctxc {command}` only reads and creates none (check --db, the --config file's "
+            "database_url or CTXC_DATABASE_URL)",
             details={"database": target.description, "schema": schema, "cause": "no such schema or table"},
         )
 
@@ -114,6 +146,20 @@ def _require_postgres_tables(target: Any, command: str) -> None:
 class OptionOutOfBounds(InvalidCommand):
     """An option value the command refuses: ``invalid_command`` as through ``dispatch``,
     and exit 2 as every other usage error (one exit-code table, issue 35)."""
+
+
+class DatabaseRefused(InvalidCommand):
+    """A ``database_url`` that is no URL we open (``mysql://``, ``sqlite:///``, a bare
+    name in the file or the variable): ``invalid_command``, exit 2 (bad settings)."""
+
+
+class NoDatabase(StorageError):
+    """A command that only reads found no database where it was told to look: a missing
+    input, ``storage_error`` as before, exit 2 as every missing input file."""
+
+
+#: Errors in what the operator gave: their code and envelope as ever, exit 2.
+USAGE_ERRORS = (OptionOutOfBounds, DatabaseRefused, NoDatabase)
 
 
 def run_subcommand(args: Any) -> int:

@@ -197,12 +197,13 @@ def test_a_read_only_command_never_creates_a_database(command: list[str], tmp_pa
     db = tmp_path / "missing" / "typo.db"
     db.parent.mkdir()
     proc = ctxc(*command, "--db", str(db))
-    assert proc.returncode == 1, proc.stderr
+    # a missing input: exit 2, as every missing input file (issue 35's one exit-code table)
+    assert proc.returncode == 2, proc.stderr
     assert f"error: storage_error: no database at {db}" in proc.stderr
     assert list(db.parent.iterdir()) == []
     # The default database (./ctxc.db) too.
     proc = ctxc(*command, cwd=db.parent)
-    assert proc.returncode == 1 and "no database at" in proc.stderr
+    assert proc.returncode == 2 and "no database at" in proc.stderr
     assert list(db.parent.iterdir()) == []
 
 

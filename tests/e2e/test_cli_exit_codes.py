@@ -63,6 +63,43 @@ def test_a_missing_input_file_is_exit_2_in_every_subcommand(demo_db: Path, tmp_p
 
 
 @pytest.mark.parametrize("argv", [
+    ["sessions"], ["history", SID], ["events"], ["verify"], ["timeline", SID],
+])
+def test_a_missing_database_is_exit_2_in_every_reading_subcommand(tmp_path: Path, argv: list[str]) -> None:
+    """Review of issue 35: the database a reading command was told to read is its
+    input; missing, it was exit 1 where any other missing input file is 2."""
+    proc = ctxc(*argv, "--db", str(tmp_path / "typo.db"))
+    assert proc.returncode == 2, (argv, proc.returncode, proc.stderr)
+    assert "no database at" in proc.stderr and not (tmp_path / "typo.db").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["sessions"], ["history", SID], ["dispatch"], ["compact", SID], ["events"], ["verify"],
+    ["serve", "--insecure-local"],
+])
+@pytest.mark.parametrize("source", ["--db", "--config", "CTXC_DATABASE_URL"])
+def test_a_bad_database_url_is_exit_2_in_every_subcommand(tmp_path: Path, argv: list[str], source: str) -> None:
+    """Review of issue 35: a URL we cannot open is bad settings (exit 2), named with
+    where it came from; it was exit 1, and serve's only after binding."""
+    url = "mysql://db.example/agents"
+    extra, env = [], _env()
+    if source == "--db":
+        extra = ["--db", url]
+    elif source == "--config":
+        (tmp_path / "s.json").write_text(json.dumps({"database_url": url}))
+        extra = ["--config", str(tmp_path / "s.json")]
+    else:
+        env = _env(CTXC_DATABASE_URL=url)
+    proc = subprocess.run([CTXC, *argv, *extra], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env=env, input="", check=False)
+    assert proc.returncode == 2, (argv, source, proc.returncode, proc.stderr)
+    assert "invalid_command: database_url must be" in proc.stderr
+    assert (source if source != "--config" else "the settings file") in proc.stderr
+    assert list(tmp_path.glob("*.db")) == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["serve", "--port", "99999", "--insecure-local"], ["serve", "--port", "-1", "--insecure-local"],
     ["sessions", "--limit", "0"], ["sessions", "--limit", "100000"],
     ["timeline", SID, "--limit", "0"], ["timeline", SID, "--limit", "100000"],
     ["events", "--limit", "0"], ["events", "--after", "-1"],

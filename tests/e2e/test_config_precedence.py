@@ -48,7 +48,7 @@ def test_from_file_the_file_wins_over_the_variable_and_keywords_over_both(
     path = _write(tmp_path / "s.json", {"database_url": "sqlite:///from-file.db",
                                         "context_compaction": {"reserve_tokens": 333}})
     s = Settings.from_file(path)
-    assert s.database_url == "sqlite:///from-file.db"
+    assert s.database_url == f"sqlite:///{tmp_path / 'from-file.db'}"  # (relative to the file)
     assert s.summarizer == "extractive"  # the file does not set it: the variable applies
     # sections merge field by field: the file's field, the variable's sibling
     assert (s.context_compaction.reserve_tokens, s.context_compaction.keep_recent_tokens) == (333, 222)
@@ -137,3 +137,34 @@ def test_serve_config_file_database_wins_over_the_variable(tmp_path: Path) -> No
         assert r.status_code == 200, r.text
     assert (tmp_path / "file.db").exists()
     assert not (tmp_path / "env.db").exists() and not (tmp_path / "ctxc.db").exists()
+
+
+def test_a_relative_sqlite_path_in_the_file_is_relative_to_the_file(tmp_path: Path) -> None:
+    """Review of issue 35: run from another directory (cron, a service unit), a relative
+    path was taken from the working directory, and a write opened a new, empty store
+    there: the file names one database wherever it is used from."""
+    etc, elsewhere = tmp_path / "etc", tmp_path / "elsewhere"
+    etc.mkdir()
+    elsewhere.mkdir()
+    config = _write(etc / "prod.json", {"database_url": "sqlite:///data.db"})
+    assert Settings.from_file(config).database_url == f"sqlite:///{etc / 'data.db'}"
+    proc = subprocess.run([CTXC, "--config", str(config), "dispatch"], input=START + "\n", env=_env(),
+                          cwd=elsewhere, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (etc / "data.db").exists() and list(elsewhere.iterdir()) == []
+    # absolute paths, :memory: and a URL elsewhere are left as they are
+    for url in (f"sqlite:///{tmp_path / 'abs.db'}", "sqlite:///:memory:", "memory://x", POSTGRES_URL):
+        assert Settings.from_file(_write(etc / "other.json", {"database_url": url})).database_url == url
+
+
+def test_a_nested_variable_that_must_hold_json_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review of issue 35: the error named CTXC_CONTEXT_COMPACTION, a variable that was
+    not set, for a bad CTXC_CONTEXT_COMPACTION__TOOL_RESULTS__PROTECTED_TOOLS."""
+    from pydantic_settings import SettingsError
+
+    monkeypatch.setenv("CTXC_CONTEXT_COMPACTION__TOOL_RESULTS__PROTECTED_TOOLS", "read_file")
+    monkeypatch.setenv("CTXC_CONTEXT_COMPACTION__RESERVE_TOKENS", "100")
+    with pytest.raises(SettingsError) as caught:
+        Settings()
+    assert str(caught.value) == ("environment variable CTXC_CONTEXT_COMPACTION__TOOL_RESULTS__PROTECTED_TOOLS "
+                                 "must hold JSON")
