@@ -358,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             _print_or_closed(json.dumps({"ok": False, "error": exc.to_dict()}))
         print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
+        cause = exc.details.get("cause")
+        if isinstance(cause, str) and cause not in exc.message:  # the provider's own words (redacted)
+            print(_shown(f"cause: {cause}"), file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED
     except UsageError as exc:
         print(_shown(f"error: {exc}"), file=sys.stderr)

@@ -150,7 +150,7 @@ def test_a_summary_call_without_credentials_names_the_key_and_the_offline_summar
     shutil.copy(demo_db, db)
     proc = ctxc("compact", SID, "--db", str(db), "--summarizer", "llm")
     assert proc.returncode == 1, proc.stderr
-    line = proc.stderr.strip().splitlines()[-1]
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("error: "))  # (a cause: line follows)
     assert line.startswith("error: summary_failed: the summary call failed")
     assert "OPENAI_API_KEY" in line and "--summarizer extractive" in line and "api_key" in line
     # The offline summarizer it points to works on the same session.

@@ -184,3 +184,23 @@ def test_a_key_in_any_key_variable_is_removed_by_value(monkeypatch: pytest.Monke
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCY")
     cause = provider_cause(RuntimeError("signature mismatch for wJalrXUtnFEMIK7MDENGbPxRfiCY"))["cause"]
     assert "wJalrXUtnFEMIK7MDENGbPxRfiCY" not in cause, cause
+
+
+def test_the_cli_text_output_shows_the_cause(
+    tmp_path: Path, provider: FakeProvider, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Review of issue 35: ``ctxc compact`` without ``--json`` printed the type and the
+    hint but not the provider's reason, which only ``--json`` showed."""
+    settings = _settings(tmp_path, provider)
+    with bootstrap(settings) as bus:
+        _session(bus)
+    config = tmp_path / "s.json"
+    config.write_text(json.dumps({"models": {FAKE_MODEL: {"token_limit": 32000, "api_base": provider.base_url,
+                                                          "api_key": KEY}},
+                                  "context_compaction": {"keep_recent_tokens": 1000}, "summarizer": "llm"}))
+    provider.queue(_unauthorized())
+    capsys.readouterr()
+    assert run_cli(["--config", str(config), "--db", settings.database_url, "compact", "S"]) == 1
+    err = capsys.readouterr().err
+    assert "error: summary_failed: the summary call failed: AuthenticationError (HTTP 401)" in err, err
+    assert "cause: " in err and "Incorrect API key provided" in err and KEY not in err, err
