@@ -283,7 +283,9 @@ def _add_document_routes(app: Any, refused: Any, definitions: Any) -> None:
         denied = None if refused is None else refused(request)
         return denied or get_swagger_ui_html(
             openapi_url="/openapi.json", title=app.title, swagger_js_url="/docs/static/swagger-ui-bundle.js",
-            swagger_css_url="/docs/static/swagger-ui.css", swagger_favicon_url="/docs/static/favicon-32x32.png")
+            swagger_css_url="/docs/static/swagger-ui.css", swagger_favicon_url="/docs/static/favicon-32x32.png",
+            # Swagger UI's default validator is swagger.io's: no origin but ours, ever.
+            swagger_ui_parameters={"validatorUrl": None})
 
     # Swagger UI from the swagger-ui-py package, not a CDN: /docs works offline. Public:
     # the files are the library's, they hold no data (ADR 0070).
