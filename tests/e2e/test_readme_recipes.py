@@ -94,6 +94,12 @@ def test_the_fastapi_recipe_serves_while_a_compaction_waits_for_its_summary(
                 assert refused.status_code == 422, refused.text
                 body = refused.json()
                 assert body["code"] == "invalid_command" and body["message"] and body["details"]["errors"]
+            # a body nested too deep for the JSON parser: FastAPI's own 400 {"detail": ...} before
+            deep = await client.post("/sessions/s1/messages", content=b"[" * 5000 + b"]" * 5000,
+                                     headers={"content-type": "application/json"})
+            assert deep.status_code == 422 and deep.json()["code"] == "invalid_command", deep.text
+            nowhere = await client.get("/no/such/route")
+            assert nowhere.status_code == 404 and nowhere.json()["code"] == "not_found", nowhere.text
 
     asyncio.run(main())
     assert provider.calls == 1
