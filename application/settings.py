@@ -204,20 +204,15 @@ class Settings(BaseSettings):
 
 
 class _File(JsonConfigSettingsSource):
-    """The settings file, its relative SQLite path anchored at the file's folder (run
+    """The settings file, a relative SQLite path in it anchored at the file's folder (run
     from another directory, a write would otherwise open a new, empty store there)."""
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
         data = super()._read_file(file_path)
-        url = data.get("database_url") if isinstance(data, dict) else None
-        if isinstance(url, str) and url.startswith(_SQLITE):
-            name = url[len(_SQLITE):]
-            if name and name != ":memory:" and not name.startswith("file:") and not Path(name).is_absolute():
-                data["database_url"] = _SQLITE + str((Path(file_path).resolve().parent / name))
+        name = str(data.get("database_url", ""))
+        if name.startswith("sqlite:///") and name[10:] not in ("", ":memory:") and not name[10:].startswith("file:"):
+            data["database_url"] = f"sqlite:///{Path(file_path).resolve().parent / name[10:]}"
         return data
-
-
-_SQLITE = "sqlite:///"
 
 
 class _Environment(EnvSettingsSource):
@@ -241,29 +236,17 @@ class _Environment(EnvSettingsSource):
 
 
 def _not_json(field: str) -> list[str]:
-    """The ``CTXC_*`` variables under ``field`` that name a section, map or list and
-    whose value is not JSON."""
-    stem = f"{ENV_PREFIX}{field.upper()}"
-    found = []
+    """The ``CTXC_*`` variables under ``field`` that name a section, map or list and do
+    not hold JSON."""
+    stem, found = f"{ENV_PREFIX}{field.upper()}", []
     for key, value in os.environ.items():
-        name = key.upper()
-        if name != stem and not name.startswith(stem + ENV_NESTED_DELIMITER):
-            continue
-        node: Any = Settings
-        for part in name[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER):
-            if isinstance(node, type) and issubclass(node, BaseModel):
-                fields = {alias: f.annotation for n, f in node.model_fields.items() for alias in (n, f.alias) if alias}
-                node = fields.get(part)
-            elif get_origin(node) is dict:
-                node = get_args(node)[1]
-            else:
-                node = None
-        complex_ = (isinstance(node, type) and issubclass(node, BaseModel)) or get_origin(node) in (dict, list)
-        if complex_:
-            try:
-                json.loads(value)
-            except ValueError:
-                found.append(key)
+        if key.upper() == stem or key.upper().startswith(stem + ENV_NESTED_DELIMITER):
+            node = _shape(key[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER))[0]
+            if (isinstance(node, type) and issubclass(node, BaseModel)) or get_origin(node) in (dict, list):
+                try:
+                    json.loads(value)
+                except ValueError:
+                    found.append(key)
     return sorted(found)
 
 
@@ -292,19 +275,24 @@ def _unknown_part(path: list[str]) -> tuple[int, list[str]] | None:
     """Where ``path`` leaves the shape of ``Settings``: the index of the first part that
     names nothing and the names known at that level (None: every part names a field,
     an alias, or a key of a map)."""
+    return _shape(path)[1]
+
+
+def _shape(path: list[str]) -> tuple[Any, tuple[int, list[str]] | None]:
+    """The type ``path`` names in ``Settings``, or where it leaves its shape."""
     node: Any = Settings
     for index, part in enumerate(path):
         if isinstance(node, type) and issubclass(node, BaseModel):
             names = {alias: f.annotation for name, f in node.model_fields.items()
                      for alias in (name, f.alias) if alias}
             if part not in names:
-                return index, sorted(names)
+                return None, (index, sorted(names))
             node = names[part]
         elif get_origin(node) is dict:
             node = get_args(node)[1]  # any key: a model name in ``models``
         else:  # a scalar has no parts
-            return index, []
-    return None
+            return None, (index, [])
+    return node, None
 
 
 def _report_unknown(key: str, path: list[str], index: int, known: list[str]) -> None:
