@@ -22,6 +22,12 @@ class ContextCompactionError(Exception):
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "details": self.details}
 
+    def explained(self) -> str:
+        """The message, and ``details["cause"]`` when it says more (a provider's own,
+        redacted words): for a caller that gets text only, a turn's warnings."""
+        cause = self.details.get("cause")
+        return self.message if not isinstance(cause, str) or cause in self.message else f"{self.message} (cause: {cause})"
+
 
 class InvalidCommand(ContextCompactionError):
     code = "invalid_command"

@@ -204,3 +204,17 @@ def test_the_cli_text_output_shows_the_cause(
     err = capsys.readouterr().err
     assert "error: summary_failed: the summary call failed: AuthenticationError (HTTP 401)" in err, err
     assert "cause: " in err and "Incorrect API key provided" in err and KEY not in err, err
+
+
+def test_an_automatic_summary_that_failed_says_why_in_the_turn_warnings(tmp_path: Path, provider: FakeProvider) -> None:
+    """Review of issue 35: ``prepare_turn``'s automatic compaction fails into a warning
+    (the turn goes on), which carried the type and hint but not the provider's reason."""
+    settings = _settings(tmp_path, provider).model_copy(update={  # threshold 8,000: the session is over it
+        "models": {FAKE_MODEL: ModelConfig(token_limit=16_000, api_base=provider.base_url, api_key=SecretStr(KEY))},
+        "context_compaction": CompactionConfig(keep_recent_tokens=1000, reserve_tokens=8_000)})
+    with bootstrap(settings) as bus:
+        _session(bus)
+        provider.queue(_unauthorized())
+        turn = bus.dispatch(commands.PrepareTurn(session_id="S"))
+    failed = [w for w in turn.warnings if w.startswith("auto compaction failed (summary_failed)")]
+    assert failed and "Incorrect API key provided" in failed[0] and KEY not in failed[0], (turn.warnings, provider.calls, turn.model_dump(exclude={"messages"}))
