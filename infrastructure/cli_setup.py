@@ -110,7 +110,7 @@ def require_database(settings: Any, command: str) -> None:
         path = unquote(parsed.path)
     if not Path(path).exists():
         raise NoDatabase(
-            f"no database at {path}: `ctxc {command}` only reads and creates none "
+            f"no database at {path}: `ctxc {command}` works on what is stored and creates none "
             "(check --db, the --config file's database_url or CTXC_DATABASE_URL)",
             details={"database": f"sqlite:///{path}", "cause": "no such file"},
         )
@@ -137,7 +137,7 @@ def _require_postgres_tables(target: Any, command: str) -> None:
     if row is None or row[0] is None:
         raise NoDatabase(
             f"no context-compaction tables in schema {schema!r} of {target.description}: "
-            f"`ctxc {command}` only reads and creates none (check --db, the --config file's "
+            f"`ctxc {command}` works on what is stored and creates none (check --db, the --config file's "
             "database_url or CTXC_DATABASE_URL)",
             details={"database": target.description, "schema": schema, "cause": "no such schema or table"},
         )
