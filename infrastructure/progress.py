@@ -20,7 +20,9 @@ class Progress:
         console = Console(stderr=True)
         isatty = getattr(sys.stderr, "isatty", None)
         self.enabled = enabled and bool(isatty and isatty()) and console.is_interactive
-        columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
+        # markup=False: the label holds stored text (a session id "a[/b]" would be
+        # rich markup, and a MarkupError on a terminal)
+        columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}", markup=False)]
         if counts:
             columns += [BarColumn(), MofNCompleteColumn()]
         self._display = _Display(*columns, TimeElapsedColumn(), console=console, transient=True,

@@ -184,3 +184,31 @@ def test_compact_shows_a_spinner_on_a_terminal_and_nothing_in_a_pipe(tmp_path: P
     assert proc.returncode == 0, drawn.decode(errors="replace")
     screen = drawn.decode(errors="replace")
     assert "compacting S" in screen and "0:00:0" in screen, screen  # the label and the elapsed time
+
+
+def test_a_progress_label_with_brackets_is_shown_as_it_is(tmp_path: Path) -> None:
+    """Review of issue 35: the label (``compacting SESSION``) was read as rich markup, so
+    ``ctxc compact 'a[/b]'`` died with a MarkupError on a terminal (exit 4)."""
+    script = tmp_path / "label.py"
+    script.write_text("import time\nfrom context_compaction.infrastructure.progress import Progress\n"
+                      "with Progress('compacting a[/b] [red]c', counts=False):\n    time.sleep(0.3)\n")
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=secondary,
+                            env=_env(TERM="xterm"))
+    os.close(secondary)
+    drawn = b""
+    while True:
+        ready, _, _ = select.select([primary], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(primary)
+    assert proc.wait(timeout=60) == 0, drawn.decode(errors="replace")
+    assert "compacting a[/b] [red]c" in drawn.decode(errors="replace")
