@@ -357,10 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     except ContextCompactionError as exc:
         if args.json:
             _print_or_closed(json.dumps({"ok": False, "error": exc.to_dict()}))
-        print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
         cause = exc.details.get("cause")
         if isinstance(cause, str) and cause not in exc.message:  # the provider's own words (redacted)
-            print(_shown(f"cause: {cause}"), file=sys.stderr)
+            print(_shown(f"cause: {cause}"), file=sys.stderr)  # (before: the error stays the last line)
+        print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED
     except UsageError as exc:
         print(_shown(f"error: {exc}"), file=sys.stderr)

@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from cli_inprocess import run_cli
+from context_compaction import Settings, bootstrap
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'c.db'}"
-    assert run_cli(["--db", url, "compact", "nobody"]) == 1  # creates the database
+    bootstrap(Settings(database_url=url)).close()  # (compact creates no database since issue 35's review)
     return url
 
 
