@@ -358,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             _print_or_closed(json.dumps({"ok": False, "error": exc.to_dict()}))
         cause = exc.details.get("cause")
-        if isinstance(cause, str) and cause not in exc.message:  # the provider's own words (redacted)
+        # a failed call's own words (a provider's, redacted), which its message leaves out
+        if "error_class" in exc.details and isinstance(cause, str) and cause not in exc.message:
             print(_shown(f"cause: {cause}"), file=sys.stderr)  # (before: the error stays the last line)
         print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED
