@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench clean dist
 
 DEMO_STAMP := $(VENV)/.installed-demo
 
@@ -39,6 +39,12 @@ demo: $(DEMO_STAMP)
 # (~40 s of a 6-minute suite, ADR 0060); __pycache__ is ignored by git and the sdist.
 test: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --durations=15 $(PYTEST_ARGS)
+
+# The wheel and the sdist to install from (the package is on no index yet): built
+# offline with the backend the test extra installs.
+DIST ?= dist
+dist: $(STAMP)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) .
 
 # Peers (LangChain, LlamaIndex) live in their own venv so they never leak into tests.
 BENCH_VENV  := .venv-bench

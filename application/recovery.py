@@ -99,7 +99,7 @@ def _summarize_once(
     try:
         compaction = compact_context(svc, turn, reason="overflow", allow_turn_split=True)
     except (SummaryFailed, StaleCandidate) as exc:
-        warnings.append(f"overflow summary failed ({exc.code}): {exc.message}")
+        warnings.append(f"overflow summary failed ({exc.code}): {exc.explained()}")
         if isinstance(exc, StaleCandidate):
             turn = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
         return None, turn

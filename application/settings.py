@@ -1,14 +1,13 @@
-"""Settings: one pydantic model, from code, ``CTXC_*`` environment variables or a JSON file.
+"""Settings (pydantic-settings, ADR 0069): code (a ``ctxc`` option) wins over a JSON file,
+the file over ``CTXC_*`` variables, the variables over the defaults; sections merge
+field by field. Nested fields use ``__`` (``CTXC_CONTEXT_COMPACTION__RESERVE_TOKENS``),
+maps and sections take JSON (``CTXC_MODELS='{"gpt-4o": {"token_limit": 64000}}'``);
+names are not case sensitive.
 
-Nested fields use ``__`` in environment variables, e.g.
-``CTXC_CONTEXT_COMPACTION__RESERVE_TOKENS=8192``; maps and sections take JSON, e.g.
-``CTXC_MODELS='{"gpt-4o": {"token_limit": 64000}}'``. Variable names are not case
-sensitive; values given in code win over the environment (ADR 0012).
-
-A ``CTXC_*`` variable that names no setting is reported, not ignored: an
-``UnknownSettingWarning`` and a log warning naming it and the closest setting (ADR 0029).
-``CTXC_HTTP_TOKEN`` (``ctxc serve``) and ``CTXC_TEST_*`` (the test suite) are the only
-other variables of ours.
+Ours on top: a ``CTXC_*`` variable that names no setting is reported (an
+``UnknownSettingWarning`` and a log line naming the closest setting, ADR 0029), not
+silently ignored. ``CTXC_HTTP_TOKEN`` (``ctxc serve``) and ``CTXC_TEST_*`` (the test
+suite) are our only other variables.
 """
 
 from __future__ import annotations
@@ -19,10 +18,14 @@ import logging
 import os
 import warnings
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, EnvSettingsSource, JsonConfigSettingsSource, SettingsConfigDict
+from pydantic_settings import PydanticBaseSettingsSource as Source
+from pydantic_settings import SettingsError
 
 ENV_PREFIX = "CTXC_"
 ENV_NESTED_DELIMITER = "__"
@@ -31,6 +34,9 @@ OTHER_VARIABLES = frozenset({"CTXC_HTTP_TOKEN"})
 OTHER_PREFIXES = ("CTXC_TEST_",)
 
 log = logging.getLogger("context_compaction.settings")
+
+#: The file ``Settings.from_file`` reads: its one call's sources (the signature stays pydantic's).
+_settings_file: ContextVar[Path | None] = ContextVar("ctxc_settings_file", default=None)
 
 
 class UnknownSettingWarning(UserWarning):
@@ -130,8 +136,11 @@ class Limits(_Section):
     max_request_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(**_CONFIG, validate_default=True)
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        extra="forbid", defer_build=True, hide_input_in_errors=True, validate_default=True,
+        env_prefix=ENV_PREFIX, env_nested_delimiter=ENV_NESTED_DELIMITER, case_sensitive=False,
+    )
 
     database_url: str = "sqlite:///ctxc.db"
     context_compaction: CompactionConfig = Field(default_factory=CompactionConfig)
@@ -149,26 +158,33 @@ class Settings(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     log_json: bool = False
 
-    # A validator rather than an ``__init__(**values: Any)``: pydantic's generated
-    # signature stays visible to type checkers, so a misspelled keyword is a type error.
-    @model_validator(mode="before")
     @classmethod
-    def _under_environment(cls, data: Any) -> Any:
-        if not isinstance(data, Mapping):
-            return data
-        return _deep_merge(environment_values(os.environ), data)
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Source,
+                                   env_settings: Source, dotenv_settings: Source,
+                                   file_secret_settings: Source) -> tuple[Source, ...]:
+        # No .env file and no secrets directory: code, then the file, then CTXC_*.
+        path = _settings_file.get()
+        file = (_File(settings_cls, json_file=path),) if path else ()
+        return (init_settings, *file, _Environment(settings_cls))
 
     @classmethod
     def from_file(cls, path: str | Path, **overrides: Any) -> Settings:
-        """Settings from a JSON file; keyword arguments override the file."""
+        """Settings from a JSON file: keyword arguments win over the file, the file over
+        ``CTXC_*`` variables, the variables over the defaults. A relative SQLite path in
+        the file's ``database_url`` is relative to the file's folder, not to the working
+        directory: the same file names the same database from anywhere."""
+        path = Path(path)
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise ValueError(f"{path}: settings file is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path}: settings file must hold a JSON object")
-        data.update(overrides)
-        return cls(**data)
+        token = _settings_file.set(path)
+        try:
+            return cls(**overrides)
+        finally:
+            _settings_file.reset(token)
 
     def model_config_for(self, model: str) -> ModelConfig:
         return self.models.get(model) or ModelConfig()
@@ -178,45 +194,69 @@ class Settings(BaseModel):
         return self.context_compaction.summary_model or model
 
 
-def environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The ``CTXC_*`` variables that name a setting, as nested values for ``Settings``.
+class _File(JsonConfigSettingsSource):
+    """The settings file, a relative SQLite path in it anchored at the file's folder (run
+    from another directory, a write would otherwise open a new, empty store there)."""
 
-    ``__`` separates nesting levels; a variable naming a section or a map directly
-    holds JSON, and nested variables are merged into it. ``CTXC_HTTP_TOKEN`` and
-    ``CTXC_TEST_*`` are not settings and are left alone; any other variable with a
-    part that names no setting (``CTXC_SUMARIZER``, ``CTXC_LIMITS__MAX_BATCH``) is
-    reported (``UnknownSettingWarning``) and left out.
-    """
-    fields = Settings.model_fields
-    out: dict[str, Any] = {}
-    nested: list[tuple[list[str], str]] = []
-    for key, value in environ.items():
-        if key[: len(ENV_PREFIX)].upper() != ENV_PREFIX:
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        data = super()._read_file(file_path)
+        name = str(data.get("database_url", ""))
+        if name.startswith("sqlite:///") and name[10:] not in ("", ":memory:") and not name[10:].startswith("file:"):
+            data["database_url"] = f"sqlite:///{Path(file_path).resolve().parent / name[10:]}"
+        return data
+
+
+class _Environment(EnvSettingsSource):
+    """``CTXC_*`` less the variables that name no setting (reported, then left out:
+    pydantic would refuse the whole settings for one nested typo); a variable that must
+    hold JSON and does not is named (pydantic-settings names the field and source)."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        unknown = {key.lower() for key in unknown_variables(os.environ)}
+        return {k: v for k, v in super()._load_env_vars().items() if k not in unknown}
+
+    def __call__(self) -> dict[str, Any]:
+        try:
+            return super().__call__()
+        except SettingsError as exc:
+            field = str(exc).split('"')[1] if '"' in str(exc) else "?"
+            # The value may be a secret: name the variable, never echo it. pydantic-settings
+            # names the top-level field; the variable may be a nested one under it.
+            names = _not_json(field) or [f"{ENV_PREFIX}{field.upper()}"]
+            raise SettingsError(f"environment variable {' or '.join(names)} must hold JSON") from None
+
+
+def _not_json(field: str) -> list[str]:
+    """The ``CTXC_*`` variables under ``field`` that name a section, map or list and do
+    not hold JSON."""
+    stem, found = f"{ENV_PREFIX}{field.upper()}", []
+    for key, value in os.environ.items():
+        if key.upper() == stem or key.upper().startswith(stem + ENV_NESTED_DELIMITER):
+            node = _shape(key[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER))[0]
+            if (isinstance(node, type) and issubclass(node, BaseModel)) or get_origin(node) in (dict, list):
+                try:
+                    json.loads(value)
+                except ValueError:
+                    found.append(key)
+    return sorted(found)
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """The ``CTXC_*`` variables in ``environ`` with a part that names no setting
+    (``CTXC_SUMARIZER``, ``CTXC_LIMITS__MAX_BATCH``), each reported
+    (``UnknownSettingWarning``); ``CTXC_HTTP_TOKEN`` and ``CTXC_TEST_*`` are ours but no
+    settings and are left alone."""
+    found = []
+    for key in environ:
+        name = key.upper()
+        if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES or name.startswith(OTHER_PREFIXES):
             continue
-        path = key[len(ENV_PREFIX) :].lower().split(ENV_NESTED_DELIMITER)
+        path = key[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER)
         unknown = _unknown_part(path)
         if unknown is not None:
             _report_unknown(key, path, *unknown)
-            continue
-        if len(path) > 1:
-            nested.append((path, value))
-        elif _holds_json(fields[path[0]].annotation):
-            try:
-                out = _deep_merge(out, {path[0]: json.loads(value)})
-            except ValueError:
-                # The value may be a secret: name the variable, never echo it.
-                raise ValueError(f"environment variable {key} must hold JSON") from None
-        else:
-            out[path[0]] = value
-    for path, value in sorted(nested):
-        node = out
-        for part in path[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[path[-1]] = value
-    return out
+            found.append(key)
+    return found
 
 
 _reported: set[str] = set()
@@ -226,25 +266,27 @@ def _unknown_part(path: list[str]) -> tuple[int, list[str]] | None:
     """Where ``path`` leaves the shape of ``Settings``: the index of the first part that
     names nothing and the names known at that level (None: every part names a field,
     an alias, or a key of a map)."""
+    return _shape(path)[1]
+
+
+def _shape(path: list[str]) -> tuple[Any, tuple[int, list[str]] | None]:
+    """The type ``path`` names in ``Settings``, or where it leaves its shape."""
     node: Any = Settings
     for index, part in enumerate(path):
         if isinstance(node, type) and issubclass(node, BaseModel):
             names = {alias: f.annotation for name, f in node.model_fields.items()
                      for alias in (name, f.alias) if alias}
             if part not in names:
-                return index, sorted(names)
+                return None, (index, sorted(names))
             node = names[part]
         elif get_origin(node) is dict:
             node = get_args(node)[1]  # any key: a model name in ``models``
         else:  # a scalar has no parts
-            return index, []
-    return None
+            return None, (index, [])
+    return node, None
 
 
 def _report_unknown(key: str, path: list[str], index: int, known: list[str]) -> None:
-    name = key.upper()
-    if name in OTHER_VARIABLES or name.startswith(OTHER_PREFIXES):
-        return
     stem = ENV_PREFIX + "".join(f"{p}{ENV_NESTED_DELIMITER}" for p in path[:index]).upper()
     candidates = [stem + k.upper() for k in known]
     close = difflib.get_close_matches(stem + path[index].upper(), candidates, n=1, cutoff=0.6)
@@ -256,7 +298,7 @@ def _report_unknown(key: str, path: list[str], index: int, known: list[str]) -> 
         hint = f"; {stem.rstrip('_')} takes no nested variables"
     text = f"environment variable {key} names no setting and is ignored{hint}"
     # Warned every time (a filter may turn it into an error), logged once per process.
-    warnings.warn(text, UnknownSettingWarning, stacklevel=3)
+    warnings.warn(text, UnknownSettingWarning, stacklevel=2)
     if key not in _reported:
         _reported.add(key)
         log.warning("unknown setting variable ignored",
@@ -286,19 +328,3 @@ def problems(exc: ValidationError, environ: Mapping[str, str] | None = None) -> 
                                           if unknown and close else "")
         lines.append(f"{where}{f' (from {variable})' if variable else ''}: {reason}")
     return lines
-
-
-def _holds_json(annotation: Any) -> bool:
-    return get_origin(annotation) in (dict, list) or (
-        isinstance(annotation, type) and issubclass(annotation, BaseModel)
-    )
-
-
-def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out

@@ -236,7 +236,7 @@ def _summarize(
         )
         if isinstance(exc, StaleCandidate):
             turn = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
-        return None, [f"auto compaction failed ({exc.code}): {exc.message}"], turn
+        return None, [f"auto compaction failed ({exc.code}): {exc.explained()}"], turn
     if outcome.status == "compacted":
         return outcome, [], prepare_context(svc, turn.session_id, turn.inputs, turn.model)
     # No summary was asked for: the turn keeps its one attempt (spec §11.3 step 3).

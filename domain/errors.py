@@ -22,6 +22,12 @@ class ContextCompactionError(Exception):
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "details": self.details}
 
+    def explained(self) -> str:
+        """The message, and ``details["cause"]`` when it says more (a provider's own,
+        redacted words): for a caller that gets text only, a turn's warnings."""
+        cause = self.details.get("cause")
+        return self.message if not isinstance(cause, str) or cause in self.message else f"{self.message} (cause: {cause})"
+
 
 class InvalidCommand(ContextCompactionError):
     code = "invalid_command"
@@ -43,7 +49,16 @@ class SessionDeleted(ContextCompactionError):
     code = "session_deleted"
 
 
-class SummaryFailed(ContextCompactionError):
+class _WithCause(ContextCompactionError):
+    """An error whose ``details`` always say why (issue 35): ``cause`` is the message
+    unless the raiser gave one (a provider's redacted message, a driver's cause)."""
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message, details=details)
+        self.details.setdefault("cause", message)
+
+
+class SummaryFailed(_WithCause):
     code = "summary_failed"
 
 
@@ -67,7 +82,7 @@ class UnknownRequest(ContextCompactionError):
     code = "unknown_request"
 
 
-class StorageError(ContextCompactionError):
+class StorageError(_WithCause):
     code = "storage_error"
 
 

@@ -17,7 +17,7 @@ TOOL_CALL_JSON_SCHEMA: dict[str, Any] = {
             "title": "ToolCallNested",
             "properties": {
                 "id": _NAME,
-                "type": {"const": "function"},
+                "type": {"type": "string", "const": "function"},
                 "function": {
                     "type": "object",
                     "properties": {"name": _NAME, "arguments": _ARGUMENTS, "provider_specific_fields": _PRIVATE},
@@ -33,7 +33,7 @@ TOOL_CALL_JSON_SCHEMA: dict[str, Any] = {
             "title": "ToolCallFlat",
             "properties": {
                 "id": _NAME,
-                "type": {"const": "function"},
+                "type": {"type": "string", "const": "function"},
                 "name": _NAME,
                 "arguments": _ARGUMENTS,
                 "index": {"type": "integer"},

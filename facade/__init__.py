@@ -14,7 +14,7 @@ from context_compaction.application import commands, results
 from context_compaction.application.bus import MessageBus
 from context_compaction.application.recall import RECALL_HISTORY_TOOL, run_recall
 from context_compaction.application.settings import CompactionConfig, ModelConfig, Settings
-from context_compaction.domain.errors import ContextCompactionError
+from context_compaction.domain.errors import ContextCompactionError, SessionExists
 from context_compaction.infrastructure.bootstrap import bootstrap
 
 logging.getLogger("context_compaction").addHandler(logging.NullHandler())
@@ -25,6 +25,7 @@ __all__ = [
     "ContextCompactionError",
     "MessageBus",
     "ModelConfig",
+    "SessionExists",
     "Settings",
     "bootstrap",
     "commands",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import errno
 import logging
 import os
 import sys
@@ -24,10 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .cli_setup import UsageError, require_database, run_subcommand, settings_for, summary_hint
+from .cli_setup import USAGE_ERRORS, UsageError, require_database, run_subcommand, settings_for
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process killed by SIGPIPE
+EXIT_INTERRUPTED = 128 + 2  # Ctrl-C, as a shell reports SIGINT
+READ_EVENTS_PAGE = 1000  # read_events' own bound
 
 
 # ------------------------------------------------------------------ helpers
@@ -71,11 +74,20 @@ def _emit(args: argparse.Namespace, result: Any, text: str) -> int:
 
 
 def _table(rows: list[list[Any]], header: list[str]) -> str:
-    cells = [[str(c) for c in header]] + [["" if c is None else _shown(str(c)) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    """A table as text (rich): a header, its rule, one line per row, never wrapped.
+    Cells are ``Text``: stored text is shown as it is, never read as rich markup."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(*header, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="")
+    for row in rows:
+        table.add_row(*(Text("" if c is None else _shown(str(c))) for c in row))
+    console = Console(width=100_000, no_color=True, highlight=False, emoji=False, legacy_windows=False)
+    with console.capture() as captured:
+        console.print(table)
+    return "\n".join(line.rstrip() for line in str(captured.get()).splitlines())
 
 
 def _preview(value: Any, width: int = 60) -> str:
@@ -120,8 +132,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
     from .progress import Progress
 
+    if args.db or args.config:
+        raise UsageError("ctxc demo makes its own database in --workdir (recreated on each run) and "
+                         "takes no --db or --config: give --workdir DIR")
+    # --json: the narrative is left out, stdout carries the one JSON document
+    out = (lambda line: None) if args.json else None
     with Progress("demo", total=args.turns, enabled=not args.json) as progress:
-        facts = run_demo(Path(args.workdir), turns=args.turns, out=progress.print, on_turn=progress.advance)
+        facts = run_demo(Path(args.workdir), turns=args.turns, out=out or progress.print, on_turn=progress.advance)
     if args.json:
         print(json.dumps({k: v for k, v in facts.items() if k not in ("info", "replay")}, indent=2, default=str))
     return EXIT_OK
@@ -137,7 +154,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
          s.active_checkpoint_id or "-", "deleted" if s.deleted else "", s.updated_at[:19]]
         for s in result.sessions
     ]
-    text = _table(rows, ["session", "model", "messages", "hidden", "gen", "checkpoint", "", "updated"])
+    text = _table(rows, ["session", "model", "messages", "hidden", "gen", "checkpoint", "state", "updated"])
     return _emit(args, result, text if rows else "no sessions")
 
 
@@ -155,7 +172,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             calls or (m.tool_call_id or ""), _chars(m.content),
             "hidden" if m.invalidated else "", _preview(m.content),
         ])
-    text = _table(rows, ["seq", "role", "turn", "tools", "chars", "", "content"])
+    text = _table(rows, ["seq", "role", "turn", "tools", "chars", "state", "content"])
     return _emit(args, result, text if rows else "no messages")
 
 
@@ -170,18 +187,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_compact(args: argparse.Namespace) -> int:
     from context_compaction.application import commands as c
-    from context_compaction.domain.errors import SummaryFailed
 
-    with _bus(args) as bus:
-        try:
-            result = bus.dispatch(c.Compact(session_id=args.session, model=args.model))
-        except SummaryFailed as exc:
-            row = bus.services.read_model.session(args.session)
-            model = args.model or (row.model if row is not None else None)
-            if model is not None:  # the model that made the call (summary_model, if set)
-                model = bus.services.settings.summary_model_for(model)
-            raise SummaryFailed(exc.message + summary_hint(bus.services.settings, model),
-                                details=exc.details) from None
+    from .progress import Progress
+
+    # A summary call can take a minute: a spinner with the elapsed time on a terminal.
+    # (A failed call's message ends with the credentials hint: failure_causes.)
+    with _bus(args) as bus, Progress(f"compacting {_shown(args.session)}: summary call", counts=False,
+                                     enabled=not args.json):
+        result = bus.dispatch(c.Compact(session_id=args.session, model=args.model))
     return _emit(args, result, result.report)
 
 
@@ -194,10 +207,10 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     rows = [
         [cp.generation, cp.checkpoint_id, cp.trigger_reason, cp.provider_kind,
          f"{cp.tokens_before:,} -> {cp.tokens_after:,}", cp.first_retained_seq,
-         "degraded" if cp.degraded else "", "active" if cp.active else "", cp.created_at[:19]]
+         ", ".join(s for s, on in (("active", cp.active), ("degraded", cp.degraded)) if on), cp.created_at[:19]]
         for cp in result.checkpoints
     ]
-    text = _table(rows, ["gen", "checkpoint", "reason", "summarizer", "tokens", "first seq", "", "", "created"])
+    text = _table(rows, ["gen", "checkpoint", "reason", "summarizer", "tokens", "first seq", "state", "created"])
     return _emit(args, result, text if rows else "no checkpoints")
 
 
@@ -255,6 +268,8 @@ def cmd_import_legacy(args: argparse.Namespace) -> int:
     from .legacy import import_legacy
     from .progress import Progress
 
+    if not Path(args.file).exists():  # an input file named on the command line: exit 2, as everywhere
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.file)
     with _bus(args) as bus, Progress("import", enabled=not args.json) as progress:
         report = import_legacy(bus, Path(args.file), default_model=args.model, on_progress=progress.update)
     if args.json:
@@ -301,22 +316,25 @@ def cmd_events(args: argparse.Namespace) -> int:
     """The event feed as JSON lines; ``--follow`` polls for more until interrupted."""
     from context_compaction.application import commands as c
 
-    after = args.after
+    after, left = args.after, args.limit  # --limit: events in all (None: every one)
     try:
         with _bus(args) as bus:
-            while True:
-                page = bus.dispatch(c.ReadEvents(after=after, limit=args.limit))
+            while left is None or left > 0:
+                size = READ_EVENTS_PAGE if left is None else min(left, READ_EVENTS_PAGE)
+                page = bus.dispatch(c.ReadEvents(after=after, limit=size))
                 events = page.events
                 for event in events:
                     print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False))
                 if events:
                     after = events[-1].position
+                    left = None if left is None else left - len(events)
                     sys.stdout.flush()
                     if page.more:
                         continue  # (stopped at its count or bytes: more may be waiting, no sleep)
                 if not args.follow:
                     return EXIT_OK
                 time.sleep(args.interval)
+            return EXIT_OK
     except KeyboardInterrupt:  # how a follower is stopped: not a failure
         return EXIT_OK
 
@@ -368,8 +386,12 @@ def main(argv: list[str] | None = None) -> int:
     except ContextCompactionError as exc:
         if args.json:
             _print_or_closed(json.dumps({"ok": False, "error": exc.to_dict()}))
+        cause = exc.details.get("cause")
+        # a failed call's own words (a provider's, redacted), which its message leaves out
+        if "error_class" in exc.details and isinstance(cause, str) and cause not in exc.message:
+            print(_shown(f"cause: {cause}"), file=sys.stderr)  # (before: the error stays the last line)
         print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED
     except UsageError as exc:
         print(_shown(f"error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
@@ -378,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_shown(f"error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - one line for an operator, the traceback with -v
         print(_shown(f"error: internal_error: unexpected {type(exc).__name__}: {_first_line(exc)}"),
               file=sys.stderr)

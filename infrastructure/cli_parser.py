@@ -16,6 +16,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:  # uvicorn would fail with a traceback (exit 4)
+        raise argparse.ArgumentTypeError("must be a port number, 0..65535")
+    return value
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -28,6 +35,20 @@ def _positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError("must be a positive number")
     return value
+
+
+#: One table for every subcommand (issue 35): what the operator typed is 2, what the
+#: command met is 1.
+EXIT_CODES = [
+    (0, "ok"),
+    (1, "the command failed (its error code printed; dispatch: a line failed)"),
+    (2, "usage: an unknown or missing option, an option out of range, a missing or unreadable "
+        "input file (a reading command's database too), bad settings or database URL"),
+    (3, "verify found a difference or a damaged event"),
+    (4, "internal error"),
+    (130, "interrupted"),
+    (141, "stdout closed early"),
+]
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -58,7 +79,8 @@ def _global_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
 
     group = parser.add_argument_group("global options (before or after the command)")
     group.add_argument("--db", default=d(None), metavar="FILE|URL",
-                       help="SQLite file or database URL (default: $CTXC_DATABASE_URL, else ./ctxc.db)")
+                       help="SQLite file or database URL (default: the --config file's database_url, "
+                            "else $CTXC_DATABASE_URL, else ./ctxc.db)")
     group.add_argument("--config", default=d(None), metavar="FILE",
                        help="JSON settings file (it wins over CTXC_* variables, options win over both)")
     # (no argparse choices: any registered summarizer is a name; bootstrap refuses others)
@@ -91,9 +113,7 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     parser = argparse.ArgumentParser(
         prog="ctxc",
         description="Event-sourced LLM session history and context compaction.",
-        epilog="Exit codes: 0 ok, 1 command failed (error code printed; dispatch: a line failed), "
-               "2 usage or bad settings, 3 verify found a difference or a damaged event, "
-               "4 internal error, 141 stdout closed early.",
+        epilog="Exit codes (every subcommand): " + ", ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES) + ".",
         formatter_class=_HelpFormatter,
     )
     parser.add_argument("--version", action=_Version)
@@ -142,7 +162,8 @@ def _session_commands(add: _Add) -> None:
     p.add_argument("--model", help="budget for this model (default: the session's)")
     p.add_argument("--system-prompt", metavar="TEXT", help="count this system prompt too (default: none)")
     p.add_argument("--system-prompt-file", metavar="FILE", help="count the system prompt in this file too")
-    p = add("compact", "compact a session now (manual /compact)", session=True)
+    # read_only: an existing session in an existing database (a --db typo creates no file)
+    p = add("compact", "compact a session now (manual /compact)", session=True, read_only=True)
     p.add_argument("--model", help="summarize with this model (default: the session's)")
     p = add("checkpoints", "the checkpoints of a session", session=True, read_only=True)
     p.add_argument("--include-deleted", action="store_true", help="an audit read of a deleted session")
@@ -171,7 +192,7 @@ def _log_commands(add: _Add) -> None:
                       "payload)", read_only=True)
     p.add_argument("--after", type=_non_negative_int, default=0,
                    help="start after this position (the last one a follower processed)")
-    p.add_argument("--limit", type=_positive_int, default=100, help="events per read (at most 1000)")
+    p.add_argument("--limit", type=_positive_int, default=None, help="events in all (default: every one)")
     p.add_argument("--follow", action="store_true", help="keep polling for new events until interrupted")
     p.add_argument("--interval", type=_positive_float, default=0.5, help="seconds between polls with --follow")
     p = add("import-legacy", "import sessions from a legacy PicoBot SQLite file")
@@ -182,7 +203,7 @@ def _log_commands(add: _Add) -> None:
 def _serve_command(add: _Add) -> None:
     p = add("serve", "HTTP endpoint POST /v1/commands (needs the [http] extra)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    p.add_argument("--port", type=int, default=8080, help="port to listen on")
+    p.add_argument("--port", type=_port, default=8080, help="port to listen on")
     p.add_argument("--token", help="bearer token (default: $CTXC_HTTP_TOKEN)")
     p.add_argument("--insecure-local", action="store_true", help="allow no token when bound to loopback")
     p.add_argument("--max-body-bytes", type=_positive_int, default=None,

@@ -1,24 +1,18 @@
 """What ``ctxc`` needs before a command runs: its settings (with errors that name the
-setting and where it came from), a check that a read-only command has a database to
-read, and the hint for a summary call that failed."""
+setting and where it came from) and a check that a read-only command has a database to
+read. (The hint for a failed summary call is in every interface: ``failure_causes``.)"""
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
+
+from context_compaction.domain.errors import InvalidCommand, StorageError
 
 
 class UsageError(Exception):
     """Something the operator gave (settings, a file) is unusable: exit 2, message as is."""
-
-
-def database_url(value: str | None) -> str:
-    value = value or os.environ.get("CTXC_DATABASE_URL") or "ctxc.db"
-    if "://" in value:
-        return value
-    return f"sqlite:///{Path(value).resolve()}"
 
 
 def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
@@ -36,7 +30,11 @@ def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
     # warning itself would repeat it in Python's own format).
     configure_logging(json_lines=bool(getattr(args, "log_json", False)), verbose=getattr(args, "verbose", False))
     warnings.simplefilter("ignore", UnknownSettingWarning)
-    overrides = {"database_url": database_url(args.db), **extra}
+    # Options win over the file, the file over CTXC_* variables, these over the defaults
+    # (ADR 0069): an option the operator did not give sets nothing.
+    overrides = dict(extra)
+    if getattr(args, "db", None):  # --db FILE|URL: a bare path is a SQLite file
+        overrides["database_url"] = args.db if "://" in args.db else f"sqlite:///{Path(args.db).resolve()}"
     if getattr(args, "log_json", False):
         overrides["log_json"] = True
     if getattr(args, "summarizer", None):
@@ -55,7 +53,41 @@ def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
         raise UsageError(f"bad settings: {exc}") from None
     if settings.log_json and not getattr(args, "log_json", False):
         configure_logging(json_lines=True, verbose=getattr(args, "verbose", False))
+    _check_database_url(args, settings)
     return settings
+
+
+def _check_database_url(args: argparse.Namespace, settings: Any) -> None:
+    """A database URL we cannot open is what the operator gave (``--db``, the settings
+    file or ``CTXC_DATABASE_URL``): refused before any command runs, naming where it
+    came from (exit 2, the one exit-code table)."""
+    from .bootstrap import MEMORY_PREFIX, parse_database_url
+
+    if settings.database_url.startswith(MEMORY_PREFIX):
+        return
+    try:
+        parse_database_url(settings)
+    except InvalidCommand as exc:
+        raise DatabaseRefused(f"{exc.message} (database_url from {_database_source(args)})") from None
+
+
+def _database_source(args: argparse.Namespace) -> str:
+    import json
+    import os
+
+    if getattr(args, "db", None):
+        return "--db"
+    config = getattr(args, "config", None)
+    if config:
+        try:
+            data = json.loads(Path(config).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        if isinstance(data, dict) and "database_url" in data:
+            return f"the settings file {config}"
+    if any(key.upper() == "CTXC_DATABASE_URL" for key in os.environ):
+        return "CTXC_DATABASE_URL"
+    return "the default"
 
 
 def require_database(settings: Any, command: str) -> None:
@@ -63,7 +95,6 @@ def require_database(settings: Any, command: str) -> None:
     empty database there (a typo in --db would otherwise leave files behind)."""
     from urllib.parse import parse_qs, unquote, urlparse
 
-    from context_compaction.domain.errors import StorageError
 
     from .bootstrap import parse_database_url
 
@@ -78,9 +109,9 @@ def require_database(settings: Any, command: str) -> None:
             return
         path = unquote(parsed.path)
     if not Path(path).exists():
-        raise StorageError(
-            f"no database at {path}: `ctxc {command}` only reads and creates none "
-            "(check --db or CTXC_DATABASE_URL)",
+        raise NoDatabase(
+            f"no database at {path}: `ctxc {command}` works on what is stored and creates none "
+            "(check --db, the --config file's database_url or CTXC_DATABASE_URL)",
             details={"database": f"sqlite:///{path}", "cause": "no such file"},
         )
 
@@ -89,8 +120,6 @@ def _require_postgres_tables(target: Any, command: str) -> None:
     """As a missing SQLite file: a schema without our events table (a typo in
     ``?schema=``) is refused, not created with every table in it."""
     import psycopg
-
-    from context_compaction.domain.errors import StorageError
 
     from .eventstore import SessionsApplication
 
@@ -106,38 +135,38 @@ def _require_postgres_tables(target: Any, command: str) -> None:
     except psycopg.Error:
         return  # bootstrap reports an unreachable database with its cause
     if row is None or row[0] is None:
-        raise StorageError(
+        raise NoDatabase(
             f"no context-compaction tables in schema {schema!r} of {target.description}: "
-            f"`ctxc {command}` only reads and creates none (check --db or CTXC_DATABASE_URL)",
+            f"`ctxc {command}` works on what is stored and creates none (check --db, the --config file's "
+            "database_url or CTXC_DATABASE_URL)",
             details={"database": target.description, "schema": schema, "cause": "no such schema or table"},
         )
 
 
-def summary_hint(settings: Any, model: str | None) -> str:
-    """What to do about a failed summary call: the credentials litellm looked for and
-    did not find, and the offline summarizer."""
-    offline = "or summarize offline with --summarizer extractive (CTXC_SUMMARIZER=extractive)"
-    if model is None or settings.model_config_for(model).api_key is not None:
-        return f"; {offline}"
-    from .summarizers import import_litellm
+class OptionOutOfBounds(InvalidCommand):
+    """An option value the command refuses: ``invalid_command`` as through ``dispatch``,
+    and exit 2 as every other usage error (one exit-code table, issue 35)."""
 
-    try:
-        missing = import_litellm().validate_environment(model=model).get("missing_keys") or []
-    except Exception:  # noqa: BLE001 - a hint must never hide the error it explains
-        missing = []
-    if not missing:
-        return f"; check the credentials for model {model!r}, {offline}"
-    return (f"; no credentials for model {model!r}: set {' and '.join(missing)}, or "
-            f"models[{model!r}].api_key in the settings (CTXC_MODELS), {offline}")
+
+class DatabaseRefused(InvalidCommand):
+    """A ``database_url`` that is no URL we open (``mysql://``, ``sqlite:///``, a bare
+    name in the file or the variable): ``invalid_command``, exit 2 (bad settings)."""
+
+
+class NoDatabase(StorageError):
+    """A command that only reads found no database where it was told to look: a missing
+    input, ``storage_error`` as before, exit 2 as every missing input file."""
+
+
+#: Errors in what the operator gave: their code and envelope as ever, exit 2.
+USAGE_ERRORS = (OptionOutOfBounds, DatabaseRefused, NoDatabase)
 
 
 def run_subcommand(args: Any) -> int:
-    """The subcommand; an option value its command's model refuses (``events --limit
+    """The subcommand; an option value its command's model refuses (``timeline --limit
     5000``) is that command's ``invalid_command`` naming the field, as through
-    ``dispatch``, not an internal error."""
+    ``dispatch``, not an internal error (exit 2: a usage error)."""
     from pydantic import ValidationError
-
-    from context_compaction.domain.errors import InvalidCommand
 
     try:
         return int(args.func(args))
@@ -146,7 +175,7 @@ def run_subcommand(args: Any) -> int:
             raise
         first = exc.errors(include_input=False, include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "command"
-        raise InvalidCommand(f"{where}: {first['msg']}") from None
+        raise OptionOutOfBounds(f"{where}: {first['msg']}") from None
 
 
 def _command_model_names() -> set[str]:

@@ -224,9 +224,10 @@ def storage_failure(exc: BaseException) -> StorageError | None:
     ):
         return None
     cause = storage_cause(exc)
+    details = {"cause": cause, "error_class": type(exc).__name__}
     if is_transient(exc):
-        return StorageBusy(f"the database is busy or unreachable: {cause}", details={"cause": cause})
-    return StorageError(f"storage failed: {cause}", details={"cause": cause})
+        return StorageBusy(f"the database is busy or unreachable: {cause}", details=details)
+    return StorageError(f"storage failed: {cause}", details=details)
 
 
 class Database:

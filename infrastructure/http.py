@@ -208,6 +208,10 @@ def _add_command_routes(app: Any, bus: MessageBus, refused: Any, responses: Any,
     from fastapi.responses import JSONResponse, Response
     from starlette.concurrency import run_in_threadpool
 
+    events_responses = {**responses, 200: {
+        "description": "the events after `after`", "content": {"application/json": {"schema": {
+            "$ref": "#/components/schemas/ReadEventsEnvelope"}}}}}
+
     @app.get("/healthz", responses={200: {"description": "ok"}, 503: {"description": "database unavailable"}})
     async def healthz() -> JSONResponse:
         envelope_ = await run_in_threadpool(bus.dispatch_json, {"type": "list_sessions", "limit": 1})
@@ -231,12 +235,20 @@ def _add_command_routes(app: Any, bus: MessageBus, refused: Any, responses: Any,
         status = 200 if reply.error_code is None else STATUS.get(reply.error_code, 400)
         return Response(reply.body, status_code=status, media_type="application/json")
 
-    @app.get("/v1/events", responses=responses)
-    async def events(request: Request, after: "str | None" = None, limit: "str | None" = None,
-                     max_bytes: "str | None" = None) -> JSONResponse:
-        """The event feed, ``read_events``; a bad number gets our envelope, not FastAPI's 422.
-        ``result.more``: the page stopped at ``limit`` or ``max_bytes``, ask again at once."""
-        given = {k: v for k, v in (("after", after), ("limit", limit), ("max_bytes", max_bytes)) if v is not None}
+    # The parameters are documented as the integers they are, and read as text here so
+    # that a bad number gets our envelope, not FastAPI's 422.
+    @app.get("/v1/events", responses=events_responses, openapi_extra={"parameters": [
+        {"name": "after", "in": "query", "required": False, "description": "the position to read after",
+         "schema": {"type": "integer", "minimum": 0, "default": 0}},
+        {"name": "limit", "in": "query", "required": False, "description": "at most this many events",
+         "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+        {"name": "max_bytes", "in": "query", "required": False,
+         "description": "at most about this many bytes of events (a page holds at least one)",
+         "schema": {"type": "integer", "minimum": 1}}]})
+    async def events(request: Request) -> JSONResponse:
+        """The event feed, ``read_events``. ``result.more``: the page stopped at ``limit``
+        or ``max_bytes``; ask again at once."""
+        given = {k: request.query_params[k] for k in ("after", "limit", "max_bytes") if k in request.query_params}
         bad = _events_query_problem(request, given)
         denied = refused(request)
         if denied is not None or bad is not None:
@@ -279,7 +291,37 @@ def _add_document_routes(app: Any, refused: Any, definitions: Any) -> None:
     @app.get("/docs", include_in_schema=False)
     async def docs(request: Request) -> "HTMLResponse | JSONResponse":
         denied = None if refused is None else refused(request)
-        return denied or get_swagger_ui_html(openapi_url="/openapi.json", title=app.title)
+        return denied or get_swagger_ui_html(
+            openapi_url="/openapi.json", title=app.title, swagger_js_url="/docs/static/swagger-ui-bundle.js",
+            swagger_css_url="/docs/static/swagger-ui.css", swagger_favicon_url="/docs/static/favicon-32x32.png",
+            # Swagger UI's default validator is swagger.io's: no origin but ours, ever.
+            swagger_ui_parameters={"validatorUrl": None})
+
+    # Swagger UI from the swagger-ui-py package, not a CDN: /docs works offline. Public:
+    # the files are the library's, they hold no data (ADR 0070).
+    @app.get("/docs/static/{name}", include_in_schema=False)
+    async def docs_asset(name: str) -> Any:
+        from fastapi.responses import FileResponse
+
+        folder = _swagger_ui_folder()
+        if name not in DOC_ASSETS or folder is None:
+            return JSONResponse(_error("not_found", f"no document asset {name!r}"), status_code=404)
+        return FileResponse(folder / name, media_type=DOC_ASSETS[name],
+                            headers={"Cache-Control": "public, max-age=86400"})
+
+
+DOC_ASSETS = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",
+              "favicon-32x32.png": "image/png"}
+
+
+def _swagger_ui_folder() -> "Any | None":
+    try:
+        import swagger_ui  # type: ignore[import-untyped]
+    except ImportError:  # the http extra installs it; without it /docs has no assets
+        return None
+    from pathlib import Path
+
+    return Path(swagger_ui.__file__).parent / "static"
 
 
 def token_problem(token: str) -> "str | None":

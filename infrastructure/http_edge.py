@@ -1,6 +1,10 @@
-"""The HTTP edge of ``ctxc serve`` (ADR 0020): uvicorn's h11 protocol with a connection
-cap and a request deadline, and a descriptor limit that fits the cap. Imported only by
-``serve`` (it needs uvicorn, the ``[http]`` extra)."""
+"""The HTTP edge of ``ctxc serve`` (ADR 0020, 0070): uvicorn's h11 protocol with what its
+public options (``timeout_keep_alive``, ``backlog``: used as they are) cannot do — a
+deadline for a request's head (uvicorn times nothing before it; ASGI middleware runs only
+after it), a cap that evicts the longest-waiting idle connection (``limit_concurrency``
+refuses requests instead, so idle sockets could shut everyone out), 400/408/503 answers
+as JSON envelopes (uvicorn's are plain text) — and a descriptor limit that fits the cap.
+Imported only by ``serve`` (it needs uvicorn, the ``[http]`` extra)."""
 
 # No ``from __future__ import annotations``: the class body's annotations are plain.
 import asyncio
@@ -109,7 +113,6 @@ class GuardedH11Protocol(H11Protocol):
             503, "Service Unavailable", "too_many_connections",
             f"all {self.max_connections} connections are busy; retry"))
         self.transport.close()
-
 
 
 def guarded_protocol(*, max_connections: int, request_timeout: float) -> type:

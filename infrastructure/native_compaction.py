@@ -41,6 +41,7 @@ from context_compaction.domain.projection import ProviderIdentity, summary_messa
 from context_compaction.domain.summary import SourceEntry
 
 from .catalog import LiteLLMCatalog
+from .failure_causes import provider_failure
 
 log = logging.getLogger("context_compaction.summarizer")
 
@@ -121,10 +122,8 @@ class NativeCompactionSummarizer:
                 "native compaction call failed",
                 extra={"session_id": request.session_id, "error_class": type(exc).__name__},
             )
-            raise SummaryFailed(
-                f"the native compaction call failed: {type(exc).__name__}",
-                details={"error_class": type(exc).__name__},
-            ) from None
+            raise provider_failure(exc, self.settings, request.model, "native compaction call",
+                                   self._litellm()) from None
 
     def _openai(self, request: SummaryRequest, identity: ProviderIdentity) -> dict[str, Any]:
         """``POST /v1/responses/compact``: the input's user messages and one compaction item."""

@@ -9,6 +9,8 @@ envelopes (``anyOf``, not ``oneOf``: two results may share a shape, e.g.
 
 from __future__ import annotations
 
+import copy
+
 from typing import Any
 
 from pydantic import BaseModel
@@ -68,7 +70,34 @@ def command_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
         # wire it is what selects the command: a client must always send it.
         schema["required"] = ["type", *(f for f in schema.get("required", []) if f != "type")]
         schema["x-result-envelope"] = envelope_name(command)
+    _name_tool_call_parts(definitions)
     return body, definitions
+
+
+def _name_tool_call_parts(definitions: dict[str, Any]) -> None:
+    """The tool call's two forms, its function and the provider's private fields as
+    named components: openapi-python-client drops a union of inline objects (it builds
+    their models twice and refuses the second), and with them every message schema."""
+    tool_call = definitions.get("ToolCall")
+    if tool_call is None:
+        return
+    private = {"type": "object", "additionalProperties": True, "title": "ProviderSpecificFields"}
+    definitions["ProviderSpecificFields"] = private
+    refs = []
+    for form in tool_call["anyOf"]:
+        form = copy.deepcopy(form)
+        title = form["title"]
+        for holder in (form, form["properties"].get("function")):
+            if holder and "provider_specific_fields" in holder["properties"]:
+                holder["properties"]["provider_specific_fields"] = {
+                    "anyOf": [{"$ref": REF.format(model="ProviderSpecificFields")}, {"type": "null"}]}
+        function = form["properties"].get("function")
+        if function is not None:
+            definitions[f"{title}Function"] = {**function, "title": f"{title}Function"}
+            form["properties"]["function"] = {"$ref": REF.format(model=f"{title}Function")}
+        definitions[title] = form
+        refs.append({"$ref": REF.format(model=title)})
+    definitions["ToolCall"] = {k: v for k, v in tool_call.items() if k != "anyOf"} | {"anyOf": refs}
 
 
 def result_schemas() -> dict[str, Any]:

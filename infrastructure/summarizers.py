@@ -95,16 +95,14 @@ class LiteLLMSummarizer:
             kwargs["api_key"] = config.api_key.get_secret_value()
         return kwargs
 
-    @staticmethod
-    def _failed(request: SummaryRequest, exc: Exception) -> SummaryFailed:
+    def _failed(self, request: SummaryRequest, exc: Exception) -> SummaryFailed:
+        from .failure_causes import provider_failure
+
         log.warning(
             "summary call failed",
             extra={"session_id": request.session_id, "error_class": type(exc).__name__},
         )
-        return SummaryFailed(
-            f"the summary call failed: {type(exc).__name__}",
-            details={"error_class": type(exc).__name__},
-        )
+        return provider_failure(exc, self.settings, request.model, "summary call", import_litellm())
 
     @staticmethod
     def _result(request: SummaryRequest, response: Any) -> SummaryResult:

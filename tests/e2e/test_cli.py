@@ -157,7 +157,7 @@ def test_import_legacy_round_trips_and_is_idempotent(tmp_path: Path) -> None:
     cli = json.loads(ctxc("history", "cli:local", "--json", "--db", str(db)).stdout)["messages"]
     assert [m["content"] for m in cli] == ["hello from the CLI", "hi", "one more question"]
     assert "imported 0 messages" in ctxc("import-legacy", str(legacy), "--db", str(db)).stdout
-    assert ctxc("import-legacy", str(tmp_path / "missing.db"), "--db", str(db)).returncode == 1
+    assert ctxc("import-legacy", str(tmp_path / "missing.db"), "--db", str(db)).returncode == 2  # a missing input file is a usage error (one exit-code table, issue 35)
 
 
 def test_dispatch_reads_json_lines(tmp_path: Path) -> None:

@@ -129,7 +129,8 @@ def test_a_missing_input_file_is_named(demo_db: Path, tmp_path: Path) -> None:
     proc = ctxc("info", SID, "--db", str(demo_db), "--system-prompt-file", str(missing))
     assert proc.returncode == 2 and f"{missing}: No such file or directory" in proc.stderr
     proc = ctxc("import-legacy", str(tmp_path / "legacy.db"), "--db", str(tmp_path / "new.db"))
-    assert proc.returncode == 1 and "legacy.db does not exist" in proc.stderr
+    # every input file alike: exit 2, the file named (one exit-code table, issue 35)
+    assert proc.returncode == 2 and "legacy.db: No such file or directory" in proc.stderr
 
 
 def test_an_unreachable_database_prints_the_cause() -> None:
@@ -149,7 +150,7 @@ def test_a_summary_call_without_credentials_names_the_key_and_the_offline_summar
     shutil.copy(demo_db, db)
     proc = ctxc("compact", SID, "--db", str(db), "--summarizer", "llm")
     assert proc.returncode == 1, proc.stderr
-    line = proc.stderr.strip().splitlines()[-1]
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("error: "))  # (a cause: line follows)
     assert line.startswith("error: summary_failed: the summary call failed")
     assert "OPENAI_API_KEY" in line and "--summarizer extractive" in line and "api_key" in line
     # The offline summarizer it points to works on the same session.
@@ -188,6 +189,7 @@ def test_dispatch_exits_1_when_any_line_failed(tmp_path: Path) -> None:
 READ_ONLY = [
     ["sessions"], ["history", "S"], ["info", "S"], ["checkpoints", "S"], ["projection", "S"],
     ["replay", "S", "--at-version", "1"], ["timeline", "S"], ["verify"],
+    ["compact", "S"],  # it writes, but only to a session that exists (review of issue 35)
 ]
 
 
@@ -196,12 +198,13 @@ def test_a_read_only_command_never_creates_a_database(command: list[str], tmp_pa
     db = tmp_path / "missing" / "typo.db"
     db.parent.mkdir()
     proc = ctxc(*command, "--db", str(db))
-    assert proc.returncode == 1, proc.stderr
+    # a missing input: exit 2, as every missing input file (issue 35's one exit-code table)
+    assert proc.returncode == 2, proc.stderr
     assert f"error: storage_error: no database at {db}" in proc.stderr
     assert list(db.parent.iterdir()) == []
     # The default database (./ctxc.db) too.
     proc = ctxc(*command, cwd=db.parent)
-    assert proc.returncode == 1 and "no database at" in proc.stderr
+    assert proc.returncode == 2 and "no database at" in proc.stderr
     assert list(db.parent.iterdir()) == []
 
 

@@ -164,10 +164,12 @@ def _ctxc(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
 def test_ctxc_events_prints_json_lines_after_a_position(tmp_path: Path) -> None:
     url, h = _sqlite_with_events(tmp_path)
     h.close()
-    everything = _ctxc("events", "--db", url, "--limit", "2")  # pages of 2 until the end
+    everything = _ctxc("events", "--db", url)  # every event, in pages
     assert everything.returncode == 0, everything.stderr
     lines = [json.loads(line) for line in everything.stdout.splitlines()]
     assert [e["position"] for e in lines] == [1, 2, 3, 4, 5, 6]
+    two = _ctxc("events", "--db", url, "--limit", "2")  # --limit is the total (issue 35)
+    assert [json.loads(line)["position"] for line in two.stdout.splitlines()] == [1, 2]
     assert set(lines[0]) == {"position", "session_id", "version", "type", "at", "payload"}
     later = _ctxc("events", "--db", url, "--after", "4")
     assert [json.loads(line)["position"] for line in later.stdout.splitlines()] == [5, 6]

@@ -48,3 +48,23 @@ def test_the_embedding_example_runs(tmp_path: Path, provider) -> None:
         ("user", "Why does test_refund_idempotency fail intermittently?"),
         ("assistant", "A race between two refund requests."),
     ]
+
+
+def test_the_embedding_example_runs_again_on_its_own_database(tmp_path: Path, provider) -> None:
+    """Issue 35, finding 5: a second run continues the session (get or start), where
+    ``StartSession`` alone failed with ``SessionExists``."""
+    script = tmp_path / "example.py"
+    script.write_text(embedding_example(), encoding="utf-8")
+    env = {**os.environ, "OPENAI_API_BASE": provider.base_url, "OPENAI_API_KEY": "test-key",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    for answer in ("first answer", "second answer"):
+        provider.queue(Reply(text=answer, prompt_tokens=321))
+        proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert answer in proc.stdout
+    with bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 'agent.db'}")) as bus:
+        history = bus.dispatch(c.GetHistory(session_id="ticket-4711"))
+    assert [m.role for m in history.messages] == ["user", "assistant", "user", "assistant"]
+    assert provider.requests[1].messages[-1]["content"] == provider.requests[0].messages[-1]["content"]
+    assert len(provider.requests[1].messages) == len(provider.requests[0].messages) + 2

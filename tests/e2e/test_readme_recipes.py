@@ -88,6 +88,18 @@ def test_the_fastapi_recipe_serves_while_a_compaction_waits_for_its_summary(
             assert missing.status_code == 404 and missing.json()["code"] == "session_not_found"
             envelope = (await client.post("/commands", json={"type": "no_such_command"})).json()
             assert envelope["ok"] is False and envelope["error"]["code"] == "invalid_command"
+            # bad input is a 422 with the error body, not a 500 (issue 35, finding 5)
+            for bad in ([{"role": "nobody", "content": "x"}], {"not": "a list"}):
+                refused = await client.post("/sessions/s1/messages", json=bad)
+                assert refused.status_code == 422, refused.text
+                body = refused.json()
+                assert body["code"] == "invalid_command" and body["message"] and body["details"]["errors"]
+            # a body nested too deep for the JSON parser: FastAPI's own 400 {"detail": ...} before
+            deep = await client.post("/sessions/s1/messages", content=b"[" * 5000 + b"]" * 5000,
+                                     headers={"content-type": "application/json"})
+            assert deep.status_code == 422 and deep.json()["code"] == "invalid_command", deep.text
+            nowhere = await client.get("/no/such/route")
+            assert nowhere.status_code == 404 and nowhere.json()["code"] == "not_found", nowhere.text
 
     asyncio.run(main())
     assert provider.calls == 1

@@ -36,7 +36,7 @@ def test_a_read_only_command_on_a_missing_schema_creates_nothing(
     url = f"{POSTGRES_URL}?schema={schema}"
     for argv in (["sessions"], ["events"], ["history", "S"]):
         capsys.readouterr()
-        assert run_cli([*argv, "--db", url]) == 1
+        assert run_cli([*argv, "--db", url]) == 2  # a missing input (issue 35's exit-code table)
         err = capsys.readouterr().err
         assert err.startswith("error: storage_error: ") and schema in err and "creates none" in err, err
         assert not _schema_exists(schema), argv
