@@ -102,8 +102,17 @@ def create_app(
     command_schema, definitions = command_schemas()
     responses = _documented_responses()
     _add_command_routes(app, bus, refused, responses, command_schema, max_body_bytes)
-    _add_document_routes(app, None if public_docs else refused, definitions)
     from .inspector import mount  # the read-only browser inspector at /ui (issue 41)
+    from .inspector.routes import COOKIE, cookie_ok
+
+    def docs_refused(request: Any) -> Any:
+        """A browser cannot send the bearer token: the inspector's login cookie opens the
+        API documents too (they hold no session data; issue 35)."""
+        if token is not None and cookie_ok(token, request.cookies.get(COOKIE, "")):
+            return None
+        return refused(request)
+
+    _add_document_routes(app, None if public_docs else docs_refused, definitions)
 
     mount(app, bus, token)
     return app

@@ -183,7 +183,9 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
             return page("login.html", 401, failed=token is not None)
         done = RedirectResponse("/ui", status_code=303, headers=HEADERS)
         done.set_cookie(COOKIE, cookie_value(token), max_age=COOKIE_MAX_AGE, httponly=True, samesite="strict",
-                        path="/ui", secure=request.url.scheme == "https")
+                        # "/": the API documents (/docs, /openapi.json) take the login too;
+                        # the command routes never read a cookie (bearer only: no CSRF).
+                        path="/", secure=request.url.scheme == "https")
         return done
 
     @app.post("/ui/logout", include_in_schema=False)
@@ -191,7 +193,7 @@ def mount(app: Any, bus: Any, token: "str | None", *, count: Any = None) -> None
         if cross_site(request):
             return page("missing.html", 403, title="Forbidden", what="a logout posted from another site")
         done = RedirectResponse("/ui/login", status_code=303, headers=HEADERS)
-        done.delete_cookie(COOKIE, path="/ui", httponly=True, samesite="strict")
+        done.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
         return done
 
 

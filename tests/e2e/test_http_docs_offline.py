@@ -50,3 +50,23 @@ def test_public_docs_need_no_token_and_private_docs_do(client: tuple[TestClient,
     for path in ("/docs", "/openapi.json"):
         assert http.get(path).status_code == (200 if public else 401), path
     assert http.post("/v1/commands", json={"type": "list_sessions"}).status_code == 401  # commands always do
+
+
+def test_the_inspectors_login_opens_the_documents_in_a_browser_but_never_the_commands() -> None:
+    """Without ``--public-docs`` a browser reaches ``/docs`` through the inspector's login
+    form (issue 35): the cookie it sets is sent to ``/docs`` and ``/openapi.json``; the
+    command routes read only the bearer token, so the cookie opens nothing else."""
+    bus = bootstrap(Settings(database_url="memory://", summarizer="extractive"))
+    app = create_app(bus, token=TOKEN, max_body_bytes=100_000, public_docs=False)
+    with TestClient(app, base_url="http://127.0.0.1") as http:
+        assert http.get("/docs").status_code == 401
+        wrong = http.post("/ui/login", data={"token": "not-the-token"}, follow_redirects=False)
+        assert wrong.status_code == 401 and not http.cookies
+        login = http.post("/ui/login", data={"token": TOKEN}, follow_redirects=False)
+        assert login.status_code == 303 and http.cookies, login.text
+        assert http.get("/docs").status_code == 200
+        assert http.get("/openapi.json").json()["openapi"].startswith("3.")
+        assert http.post("/v1/commands", json={"type": "list_sessions"}).status_code == 401
+        http.post("/ui/logout", follow_redirects=False)
+        assert http.get("/docs").status_code == 401
+    bus.close()
