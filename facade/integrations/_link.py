@@ -18,8 +18,9 @@ from context_compaction.application.results import TurnRequest
 from context_compaction.domain.errors import SessionExists
 from context_compaction.domain.projection import SUMMARY_HEADER
 
-#: (framework key, chat message) — the key says whether the log has the message.
-Keyed = tuple[str, dict[str, Any]]
+#: (framework key, chat message) — the key says whether the log has the message; None:
+#: the framework gives the message no identity (a user's input), it is always new.
+Keyed = tuple[str | None, dict[str, Any]]
 
 
 def is_summary(message: dict[str, Any]) -> bool:
@@ -60,15 +61,24 @@ class SessionLink:
         return commands.StartSession(session_id=self.session_id, model=self.model)
 
     def _history(self) -> commands.GetHistory:
-        return commands.GetHistory(session_id=self.session_id, include_invalidated=True)
+        # Visible messages only: an item the host removed (pop, clear) may come again.
+        return commands.GetHistory(session_id=self.session_id)
+
+    def forget(self, keys: Iterable[str] | None = None) -> None:
+        """The log no longer shows these keys (all keys: None) to the model."""
+        if self._known is not None:
+            if keys is None:
+                self._known.clear()
+            else:
+                self._known.difference_update(keys)
 
     def _learn(self, history: Any) -> set[str]:
         known: set[str] = set()
         for record in history.messages:
             state = record.provider_state or {}
             fields = (state.get("data") or {}).get(self.stash)
-            if isinstance(fields, dict) and isinstance(fields.get("key"), str):
-                known.add(fields["key"])
+            if isinstance(fields, dict):
+                known.update(k for k in [fields.get("key"), *(fields.get("keys") or ())] if isinstance(k, str))
         return known
 
     def _new(self, keyed: Iterable[Keyed]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -77,13 +87,16 @@ class SessionLink:
         fresh: list[dict[str, Any]] = []
         seen: set[str] = set()
         for key, message in keyed:
-            if key in self._known or key in seen:
-                continue
-            seen.add(key)
-            keys.append(key)
+            if key is not None:
+                if key in self._known or key in seen:
+                    continue
+                seen.add(key)
+                keys.append(key)
             if self.stash in message:
                 message = dict(message)
-                message = self.bind({**message.pop(self.stash), "key": key}, message)
+                fields = message.pop(self.stash)
+                keys.extend(k for k in fields.get("keys") or () if isinstance(k, str))
+                message = self.bind({**fields, "key": key} if key is not None else fields, message)
             fresh.append(message)
         return keys, fresh
 
@@ -221,3 +234,13 @@ def join_content(chat: Any, fields: dict[str, Any], restore: Callable[[dict[str,
                 break
             out.append(part["text"] if index in strs else part)
     return out
+
+
+def converted(part: dict[str, Any], block: dict[str, Any], payload: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A block the chat format holds as ``part``; :func:`restore_block` undoes it."""
+    return part, {"payload": payload, "block": {k: v for k, v in block.items() if k != payload}}
+
+
+def restore_block(part: dict[str, Any], undo: dict[str, Any]) -> dict[str, Any]:
+    value = part["text"] if part["type"] == "text" else part["image_url"]["url"]
+    return {**undo["block"], undo["payload"]: value}
