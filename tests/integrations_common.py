@@ -69,3 +69,11 @@ def projection(bus: Any, session_id: str) -> list[dict[str, Any]]:
 
 def history(bus: Any, session_id: str) -> list[Any]:
     return bus.dispatch(commands.GetHistory(session_id=session_id, include_invalidated=True)).messages
+
+
+def same_or_shortened(stored: Any, sent: Any, tool_output: bool) -> bool:
+    """``sent`` is ``stored``, or (a tool output) shortened by a request trimmed within
+    its turn: request-local, the log keeps it whole."""
+    if stored == sent:
+        return True
+    return tool_output and isinstance(sent, str) and isinstance(stored, str) and len(sent) < len(stored)
