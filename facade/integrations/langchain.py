@@ -16,8 +16,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from hashlib import sha256
 from typing import Any
 
-from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+try:
+    from langchain.agents.middleware.types import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise ImportError(f"{exc}: pip install 'context-compaction[langchain]'") from exc
 
 from context_compaction.application.bus import MessageBus
 from context_compaction.domain.errors import InvalidCommand
@@ -64,12 +67,24 @@ def message_key(message: BaseMessage) -> str:
     return "h:" + sha256(json.dumps(message.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
 
 
+def _without_defaults(message: BaseMessage) -> dict[str, Any]:
+    """The message's fields minus those at their defaults: the stash is counted in the
+    budget like any provider field (biased high), so it carries what it must only."""
+    dump = message.model_dump(mode="json")
+    for name, field in type(message).model_fields.items():
+        if name in dump and name != "content" and not field.is_required():
+            default = field.get_default(call_default_factory=True)
+            if dump[name] == default and name != "tool_calls":
+                del dump[name]
+    return dump
+
+
 def to_chat(message: BaseMessage) -> dict[str, Any]:
     """One LangChain message as a chat message, its other fields in the stash."""
     role = _ROLES.get(message.type)
     if role is None:
         raise InvalidCommand(f"LangChain message type {message.type!r} has no chat role")
-    dump = message.model_dump(mode="json")
+    dump = _without_defaults(message)
     content, shape = split_content(dump.pop("content"), _keep)
     if role in ("user", "system") and not content:
         content, shape = "[non-text content]", {**shape, "stub": True}
@@ -82,7 +97,12 @@ def to_chat(message: BaseMessage) -> dict[str, Any]:
         out["tool_call_id"] = message.tool_call_id  # type: ignore[attr-defined]
         if out["content"] in (None, []):
             out["content"] = ""
-    fields = {"key": message_key(message), "type": message.type, "fields": dump, "content": shape}
+    key = message_key(message)
+    if dump.get("id") == key:
+        del dump["id"]  # (the key is the id: stored once)
+    fields: dict[str, Any] = {"key": key, "type": message.type, "fields": dump}
+    if shape:
+        fields["content"] = shape
     if calls:
         fields["calls"] = {c["id"]: {k: v for k, v in c.items() if k not in ("id", "name", "args")} for c in calls}
     return {**out, STASH: fields}
@@ -110,6 +130,8 @@ def from_chat(message: dict[str, Any]) -> BaseMessage:
     if value is None:
         value = ""
     fields = dict(stash.get("fields") or {})
+    if "id" not in fields and not str(stash.get("key", "h:")).startswith("h:"):
+        fields["id"] = stash["key"]
     cls = _CLASSES[stash["type"]]
     if cls is AIMessage:
         meta = stash.get("calls") or {}

@@ -25,7 +25,7 @@ STASH = "x_openai_agents"
 _ASSISTANT_KINDS = frozenset({"function_call", "reasoning"})
 
 
-def _key(item: dict[str, Any]) -> str | None:
+def item_key(item: dict[str, Any]) -> str | None:
     if item.get("type") == "function_call_output" and item.get("call_id"):
         return f"out:{item['call_id']}"
     value = item.get("id")
@@ -71,14 +71,14 @@ def to_chat(items: list[Any]) -> list[Keyed]:
             if not content:
                 content, shape = "[non-text content]", {**shape, "stub": True}
             rest = {k: v for k, v in item.items() if k != "content"}
-            out.append((_key(item), {"role": role, "content": content,
+            out.append((item_key(item), {"role": role, "content": content,
                                      STASH: {"items": [{"item": rest, "content": shape}]}}))
         elif kind == "function_call_output":
             flush()
             output = item.get("output")
             content, shape = split_content(output, _input_part)
             rest = {k: v for k, v in item.items() if k != "output"}
-            out.append((_key(item), {"role": "tool", "tool_call_id": item["call_id"], "content": content or "",
+            out.append((item_key(item), {"role": "tool", "tool_call_id": item["call_id"], "content": content or "",
                                      STASH: {"items": [{"item": rest, "content": shape}]}}))
         else:  # the model's output: its message, reasoning, calls, hosted tool items
             group.append(item)
@@ -104,7 +104,7 @@ def _assistant(items: list[dict[str, Any]]) -> Keyed:
             entries.append({"item": {k: v for k, v in item.items() if k not in ("name", "arguments")}})
         else:
             entries.append({"item": item, "whole": True})
-    keys = [k for k in (_key(i) for i in items) if k is not None]
+    keys = [k for k in (item_key(i) for i in items) if k is not None]
     message: dict[str, Any] = {"role": "assistant", "content": parts or None,
                                STASH: {"items": entries, "keys": keys}}
     if calls:

@@ -16,8 +16,11 @@ from hashlib import sha256
 from itertools import groupby
 from typing import Any
 
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+try:
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise ImportError(f"{exc}: pip install 'context-compaction[pydantic-ai]'") from exc
 
 from context_compaction.application.bus import MessageBus
 
