@@ -72,8 +72,8 @@ async def _agents(size: int, turns: int, work: Path) -> dict[str, Any]:
     await theirs.add_items(prefill)
     bus = _bus(work / f"agents-ours-{size}.db")
     ours = CompactingSession(bus, "s", model=MODEL)
-    for start in range(0, len(prefill), 2000):
-        await ours.add_items(prefill[start:start + 2000])
+    for start in range(0, len(prefill), 800):
+        await ours.add_items(prefill[start:start + 800])
     await ours.get_items()  # the first view compacts the prefilled history (not timed)
     out: dict[str, list[float]] = {"ours": [], "theirs": []}
     for k in range(turns):  # interleaved, so both see the same machine minutes
@@ -127,8 +127,8 @@ def _langgraph(size: int, turns: int, work: Path) -> dict[str, Any]:
     bus = _bus(work / f"langgraph-{size}.db")
     middleware = CompactionMiddleware(bus, model=MODEL, session_id="s")
     link = middleware.link("s")
-    for start in range(0, len(prefill), 2000):
-        link.append([(message_key(m), to_chat(m)) for m in prefill[start:start + 2000]])
+    for start in range(0, len(prefill), 800):
+        link.append([(message_key(m), to_chat(m)) for m in prefill[start:start + 800]])
     link.prepare()  # compacts the prefilled history (not timed)
     ours = create_agent(Instant(responses=[]), [lookup], middleware=[middleware])
     out: dict[str, list[float]] = {"ours": [], "theirs": []}
@@ -176,8 +176,8 @@ def _pydantic_ai(size: int, turns: int, work: Path) -> dict[str, Any]:
                  ModelResponse(parts=[TextPart("answer " + text(n, 20))])]
     bus = _bus(work / f"pydantic-ai-{size}.db")
     processor = CompactionProcessor(bus, session_id="s", model=MODEL)
-    for start in range(0, len(past), 2000):
-        processor.link.append(to_chat(past[start:start + 2000]))
+    for start in range(0, len(past), 800):
+        processor.link.append(to_chat(past[start:start + 800]))
     processor.link.prepare()  # compacts the prefilled history (not timed)
     ours, theirs = agent([processor]), agent([])
     out: dict[str, list[float]] = {"ours": [], "theirs": []}

@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async"]
+ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async", "integrations"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--staged-turns", type=int, default=300, help="turns of the staged-compaction section")
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
     parser.add_argument("--async-delay", type=float, default=3.0, help="seconds of the async section's summary call")
+    parser.add_argument("--integrations-sizes", default="1000,10000", help="history sizes of the integrations section")
+    parser.add_argument("--integrations-turns", type=int, default=20, help="turns measured per size and framework")
     parser.add_argument("--pg-prototypes", nargs="?", const="all", default=None,
                         help="also run the what-if variants of the write path (ADR 0030, 0043, 0053):"
                              " all, or a comma-separated list of their names")
@@ -42,7 +44,8 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
     return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
-            "retention": _retention, "staged": _staged, "async": _async}[name](args, report, text)
+            "retention": _retention, "staged": _staged, "async": _async,
+            "integrations": _integrations}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -165,3 +168,16 @@ def _async(args: argparse.Namespace, report: dict[str, Any], text: list[str]) ->
              "(a local fake model through litellm) runs in it:", ""]
     text += asyncbench.markdown(result)
     return [_target(*t) for t in asyncbench.targets(result)]
+
+
+def _integrations(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import integrations
+
+    result = _in_process("integrations.py", "--sizes", args.integrations_sizes,
+                         "--turns", str(args.integrations_turns))
+    report["integrations"] = result
+    text += ["", "Framework integrations (issue 40): per turn, with each framework's test model answering "
+             "at once, the adapter against the framework's own memory (median of "
+             f"{result['turns']} interleaved turns):", ""]
+    text += integrations.markdown(result)
+    return [_target(*t) for t in integrations.targets(result)]
