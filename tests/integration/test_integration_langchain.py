@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("langchain")
@@ -207,32 +207,30 @@ def conversations(draw: Any) -> list[BaseMessage]:
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None)
 @given(conversation=conversations())
-def test_messages_survive_the_log_both_ways(conversation: list[BaseMessage], tmp_path_factory: Any) -> None:
+def test_messages_survive_the_log_both_ways(conversation: list[BaseMessage], rt_bus: Any) -> None:
     """LangChain → our log → projection → LangChain gives the same messages: text,
     images, tool calls and results, reasoning blocks, provider fields, ids."""
-    from context_compaction import Settings, bootstrap
-
-    bus = _round_trip_bus(tmp_path_factory)
-    link = SessionLink(bus, f"s{len(_seen)}", MODEL, "x_langchain")
-    _seen.append(1)
     for m in conversation:
         assert from_chat(json.loads(json.dumps(to_chat(m)))) == m
+    link = SessionLink(rt_bus, f"rt{len(_count)}", MODEL, "x_langchain")
+    _count.append(1)
     link.append([(message_key(m), to_chat(m)) for m in conversation])
     back = [from_chat(m) for m in link.prepare("sys").messages[1:]]
     assert [m.model_dump() for m in back] == [m.model_dump() for m in conversation]
-    assert Settings and bootstrap
 
 
-_seen: list[int] = []
-_buses: dict[str, Any] = {}
+_count: list[int] = []
 
 
-def _round_trip_bus(tmp_path_factory: Any) -> Any:
+@pytest.fixture(scope="module")
+def rt_bus(tmp_path_factory: Any) -> Any:
+    """One database for all examples (a session each): bootstrapping per example would
+    dominate the test's time."""
     from context_compaction import Settings, bootstrap
 
-    if "bus" not in _buses:
-        _buses["bus"] = bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
-                                           summarizer="extractive"))
-    return _buses["bus"]
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
+                             summarizer="extractive"))
+    yield bus
+    bus.close()

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("agents")
@@ -144,8 +144,9 @@ def test_add_items_again_pop_item_and_clear_session(make_harness: Any) -> None:
 
     asyncio.run(main())
     # Nothing raw is gone: the log keeps what pop and clear took away from the model.
-    every = h.bus.dispatch(__import__("context_compaction").commands.GetHistory(session_id="s2",
-                                                                                include_invalidated=True))
+    from context_compaction import commands
+
+    every = h.bus.dispatch(commands.GetHistory(session_id="s2", include_invalidated=True))
     assert len(every.messages) == 5 and all(m.invalidated for m in every.messages)
 
 
@@ -206,12 +207,12 @@ def turns(draw: Any) -> list[dict[str, Any]]:
     return items
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None)
 @given(items=turns())
-def test_items_survive_the_log_both_ways(items: list[dict[str, Any]], tmp_path_factory: Any) -> None:
+def test_items_survive_the_log_both_ways(items: list[dict[str, Any]], rt_bus: Any) -> None:
     """Agents SDK items → our log → projection → items: text, images, files, function
     calls and outputs, reasoning items with their encrypted content, item ids."""
-    bus = _bus(tmp_path_factory)
+    bus = rt_bus
     link = SessionLink(bus, f"rt{len(_count)}", MODEL, STASH)
     _count.append(1)
     link.append(to_chat(items))
@@ -220,13 +221,15 @@ def test_items_survive_the_log_both_ways(items: list[dict[str, Any]], tmp_path_f
 
 
 _count: list[int] = []
-_buses: list[Any] = []
 
 
-def _bus(tmp_path_factory: Any) -> Any:
+@pytest.fixture(scope="module")
+def rt_bus(tmp_path_factory: Any) -> Any:
+    """One database for all examples (a session each): bootstrapping per example would
+    dominate the test's time."""
     from context_compaction import Settings, bootstrap
 
-    if not _buses:
-        _buses.append(bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
-                                         summarizer="extractive")))
-    return _buses[0]
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
+                             summarizer="extractive"))
+    yield bus
+    bus.close()

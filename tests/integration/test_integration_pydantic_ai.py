@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("pydantic_ai")
@@ -183,13 +183,13 @@ def conversations(draw: Any) -> list[ModelMessage]:
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None)
 @given(conversation=conversations())
-def test_messages_survive_the_log_both_ways(conversation: list[ModelMessage], tmp_path_factory: Any) -> None:
+def test_messages_survive_the_log_both_ways(conversation: list[ModelMessage], rt_bus: Any) -> None:
     """pydantic-ai → our log → projection → pydantic-ai: text, images (URLs, bytes),
     tool calls (dict or JSON-text args), returns, retried returns, thinking with signatures,
     system prompts, instructions, timestamps, provider details."""
-    bus = _bus(tmp_path_factory)
+    bus = rt_bus
     link = SessionLink(bus, f"rt{len(_count)}", MODEL, STASH)
     _count.append(1)
     link.append(to_chat(conversation))
@@ -199,13 +199,15 @@ def test_messages_survive_the_log_both_ways(conversation: list[ModelMessage], tm
 
 
 _count: list[int] = []
-_buses: list[Any] = []
 
 
-def _bus(tmp_path_factory: Any) -> Any:
+@pytest.fixture(scope="module")
+def rt_bus(tmp_path_factory: Any) -> Any:
+    """One database for all examples (a session each): bootstrapping per example would
+    dominate the test's time."""
     from context_compaction import Settings, bootstrap
 
-    if not _buses:
-        _buses.append(bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
-                                         summarizer="extractive")))
-    return _buses[0]
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
+                             summarizer="extractive"))
+    yield bus
+    bus.close()
