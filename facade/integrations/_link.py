@@ -9,6 +9,7 @@ again), no other provider or model ever sees them (ADR 0074, ADR 0017).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -21,6 +22,14 @@ from context_compaction.domain.projection import SUMMARY_HEADER
 #: (framework key, chat message) — the key says whether the log has the message; None:
 #: the framework gives the message no identity (a user's input), it is always new.
 Keyed = tuple[str | None, dict[str, Any]]
+
+
+def unstash(value: Any) -> dict[str, Any] | None:
+    """The adapter's fields of a message: stored as JSON text, given as a dict before
+    the message reached the log."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return value if isinstance(value, dict) else None
 
 
 def is_summary(message: dict[str, Any]) -> bool:
@@ -42,20 +51,22 @@ class SessionLink:
         self.model = model
         self.stash = stash
         self._known: set[str] | None = None
+        self._identity: Any = None
         self.last_request: TurnRequest | None = None
 
     # ------------------------------------------------------------------ helpers
     def bind(self, fields: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
         """``message`` carrying ``fields`` under the stash key, bound to the session's model."""
-        identity = self.bus.services.identity(self.model)
+        if self._identity is None:
+            self._identity = self.bus.services.identity(self.model)
+        identity = self._identity
         state = message.get("provider_state") or {"provider": identity.provider, "model": identity.model,
                                                   "data": {}}
-        state = {**state, "data": {**state.get("data", {}), self.stash: fields}}
+        # JSON text, not a nested object: every request hands out a copy of the projection
+        # that shares no dict or list with the cache (application/handout.py), and a flat
+        # message is copied in one step where nested fields are walked one by one.
+        state = {**state, "data": {**state.get("data", {}), self.stash: json.dumps(fields, ensure_ascii=False)}}
         return {**message, "provider_state": state}
-
-    def stashed(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        value = message.get(self.stash)
-        return value if isinstance(value, dict) else None
 
     def _start(self) -> commands.StartSession:
         return commands.StartSession(session_id=self.session_id, model=self.model)
@@ -76,7 +87,7 @@ class SessionLink:
         known: set[str] = set()
         for record in history.messages:
             state = record.provider_state or {}
-            fields = (state.get("data") or {}).get(self.stash)
+            fields = unstash((state.get("data") or {}).get(self.stash))
             if isinstance(fields, dict):
                 known.update(k for k in [fields.get("key"), *(fields.get("keys") or ())] if isinstance(k, str))
         return known

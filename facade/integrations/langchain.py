@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 from context_compaction.application.bus import MessageBus
 from context_compaction.domain.errors import InvalidCommand
 
-from ._link import Keyed, SessionLink, history_without_system, join_content, split_content
+from ._link import Keyed, SessionLink, history_without_system, join_content, split_content, unstash
 
 STASH = "x_langchain"
 _ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
@@ -110,7 +110,7 @@ def to_chat(message: BaseMessage) -> dict[str, Any]:
 
 def from_chat(message: dict[str, Any]) -> BaseMessage:
     """A chat message (as the projection gives it) as a LangChain message."""
-    stash = message.get(STASH)
+    stash = unstash(message.get(STASH))
     role = message["role"]
     content = message.get("content")
     if not isinstance(stash, dict):

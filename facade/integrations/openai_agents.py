@@ -19,7 +19,9 @@ from typing import Any
 from context_compaction.application import commands
 from context_compaction.application.bus import MessageBus
 
-from ._link import Keyed, SessionLink, converted, history_without_system, join_content, restore_block, split_content
+from ._link import (
+    Keyed, SessionLink, converted, history_without_system, join_content, restore_block, split_content, unstash,
+)
 
 STASH = "x_openai_agents"
 _ASSISTANT_KINDS = frozenset({"function_call", "reasoning"})
@@ -114,7 +116,7 @@ def _assistant(items: list[dict[str, Any]]) -> Keyed:
 
 def from_chat(message: dict[str, Any]) -> list[dict[str, Any]]:
     """A projected chat message as the Responses input items it stands for."""
-    stash = message.get(STASH)
+    stash = unstash(message.get(STASH))
     role = message["role"]
     if not isinstance(stash, dict):  # the summary block, or a message another host appended
         if role == "tool":
@@ -188,7 +190,7 @@ class CompactingSession:
         items = from_chat(_record_message(record))
         await bus.adispatch(commands.InvalidateHistory(session_id=sid, kind="delete", seqs=[record["seq"]],
                                                        expand_tool_groups=True, reason="pop_item"))
-        stash = (record.get("provider_state") or {}).get("data", {}).get(STASH) or {}
+        stash = unstash((record.get("provider_state") or {}).get("data", {}).get(STASH)) or {}
         self.link.forget([k for k in [stash.get("key"), *(stash.get("keys") or ())] if isinstance(k, str)])
         if len(items) > 1:  # one SDK item of several in this message: the others stay
             await self.link.aappend(to_chat(items[:-1]))

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 
 from context_compaction.application.bus import MessageBus
 
-from ._link import Keyed, SessionLink, converted, join_content, restore_block, split_content
+from ._link import Keyed, SessionLink, converted, join_content, restore_block, split_content, unstash
 
 STASH = "x_pydantic_ai"
 
@@ -107,7 +107,8 @@ def _response(parts: list[dict[str, Any]], stash: dict[str, Any]) -> dict[str, A
 def from_chat(messages: list[dict[str, Any]]) -> list[ModelMessage]:
     """Projected chat messages as pydantic-ai messages (a request's parts rejoined)."""
     out: list[dict[str, Any]] = []
-    for mkey, run in groupby(messages, key=lambda m: (m.get(STASH) or {}).get("mkey") or id(m)):
+    unpacked = [{**m, STASH: unstash(m[STASH])} if STASH in m else m for m in messages]
+    for _, run in groupby(unpacked, key=lambda m: (m.get(STASH) or {}).get("mkey") or id(m)):
         group = list(run)
         stash = group[0].get(STASH)
         if not isinstance(stash, dict):

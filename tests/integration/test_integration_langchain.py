@@ -118,7 +118,7 @@ def test_a_30_turn_agent_compacts_without_rewriting_its_graph_state(make_harness
     assert check_received(model, state) >= TURNS  # most requests after the first compaction
     # The log holds every message the agent produced, the final answer included.
     logged = history(h.bus, "t1")
-    assert [m.provider_state["data"]["x_langchain"]["key"] for m in logged] == [m.id for m in state]
+    assert [json.loads(m.provider_state["data"]["x_langchain"])["key"] for m in logged] == [m.id for m in state]
 
     # A restarted process (a new bus on the same database) sees the same projection and
     # goes on without appending anything twice.

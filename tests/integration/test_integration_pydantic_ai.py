@@ -125,7 +125,7 @@ def test_30_runs_compact_and_the_runs_history_stays_whole(make_harness: Any, use
                 assert [_unshortened(p, q) for p, q in zip(mine["parts"], sent["parts"], strict=True)] == mine["parts"]
     assert summarized >= TURNS
     logged = history(h.bus, "s1")
-    keys = [m.provider_state["data"][STASH]["mkey"] for m in logged]
+    keys = [json.loads(m.provider_state["data"][STASH])["mkey"] for m in logged]
     assert list(dict.fromkeys(keys)) == [message_key(m) for m in dumped]
 
     before = projection(h.bus, "s1")
