@@ -154,7 +154,7 @@ def _tool_schemas(tools: Sequence[Any]) -> list[dict[str, Any]] | None:
         return None
 
 
-class CompactionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class CompactionMiddleware(AgentMiddleware):
     """Keeps the thread's history in our log and sends the model our projection."""
 
     def __init__(self, bus: MessageBus, *, model: str, session_id: str | None = None) -> None:
@@ -191,7 +191,7 @@ class CompactionMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def _request(self, request: ModelRequest, turn: Any) -> ModelRequest:
         messages = [from_chat(m) for m in history_without_system(turn, request.system_prompt)]
-        return request.override(messages=messages)
+        return request.override(messages=messages)  # type: ignore[arg-type]
 
     @staticmethod
     def _usage(response: Any) -> tuple[int | None, int | None]:

@@ -62,7 +62,7 @@ class _Transcript:
         self.lock = threading.Lock()
 
 
-class CompactionHook(CustomLogger):  # type: ignore[misc]
+class CompactionHook(CustomLogger):
     """A LiteLLM ``CustomLogger``: our projection in, the provider's usage recorded."""
 
     def __init__(self, bus: MessageBus, **kwargs: Any) -> None:

@@ -48,7 +48,8 @@ def _input_part(block: Any) -> Any:
 def _dump(item: Any) -> dict[str, Any]:
     if hasattr(item, "model_dump"):
         return dict(item.model_dump(exclude_unset=True, mode="json"))
-    return json.loads(json.dumps(item))  # the caller's dict stays untouched
+    copied: dict[str, Any] = json.loads(json.dumps(item))  # the caller's dict stays untouched
+    return copied
 
 
 def to_chat(items: list[Any]) -> list[Keyed]:

@@ -125,7 +125,7 @@ def _part(message: dict[str, Any]) -> dict[str, Any]:
     if stash.get("whole"):
         return dict(stash["part"])
     if message["role"] == "tool":
-        content = message.get("content")
+        content = message.get("content") or ""
         return {**stash["part"], "content": json.loads(content) if stash.get("json") else content}
     shape = stash.get("content") or {}
     chat = ([] if shape.get("list") else "") if shape.get("stub") else message.get("content")
