@@ -143,9 +143,12 @@ class SessionLink:
         return self.last_request
 
     def record_usage(self, prompt_tokens: int | None, completion_tokens: int | None = None) -> None:
+        """The provider's count for the request ``prepare`` built last, once: a later call
+        of the same turn sends more than that request held."""
         request = self.last_request
         if request is None or prompt_tokens is None or prompt_tokens <= 0:
             return
+        self.last_request = None
         self.bus.dispatch(commands.RecordUsage(session_id=self.session_id, request_id=request.request_id,
                                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens))
 
@@ -177,6 +180,7 @@ class SessionLink:
         request = self.last_request
         if request is None or prompt_tokens is None or prompt_tokens <= 0:
             return
+        self.last_request = None
         await self.bus.adispatch(commands.RecordUsage(
             session_id=self.session_id, request_id=request.request_id, prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens))

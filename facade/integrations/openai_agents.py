@@ -169,6 +169,21 @@ class CompactingSession:
         self.session_settings = session_settings
         self.link = SessionLink(bus, session_id, model, STASH)
 
+    def usage_hooks(self) -> Any:
+        """``RunHooks`` that record the provider's prompt count of the run's first model
+        call (the request ``get_items`` built): ``Runner.run(..., hooks=session.usage_hooks())``.
+        The SDK hands a session no usage of its own."""
+        from agents import RunHooks
+
+        link = self.link
+
+        class UsageHooks(RunHooks):  # type: ignore[type-arg]
+            async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                usage = getattr(response, "usage", None)
+                await link.arecord_usage(getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
+
+        return UsageHooks()
+
     async def get_items(self, limit: int | None = None) -> list[Any]:
         turn = await self.link.aprepare(self.system_prompt)
         items = [i for m in history_without_system(turn, self.system_prompt) for i in from_chat(m)]

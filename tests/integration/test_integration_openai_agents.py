@@ -233,3 +233,21 @@ def rt_bus(tmp_path_factory: Any) -> Any:
                              summarizer="extractive"))
     yield bus
     bus.close()
+
+
+def test_usage_hooks_record_the_first_model_calls_prompt_count(make_harness: Any) -> None:
+    from agents import Usage
+
+    from context_compaction import commands
+
+    h = make_harness(**SMALL_WINDOW)
+    session = CompactingSession(h.bus, "s4", model=MODEL, system_prompt="Be brief.")
+    calls: list[list[dict[str, Any]]] = []
+    model = scripted(calls, True)
+    model.set_default_usage(Usage(requests=1, input_tokens=777, output_tokens=9, total_tokens=786))
+    agent = Agent(name="a", instructions="Be brief.", model=model, tools=[lookup])
+    asyncio.run(Runner.run(agent, "question", session=session, hooks=session.usage_hooks()))
+    assert asyncio.run(session.get_items())  # a new request, extending the measured one
+    usage = h.bus.dispatch(commands.GetContextUsage(session_id="s4", system_prompt="Be brief."))
+    assert usage.usage_source == "measured+estimated"
+    assert usage.used_tokens > 777
