@@ -177,7 +177,7 @@ class CompactingSession:
 
         link = self.link
 
-        class UsageHooks(RunHooks):  # type: ignore[type-arg]
+        class UsageHooks(RunHooks):
             async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
                 usage = getattr(response, "usage", None)
                 await link.arecord_usage(getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None))
