@@ -109,9 +109,15 @@ class CompactionHook(CustomLogger):
             for record in self.bus.dispatch(commands.GetHistory(session_id=session_id, from_seq=after)).messages:
                 seen.canon.append(_canonical(record.model_dump()))
                 seen.seqs.append(record.seq)
-            agree = 0
-            while agree < min(len(canon), len(seen.canon)) and canon[agree] == seen.canon[agree]:
-                agree += 1
+            agree = self._agree(canon, seen)
+            if agree < len(seen.canon):
+                # Another worker may have rewound the log: read it whole before deciding.
+                seen.canon.clear()
+                seen.seqs.clear()
+                for record in self.bus.dispatch(commands.GetHistory(session_id=session_id)).messages:
+                    seen.canon.append(_canonical(record.model_dump()))
+                    seen.seqs.append(record.seq)
+                agree = self._agree(canon, seen)
             if agree < len(seen.canon):  # the client changed (or left out) earlier messages
                 self.bus.dispatch(commands.InvalidateHistory(
                     session_id=session_id, kind="rewind", to_seq=seen.seqs[agree - 1] if agree else 0,
@@ -122,6 +128,13 @@ class CompactionHook(CustomLogger):
                     session_id=session_id, messages=rest[agree:], model=model))
                 seen.canon.extend(canon[agree:])
                 seen.seqs.extend(appended.seqs)
+
+    @staticmethod
+    def _agree(canon: list[str], seen: _Transcript) -> int:
+        agree = 0
+        while agree < min(len(canon), len(seen.canon)) and canon[agree] == seen.canon[agree]:
+            agree += 1
+        return agree
 
     def _answer(self, session_id: str, seen: _Transcript, at: int, message: Any, model: str) -> None:
         """The provider's answer, as it came back, unless the client sent it already."""

@@ -196,3 +196,24 @@ def test_a_request_without_a_session_passes_through_and_a_changed_history_rewind
     every = h.bus.dispatch(commands.GetHistory(session_id="s2", include_invalidated=True)).messages
     assert [(m.content, m.invalidated) for m in every] == [("one", False), ("two", True), ("three", True),
                                                            ("TWO", False)]
+
+
+def test_two_proxy_workers_on_one_database_keep_one_history(make_harness: Any, provider: FakeProvider) -> None:
+    """Worker B rewinds what worker A saw (its client edited a message); A's next request
+    reads the log again instead of rewinding B's messages."""
+    h = make_harness(**settings_for(provider))
+    a, b = CompactionHook(h.bus), CompactionHook(h.new_bus())
+
+    async def send(hook: CompactionHook, messages: list[dict[str, Any]]) -> None:
+        await hook.async_pre_call_hook(None, None, {"model": FAKE_MODEL, "messages": messages,
+                                                    "metadata": {"session_id": "s3"}}, "acompletion")
+
+    one, two, three = ({"role": "user", "content": t} for t in ("one", "two", "three"))
+    reply = {"role": "assistant", "content": "ok"}
+    asyncio.run(send(a, [one, reply, two]))
+    edited = {"role": "user", "content": "TWO"}
+    asyncio.run(send(b, [one, reply, edited]))
+    asyncio.run(send(a, [one, reply, edited, reply, three]))
+    every = h.bus.dispatch(commands.GetHistory(session_id="s3", include_invalidated=True)).messages
+    assert [(m.content, m.invalidated) for m in every] == [
+        ("one", False), ("ok", False), ("two", True), ("TWO", False), ("ok", False), ("three", False)]
