@@ -27,11 +27,20 @@ STASH = "x_openai_agents"
 _ASSISTANT_KINDS = frozenset({"function_call", "reasoning"})
 
 
+#: The SDK's item id for providers that give none (chat completions, LiteLLM): every
+#: item of such a model carries it, so it names no item.
+FAKE_ID = "__fake_id__"
+
+
 def item_key(item: dict[str, Any]) -> str | None:
     if item.get("type") == "function_call_output" and item.get("call_id"):
         return f"out:{item['call_id']}"
     value = item.get("id")
-    return value if isinstance(value, str) and value else None
+    if isinstance(value, str) and value and value != FAKE_ID:
+        return value
+    if item.get("type") == "function_call" and item.get("call_id"):
+        return f"call:{item['call_id']}"
+    return None
 
 
 def _input_part(block: Any) -> Any:
@@ -134,7 +143,7 @@ def from_chat(message: dict[str, Any]) -> list[dict[str, Any]]:
     if role in ("user", "system", "developer", "tool"):
         entry = entries[0]
         shape = entry.get("content") or {}
-        chat = [] if shape.get("stub") and shape.get("list") else message.get("content")
+        chat = ([] if shape.get("list") else "") if shape.get("stub") else message.get("content")
         value = join_content("" if chat is None else chat, shape, restore_block)
         field = "output" if role == "tool" else "content"
         return [{**entry["item"], field: value}]
@@ -196,21 +205,27 @@ class CompactingSession:
     async def pop_item(self) -> Any:
         await self.link.aensure()
         bus, sid = self.link.bus, self.session_id
-        newest = (await bus.adispatch(commands.GetProjection(session_id=sid))).max_raw_seq
-        tail = (await bus.adispatch(commands.GetHistory(session_id=sid, from_seq=max(newest, 1)))).messages
-        if not tail:  # the newest message is gone already: read the visible history
-            tail = (await bus.adispatch(commands.GetHistory(session_id=sid))).messages
-        if not tail:
+        before = (await bus.adispatch(commands.GetHistory(session_id=sid))).messages
+        if not before:
             return None
-        record = tail[-1].model_dump()
-        items = from_chat(_record_message(record))
-        await bus.adispatch(commands.InvalidateHistory(session_id=sid, kind="delete", seqs=[record["seq"]],
+        newest = before[-1].seq
+        await bus.adispatch(commands.InvalidateHistory(session_id=sid, kind="delete", seqs=[newest],
                                                        expand_tool_groups=True, reason="pop_item"))
-        stash = unstash((record.get("provider_state") or {}).get("data", {}).get(STASH)) or {}
-        self.link.forget([k for k in [stash.get("key"), *(stash.get("keys") or ())] if isinstance(k, str)])
-        if len(items) > 1:  # one SDK item of several in this message: the others stay
-            await self.link.aappend(to_chat(items[:-1]))
-        return items[-1] if items else None
+        # The log deletes a tool group whole; the SDK pops one item: what went with the
+        # popped item (the call, its other outputs, the response's other items) comes back.
+        left = {m.seq for m in (await bus.adispatch(commands.GetHistory(session_id=sid))).messages}
+        popped: Any = None
+        restore: list[dict[str, Any]] = []
+        for record in (m.model_dump() for m in before if m.seq not in left):
+            stash = unstash((record.get("provider_state") or {}).get("data", {}).get(STASH)) or {}
+            self.link.forget([k for k in [stash.get("key"), *(stash.get("keys") or ())] if isinstance(k, str)])
+            items = from_chat(_record_message(record))
+            if record["seq"] == newest:
+                popped, items = (items[-1] if items else None), items[:-1]
+            restore.extend(items)
+        if restore:
+            await self.link.aappend(to_chat(restore))
+        return popped
 
     async def clear_session(self) -> None:
         await self.link.aensure()

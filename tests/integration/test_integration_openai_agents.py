@@ -251,3 +251,61 @@ def test_usage_hooks_record_the_first_model_calls_prompt_count(make_harness: Any
     usage = h.bus.dispatch(commands.GetContextUsage(session_id="s4", system_prompt="Be brief."))
     assert usage.usage_source == "measured+estimated"
     assert usage.used_tokens > 777
+
+
+def test_chat_completions_items_with_the_sdks_placeholder_id_are_all_kept(make_harness: Any) -> None:
+    """Chat-completions and LiteLLM models give every item the SDK's ``__fake_id__``:
+    it names no item, so a second answer is not taken for the first one sent again."""
+    h = make_harness(**SMALL_WINDOW)
+    session = CompactingSession(h.bus, "f1", model=MODEL)
+    theirs = SQLiteSession("f1")
+
+    def respond(call: ModelCall) -> ModelStep:
+        n = len(call.input)
+        if call.input[-1].get("type") == "function_call_output":
+            return ModelStep(output=[assistant_message(f"answer {n}", item_id="__fake_id__")])
+        return ModelStep(output=[function_call("lookup", {"n": n}, call_id=f"call_{n}", item_id="__fake_id__")])
+
+    async def main() -> None:
+        for target in (session, theirs):
+            agent = Agent(name="a", model=ScriptedModel([ModelStep.respond(respond) for _ in range(20)]),
+                          tools=[lookup])
+            for n in range(3):
+                await Runner.run(agent, f"question {n}", session=target)
+
+    asyncio.run(main())
+    stored = asyncio.run(theirs.get_items())
+    assert len(stored) == 12
+    assert asyncio.run(session.get_items()) == stored
+
+
+def test_empty_user_text_survives() -> None:
+    items = [{"role": "user", "content": ""}]
+    assert [i for _, m in to_chat(items) for i in from_chat({**m, STASH: json.dumps(m[STASH])})] == items
+
+
+def test_pop_item_takes_one_item_of_a_tool_group_and_the_sdk_can_put_it_back(make_harness: Any) -> None:
+    """The SDK's retry rewind pops the tail item by item and may add them back: popping
+    a tool output leaves its call in place, popping the call next takes the call."""
+    h = make_harness(**SMALL_WINDOW)
+    session = CompactingSession(h.bus, "p1", model=MODEL)
+    items = [{"role": "user", "content": "hi"},
+             {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}", "id": "fc1"},
+             {"type": "function_call", "call_id": "c2", "name": "lookup", "arguments": "{}", "id": "fc2"},
+             {"type": "function_call_output", "call_id": "c1", "output": "one"},
+             {"type": "function_call_output", "call_id": "c2", "output": "two"}]
+
+    async def main() -> None:
+        await session.add_items(items)
+        assert await session.pop_item() == items[4]
+        await session.add_items([items[4]])  # put back
+        assert await session.get_items() == items
+        assert await session.pop_item() == items[4]
+        assert await session.pop_item() == items[3]
+        assert await session.pop_item() == items[2]
+        assert await session.pop_item() == items[1]
+        assert await session.get_items() == items[:1]
+        await session.add_items(items[1:])
+        assert await session.get_items() == items
+
+    asyncio.run(main())
