@@ -51,6 +51,14 @@ def _canonical(record: dict[str, Any]) -> str:
     return json.dumps(body, sort_keys=True, ensure_ascii=False)
 
 
+def _text_of(content: Any) -> str:
+    """A system message's text: a string, or the text of its parts (a client that sends
+    its system prompt as parts, say with ``cache_control``, is not sent their repr)."""
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return str(content or "")
+
+
 class _Transcript:
     """The session's visible messages as this process last saw them (canonical form)."""
 
@@ -93,7 +101,7 @@ class CompactionHook(CustomLogger):
         parsed = [parse_message(m, i) for i, m in enumerate(rest)]
         canon = [_canonical(p.to_record()) for p in parsed]
         await asyncio.to_thread(self._sync, session_id, seen, rest, canon, model)
-        prompt = "\n\n".join(str(m.get("content") or "") for m in system) if system else None
+        prompt = "\n\n".join(_text_of(m.get("content")) for m in system) if system else None
         turn = await self.bus.adispatch(commands.PrepareTurn(
             session_id=session_id, system_prompt=prompt, tools=data.get("tools") or None, model=model))
         meta[REQUEST_ID_KEY] = turn.request_id

@@ -217,3 +217,15 @@ def test_two_proxy_workers_on_one_database_keep_one_history(make_harness: Any, p
     every = h.bus.dispatch(commands.GetHistory(session_id="s3", include_invalidated=True)).messages
     assert [(m.content, m.invalidated) for m in every] == [
         ("one", False), ("ok", False), ("two", True), ("TWO", False), ("ok", False), ("three", False)]
+
+
+def test_a_system_prompt_sent_as_parts_reaches_the_model_as_its_text(make_harness: Any, provider: FakeProvider) -> None:
+    h = make_harness(**settings_for(provider))
+    hook = CompactionHook(h.bus)
+    system = {"role": "system", "content": [{"type": "text", "text": "You are careful."},
+                                            {"type": "text", "text": "Cite sources.", "cache_control": {"type": "ephemeral"}}]}
+    data = {"model": FAKE_MODEL, "messages": [system, {"role": "user", "content": "hi"}],
+            "metadata": {"session_id": "s4"}}
+    out = asyncio.run(hook.async_pre_call_hook(None, None, data, "acompletion"))
+    assert out["messages"][0] == {"role": "system", "content": "You are careful.\nCite sources."}
+    assert out["messages"][1:] == [{"role": "user", "content": "hi"}]
