@@ -167,6 +167,15 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "request", "parts": [{"part_kind": kind, "content": content}]}
 
 
+def _tool_schemas(params: Any) -> list[dict[str, Any]] | None:
+    """The tool definitions pydantic-ai sends beside the messages, for the budget (the
+    instructions need no such place: each request's own ``instructions`` ride in its stash)."""
+    tools = [{"type": "function", "function": {"name": t.name, "description": t.description or "",
+                                               "parameters": t.parameters_json_schema}}
+             for t in [*(getattr(params, "function_tools", None) or ()), *(getattr(params, "output_tools", None) or ())]]
+    return tools or None
+
+
 class CompactionProcessor(AbstractCapability[Any]):
     """A pydantic-ai capability: our log keeps the run's history, the model gets our
     projection of it."""
@@ -176,7 +185,7 @@ class CompactionProcessor(AbstractCapability[Any]):
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         await self.link.aappend(to_chat(request_context.messages))
-        turn = await self.link.aprepare()
+        turn = await self.link.aprepare(None, _tool_schemas(request_context.model_request_parameters))
         return replace(request_context, messages=from_chat(turn.messages))
 
     async def after_model_request(self, ctx: Any, *, request_context: Any, response: Any) -> Any:

@@ -211,3 +211,44 @@ def rt_bus(tmp_path_factory: Any) -> Any:
                              summarizer="extractive"))
     yield bus
     bus.close()
+
+
+def test_tool_definitions_count_against_the_window(make_harness: Any) -> None:
+    """Large tool definitions reach the model beside the messages: the
+    projection leaves room for them, so no request is over the window (with no measured
+    count to steer the budget: the provider reports none)."""
+    h = make_harness(**SMALL_WINDOW)
+    received: list[tuple[list[ModelMessage], AgentInfo]] = []
+    instructions = "Be brief."
+
+    def sent(messages: list[ModelMessage], info: AgentInfo) -> int:
+        tools = [json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters_json_schema})
+                 for t in info.function_tools]
+        return tokens([*texts(messages), info.instructions or "", *tools])
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        received.append((list(messages), info))
+        n = len(received)
+        # a provider that reports no counts: the budget is our estimate alone
+        usage = RequestUsage(output_tokens=20)
+        if messages[-1].parts[-1].part_kind == "tool-return":
+            return ModelResponse(parts=[TextPart(f"answer {n}: " + filler(n, 20))], usage=usage)
+        return ModelResponse(parts=[ToolCallPart("lookup", {"n": n}, tool_call_id=f"call_{n}")], usage=usage)
+
+    agent = Agent(FunctionModel(respond), instructions=instructions,
+                  capabilities=[CompactionProcessor(h.bus, session_id="w1", model=MODEL)])
+
+    def lookup(n: int) -> str:
+        return "record " + filler(n, 120)
+
+    lookup.__doc__ = "Look a record up. " + " ".join(filler(n, 40) for n in range(60))  # ~3,600 tokens
+    agent.tool_plain(lookup)
+    past: list[ModelMessage] = []
+    for n in range(TURNS):
+        past = agent.run_sync("question " + filler(n, 25), message_history=past).all_messages()
+    assert checkpoints(h.bus, "w1") >= 1
+    for messages, info in received:
+        print("SENT", sent(messages, info), len(messages))
+        assert sent(messages, info) <= WINDOW
+        # the instructions reach the model once, as pydantic-ai's own, not as a message
+        assert not any(isinstance(p, SystemPromptPart) for m in messages for p in m.parts)
