@@ -37,6 +37,21 @@ def message_key(message: dict[str, Any]) -> str:
     return sha256(json.dumps(body, default=str).encode()).hexdigest()[:32]
 
 
+_KINDS = frozenset({"kind", "part_kind"})
+
+
+def _with_kinds(full: Any, lean: Any) -> Any:
+    """``lean`` (the dump without default values: the stash is counted in the budget, a
+    response's zero usage alone was ~300 tokens) with the type tags put back, which are
+    defaults too but say which class a dict is."""
+    if isinstance(full, dict) and isinstance(lean, dict):
+        return {**{k: v for k, v in full.items() if k in _KINDS},
+                **{k: _with_kinds(full.get(k), v) for k, v in lean.items()}}
+    if isinstance(full, list) and isinstance(lean, list) and len(full) == len(lean):
+        return [_with_kinds(f, m) for f, m in zip(full, lean, strict=True)]
+    return lean
+
+
 def _user_part(block: Any) -> Any:
     if not isinstance(block, dict):
         return None
@@ -49,7 +64,9 @@ def to_chat(messages: list[ModelMessage]) -> list[Keyed]:
     """pydantic-ai messages as chat messages: a request's parts one message each, a
     response one assistant message; each carries its message's fields in the stash."""
     out: list[Keyed] = []
-    for message in ModelMessagesTypeAdapter.dump_python(list(messages), mode="json"):
+    full = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    lean = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json", exclude_defaults=True)
+    for message in (_with_kinds(f, m) for f, m in zip(full, lean, strict=True)):
         key = message_key(message)
         rest = {k: v for k, v in message.items() if k != "parts"}
         if message["kind"] == "response":

@@ -235,20 +235,43 @@ def test_tool_definitions_count_against_the_window(make_harness: Any) -> None:
             return ModelResponse(parts=[TextPart(f"answer {n}: " + filler(n, 20))], usage=usage)
         return ModelResponse(parts=[ToolCallPart("lookup", {"n": n}, tool_call_id=f"call_{n}")], usage=usage)
 
-    agent = Agent(FunctionModel(respond), instructions=instructions,
-                  capabilities=[CompactionProcessor(h.bus, session_id="w1", model=MODEL)])
+    processor = CompactionProcessor(h.bus, session_id="w1", model=MODEL)
+    agent = Agent(FunctionModel(respond), instructions=instructions, capabilities=[processor])
 
     def lookup(n: int) -> str:
         return "record " + filler(n, 120)
 
-    lookup.__doc__ = "Look a record up. " + " ".join(filler(n, 40) for n in range(60))  # ~3,600 tokens
+    lookup.__doc__ = "Look a record up. " + " ".join(filler(n, 40) for n in range(45))  # ~2,700 tokens
     agent.tool_plain(lookup)
     past: list[ModelMessage] = []
     for n in range(TURNS):
         past = agent.run_sync("question " + filler(n, 25), message_history=past).all_messages()
     assert checkpoints(h.bus, "w1") >= 1
     for messages, info in received:
-        print("SENT", sent(messages, info), len(messages))
         assert sent(messages, info) <= WINDOW
-        # the instructions reach the model once, as pydantic-ai's own, not as a message
-        assert not any(isinstance(p, SystemPromptPart) for m in messages for p in m.parts)
+    # the tool definitions were in the budget (what the window check alone cannot show:
+    # the stash makes the estimate of the messages high)
+    agent.run_sync("one more", message_history=past)
+    assert processor.link.last_request is not None
+    assert processor.link.last_request.usage.breakdown["tools"] >= tokens([lookup.__doc__])
+
+
+def test_the_stash_leaves_out_default_values(make_harness: Any) -> None:
+    """The stash is counted in the budget: a response's fields at their defaults (a
+    dozen zero usage counters, empty details) would cost ~200 tokens per message that
+    the model never receives, and compaction would come far too early."""
+    import tiktoken
+
+    h = make_harness(**SMALL_WINDOW)
+    agent = make_agent(h.bus, [])
+    past = run(agent, 0, 2, [], False)
+    encoding = tiktoken.get_encoding("o200k_base")
+    logged = history(h.bus, "s1")
+    assert len(logged) == len(to_chat(past))
+    for record in logged:
+        stash = record.provider_state["data"][STASH]
+        assert len(encoding.encode(json.dumps(stash, ensure_ascii=False))) <= 300
+        assert "cache_write_tokens" not in stash
+    back = from_chat(projection(h.bus, "s1"))
+    assert ModelMessagesTypeAdapter.dump_python(back, mode="json") == ModelMessagesTypeAdapter.dump_python(
+        past, mode="json")
