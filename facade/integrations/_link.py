@@ -111,6 +111,15 @@ class SessionLink:
             fresh.append(message)
         return keys, fresh
 
+    def _reserve(self, keyed: Iterable[Keyed]) -> tuple[list[str], list[dict[str, Any]]]:
+        """The messages to append, their keys marked known before the append is awaited:
+        a second call for the same session meanwhile (two tasks, the SDK sending an item
+        again) does not append them again. A failed append forgets them."""
+        keys, fresh = self._new(keyed)
+        assert self._known is not None
+        self._known.update(keys)
+        return keys, fresh
+
     def _append(self, fresh: list[dict[str, Any]]) -> commands.AppendMessages:
         return commands.AppendMessages(session_id=self.session_id, messages=fresh, model=self.model)
 
@@ -130,11 +139,13 @@ class SessionLink:
     def append(self, keyed: Iterable[Keyed]) -> int:
         """Append what the log lacks; how many messages that was."""
         self.ensure()
-        keys, fresh = self._new(keyed)
+        keys, fresh = self._reserve(keyed)
         if fresh:
-            self.bus.dispatch(self._append(fresh))
-            assert self._known is not None
-            self._known.update(keys)
+            try:
+                self.bus.dispatch(self._append(fresh))
+            except BaseException:
+                self.forget(keys)
+                raise
         return len(fresh)
 
     def prepare(self, system_prompt: str | None = None, tools: Sequence[dict[str, Any]] | None = None) -> TurnRequest:
@@ -163,11 +174,13 @@ class SessionLink:
 
     async def aappend(self, keyed: Iterable[Keyed]) -> int:
         await self.aensure()
-        keys, fresh = self._new(keyed)
+        keys, fresh = self._reserve(keyed)
         if fresh:
-            await self.bus.adispatch(self._append(fresh))
-            assert self._known is not None
-            self._known.update(keys)
+            try:
+                await self.bus.adispatch(self._append(fresh))
+            except BaseException:
+                self.forget(keys)
+                raise
         return len(fresh)
 
     async def aprepare(self, system_prompt: str | None = None,

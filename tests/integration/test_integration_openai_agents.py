@@ -309,3 +309,20 @@ def test_pop_item_takes_one_item_of_a_tool_group_and_the_sdk_can_put_it_back(mak
         assert await session.get_items() == items
 
     asyncio.run(main())
+
+
+def test_two_tasks_adding_the_same_items_at_once_append_them_once(make_harness: Any) -> None:
+    h = make_harness(**SMALL_WINDOW)
+    session = CompactingSession(h.bus, "c1", model=MODEL)
+    items = [{"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}", "id": "fc1"},
+             {"type": "function_call_output", "call_id": "c1", "output": "found"},
+             {"type": "message", "role": "assistant", "id": "m1", "status": "completed",
+              "content": [{"type": "output_text", "text": "done", "annotations": []}]}]
+
+    async def main() -> list[Any]:
+        await session.add_items([{"role": "user", "content": "hi"}])
+        await asyncio.gather(session.add_items(items), session.add_items(items))
+        return await session.get_items()
+
+    assert asyncio.run(main()) == [{"role": "user", "content": "hi"}, *items]
+    assert len(history(h.bus, "c1")) == 4
