@@ -14,6 +14,7 @@ and ``clear_session`` invalidate history; the raw events stay for audit.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from context_compaction.application import commands
@@ -172,10 +173,12 @@ class CompactingSession:
     session_settings: Any = None
 
     def __init__(self, bus: MessageBus, session_id: str, *, model: str, system_prompt: str | None = None,
-                 session_settings: Any = None) -> None:
+                 session_settings: Any = None, tools: Sequence[Any] | None = None) -> None:
         self.session_id = session_id
         self.system_prompt = system_prompt
         self.session_settings = session_settings
+        # The agent's tools reach the model beside the items: the budget counts them.
+        self.tools = [_tool_schema(t) for t in tools or ()] or None
         self.link = SessionLink(bus, session_id, model, STASH)
 
     def usage_hooks(self) -> Any:
@@ -194,7 +197,7 @@ class CompactingSession:
         return UsageHooks()
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        turn = await self.link.aprepare(self.system_prompt)
+        turn = await self.link.aprepare(self.system_prompt, self.tools)
         items = [i for m in history_without_system(turn, self.system_prompt) for i in from_chat(m)]
         return items[-limit:] if limit else items
 
@@ -238,10 +241,19 @@ class CompactingSession:
         bus = self.link.bus
         if not (args or {}).get("force"):
             usage = await bus.adispatch(commands.GetContextUsage(session_id=self.session_id,
-                                                                 system_prompt=self.system_prompt))
+                                                                 system_prompt=self.system_prompt, tools=self.tools))
             if not usage.would_compact:
                 return
         await bus.adispatch(commands.Compact(session_id=self.session_id))
+
+
+def _tool_schema(tool: Any) -> dict[str, Any]:
+    """An Agents SDK ``FunctionTool`` (or a chat tool schema as it is) for the budget."""
+    if isinstance(tool, dict):
+        return tool
+    return {"type": "function", "function": {"name": str(getattr(tool, "name", "tool")),
+                                             "description": str(getattr(tool, "description", "") or ""),
+                                             "parameters": getattr(tool, "params_json_schema", None) or {}}}
 
 
 def _record_message(record: dict[str, Any]) -> dict[str, Any]:

@@ -326,3 +326,22 @@ def test_two_tasks_adding_the_same_items_at_once_append_them_once(make_harness: 
 
     assert asyncio.run(main()) == [{"role": "user", "content": "hi"}, *items]
     assert len(history(h.bus, "c1")) == 4
+
+
+def test_the_agents_tools_given_to_the_session_count_against_the_window(make_harness: Any) -> None:
+    """The SDK sends the agent's tool definitions beside the items; a session given them
+    (``tools=agent.tools``) leaves room for them."""
+    h = make_harness(**SMALL_WINDOW)
+
+    @function_tool(name_override="lookup",
+                   description_override="Look a record up. " + " ".join(filler(n, 40) for n in range(20)))
+    def big_lookup(n: int) -> str:
+        return "record " + filler(n, 60)
+
+    calls: list[list[dict[str, Any]]] = []
+    agent = Agent(name="a", instructions="Be brief.", model=scripted(calls, False), tools=[big_lookup])
+    session = CompactingSession(h.bus, "t1", model=MODEL, system_prompt="Be brief.", tools=agent.tools)
+    asyncio.run(Runner.run(agent, "question", session=session))
+    request = session.link.last_request
+    assert request is not None
+    assert request.usage.breakdown["tools"] >= tokens([big_lookup.description])
