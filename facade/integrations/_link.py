@@ -92,6 +92,13 @@ class SessionLink:
                 known.update(k for k in [fields.get("key"), *(fields.get("keys") or ())] if isinstance(k, str))
         return known
 
+    def _settle(self, learned: set[str]) -> None:
+        # Another task may have learned (and reserved keys) while this one read the log.
+        if self._known is None:
+            self._known = learned
+        else:
+            self._known |= learned
+
     def _new(self, keyed: Iterable[Keyed]) -> tuple[list[str], list[dict[str, Any]]]:
         assert self._known is not None
         keys: list[str] = []
@@ -134,7 +141,7 @@ class SessionLink:
                 self.bus.dispatch(self._start())
             except SessionExists:
                 pass
-            self._known = self._learn(self.bus.dispatch(self._history()))
+            self._settle(self._learn(self.bus.dispatch(self._history())))
 
     def append(self, keyed: Iterable[Keyed]) -> int:
         """Append what the log lacks; how many messages that was."""
@@ -170,7 +177,7 @@ class SessionLink:
                 await self.bus.adispatch(self._start())
             except SessionExists:
                 pass
-            self._known = self._learn(await self.bus.adispatch(self._history()))
+            self._settle(self._learn(await self.bus.adispatch(self._history())))
 
     async def aappend(self, keyed: Iterable[Keyed]) -> int:
         await self.aensure()

@@ -81,11 +81,13 @@ class CompactionHook(CustomLogger):
     async def _transcript(self, session_id: str, model: str) -> _Transcript:
         seen = self._seen.get(session_id)
         if seen is None:
-            seen = self._seen[session_id] = _Transcript()
+            # Started before it is shared: a second request meanwhile must not read or
+            # append to a session that does not exist yet.
             try:
                 await self.bus.adispatch(commands.StartSession(session_id=session_id, model=model))
             except SessionExists:
                 pass
+            seen = self._seen.setdefault(session_id, _Transcript())
         return seen
 
     async def async_pre_call_hook(self, user_api_key_dict: Any, cache: Any, data: dict[str, Any],

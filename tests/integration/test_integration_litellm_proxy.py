@@ -229,3 +229,22 @@ def test_a_system_prompt_sent_as_parts_reaches_the_model_as_its_text(make_harnes
     out = asyncio.run(hook.async_pre_call_hook(None, None, data, "acompletion"))
     assert out["messages"][0] == {"role": "system", "content": "You are careful.\nCite sources."}
     assert out["messages"][1:] == [{"role": "user", "content": "hi"}]
+
+
+def test_concurrent_first_requests_of_a_session_all_get_the_projection_and_append_once(
+    make_harness: Any, provider: FakeProvider
+) -> None:
+    h = make_harness(**settings_for(provider))
+    hook = CompactionHook(h.bus)
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "one"},
+                {"role": "assistant", "content": "ok"}, {"role": "user", "content": "two"}]
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(*[hook.async_pre_call_hook(
+            None, None, {"model": FAKE_MODEL, "messages": [dict(m) for m in messages],
+                         "metadata": {"session_id": "s5"}}, "acompletion") for _ in range(3)])
+
+    for out in asyncio.run(main()):
+        assert out["messages"] == messages
+    every = h.bus.dispatch(commands.GetHistory(session_id="s5", include_invalidated=True)).messages
+    assert [(m.content, m.invalidated) for m in every] == [("one", False), ("ok", False), ("two", False)]

@@ -345,3 +345,21 @@ def test_the_agents_tools_given_to_the_session_count_against_the_window(make_har
     request = session.link.last_request
     assert request is not None
     assert request.usage.breakdown["tools"] >= tokens([big_lookup.description])
+
+
+def test_two_tasks_on_a_fresh_session_append_the_same_items_once(make_harness: Any) -> None:
+    """Both tasks start the session and read the log; the slower read must not forget
+    the keys the faster task reserved meanwhile."""
+    h = make_harness(**SMALL_WINDOW)
+    session = CompactingSession(h.bus, "c2", model=MODEL)
+    items = [{"role": "user", "content": "hi"},
+             {"type": "message", "role": "assistant", "id": "m1", "status": "completed",
+              "content": [{"type": "output_text", "text": "done", "annotations": []}]},
+             {"type": "message", "role": "assistant", "id": "m2", "status": "completed",
+              "content": [{"type": "output_text", "text": "more", "annotations": []}]}]
+
+    async def main() -> None:
+        await asyncio.gather(session.add_items(items[1:]), session.add_items(items[1:]))
+
+    asyncio.run(main())
+    assert len(history(h.bus, "c2")) == 1  # one assistant message (both items of one response)
