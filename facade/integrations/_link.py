@@ -9,6 +9,7 @@ again), no other provider or model ever sees them (ADR 0074, ADR 0017).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -17,6 +18,7 @@ from context_compaction.application import commands
 from context_compaction.application.bus import MessageBus
 from context_compaction.application.results import TurnRequest
 from context_compaction.domain.errors import SessionExists
+from context_compaction.domain.messages import parse_message
 from context_compaction.domain.projection import SUMMARY_HEADER
 
 #: (framework key, chat message) — the key says whether the log has the message; None:
@@ -45,8 +47,13 @@ class SessionLink:
     resumes where the last process stopped).
     """
 
-    def __init__(self, bus: MessageBus, session_id: str, model: str, stash: str) -> None:
+    def __init__(self, bus: MessageBus, session_id: str, model: str, stash: str, *, prefix_match: bool = False) -> None:
         self.bus = bus
+        #: A host may re-send the whole history as new objects (LangChain: dicts, given
+        #: fresh ids each run): a list whose keys are all unknown and which starts with
+        #: the log's visible history, message for message, appends only what follows.
+        self.prefix_match = prefix_match
+        self._canon: list[str] | None = None
         self.session_id = session_id
         self.model = model
         self.stash = stash
@@ -77,6 +84,7 @@ class SessionLink:
 
     def forget(self, keys: Iterable[str] | None = None) -> None:
         """The log no longer shows these keys (all keys: None) to the model."""
+        self._canon = None  # (the visible history changed: no prefix match until reread)
         if self._known is not None:
             if keys is None:
                 self._known.clear()
@@ -84,6 +92,8 @@ class SessionLink:
                 self._known.difference_update(keys)
 
     def _learn(self, history: Any) -> set[str]:
+        if self.prefix_match:
+            self._canon = [_digest(record.model_dump()) for record in history.messages]
         known: set[str] = set()
         for record in history.messages:
             state = record.provider_state or {}
@@ -101,6 +111,13 @@ class SessionLink:
 
     def _new(self, keyed: Iterable[Keyed]) -> tuple[list[str], list[dict[str, Any]]]:
         assert self._known is not None
+        keyed = list(keyed)
+        canon = self._canon
+        if (self.prefix_match and canon and len(keyed) >= len(canon)
+                and all(k is not None and k not in self._known for k, _ in keyed)
+                and all(_digest(_chat_record(m, self.stash)) == c for (_, m), c in zip(keyed, canon, strict=False))):
+            self._known.update(k for k, _ in keyed[:len(canon)] if k is not None)
+            keyed = keyed[len(canon):]
         keys: list[str] = []
         fresh: list[dict[str, Any]] = []
         seen: set[str] = set()
@@ -125,6 +142,8 @@ class SessionLink:
         keys, fresh = self._new(keyed)
         assert self._known is not None
         self._known.update(keys)
+        if self._canon is not None and fresh:
+            self._canon.extend(_digest(_chat_record(m, self.stash)) for m in fresh)
         return keys, fresh
 
     def _append(self, fresh: list[dict[str, Any]]) -> commands.AppendMessages:
@@ -204,6 +223,18 @@ class SessionLink:
         await self.bus.adispatch(commands.RecordUsage(
             session_id=self.session_id, request_id=request.request_id, prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens))
+
+
+def _chat_record(message: dict[str, Any], stash: str) -> dict[str, Any]:
+    """A chat message in the log's stored form (what ``GetHistory`` gives back)."""
+    return parse_message({k: v for k, v in message.items() if k not in (stash, "provider_state")}).to_record()
+
+
+def _digest(record: dict[str, Any]) -> str:
+    """A stored message's portable fields, for the prefix match."""
+    calls = [[c.get("id"), c.get("name"), c.get("arguments")] for c in record.get("tool_calls") or ()]
+    body = [record.get("role"), record.get("content"), calls, record.get("tool_call_id"), record.get("name")]
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
 def history_without_system(request: TurnRequest, system_prompt: str | None) -> list[dict[str, Any]]:

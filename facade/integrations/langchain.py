@@ -166,7 +166,7 @@ class CompactionMiddleware(AgentMiddleware):
 
     def link(self, session_id: str) -> SessionLink:
         if session_id not in self._links:
-            self._links[session_id] = SessionLink(self.bus, session_id, self.model, STASH)
+            self._links[session_id] = SessionLink(self.bus, session_id, self.model, STASH, prefix_match=True)
         return self._links[session_id]
 
     def _session(self, runtime: Any) -> str:

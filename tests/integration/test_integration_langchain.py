@@ -234,3 +234,35 @@ def rt_bus(tmp_path_factory: Any) -> Any:
                              summarizer="extractive"))
     yield bus
     bus.close()
+
+
+class _Fake(FakeMessagesListChatModel):
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+def test_a_stateless_host_resending_its_history_as_dicts_appends_only_the_new_messages(make_harness: Any) -> None:
+    """Without a checkpointer a host sends its whole history each run; as dicts, LangGraph
+    gives them fresh ids every run. The log's visible history, message for message, at the
+    start of the list is recognised: the model does not see it twice."""
+    h = make_harness(**SMALL_WINDOW)
+    model = _Fake(responses=[AIMessage("a1"), AIMessage("a2"), AIMessage("a3")])
+    seen: list[list[BaseMessage]] = []
+    original = _Fake._generate
+
+    def spy(self: Any, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        seen.append(list(messages))
+        return original(self, messages, *args, **kwargs)
+
+    _Fake._generate = spy  # type: ignore[method-assign]
+    try:
+        agent = create_agent(model, [], middleware=[CompactionMiddleware(h.bus, model=MODEL, session_id="d1")])
+        sent: list[dict[str, Any]] = []
+        for n in range(3):
+            sent.append({"role": "user", "content": f"q{n}"})
+            answer = agent.invoke({"messages": list(sent)})["messages"][-1]
+            sent.append({"role": "assistant", "content": answer.content})
+    finally:
+        _Fake._generate = original  # type: ignore[method-assign]
+    assert [m.content for m in history(h.bus, "d1")] == [m["content"] for m in sent]
+    assert [m.content for m in seen[-1]] == ["q0", "a1", "q1", "a2", "q2"]
