@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async", "policies"]
+ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async", "policies", "integrations"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
     parser.add_argument("--policies-turns", type=int, default=60, help="turns of the policy-replay section")
     parser.add_argument("--async-delay", type=float, default=3.0, help="seconds of the async section's summary call")
+    parser.add_argument("--integrations-sizes", default="1000,10000", help="history sizes of the integrations section")
+    parser.add_argument("--integrations-turns", type=int, default=20, help="turns measured per size and framework")
 
 
 def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
@@ -41,7 +43,7 @@ def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[
     print(f"section {name} ...", file=sys.stderr, flush=True)
     return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
             "retention": _retention, "staged": _staged, "async": _async,
-            "policies": _policies}[name](args, report, text)
+            "policies": _policies, "integrations": _integrations}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -173,3 +175,16 @@ def _policies(args: argparse.Namespace, report: dict[str, Any], text: list[str])
              "policy and the peers' default policies (extractive summaries, offline):", ""]
     text += policies.markdown(result)
     return [_target(*t) for t in policies.targets(result)]
+
+
+def _integrations(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    import integrations
+
+    result = _in_process("integrations.py", "--sizes", args.integrations_sizes,
+                         "--turns", str(args.integrations_turns))
+    report["integrations"] = result
+    text += ["", "Framework integrations (issue 40): per turn, with each framework's test model answering "
+             "at once, the adapter against the framework's own memory (median of "
+             f"{result['turns']} interleaved turns):", ""]
+    text += integrations.markdown(result)
+    return [_target(*t) for t in integrations.targets(result)]
