@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cli_eval import cmd_eval
 from .cli_setup import UsageError, require_database, run_subcommand, settings_for, summary_hint
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -318,6 +319,7 @@ COMMANDS = {
     "serve": cmd_serve,
     "resummarize": cmd_resummarize,
     "events": cmd_events,
+    "eval": cmd_eval,
 }
 
 

@@ -114,6 +114,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     _session_commands(add)
     _log_commands(add)
     _serve_command(add)
+    from .cli_eval import add_parser as add_eval
+
+    add_eval(add)
     return parser
 
 

@@ -1,0 +1,48 @@
+"""``ctxc eval``: the typed-canary evaluation of a summarizer (issue 44, ADR 0077)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_parser(add: Any) -> None:
+    p = add("eval", "measure what a summarizer keeps: typed canaries over 5 compaction rounds at "
+                    "10/20/30 %% budgets and long conversations at 8K/32K/128K windows")
+    p.add_argument("--shares", default="0.1,0.2,0.3", help="output budgets, shares of the session")
+    p.add_argument("--windows", default="8000,32000,128000", help="conversation windows (empty: none)")
+    p.add_argument("--sets", default="tuning,held-out", help="phrasing sets: tuning, held-out")
+    p.add_argument("--seed", type=int, default=44)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from .bootstrap import bootstrap
+    from .evaluation.report import evaluate, markdown
+
+    def boot(settings: Any) -> Any:
+        if args.config or args.db:  # (a host's model settings: api_base, keys for the llm summarizer)
+            from .cli_setup import settings_for
+
+            base = settings_for(args)
+            settings = settings.model_copy(update={"models": {**base.models, **settings.models}})
+        return bootstrap(settings)
+
+    result = evaluate(
+        boot,
+        summarizer=args.summarizer or "extractive",
+        shares=[float(x) for x in args.shares.split(",") if x],
+        windows=[int(x) for x in args.windows.split(",") if x],
+        sets=[x for x in args.sets.split(",") if x],
+        seed=args.seed,
+        on_step=(lambda s: None) if args.json else (lambda s: print(f"... {s}", file=sys.stderr)),
+    )
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        print("\n".join(markdown(result)))
+    return 0
