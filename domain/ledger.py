@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .checklist import CHECKLIST_KINDS, SUPERSEDING, UPDATE, checklist_items, sentences
+from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
 Count = Callable[[str], int]
@@ -30,8 +32,10 @@ Count = Callable[[str], int]
 CORRECTION, CONSTRAINT = "correction", "constraint"
 #: Facts, in the order they are listed; corrections and constraints come before them.
 FACT_KINDS = ("path", "id", "commit", "port", "version", "url", "setting", "error")
-KINDS = (CORRECTION, CONSTRAINT, *FACT_KINDS)
-HEADING = {CORRECTION: "Recent User Corrections", CONSTRAINT: "Constraints"}
+KINDS = (CORRECTION, CONSTRAINT, *CHECKLIST_KINDS, *FACT_KINDS)
+#: Kinds whose value is a whole sentence, checked up to case and spacing.
+HEADING = {CORRECTION: "Recent User Corrections", CONSTRAINT: "Constraints",
+           **{k: CHECKLIST_HEADING for k in CHECKLIST_KINDS}}
 FACTS_HEADING = "Exact Facts"
 
 #: Bound of a ledger carried in every checkpoint; beyond it the oldest, rarest facts
@@ -46,9 +50,10 @@ _CONSTRAINT = re.compile(
     r"should not|shouldn't|avoid|without)\b",
     re.I,
 )
+# ("instead of", "rather than" alone are routine requests — "use a dataclass instead of
+# the dict" — not corrections: issue 44 found 8 of 10 "corrections" were such.)
 _CORRECTION = re.compile(
-    r"^\s*(actually|correction|no[,.!]|wait|instead)\b|\b(not \S+,? but|instead of|rather than|"
-    r"is \S+, not|I meant)\b",
+    r"^\s*(?:(actually|correction|wait|instead)\b|no[,.!])|\b(not \S+,? but|is \S+, not|I meant)\b",
     re.I,
 )
 _FACT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -73,9 +78,12 @@ class LedgerItem:
     first_seq: int
     count: int = 1
     key: str | None = None  # a setting's name: a new value for it supersedes the old
+    anchors: tuple[str, ...] = ()  # a checklist item's subject: a later item sharing one supersedes it
 
     def line(self) -> str:
         """The line written back into a summary that lacks the item."""
+        if self.kind in CHECKLIST_KINDS:
+            return f"- {self.kind}: {self.value} (seq {self.seq})"
         if self.kind in HEADING:
             return f"- {self.value} (seq {self.seq})"
         return f"- {self.kind}: {self.value} (seq {self.seq})"
@@ -88,6 +96,8 @@ class LedgerItem:
             record["count"] = self.count
         if self.key is not None:
             record["key"] = self.key
+        if self.anchors:
+            record["anchors"] = list(self.anchors)
         return record
 
     @classmethod
@@ -100,6 +110,7 @@ class LedgerItem:
             first_seq=int(record.get("first_seq", seq)),
             count=int(record.get("count", 1)),
             key=record.get("key"),
+            anchors=tuple(str(a) for a in record.get("anchors", ())),
         )
 
 
@@ -143,6 +154,9 @@ class Ledger:
                     if other.key == item.key and other.seq <= item.seq:
                         del by_key[other_k]
                         superseded[other_k] = other
+            if item.anchors:
+                item = _supersede(item, by_key, superseded)
+                k = (item.kind, _norm(item))
             superseded.pop(k, None)
             by_key[k] = item
         items = sorted(by_key.values(), key=priority)
@@ -178,9 +192,29 @@ class LedgerReport:
         }
 
 
+def _supersede(item: LedgerItem, by_key: dict[tuple[str, str], LedgerItem],
+               superseded: dict[tuple[str, str], LedgerItem]) -> LedgerItem:
+    """Move the earlier items about ``item``'s subject to ``superseded``; an update takes
+    the kind of the item it replaces."""
+    mine, replaceable = set(item.anchors), (*SUPERSEDING, CONSTRAINT)
+    for other_k, other in list(by_key.items()):
+        if other.seq > item.seq or not mine.intersection(other.anchors) or other.value == item.value:
+            continue
+        if item.kind == UPDATE and other.kind in replaceable:
+            item = replace(item, kind=other.kind)
+        if other.kind == item.kind and item.kind in replaceable:
+            del by_key[other_k]
+            superseded[other_k] = replace(other, key=f"seq {item.seq}")
+    return item
+
+
 def priority(item: LedgerItem) -> tuple[int, int, int, str]:
-    """Corrections, then constraints, then facts; newer first, then more frequent."""
-    group = 0 if item.kind == CORRECTION else 1 if item.kind == CONSTRAINT else 2
+    """Corrections, constraints and rules, then the other checklist kinds, then exact
+    facts; newer first, then more frequent."""
+    if item.kind in (CORRECTION, CONSTRAINT, "rule"):
+        group = 0 if item.kind == CORRECTION else 1
+    else:
+        group = 2 if item.kind in CHECKLIST_KINDS else 3
     return (group, -item.seq, -item.count, item.value)
 
 
@@ -194,8 +228,14 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
     """
     found: list[LedgerItem] = []
     for e in entries:
-        if e.role == "user":
-            found += _user_items(e)
+        said = _user_items(e) if e.role == "user" else []
+        found += said
+        if e.role in ("user", "assistant") and not e.steering:
+            # (a user's rule is one of their constraints, under that heading)
+            found += [LedgerItem(CONSTRAINT if kind == "rule" and e.role == "user" else kind, value, e.seq,
+                                 e.seq, anchors=tuple(sorted(a)))
+                      for kind, value, a in checklist_items(e.text)
+                      if _squash(value) not in {_squash(i.value) for i in said if i.kind == CORRECTION}]
         if e.role in ("user", "assistant", "system", "developer"):
             found += facts(e.text, e.seq)
         for _, _, arguments in e.tool_calls:
@@ -230,12 +270,13 @@ def _user_items(e: SourceEntry) -> list[LedgerItem]:
     if e.steering and e.text.strip():
         return [LedgerItem(CONSTRAINT, _clip(e.text), e.seq, e.seq)]
     out = []
-    for sentence in (s.strip(" -*\t") for s in _SENTENCE.split(e.text)):
+    listed = {_squash(v) for _, v, _ in checklist_items(e.text)}
+    for sentence in sentences(e.text):
         if len(sentence) < 4:
             continue
         if _CORRECTION.search(sentence):
             out.append(LedgerItem(CORRECTION, _clip(sentence), e.seq, e.seq))
-        elif _CONSTRAINT.search(sentence):
+        elif _CONSTRAINT.search(sentence) and _squash(_clip(sentence)) not in listed:
             out.append(LedgerItem(CONSTRAINT, _clip(sentence), e.seq, e.seq))
     return out
 
@@ -319,13 +360,19 @@ def _continues(text: str, i: int, step: int, joiners: str) -> bool:
     return text[i] in joiners and 0 <= j < len(text) and _is_word(text[j])
 
 
-_SUPERSEDED_NOTE = re.compile(r" \(superseded by [^()\n]* at seq \d+\)")
+_SUPERSEDED_NOTE = re.compile(r" \(superseded (?:by [^()\n]* )?at seq \d+\)")
 
 
 def _mark_superseded(text: str, ledger: Ledger) -> tuple[str, int]:
     current = {i.key: i for i in ledger.items if i.key is not None}
     marked = 0
     for old in ledger.superseded:
+        if old.anchors:  # (a sentence; its key names the seq that replaced it)
+            note = f" (superseded at {old.key})"
+            pattern = re.compile(re.escape(old.value) + r"(?! \(superseded)")
+            text, n = pattern.subn(lambda m: m.group(0) + note, text)
+            marked += n
+            continue
         new = current.get(old.key)
         if new is None or new.value == old.value or old.value not in text:
             continue

@@ -1,0 +1,159 @@
+"""The typed fact checklist: what people say in prose, as must-keep items (issue 44). Pure.
+
+The ledger's patterns see exact tokens (paths, ports, hashes). People also state rules
+with their values, decisions with reasons, who owns what, dates, amounts and durations
+in prose or digits, versions of named packages, preferences (negations included), task
+state and open questions. Each such sentence of a user or assistant message becomes one
+item: its kind, the sentence itself as its value (a value is never cut from its rule:
+a value-less rule sentence takes the sentence before it that carries the value), its
+seq, and its subject anchors — the content bigrams, acronyms, setting names and package
+names it is about. A later item of the same kind sharing an anchor with an earlier one
+supersedes it (``Ledger.merge``). Deterministic and offline; English cues. Text in other
+languages matches no cue and is not cut: it is kept whole where it is kept at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+RULE, DECISION, PERSON, DATE, AMOUNT = "rule", "decision", "person", "date", "amount"
+VERSIONED, SETTING_TEXT, PREFERENCE, TASK, QUESTION = "versioned", "setting_text", "preference", "task", "question"
+#: A sentence that changes something ("the ORM is now Tortoise") without another kind's
+#: cue: it takes the kind of the item it supersedes (``Ledger.merge``).
+UPDATE = "update"
+#: Checklist kinds, in the order a summary lists them (and their write-back priority).
+CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
+                   UPDATE)
+HEADING = "Fact Checklist"
+SENTENCE_CHARS = 280
+
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|\n+")
+_NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+             r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
+_UNIT = (r"(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|"
+         r"[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|%|percent|requests?|replicas?|connections?|"
+         r"workers?|retries|users?|rows?|items?|nodes?|cores?|tokens?)")
+_AMOUNT = re.compile(rf"[$€£]\s?\d[\d,.]*\b|\b\d[\d,.]*\s?{_UNIT}\b|\b{_NUM_WORD}\s+{_UNIT}\b", re.I)
+_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+          r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)")
+_DATE = re.compile(
+    rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|"
+    r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|"
+    r"\b(?:Q[1-4]|end of (?:the )?(?:week|month|quarter|sprint))\b"
+)
+_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:==|\s+(?:to|at|is|on|version|v)?\s*)v?(\d+\.\d+(?:\.\d+)?)\b")
+_SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
+_NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|Team [A-Z]\w+|the [A-Z]\w+ team)\b")
+_ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
+                   r"handles|in charge|took over|responsible|approver|assignee|assigned)\b", re.I)
+_CUES = (
+    (DECISION, re.compile(
+        r"\b(went with|go(?:ing)? with|settled on|decided|decision|chose|chosen|picked|opted for|switch(?:ed)? "
+        r"(?:\w+ ){0,3}to|lock in|final call|wins for|we(?:'ll| will) use|reversing course|the fix is|"
+        r"root cause)\b", re.I)),
+    (PREFERENCE, re.compile(
+        r"\b(i prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
+        r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r|how i like|can't stand|"
+        r"whenever you can|ever\b)", re.I)),
+    (RULE, re.compile(
+        r"\b(must|never|do not|don't|always|at most|no more than|at least|hard constraint|constraint|rule|"
+        r"non-negotiable|not negotiable|stay within|tops out|sign-off|approval|exceed|go over|limit|cap|"
+        r"required|mandatory|forbidden|not allowed|make sure|only use)\b", re.I)),
+    (QUESTION, re.compile(
+        r"\b(open question|unresolved|undecided|haven't decided|not decided|not sure|unsure|tbd|to be decided|"
+        r"needs? to answer|come back to it|whether)\b", re.I)),
+    (TASK, re.compile(
+        r"\b(step \d+(?: of \d+)?|\d+ ?(?:/|out of|of) ?\d+ (?:steps?|tasks?|are|done)|checked off|wrapped up|"
+        r"still to do|left to do|remaining|next step|blocked on|(?:is|are|now) (?:done|finished|complete)|"
+        r"finished|completed)\b", re.I)),
+)
+_UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
+                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward)\b", re.I)
+_STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
+this that these those we our you your they them their i me my he she his her not no nor so than then there here
+now new old all any some each every only also just very too more most less least into over under about after
+before again please can could should would will shall may might must do does did done have has had get got make
+made set let use used using what which who whom whose when where why how if else up down out off per via
+change plan update correction actually instead hard rule from today last week time thing
+question open explicit approval never exceed without total already runs because like i'd i'm it's whether
+heads changed comes happens merging anything belong needs answer sure someone back let's going went chose
+settled decided decision picked opted final call wins lock reason compared options always don't won't can't
+stay within tops going past needs sign-off non-negotiable negotiable constraint keep raise ops scratch number
+becomes revised expect roughly checked dashboard numbers put mark calendar ready everything need forget plan
+around lands scheduled took over ping breaks touching acts loop quarter ask they're""".split())
+#: Kinds whose later statement about the same subject replaces the earlier one.
+SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT))
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of a message, a value-less rule sentence joined to the value before it."""
+    raw = [s.strip(" -*\t") for s in _SPLIT.split(text) if s and s.strip(" -*\t")]
+    out: list[str] = []
+    for s in raw:
+        if out and _value_less_rule(s) and _has_value(out[-1]) and not _has_value(s):
+            out[-1] = f"{out[-1]} {s}"
+        else:
+            out.append(s)
+    return out
+
+
+def _has_value(s: str) -> bool:
+    return bool(_AMOUNT.search(s) or _DATE.search(s) or re.search(r"\d", s) or _NAME.search(s))
+
+
+def _value_less_rule(s: str) -> bool:
+    cue = dict(_CUES)[RULE]
+    return bool(cue.search(s)) and len(s) < 120
+
+
+def classify(sentence: str) -> str | None:
+    """The checklist kind of one sentence, or None (routine prose)."""
+    if _SETTING.search(sentence):
+        return SETTING_TEXT
+    if _VERSION.search(sentence) and not _DATE.search(sentence):
+        return VERSIONED
+    for kind, cue in _CUES:
+        if cue.search(sentence):
+            if kind == RULE and not (_has_value(sentence) or re.search(r"\b(never|always|do not|don't)\b", sentence, re.I)):
+                continue  # ("make sure the linter passes": a routine request, not a rule)
+            return kind
+    if _NAME.search(sentence) and _ROLE.search(sentence):
+        return PERSON
+    if _DATE.search(sentence):
+        return DATE
+    if _UPDATE.search(sentence):
+        return UPDATE
+    if _AMOUNT.search(sentence):
+        return AMOUNT
+    return None
+
+
+def anchors(sentence: str) -> frozenset[str]:
+    """What a sentence is about: setting names, versioned packages, acronyms, and the
+    content bigrams left once its values (numbers, dates, names) are taken out."""
+    out: set[str] = {m.group(1) for m in _SETTING.finditer(sentence)}
+    out |= {m.group(1).lower() for m in _VERSION.finditer(sentence)}
+    out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence) if w.upper() not in ("TBD", "OK", "I")}
+    bare = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", sentence)))
+    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|\|", bare)]
+    for a, b in zip(words, words[1:]):
+        if a not in _STOP and b not in _STOP and "|" not in (a, b) and len(a) > 2 and len(b) > 2:
+            out.add(f"{a} {b}")
+    return frozenset(out)
+
+
+def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
+    """(kind, sentence, anchors) of the checklist sentences of one message."""
+    out = []
+    for s in sentences(text):
+        if len(s) < 8:
+            continue
+        kind = classify(s)
+        if kind is not None:
+            out.append((kind, clip(s), anchors(s)))
+    return out
+
+
+def clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 3] + "..."
