@@ -32,7 +32,7 @@ from . import results as r
 from .attemptlog import run_recorded
 from .attemptlog import summarizer_name as summarizer_label
 from .drafts import Draft
-from .ledgers import ledger_budget, verify_summary
+from .ledgers import checklist_for, ledger_budget, must_keep_lines, verify_summary
 from .ports import SummaryRequest
 from .services import Services, mutate
 from .session_context import SessionContext
@@ -143,16 +143,20 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
     model = svc.settings.summary_model_for(turn.model)
     summary_budget = summary_budget_for(summary_window(svc, model, budget.window), count)
     previous = ctx.checkpoint.summary if ctx.checkpoint else None
+    checklist = checklist_for(ctx.checkpoint.ledger if ctx.checkpoint else None, plan.summarize)  # issue 44
+    must_keep = must_keep_lines(checklist, summary_budget.source_budget // 3, count)
     source: SummarySource = build_summary_source(
-        previous, plan.summarize, budget_tokens=summary_budget.source_budget, count=count
+        previous, plan.summarize, count=count,
+        budget_tokens=summary_budget.source_budget - sum(count(line) + 1 for line in must_keep),
     )
     request = SummaryRequest(
         session_id=ctx.session.session_id,
         model=model,
-        prompt=summary_prompt(source, summary_budget.output_reserve),
+        prompt=summary_prompt(source, summary_budget.output_reserve, must_keep),
         source=source,
         max_output_tokens=summary_budget.output_reserve,
         previous_provider_state=ctx.checkpoint.provider_state if ctx.checkpoint else None,
+        checklist=checklist, count_tokens=count,
     )
     result = _summarize(svc, request, reason)
     summary = storable_text(result.text).strip()

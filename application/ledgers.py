@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.ledger import Count, Ledger, LedgerReport, extract, verify
+from context_compaction.domain.ledger import Count, Ledger, LedgerItem, LedgerReport, extract, priority, verify
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
 from context_compaction.domain.summary import SourceEntry, to_entry
@@ -40,6 +40,27 @@ def ledger_budget(output_reserve: int, room: int) -> int:
     reserve, at most half the room the window leaves beside the kept tail and the
     summary itself (so that a verified candidate still fits under the threshold)."""
     return max(0, min(LEDGER_FACTOR * output_reserve, room // 2))
+
+
+def checklist_for(previous: Mapping[str, Any] | None, covered: Sequence[MessageRecord]) -> tuple[LedgerItem, ...]:
+    """The cumulative checklist a summarizer is given (issue 44): the previous ledger with
+    every covered message's items merged in, in write-back priority order."""
+    ledger, _ = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
+    return tuple(sorted(ledger.items, key=priority))
+
+
+def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: Count) -> list[str]:
+    """The checklist lines an LLM summary prompt carries, highest priority first, within
+    ``budget_tokens`` (the summary input gives up the same room)."""
+    out, spent = [], 0
+    for item in checklist:
+        line = item.line()
+        cost = count(line) + 1
+        if spent + cost > budget_tokens:
+            break
+        out.append(line)
+        spent += cost
+    return out
 
 
 def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:

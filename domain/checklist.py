@@ -47,6 +47,9 @@ _NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|T
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
                    r"handles|in charge|took over|responsible|approver|assignee|assigned)\b", re.I)
 _CUES = (
+    (QUESTION, re.compile(
+        r"\b(open question|unresolved|undecided|haven't decided|not decided|not sure|unsure|tbd|to be decided|"
+        r"needs? to answer|come back to it|whether)\b", re.I)),
     (DECISION, re.compile(
         r"\b(went with|go(?:ing)? with|settled on|decided|decision|chose|chosen|picked|opted for|switch(?:ed)? "
         r"(?:\w+ ){0,3}to|lock in|final call|wins for|we(?:'ll| will) use|reversing course|the fix is|"
@@ -59,9 +62,6 @@ _CUES = (
         r"\b(must|never|do not|don't|always|at most|no more than|at least|hard constraint|constraint|rule|"
         r"non-negotiable|not negotiable|stay within|tops out|sign-off|approval|exceed|go over|limit|cap|"
         r"required|mandatory|forbidden|not allowed|make sure|only use)\b", re.I)),
-    (QUESTION, re.compile(
-        r"\b(open question|unresolved|undecided|haven't decided|not decided|not sure|unsure|tbd|to be decided|"
-        r"needs? to answer|come back to it|whether)\b", re.I)),
     (TASK, re.compile(
         r"\b(step \d+(?: of \d+)?|\d+ ?(?:/|out of|of) ?\d+ (?:steps?|tasks?|are|done)|checked off|wrapped up|"
         r"still to do|left to do|remaining|next step|blocked on|(?:is|are|now) (?:done|finished|complete)|"
@@ -69,6 +69,7 @@ _CUES = (
 )
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
                      r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward)\b", re.I)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|the reason)\b|;", re.I)
 _STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
 this that these those we our you your they them their i me my he she his her not no nor so than then there here
 now new old all any some each every only also just very too more most less least into over under about after
@@ -134,6 +135,9 @@ def anchors(sentence: str) -> frozenset[str]:
     out: set[str] = {m.group(1) for m in _SETTING.finditer(sentence)}
     out |= {m.group(1).lower() for m in _VERSION.finditer(sentence)}
     out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence) if w.upper() not in ("TBD", "OK", "I")}
+    # (the subject is stated before the reason: "... for the queue backend because the team
+    # knows it" — two decisions with the same reason are about different things)
+    sentence = _REASON.split(sentence, maxsplit=1)[0]
     bare = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", sentence)))
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|\|", bare)]
     for a, b in zip(words, words[1:]):

@@ -363,14 +363,22 @@ def _continues(text: str, i: int, step: int, joiners: str) -> bool:
 _SUPERSEDED_NOTE = re.compile(r" \(superseded (?:by [^()\n]* )?at seq \d+\)")
 
 
+_MARKED = re.compile(r"\(superseded at seq \d+\) $")
+
+
 def _mark_superseded(text: str, ledger: Ledger) -> tuple[str, int]:
     current = {i.key: i for i in ledger.items if i.key is not None}
     marked = 0
     for old in ledger.superseded:
         if old.anchors:  # (a sentence; its key names the seq that replaced it)
-            note = f" (superseded at {old.key})"
-            pattern = re.compile(re.escape(old.value) + r"(?! \(superseded)")
-            text, n = pattern.subn(lambda m: m.group(0) + note, text)
+            # (marked before the sentence: its value may be in its first half)
+            note = f"(superseded at {old.key}) "
+            parts, last, n = [], 0, 0
+            for m in re.finditer(re.escape(old.value), text):
+                if not _MARKED.search(text, max(0, m.start() - 40), m.start()):
+                    parts += [text[last:m.start()], note]
+                    last, n = m.start(), n + 1
+            text = "".join(parts) + text[last:]
             marked += n
             continue
         new = current.get(old.key)

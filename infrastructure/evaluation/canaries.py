@@ -18,7 +18,7 @@ KINDS = ("rule", "decision", "person", "date", "amount", "version", "setting",
          "preference", "task", "question")
 
 _NEGATION = re.compile(r"\b(no|not|never|don't|do not|dont|without|avoid|leave \S+ out|n't)\b", re.I)
-DONE_WORDS = ("done", "finished", "complete", "completed", "wrapped up", "landed")
+DONE_WORDS = ("done", "finished", "complete", "completed", "wrapped up", "landed", "checked off")
 OPEN_WORDS = ("to do", "todo", "remaining", "still open", "not started", "pending", "left to")
 
 
