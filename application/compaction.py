@@ -22,6 +22,7 @@ from context_compaction.domain.summary import (
     SummarySource,
     build_summary_source,
     prompt_overhead,
+    smallest_window,
     storable_text,
     summary_prompt,
 )
@@ -115,9 +116,11 @@ def summary_budget_for(window: int, count: Callable[[str], int]) -> SummaryBudge
     output_cap = min(SUMMARY_OUTPUT_CAP, window // 4)
     summary_budget = SummaryBudget.compute(window, prompt_overhead(count, output_cap))
     if not summary_budget.feasible:
+        smallest = smallest_window(count, SUMMARY_OUTPUT_CAP)
         raise SummaryFailed(
-            f"the {window:,}-token window leaves no room for a summary request",
-            details={"window": window},
+            f"the {window:,}-token window leaves no room for a summary request; the smallest "
+            f"window that can compact is {smallest:,} tokens",
+            details={"window": window, "smallest_window": smallest},
         )
     return summary_budget
 

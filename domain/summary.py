@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .budget import SummaryBudget
 from .messages import MessageRecord
 
 HEADINGS: tuple[str, ...] = (
@@ -310,6 +311,19 @@ def prompt_overhead(count: Count, max_tokens: int) -> int:
     empty = SummarySource(None, [], 0, 0, 0, None, None)
     empty.text = render_source(empty)
     return sum(count(m["content"]) + 4 for m in summary_prompt(empty, max_tokens)) + 3
+
+
+def smallest_window(count: Count, output_cap: int = 2048) -> int:
+    """The smallest window whose summary request has room for material (issue 44): what
+    a too-small window's error names."""
+    lo, hi = 64, 1 << 20
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if SummaryBudget.compute(mid, prompt_overhead(count, min(output_cap, mid // 4))).feasible:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def parse_sections(summary: str) -> dict[str, list[str]]:
