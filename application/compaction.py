@@ -20,11 +20,9 @@ from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_c
 from context_compaction.domain.errors import SessionNotFound, StaleCandidate, SummaryFailed
 from context_compaction.domain.summary import (
     SummarySource,
-    build_summary_source,
     prompt_overhead,
     smallest_window,
     storable_text,
-    summary_prompt,
 )
 
 from . import asyncbus
@@ -33,7 +31,7 @@ from . import results as r
 from .attemptlog import run_recorded
 from .attemptlog import summarizer_name as summarizer_label
 from .drafts import Draft
-from .ledgers import checklist_for, ledger_budget, must_keep_lines, verify_summary
+from .ledgers import ledger_budget, summary_input, verify_summary
 from .ports import SummaryRequest
 from .services import Services, mutate
 from .session_context import SessionContext
@@ -146,20 +144,18 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
     model = svc.settings.summary_model_for(turn.model)
     summary_budget = summary_budget_for(summary_window(svc, model, budget.window), count)
     previous = ctx.checkpoint.summary if ctx.checkpoint else None
-    checklist = checklist_for(ctx.checkpoint.ledger if ctx.checkpoint else None, plan.summarize)  # issue 44
-    must_keep = must_keep_lines(checklist, summary_budget.source_budget // 3, count)
-    source: SummarySource = build_summary_source(
-        previous, plan.summarize, count=count,
-        budget_tokens=summary_budget.source_budget - sum(count(line) + 1 for line in must_keep),
-    )
+    built = summary_input(previous, ctx.checkpoint.ledger if ctx.checkpoint else None, plan.summarize,
+                          source_budget=summary_budget.source_budget,
+                          output_reserve=summary_budget.output_reserve, count=count)  # issue 44
+    source: SummarySource = built.source
     request = SummaryRequest(
         session_id=ctx.session.session_id,
         model=model,
-        prompt=summary_prompt(source, summary_budget.output_reserve, must_keep),
+        prompt=built.prompt,
         source=source,
         max_output_tokens=summary_budget.output_reserve,
         previous_provider_state=ctx.checkpoint.provider_state if ctx.checkpoint else None,
-        checklist=checklist, count_tokens=count,
+        checklist=built.checklist, count_tokens=count,
     )
     result = _summarize(svc, request, reason)
     summary = storable_text(result.text).strip()

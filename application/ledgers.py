@@ -16,7 +16,7 @@ from typing import Any
 from context_compaction.domain.ledger import Count, Ledger, LedgerItem, LedgerReport, extract, priority, verify
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
-from context_compaction.domain.summary import SourceEntry, to_entry
+from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
 
 #: The ledger may add up to this many times the summary's output reserve (ADR 0031):
 #: at a 128K window (reserve 2,048) 8,192 tokens, room for ~450 fact lines.
@@ -61,6 +61,28 @@ def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: 
         out.append(line)
         spent += cost
     return out
+
+
+@dataclass(frozen=True)
+class SummaryInput:
+    """What one summary call is given (issue 44): the bounded source, the prompt with
+    its must-keep lines, and the checklist for summarizers that read it directly."""
+
+    source: SummarySource
+    prompt: list[dict[str, str]]
+    checklist: tuple[LedgerItem, ...]
+
+
+def summary_input(previous_summary: str | None, previous_ledger: Mapping[str, Any] | None,
+                  covered: Sequence[MessageRecord], *, source_budget: int, output_reserve: int,
+                  count: Count) -> SummaryInput:
+    """The one way a compaction and ``resummarize`` build a summary call: the checklist
+    takes up to a third of the input budget as must-keep lines, the material the rest."""
+    checklist = checklist_for(previous_ledger, covered)
+    must_keep = must_keep_lines(checklist, source_budget // 3, count)
+    source = build_summary_source(previous_summary, covered, count=count,
+                                  budget_tokens=source_budget - sum(count(ln) + 1 for ln in must_keep))
+    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep), checklist)
 
 
 def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:

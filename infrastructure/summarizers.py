@@ -163,13 +163,31 @@ _SECTION_CAP = 12
 CHECKLIST_SHARE = 0.7
 
 
+def _without_repeats(sections: dict[str, list[str]], checklist: str) -> dict[str, list[str]]:
+    """The sections without the lines the checklist already states (its sentences, its
+    facts): a small context compacted must still shrink."""
+    stated = " ".join(checklist.split()).casefold()
+
+    def repeats(line: str) -> bool:
+        body = _CITED.sub("", line).strip().lstrip("- ").strip()
+        if ": " in body and body.split(": ", 1)[0] in ("path", "port", "version", "id", "setting", "url"):
+            body = body.split(": ", 1)[1]
+        return bool(body) and " ".join(body.split()).casefold() in stated
+
+    return {h: (items if h == "Objective" else [x for x in items if not repeats(x)]) for h, items in sections.items()}
+
+
 def _checklist_section(items: Iterable[LedgerItem], budget: int, count: Callable[[str], int]) -> str:
-    """``## Fact Checklist``: the cumulative must-keep items in priority order, as many as
-    ``budget`` tokens hold (what is left out the ledger check reports)."""
+    """``## Fact Checklist``: the cumulative must-keep statements (rules, constraints,
+    corrections, decisions, people, dates, amounts, versions, settings, preferences, task
+    state, questions) in priority order, as many as ``budget`` tokens hold (what is left
+    out the ledger check writes back or reports)."""
     lines = [f"## {CHECKLIST_HEADING}"]
     spent = count(lines[0])
     for item in items:
-        line = item.line() if item.kind in CHECKLIST_KINDS else f"- {item.kind}: {item.value} (seq {item.seq})"
+        if item.kind not in CHECKLIST_KINDS and item.kind not in ("constraint", "correction"):
+            continue  # (exact facts have their own section and the ledger's write-back)
+        line = f"- {item.kind}: {item.value} (seq {item.seq})"
         cost = count(line) + 1
         if spent + cost > budget:
             continue
@@ -241,6 +259,8 @@ class ExtractiveSummarizer:
         count = request.count_tokens or (lambda text: len(text) // 2 + 1)
         limit = request.max_output_tokens
         checklist = _checklist_section(request.checklist, int(limit * CHECKLIST_SHARE), count)
+        if checklist:
+            merged = _without_repeats(merged, checklist)
         text = self.render(merged, max_tokens=limit - count(checklist) - 4, count=count)
         if checklist:  # (after the Objective: the must-keep items come first)
             head, sep, rest = text.partition("\n\n## ")
