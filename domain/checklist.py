@@ -15,6 +15,10 @@ languages matches no cue and is not cut: it is kept whole where it is kept at al
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from typing import Any
+
+Item = Any  # a ledger.LedgerItem (that module imports this one)
 
 RULE, DECISION, PERSON, DATE, AMOUNT = "rule", "decision", "person", "date", "amount"
 VERSIONED, SETTING_TEXT, PREFERENCE, TASK, QUESTION = "versioned", "setting_text", "preference", "task", "question"
@@ -161,3 +165,20 @@ def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
 def clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 3] + "..."
+
+
+def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item],
+              replaceable: tuple[str, ...]) -> Item:
+    """Move the earlier items about ``item``'s subject (a shared anchor) from ``by_key``
+    to ``superseded``, keyed by the seq that replaced them; an update takes the kind of
+    the item it replaces. (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
+    mine = set(item.anchors)
+    for other_k, other in list(by_key.items()):
+        if other.seq > item.seq or not mine.intersection(other.anchors) or other.value == item.value:
+            continue
+        if item.kind == UPDATE and other.kind in replaceable:
+            item = replace(item, kind=other.kind)
+        if other.kind == item.kind and item.kind in replaceable:
+            del by_key[other_k]
+            superseded[other_k] = replace(other, key=f"seq {item.seq}")
+    return item

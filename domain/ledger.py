@@ -1,19 +1,17 @@
 """The must-keep ledger: what a summary may not lose, checked before every commit. Pure.
 
-Every message a compaction covers is read by a deterministic extractor for the items
-users complain most about losing after a compaction: exact facts (file paths, ids,
-commit hashes, ports, versions, URLs, ``KEY=value`` settings, error types with their
-messages), user constraints and user corrections, each with its source seq. The ledger
-is cumulative like the summary (it is carried from checkpoint to checkpoint), and a
-candidate summary is verified against it: an item missing from the summary text is
-written back under its heading, with its seq, within a token budget — corrections and
-constraints first, then facts by recency, then frequency. What still does not fit is
-reported as dropped: kind, value and seq, never silently lost (the raw history keeps it
-and ``search_history`` finds it).
+Every message a compaction covers is read by deterministic extractors: exact facts (file
+paths, ids, commit hashes, ports, versions, URLs, ``KEY=value`` settings, errors with
+their messages), user constraints and corrections, and the typed fact checklist of
+``checklist.py`` (rules with values, decisions, people, dates, amounts, versions, task
+state, preferences, questions: issue 44), each with its source seq. The ledger is
+cumulative (carried from checkpoint to checkpoint), and a candidate summary is verified
+against it: a missing item is written back under its heading, with its seq, within a
+token budget — corrections and constraints first, then the checklist, then facts by
+recency. What does not fit is reported as dropped (kind, value, seq), never silently lost.
 
-A setting that is set again (``PORT=8080`` then ``PORT=9090``) supersedes the older
-value: the old one leaves the ledger and, where the summary still states it, it is
-marked as superseded rather than left to read as current.
+A later value for the same setting or subject supersedes the older one: the old one leaves
+the ledger and, where the summary still states it, it is marked as superseded.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .checklist import CHECKLIST_KINDS, SUPERSEDING, UPDATE, checklist_items, sentences
+from .checklist import CHECKLIST_KINDS, SUPERSEDING, checklist_items, clip, sentences, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
@@ -41,17 +39,13 @@ FACTS_HEADING = "Exact Facts"
 #: Bound of a ledger carried in every checkpoint; beyond it the oldest, rarest facts
 #: leave it (reported dropped by the compaction that evicts them).
 MAX_ITEMS = 600
-#: A constraint or correction is one user sentence, clipped to this many characters.
-SENTENCE_CHARS = 240
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CONSTRAINT = re.compile(
     r"\b(must|must not|do not|don't|never|always|only use|make sure|required|"
     r"should not|shouldn't|avoid|without)\b",
     re.I,
 )
-# ("instead of", "rather than" alone are routine requests — "use a dataclass instead of
-# the dict" — not corrections: issue 44 found 8 of 10 "corrections" were such.)
+# ("instead of"/"rather than" alone are routine requests, not corrections: issue 44.)
 _CORRECTION = re.compile(
     r"^\s*(?:(actually|correction|wait|instead)\b|no[,.!])|\b(not \S+,? but|is \S+, not|I meant)\b",
     re.I,
@@ -155,7 +149,7 @@ class Ledger:
                         del by_key[other_k]
                         superseded[other_k] = other
             if item.anchors:
-                item = _supersede(item, by_key, superseded)
+                item = supersede(item, by_key, superseded, (*SUPERSEDING, CONSTRAINT))
                 k = (item.kind, _norm(item))
             superseded.pop(k, None)
             by_key[k] = item
@@ -190,22 +184,6 @@ class LedgerReport:
                 {"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items
             ],
         }
-
-
-def _supersede(item: LedgerItem, by_key: dict[tuple[str, str], LedgerItem],
-               superseded: dict[tuple[str, str], LedgerItem]) -> LedgerItem:
-    """Move the earlier items about ``item``'s subject to ``superseded``; an update takes
-    the kind of the item it replaces."""
-    mine, replaceable = set(item.anchors), (*SUPERSEDING, CONSTRAINT)
-    for other_k, other in list(by_key.items()):
-        if other.seq > item.seq or not mine.intersection(other.anchors) or other.value == item.value:
-            continue
-        if item.kind == UPDATE and other.kind in replaceable:
-            item = replace(item, kind=other.kind)
-        if other.kind == item.kind and item.kind in replaceable:
-            del by_key[other_k]
-            superseded[other_k] = replace(other, key=f"seq {item.seq}")
-    return item
 
 
 def priority(item: LedgerItem) -> tuple[int, int, int, str]:
@@ -268,16 +246,16 @@ def facts(text: str, seq: int) -> list[LedgerItem]:
 
 def _user_items(e: SourceEntry) -> list[LedgerItem]:
     if e.steering and e.text.strip():
-        return [LedgerItem(CONSTRAINT, _clip(e.text), e.seq, e.seq)]
+        return [LedgerItem(CONSTRAINT, clip(e.text), e.seq, e.seq)]
     out = []
     listed = {_squash(v) for _, v, _ in checklist_items(e.text)}
     for sentence in sentences(e.text):
         if len(sentence) < 4:
             continue
         if _CORRECTION.search(sentence):
-            out.append(LedgerItem(CORRECTION, _clip(sentence), e.seq, e.seq))
-        elif _CONSTRAINT.search(sentence) and _squash(_clip(sentence)) not in listed:
-            out.append(LedgerItem(CONSTRAINT, _clip(sentence), e.seq, e.seq))
+            out.append(LedgerItem(CORRECTION, clip(sentence), e.seq, e.seq))
+        elif _CONSTRAINT.search(sentence) and _squash(clip(sentence)) not in listed:
+            out.append(LedgerItem(CONSTRAINT, clip(sentence), e.seq, e.seq))
     return out
 
 
@@ -419,7 +397,3 @@ def _squash(text: str) -> str:
 def _norm(item: LedgerItem) -> str:
     return _squash(item.value) if item.kind in HEADING else item.value
 
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 3] + "..."
