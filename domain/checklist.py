@@ -133,11 +133,21 @@ def classify(sentence: str) -> str | None:
     return None
 
 
-def anchors(sentence: str) -> frozenset[str]:
-    """What a sentence is about: setting names, versioned packages, acronyms, and the
-    content bigrams left once its values (numbers, dates, names) are taken out."""
-    out: set[str] = {m.group(1) for m in _SETTING.finditer(sentence)}
-    out |= {m.group(1).lower() for m in _VERSION.finditer(sentence)}
+def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
+    """What a sentence is about. A setting: its names. A version: the package words
+    before it. Else: acronyms and the content bigrams left once its values (numbers,
+    dates, names) and its reason are taken out."""
+    keys = {m.group(1) for m in _SETTING.finditer(sentence)}
+    if kind == SETTING_TEXT and keys:
+        return frozenset(keys)
+    if kind == VERSIONED:
+        found = set()
+        for m in _VERSION.finditer(sentence):
+            before = re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", sentence[: m.end(1)])[-4:]
+            found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
+        if found:
+            return frozenset(found)
+    out: set[str] = set(keys)
     out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence) if w.upper() not in ("TBD", "OK", "I")}
     # (the subject is stated before the reason: "... for the queue backend because the team
     # knows it" — two decisions with the same reason are about different things)
@@ -150,6 +160,10 @@ def anchors(sentence: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_VERSION_WORDS = frozenset("version versions stay pin pinned bump lock upgrade downgrade roll forward moved "
+                           "lockfile we're running runs production release".split())
+
+
 def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
     """(kind, sentence, anchors) of the checklist sentences of one message."""
     out = []
@@ -158,7 +172,7 @@ def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
             continue
         kind = classify(s)
         if kind is not None:
-            out.append((kind, clip(s), anchors(s)))
+            out.append((kind, clip(s), anchors(s, kind)))
     return out
 
 
@@ -178,7 +192,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         if item.kind == UPDATE and other.kind in replaceable:
             item = replace(item, kind=other.kind)
-        if other.kind == item.kind and item.kind in replaceable:
+        # (a user's correction replaces what it corrects, whatever that item's kind)
+        if other.kind in replaceable and (other.kind == item.kind or item.kind == "correction"):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
     return item

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .checklist import CHECKLIST_KINDS, SUPERSEDING, checklist_items, clip, sentences, supersede
+from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items, clip, sentences, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
@@ -253,7 +253,7 @@ def _user_items(e: SourceEntry) -> list[LedgerItem]:
         if len(sentence) < 4:
             continue
         if _CORRECTION.search(sentence):
-            out.append(LedgerItem(CORRECTION, clip(sentence), e.seq, e.seq))
+            out.append(LedgerItem(CORRECTION, clip(sentence), e.seq, e.seq, anchors=tuple(sorted(anchors(sentence)))))
         elif _CONSTRAINT.search(sentence) and _squash(clip(sentence)) not in listed:
             out.append(LedgerItem(CONSTRAINT, clip(sentence), e.seq, e.seq))
     return out
