@@ -103,17 +103,20 @@ def verify_summary(
 ) -> VerifiedSummary:
     """``text`` with invalid citations removed and missing ledger items written back.
 
-    ``retained`` (the raw tail kept after the summary) is read for settings only: one
-    set again there supersedes the summary's older value, which is then marked as
-    such rather than left to read as current next to the new one. The stored ledger
+    ``retained`` (the raw tail kept after the summary) is read for settings and
+    checklist statements only: one set again there supersedes the summary's older value,
+    which is then marked as such rather than left to read as current next to the new one. The stored ledger
     does not take them (the next compaction reads those messages as covered).
     """
     cleaned, _, removed = clean_citations(text, 1, last_seq)
     ledger, evicted = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
     check = ledger
-    newer = [i for i in extract(covered_entries(retained)) if i.key is not None]
+    newer = [i for i in extract(covered_entries(retained)) if i.key is not None or i.anchors]
     if newer:
         check, _ = ledger.merge(newer)
+        # (a statement of the tail marks what it supersedes; the tail states it itself)
+        tail_only = {i.value for i in newer if i.key is None} - {i.value for i in ledger.items}
+        check = Ledger(tuple(i for i in check.items if i.value not in tail_only), check.superseded)
     verified, report = verify(cleaned, check, budget_tokens, count)
     # Left the bounded ledger: reported, not lost silently, and counted among the items
     # (items_total = in_summary + restored + dropped holds).
