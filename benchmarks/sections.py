@@ -15,7 +15,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async"]
+ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async", "eval"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +42,7 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
     return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
-            "retention": _retention, "staged": _staged, "async": _async}[name](args, report, text)
+            "retention": _retention, "staged": _staged, "async": _async, "eval": _eval}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -165,3 +165,15 @@ def _async(args: argparse.Namespace, report: dict[str, Any], text: list[str]) ->
              "(a local fake model through litellm) runs in it:", ""]
     text += asyncbench.markdown(result)
     return [_target(*t) for t in asyncbench.targets(result)]
+
+
+def _eval(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    """Issue 44: ``ctxc eval`` (typed canaries, tuning and held-out phrasings), extractive."""
+    from context_compaction import bootstrap
+    from context_compaction.infrastructure.evaluation.report import evaluate, markdown, targets
+
+    result = evaluate(bootstrap, summarizer="extractive")
+    report["eval"] = result
+    text += ["", "Typed canaries (`ctxc eval`, issue 44):", ""]
+    text += markdown(result)
+    return [_target(what, got, "issue 44", ok) for what, got, ok in targets(result)]
