@@ -95,3 +95,27 @@ def test_ctxc_eval_reports_every_kind_and_the_truncation_baseline(capsys) -> Non
     assert set(last["per_kind"]) >= {"rule", "decision", "person", "date", "amount", "version", "setting",
                                       "preference", "task", "question"}
     assert last["kept"] / last["total"] >= 0.9 > last["truncation_kept"] / last["total"]
+
+
+def test_the_llm_prompt_carries_the_checklist_as_must_keep() -> None:
+    from context_compaction.domain.summary import summary_prompt
+
+    source = SummarySource(None, [], 0, 0, 0, None, None)
+    _, user_message = summary_prompt(source, 500, ["- date: The release freeze is on March 14. (seq 3)"])
+    assert "<must_keep>" in user_message["content"]
+    assert "- date: The release freeze is on March 14. (seq 3)" in user_message["content"]
+    _, plain = summary_prompt(source, 500)
+    assert "<must_keep>" not in plain["content"]
+
+
+def test_a_checklist_item_that_does_not_fit_is_reported_with_kind_value_and_seq() -> None:
+    ledger, _ = Ledger().merge(extract([
+        said(4, "Loop in Priya Raman (release manager) before merging."),
+        said(6, "The nightly batch runtime is around forty-five minutes.", "assistant"),
+    ]))
+    text, report = verify("## Progress\nNone.", ledger, budget_tokens=12, count=words)
+    assert report.dropped >= 1 and report.dropped + report.restored == report.items_total
+    dropped = {(d["kind"], d["seq"]) for d in report.to_record()["dropped_items"]}
+    written = {i for i in ledger.items if i.value in text}
+    assert all((i.kind, i.seq) in dropped for i in ledger.items if i not in written)
+    assert any("Priya Raman" in d["value"] for d in report.to_record()["dropped_items"]) or "Priya Raman" in text
