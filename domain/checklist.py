@@ -107,8 +107,14 @@ def _has_value(s: str) -> bool:
 
 
 def _value_less_rule(s: str) -> bool:
+    """A short rule that points back at what the sentence before it stated ("Never
+    exceed it without approval."): it is about that sentence's value."""
     cue = dict(_CUES)[RULE]
-    return bool(cue.search(s)) and len(s) < 120
+    return bool(cue.search(s)) and len(s) < 120 and bool(_BACK.search(s))
+
+
+# (points back: "it", "that"; or has no subject of its own: "Never exceed without approval.")
+_BACK = re.compile(r"\b(it|that|this|them|those|these)\b|^(never|do not|don't|always|must|no more)\b", re.I)
 
 
 def classify(sentence: str) -> str | None:
@@ -148,7 +154,6 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         if found:
             return frozenset(found)
     out: set[str] = set(keys)
-    out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence) if w.upper() not in ("TBD", "OK", "I")}
     # (the subject is stated before the reason: "... for the queue backend because the team
     # knows it" — two decisions with the same reason are about different things)
     sentence = _REASON.split(sentence, maxsplit=1)[0]
@@ -157,9 +162,13 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     for a, b in zip(words, words[1:]):
         if a not in _STOP and b not in _STOP and "|" not in (a, b) and len(a) > 2 and len(b) > 2:
             out.add(f"{a} {b}")
+    # (acronyms, "the ORM"; never a unit, "180 KB")
+    out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence)
+            if w.upper() not in ("TBD", "OK", "I") and not _UNIT_ONLY.fullmatch(w)}
     return frozenset(out)
 
 
+_UNIT_ONLY = re.compile(_UNIT, re.I)
 _VERSION_WORDS = frozenset("version versions stay pin pinned bump lock upgrade downgrade roll forward moved "
                            "lockfile we're running runs production release".split())
 
@@ -188,12 +197,25 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     the item it replaces. (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
     mine = set(item.anchors)
     for other_k, other in list(by_key.items()):
-        if other.seq > item.seq or not mine.intersection(other.anchors) or other.value == item.value:
+        if other.kind == "setting" and other.key in mine and other.seq <= item.seq and f"{other.key}=" not in item.value:
+            # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16.")
+            del by_key[other_k]
+            superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(other.key,))
+            continue
+        if other.seq > item.seq or other.value == item.value or not _same_subject(mine, set(other.anchors)):
             continue
         if item.kind == UPDATE and other.kind in replaceable:
             item = replace(item, kind=other.kind)
-        # (a user's correction replaces what it corrects, whatever that item's kind)
-        if other.kind in replaceable and (other.kind == item.kind or item.kind == "correction"):
+        # (a correction replaces what it corrects, and is replaced by the next change,
+        # whatever the kinds)
+        if other.kind in replaceable and (other.kind == item.kind or "correction" in (item.kind, other.kind)):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
     return item
+
+
+def _same_subject(a: set[str], b: set[str]) -> bool:
+    """More than half of the smaller anchor set shared ("queue backend" in both, whatever
+    the new value adds); "upload size limit" and "bundle size limit" share only "size
+    limit" of two anchors each and stay two subjects."""
+    return bool(a and b) and len(a & b) * 2 > min(len(a), len(b))

@@ -149,7 +149,7 @@ class Ledger:
                         del by_key[other_k]
                         superseded[other_k] = other
             if item.anchors:
-                item = supersede(item, by_key, superseded, (*SUPERSEDING, CONSTRAINT))
+                item = supersede(item, by_key, superseded, (*SUPERSEDING, CONSTRAINT, CORRECTION))
                 k = (item.kind, _norm(item))
             superseded.pop(k, None)
             by_key[k] = item
@@ -180,9 +180,7 @@ class LedgerReport:
             "in_summary": self.in_summary,
             "restored": self.restored,
             "dropped": self.dropped,
-            "dropped_items": [
-                {"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items
-            ],
+            "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items],
         }
 
 
@@ -341,6 +339,7 @@ def _continues(text: str, i: int, step: int, joiners: str) -> bool:
 _SUPERSEDED_NOTE = re.compile(r" \(superseded (?:by [^()\n]* )?at seq \d+\)")
 
 
+MARK_PREFIX = 48  # a superseded sentence is found by its opening: a summary line may clip it
 _MARKED = re.compile(r"\(superseded at seq \d+\) $")
 
 
@@ -349,11 +348,13 @@ def _mark_superseded(text: str, ledger: Ledger) -> tuple[str, int]:
     marked = 0
     for old in ledger.superseded:
         if old.anchors:  # (a sentence; its key names the seq that replaced it)
-            # (marked before the sentence: its value may be in its first half)
-            note = f"(superseded at {old.key}) "
+            # (marked before it: its value may be in its first half; not a current one alike)
+            note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
+            alike = [i.value for i in ledger.items if i.value.startswith(head)]
             parts, last, n = [], 0, 0
-            for m in re.finditer(re.escape(old.value), text):
-                if not _MARKED.search(text, max(0, m.start() - 40), m.start()):
+            for m in re.finditer(re.escape(head), text):
+                if not _MARKED.search(text, max(0, m.start() - 40), m.start()) and not any(
+                        text.startswith(v, m.start()) for v in alike):
                     parts += [text[last:m.start()], note]
                     last, n = m.start(), n + 1
             text = "".join(parts) + text[last:]

@@ -58,6 +58,10 @@ def stated_as_current(old: Canary, summary: str) -> bool:
     old value and its subject, no superseded mark and not the new value beside it."""
     new = old.superseded_by
     assert new is not None
+    while new.superseded_by is not None:  # (the newest statement of the subject is current)
+        new = new.superseded_by
+    if any(v in new.values for v in old.values):
+        return False  # (set back to the old value: stating it is right)
     for line in _lines(summary):
         if "superseded" in line or any(v.casefold() in line for v in new.values):
             continue
