@@ -14,7 +14,8 @@ def add_parser(add: Any) -> None:
     p.add_argument("--shares", default="0.1,0.2,0.3", help="output budgets, shares of the session")
     p.add_argument("--windows", default="8000,32000,128000", help="conversation windows (empty: none)")
     p.add_argument("--sets", default="tuning,held-out", help="phrasing sets: tuning, held-out")
-    p.add_argument("--seed", type=int, default=44)
+    p.add_argument("--seed", type=int, default=44, help="the generation seed (default 44)")
+    p.add_argument("--seeds", default="", help="several seeds (comma-separated): one line per drive over them")
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -32,17 +33,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
             settings = settings.model_copy(update={"models": {**base.models, **settings.models}})
         return bootstrap(settings)
 
-    result = evaluate(
+    from .evaluation.report import across_seeds
+
+    seeds = [int(x) for x in args.seeds.split(",") if x] or [args.seed]
+    results = [evaluate(
         boot,
         summarizer=args.summarizer or "extractive",
         shares=[float(x) for x in args.shares.split(",") if x],
         windows=[int(x) for x in args.windows.split(",") if x],
         sets=[x for x in args.sets.split(",") if x],
-        seed=args.seed,
+        seed=seed,
         on_step=(lambda s: None) if args.json else (lambda s: print(f"... {s}", file=sys.stderr)),
-    )
+    ) for seed in seeds]
     if args.json:
-        print(json.dumps(result, indent=2, default=str))
+        print(json.dumps(results[0] if len(results) == 1 else results, indent=2, default=str))
+    elif len(results) == 1:
+        print("\n".join(markdown(results[0])))
     else:
-        print("\n".join(markdown(result)))
+        print("\n".join(across_seeds(results)))
     return 0

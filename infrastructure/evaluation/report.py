@@ -102,3 +102,30 @@ def markdown(result: dict[str, Any]) -> list[str]:
     lines += ["| target | measured | met |", "|---|---|---|"]
     lines += [f"| {what} | {got} | {'yes' if ok else 'NO'} |" for what, got, ok in targets(result)]
     return lines
+
+
+def across_seeds(results: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per drive over several seeds: share kept (min–max), worst kind, losses
+    reported, superseded values stated as current, ``summary_failed``."""
+    rows: dict[tuple[str, str], list[tuple[float, float, int, int, int, int]]] = {}
+    for result in results:
+        for run in result["rounds"]:
+            last = run["rounds"][-1]
+            worst = min(v["kept"] / v["total"] for v in last["per_kind"].values() if v["total"])
+            rows.setdefault((run["phrasings"], f"5 rounds, {run['share']:.0%}"), []).append(
+                (last["kept"] / last["total"], worst, last["lost_reported"], last["lost"],
+                 max(r["superseded_current"] for r in run["rounds"]), run["summary_failed"]))
+        for conv in result["conversations"]:
+            worst = min(v["kept"] / v["total"] for v in conv["per_kind"].values() if v["total"])
+            rows.setdefault((conv["phrasings"], f"conversation, {conv['window']:,}"), []).append(
+                (conv["kept"] / conv["total"], worst, conv["lost_reported"], conv["lost"],
+                 conv["superseded_current"], conv["summary_failed"]))
+    seeds = ", ".join(str(r["seed"]) for r in results)
+    lines = [f"Seeds {seeds}:", "", "| phrasings | drive | kept (min–max) | worst kind (min) | losses in dropped_items "
+             "| superseded stated as current (total) | summary_failed |", "|---|---|---|---|---|---|---|"]
+    for (phrasings, drive), vals in rows.items():
+        kept = [v[0] for v in vals]
+        lines.append(f"| {phrasings} | {drive} | {min(kept):.0%}–{max(kept):.0%} | {min(v[1] for v in vals):.0%} | "
+                     f"{sum(v[2] for v in vals)}/{sum(v[3] for v in vals)} | {sum(v[4] for v in vals)} | "
+                     f"{sum(v[5] for v in vals)} |")
+    return lines
