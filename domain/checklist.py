@@ -144,6 +144,8 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     before it. Else: acronyms and the content bigrams left once its values (numbers,
     dates, names) and its reason are taken out."""
     keys = {m.group(1) for m in _SETTING.finditer(sentence)}
+    # (paths and identifiers name what a statement is about: "never modify gen_3.pb.go")
+    idents = {m.group(0) for m in _IDENT.finditer(sentence) if _IDENT_MARK.search(m.group(0))}
     if kind == SETTING_TEXT and keys:
         return frozenset(keys)
     if kind == VERSIONED:
@@ -153,7 +155,7 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
             found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
         if found:
             return frozenset(found)
-    out: set[str] = set(keys)
+    out: set[str] = keys | idents
     # (the subject is stated before the reason: "... for the queue backend because the team
     # knows it" — two decisions with the same reason are about different things)
     sentence = _REASON.split(sentence, maxsplit=1)[0]
@@ -218,4 +220,12 @@ def _same_subject(a: set[str], b: set[str]) -> bool:
     """More than half of the smaller anchor set shared ("queue backend" in both, whatever
     the new value adds); "upload size limit" and "bundle size limit" share only "size
     limit" of two anchors each and stay two subjects."""
+    ids_a, ids_b = {x for x in a if _ID.search(x)}, {x for x in b if _ID.search(x)}
+    if ids_a and ids_b and not ids_a & ids_b:  # (gen_3.pb.go and gen_13.pb.go: two files)
+        return False
     return bool(a and b) and len(a & b) * 2 > min(len(a), len(b))
+
+
+_ID = re.compile(r"[/_.\d]")
+_IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
+_IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
