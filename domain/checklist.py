@@ -87,7 +87,7 @@ stay within tops going past needs sign-off non-negotiable negotiable constraint 
 becomes revised expect roughly checked dashboard numbers put mark calendar ready everything need forget plan
 around lands scheduled took over ping breaks touching acts loop quarter ask they're""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
-SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT))
+SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK))
 
 
 def sentences(text: str) -> list[str]:
@@ -155,7 +155,7 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
             found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
         if found:
             return frozenset(found)
-    out: set[str] = keys | idents
+    out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
     # (the subject is stated before the reason: "... for the queue backend because the team
     # knows it" — two decisions with the same reason are about different things)
     sentence = _REASON.split(sentence, maxsplit=1)[0]
@@ -228,4 +228,5 @@ def _same_subject(a: set[str], b: set[str]) -> bool:
 
 _ID = re.compile(r"[/_.\d]")
 _IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
+_STEP = re.compile(r"\bstep \d+\b", re.I)  # ("Step 3 is done" updates "Step 3: start the migration")
 _IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
