@@ -85,7 +85,8 @@ heads changed comes happens merging anything belong needs answer sure someone ba
 settled decided decision picked opted final call wins lock reason compared options always don't won't can't
 stay within tops going past needs sign-off non-negotiable negotiable constraint keep raise ops scratch number
 becomes revised expect roughly checked dashboard numbers put mark calendar ready everything need forget plan
-around lands scheduled took over ping breaks touching acts loop quarter ask they're""".split())
+around lands scheduled took over ping breaks touching acts loop quarter ask they're
+step steps finished complete completed wrapped checked""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK))
 
@@ -228,5 +229,5 @@ def _same_subject(a: set[str], b: set[str]) -> bool:
 
 _ID = re.compile(r"[/_.\d]")
 _IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
-_STEP = re.compile(r"\bstep \d+\b", re.I)  # ("Step 3 is done" updates "Step 3: start the migration")
+_STEP = re.compile(r"\bstep \d+(?: of \d+)?\b", re.I)  # ("Step 3 is done" updates "Step 3: start the migration")
 _IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
