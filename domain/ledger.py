@@ -185,12 +185,12 @@ class LedgerReport:
 
 
 def priority(item: LedgerItem) -> tuple[int, int, int, str]:
-    """Corrections, constraints and rules, then the other checklist kinds, then exact
-    facts; newer first, then more frequent."""
+    """Corrections, then constraints and rules, then the other checklist items and the
+    exact facts together; newer first, then more frequent."""
     if item.kind in (CORRECTION, CONSTRAINT, "rule"):
         group = 0 if item.kind == CORRECTION else 1
     else:
-        group = 2 if item.kind in CHECKLIST_KINDS else 3
+        group = 2  # (the checklist and exact facts by recency: neither crowds the other out)
     return (group, -item.seq, -item.count, item.value)
 
 
