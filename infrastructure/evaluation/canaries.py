@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 KINDS = ("rule", "decision", "person", "date", "amount", "version", "setting",
          "preference", "task", "question")
 
-_NEGATION = re.compile(r"\b(no|not|never|don't|do not|dont|without|avoid|leave \S+ out|n't)\b", re.I)
+_NEGATION = re.compile(r"\b(no|not|never|do not|dont|without|avoid)\b|n't\b|\bleave\b.*\bout\b", re.I)
 DONE_WORDS = ("done", "finished", "complete", "completed", "wrapped up", "landed", "checked off")
 OPEN_WORDS = ("to do", "todo", "remaining", "still open", "not started", "pending", "left to")
 
@@ -38,18 +38,31 @@ class Canary:
         return self.values[0]
 
 
-def _lines(context: str) -> list[str]:
-    return [ln.casefold() for ln in re.split(r"\n|(?<=[.!?])\s+(?=[A-Z])", context) if ln.strip()]
+def _spans(canary: Canary, context: str) -> list[str]:
+    """The stretches of ``context`` where the canary's value and one of its anchors occur
+    no farther apart than its own sentence spans (a canary may be two sentences: "Log
+    retention? Roughly 90 days."), each with 30 characters before (where a superseded
+    mark stands)."""
+    text = context.casefold()
+    reach = len(canary.text) + 10
+    values = [m.start() for v in canary.values for m in re.finditer(re.escape(v.casefold()), text)]
+    anchors = [m.start() for a in canary.anchors for m in re.finditer(re.escape(a.casefold()), text)]
+    out = []
+    for v in values:
+        for a in anchors:
+            lo, hi = min(v, a), max(v, a)
+            if hi - lo <= reach and "\n" not in text[lo:hi]:
+                out.append(text[max(0, lo - 30) : hi + 15])
+    return out
 
 
 def kept(canary: Canary, context: str) -> bool:
-    """Whether some line of ``context`` states the canary as current."""
-    for line in _lines(context):
-        if "superseded" in line:
+    """Whether ``context`` states the canary as current."""
+    for span in _spans(canary, context):
+        if "superseded" in span:
             continue
-        if any(v.casefold() in line for v in canary.values) and any(a.casefold() in line for a in canary.anchors):
-            if not canary.negated or _NEGATION.search(line):
-                return True
+        if not canary.negated or _NEGATION.search(span):
+            return True
     return False
 
 
@@ -62,11 +75,10 @@ def stated_as_current(old: Canary, summary: str) -> bool:
         new = new.superseded_by
     if any(v in new.values for v in old.values):
         return False  # (set back to the old value: stating it is right)
-    for line in _lines(summary):
-        if "superseded" in line or any(v.casefold() in line for v in new.values):
+    for span in _spans(old, summary):
+        if "superseded" in span or any(v.casefold() in span for v in new.values):
             continue
-        if any(v.casefold() in line for v in old.values) and any(a.casefold() in line for a in old.anchors):
-            return True
+        return True
     return False
 
 
