@@ -52,8 +52,20 @@ def _spans(canary: Canary, context: str) -> list[str]:
         for a in anchors:
             lo, hi = min(v, a), max(v, a)
             if hi - lo <= reach and "\n" not in text[lo:hi]:
-                out.append(text[max(0, lo - 30) : hi + 15])
+                out.append(_marked_before(text, lo, reach) + text[max(0, lo - 30) : hi + 15])
     return out
+
+
+_MARK = re.compile(r"\(superseded[^()\n]*\) ")
+
+
+def _marked_before(text: str, at: int, reach: int) -> str:
+    """"superseded " when the sentence holding ``at`` opens with a superseded mark."""
+    before = text[max(0, at - reach - 30) : at]
+    marks = list(_MARK.finditer(before))
+    if marks and not re.search(r"[.!?]\s", before[marks[-1].end() :]):
+        return "superseded "
+    return ""
 
 
 def kept(canary: Canary, context: str) -> bool:
