@@ -302,8 +302,14 @@ def summary_prompt(source: SummarySource, max_tokens: int, must_keep: Sequence[s
     )
     if must_keep:
         user += ("\n\n<must_keep>\nState each of these in the summary (current values; later ones "
-                 "replace earlier ones):\n" + "\n".join(must_keep) + "\n</must_keep>")
+                 "replace earlier ones):\n" + "\n".join(_MUST_KEEP_TAG.sub(r"&lt;\1", ln) for ln in must_keep)
+                 + "\n</must_keep>")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+#: A line quoting the block's own tag would close it and speak as the prompt (the lines are
+#: history: a user may have written anything): its ``<`` is escaped.
+_MUST_KEEP_TAG = re.compile(r"<(\s*/?\s*must_keep)", re.I)
 
 
 def prompt_overhead(count: Count, max_tokens: int) -> int:

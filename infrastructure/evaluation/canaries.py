@@ -45,8 +45,8 @@ def _spans(canary: Canary, context: str) -> list[str]:
     mark stands)."""
     text = context.casefold()
     reach = len(canary.text) + 10
-    values = [m.start() for v in canary.values for m in re.finditer(re.escape(v.casefold()), text)]
-    anchors = [m.start() for a in canary.anchors for m in re.finditer(re.escape(a.casefold()), text)]
+    values = [m.start() for v in canary.values for m in re.finditer(_value_pattern(v), text)]
+    anchors = [m.start() for a in canary.anchors for m in re.finditer(_anchor_pattern(a), text)]
     out = []
     for v in values:
         for a in anchors:
@@ -54,6 +54,26 @@ def _spans(canary: Canary, context: str) -> list[str]:
             if hi - lo <= reach and "\n" not in text[lo:hi]:
                 out.append(_marked_before(text, lo, reach) + text[max(0, lo - 30) : hi + 15])
     return out
+
+
+def _value_pattern(value: str) -> str:
+    """A value as a whole token: "$500" is not in "$5000", "3 replicas" not in "13 replicas"."""
+    v = re.escape(value.casefold())
+    before = r"(?<![\w.])" if value[:1].isalnum() else ""
+    after = r"(?![\w])(?![.,]\d)" if value[-1:].isalnum() else ""
+    return before + v + after
+
+
+def _anchor_pattern(anchor: str) -> str:
+    """An anchor as the start of a word (a stem: "replica" in "replicas"), never inside
+    one ("orm" in "platform", "rate" in "migrate")."""
+    return r"(?<![\w])" + re.escape(anchor.casefold())
+
+
+def about(canary: Canary, text: str) -> bool:
+    """Whether ``text`` (one dropped item, say) names both the canary's subject and its
+    value within its reach: one of the two alone is about something else."""
+    return bool(_spans(canary, text))
 
 
 _MARK = re.compile(r"\(superseded[^()\n]*\) ")

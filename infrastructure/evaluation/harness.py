@@ -24,7 +24,7 @@ from typing import Any
 
 from context_compaction.application.settings import Settings
 
-from .canaries import KINDS, Canary, Phrasings, kept, stated_as_current
+from .canaries import KINDS, Canary, Phrasings, about, kept, stated_as_current
 from .sessions import Session, generate
 
 MODEL = "gpt-4o"
@@ -72,7 +72,6 @@ class Scorer:
     def score(self, canaries: list[Canary], context: str, summary: str, history: list[dict[str, Any]],
               size: int, search: bool = False) -> dict[str, Any]:
         dropped = [d for cp in self.checkpoints() for d in ((cp.get("ledger") or {}).get("dropped_items") or [])]
-        dropped_text = "\n".join(str(d.get("value", "")).casefold() for d in dropped)
         truncated = _text(_truncate(history, size, self.count))
         per_kind: dict[str, list[int]] = {k: [0, 0, 0] for k in KINDS}  # kept, total, truncation kept
         lost, reported, found, current = [], 0, 0, []
@@ -88,7 +87,9 @@ class Scorer:
                 row[0] += 1
                 continue
             lost.append(c)
-            if any(v.casefold() in dropped_text for v in c.values) or c.subject.casefold() in dropped_text:
+            # (reported only by a dropped item naming its subject and its value: a value or a
+            # subject alone in some other item is another statement)
+            if any(about(c, str(d.get("value", ""))) for d in dropped):
                 reported += 1
             if search and self._found(c):
                 found += 1
