@@ -15,6 +15,7 @@ languages matches no cue and is not cut: it is kept whole where it is kept at al
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import replace
 from typing import Any
 
@@ -31,7 +32,8 @@ CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMO
 HEADING = "Fact Checklist"
 SENTENCE_CHARS = 280
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|\n+")
+# (CJK full stops end a sentence with no space after them)
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|(?<=[\u3002\uff01\uff1f])|\n+")
 _NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
              r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
 _UNIT = (r"(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|"
@@ -189,8 +191,33 @@ def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
 
 
 def clip(text: str) -> str:
+    """A sentence within about ``SENTENCE_CHARS``, its values never cut off: the head,
+    then each value of the rest with the few words before it ("... the hard budget cap we
+    agreed on is $500 per month" keeps "$500"); never ends inside a character sequence."""
     text = " ".join(text.split())
-    return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 3] + "..."
+    if len(text) <= SENTENCE_CHARS:
+        return text
+    at = _boundary(text, SENTENCE_CHARS - 3)
+    head, rest = text[:at], text[at:]
+    snips = [m.group(0).strip() for m in _VALUE_IN_CONTEXT.finditer(rest)]
+    out = head + "..."
+    for snip in snips:  # (a value keeps its rule: issue 44, mechanism 4)
+        if len(out) + len(snip) + 2 > 3 * SENTENCE_CHARS:
+            break
+        out += f" {snip}..."
+    return out
+
+
+def _boundary(text: str, at: int) -> int:
+    """``at`` moved back to where a cut splits no grapheme (a joiner, a combining mark,
+    a variation selector belongs with the character before it)."""
+    while at > 0 and (unicodedata.combining(text[at]) or text[at] in _JOINERS or text[at - 1] == "\u200d"):
+        at -= 1
+    return at
+
+
+_JOINERS = frozenset("\u200d\ufe0e\ufe0f") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
+_VALUE_IN_CONTEXT = re.compile(r"(?:\S+\s+){0,5}?(?:\S+\s+)?\S*\d[\d,.:/-]*\S*(?:\s+\S+){0,2}")
 
 
 def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item],

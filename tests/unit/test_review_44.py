@@ -4,7 +4,7 @@ word, not a bigger number), and a loss as reported only by a dropped item about 
 
 from __future__ import annotations
 
-from context_compaction.domain.summary import SummarySource, summary_prompt
+from context_compaction.domain.summary import SourceEntry, SummarySource, summary_prompt
 from context_compaction.infrastructure.evaluation.canaries import Canary, kept
 
 
@@ -56,3 +56,47 @@ def test_a_loss_is_reported_only_by_a_dropped_item_about_it() -> None:
     assert about(cap, "Budget cap is $500 total. Never exceed it.")
     assert not about(cap, "The budget review moved to Friday.")  # (its subject only)
     assert not about(cap, "The laptop costs $500.")  # (its value only)
+
+
+_LONG_RULE = (
+    "For the customer-facing export pipeline that runs nightly against the analytics replica and then pushes "
+    "the compressed archives to the partner bucket, after the long discussion with legal and the finance people "
+    "last Thursday about what we can afford this quarter and what the partner contract allows, the hard budget cap "
+    "we agreed on is $500 per month."
+)
+
+
+def test_a_long_rule_sentence_keeps_its_value_in_the_checklist() -> None:
+    from context_compaction.domain.checklist import checklist_items
+
+    values = [v for _, v, _ in checklist_items(_LONG_RULE)]
+    assert values and all("$500" in v for v in values), values
+
+
+def test_a_long_rule_whose_value_leaves_is_not_counted_as_kept() -> None:
+    """The value cut off a long sentence left the context: the summary that carries the
+    clipped sentence must still carry the value, or the loss is reported (never dropped: 0)."""
+    from context_compaction.domain.ledger import Ledger, extract, verify
+
+    ledger, _ = Ledger().merge(extract([SourceEntry(3, "user", _LONG_RULE)]))
+    summary = "## Fact Checklist\n" + "\n".join(i.line() for i in ledger.items)
+    text, report = verify(summary, ledger, 10_000, lambda s: len(s.split()))
+    assert "$500" in text or any("$500" in i.value for i in report.dropped_items)
+
+
+def test_cjk_text_is_split_at_its_own_full_stops_and_kept_whole() -> None:
+    from context_compaction.domain.checklist import checklist_items, sentences
+
+    limit = "上传大小限制是 25 MB，不能超过。"
+    text = "我们的数据库迁移计划如下。" * 30 + limit + "请在周五之前完成所有步骤。" * 20
+    assert limit in sentences(text)
+    assert any(v == limit for _, v, _ in checklist_items(text))
+
+
+def test_a_clipped_sentence_never_ends_inside_an_emoji_sequence() -> None:
+    from context_compaction.domain.checklist import clip
+
+    family = "\U0001F468\u200d\U0001F469\u200d\U0001F467"
+    for pad in range(270, 285):
+        out = clip("x" * pad + " " + family * 20)
+        assert not out.rstrip(".… ").endswith("\u200d"), pad
