@@ -100,3 +100,14 @@ def test_a_clipped_sentence_never_ends_inside_an_emoji_sequence() -> None:
     for pad in range(270, 285):
         out = clip("x" * pad + " " + family * 20)
         assert not out.rstrip(".… ").endswith("\u200d"), pad
+
+
+def test_every_canary_of_the_review_set_is_kept_by_its_own_sentence() -> None:
+    """The scorer's self-check for the reviewer's third phrasing set."""
+    from context_compaction.infrastructure.evaluation.review3 import REVIEW
+    from context_compaction.infrastructure.evaluation.sessions import generate
+
+    for seed in (1, 2, 3, 44):
+        session = generate(REVIEW, seed, rounds=5, turns_per_round=8, per_kind=1, tool_chars=100)
+        assert session.canaries
+        assert [c.text for c in session.canaries if not kept(c, c.text)] == []
