@@ -111,3 +111,13 @@ def test_every_canary_of_the_review_set_is_kept_by_its_own_sentence() -> None:
         session = generate(REVIEW, seed, rounds=5, turns_per_round=8, per_kind=1, tool_chars=100)
         assert session.canaries
         assert [c.text for c in session.canaries if not kept(c, c.text)] == []
+
+
+def test_ctxc_eval_bad_options_are_usage_errors_before_anything_runs(capsys) -> None:  # type: ignore[no-untyped-def]
+    from context_compaction.infrastructure.cli import main
+
+    for argv in (["--sets", "bogus"], ["--shares", "abc"], ["--shares", "0"], ["--shares", "1.5"],
+                 ["--windows", "-5"], ["--seeds", "x"]):
+        assert main(["eval", "--windows", "", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert "error: --" in err and "internal_error" not in err and "..." not in err, (argv, err)
