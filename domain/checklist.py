@@ -199,12 +199,19 @@ def clip(text: str) -> str:
         return text
     at = _boundary(text, SENTENCE_CHARS - 3)
     head, rest = text[:at], text[at:]
-    snips = [m.group(0).strip() for m in _VALUE_IN_CONTEXT.finditer(rest)]
-    out = head + "..."
-    for snip in snips:  # (a value keeps its rule: issue 44, mechanism 4)
-        if len(out) + len(snip) + 2 > 3 * SENTENCE_CHARS:
+    out, last = head + "...", 0
+    for m in _DIGITS.finditer(rest):  # (a value keeps its rule: issue 44, mechanism 4)
+        if m.start() < last:
+            continue
+        lo, hi = max(last, m.start() - 48), min(len(rest), m.end() + 24)
+        if lo > last and " " in rest[lo:m.start()]:  # (whole words around the value)
+            lo = rest.index(" ", lo, m.start()) + 1
+        if hi < len(rest) and " " in rest[m.end():hi]:
+            hi = rest.rindex(" ", m.end(), hi)
+        snip = rest[_boundary(rest, lo):_boundary(rest, hi) if hi < len(rest) else hi].strip()
+        if len(out) + len(snip) + 4 > 3 * SENTENCE_CHARS:
             break
-        out += f" {snip}..."
+        out, last = out + f" {snip}...", hi
     return out
 
 
@@ -217,7 +224,7 @@ def _boundary(text: str, at: int) -> int:
 
 
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
-_VALUE_IN_CONTEXT = re.compile(r"(?:\S+\s+){0,5}?(?:\S+\s+)?\S*\d[\d,.:/-]*\S*(?:\s+\S+){0,2}")
+_DIGITS = re.compile(r"\d[\d,.:/-]*")
 
 
 def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item],

@@ -121,3 +121,12 @@ def test_ctxc_eval_bad_options_are_usage_errors_before_anything_runs(capsys) -> 
         assert main(["eval", "--windows", "", *argv]) == 2, argv
         err = capsys.readouterr().err
         assert "error: --" in err and "internal_error" not in err and "..." not in err, (argv, err)
+
+
+def test_clipping_a_huge_token_stays_linear() -> None:
+    """(Counted, not timed: the clip of a 200,000-character token is no longer than its cap,
+    and its digits' context is taken by positions, not by a backtracking pattern.)"""
+    from context_compaction.domain.checklist import SENTENCE_CHARS, clip
+
+    out = clip("Never do this. " + "a" * 200_000 + " cap 42 " + "b" * 1_000)
+    assert "42" in out and len(out) <= 3 * SENTENCE_CHARS
