@@ -21,10 +21,9 @@ from context_compaction.domain.errors import SessionDeleted, SessionNotFound, St
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.summary import (
     SummarySource,
-    build_summary_source,
     prompt_overhead,
+    smallest_window,
     storable_text,
-    summary_prompt,
 )
 
 from . import asyncbus
@@ -34,7 +33,7 @@ from .attemptlog import run_recorded
 from .attemptlog import summarizer_name as summarizer_label
 from .costs import summary_cost, summary_usage_record
 from .drafts import Draft
-from .ledgers import ledger_budget, verify_summary
+from .ledgers import ledger_budget, summary_input, verify_summary
 from .ports import SummaryRequest
 from .services import Services, mutate
 from .session_context import SessionContext
@@ -146,9 +145,11 @@ def summary_budget_for(window: int, count: Callable[[str], int]) -> SummaryBudge
     output_cap = min(SUMMARY_OUTPUT_CAP, window // 4)
     summary_budget = SummaryBudget.compute(window, prompt_overhead(count, output_cap))
     if not summary_budget.feasible:
+        smallest = smallest_window(count, SUMMARY_OUTPUT_CAP)
         raise SummaryFailed(
-            f"the {window:,}-token window leaves no room for a summary request",
-            details={"window": window},
+            f"the {window:,}-token window leaves no room for a summary request; the smallest "
+            f"window that can compact is {smallest:,} tokens",
+            details={"window": window, "smallest_window": smallest},
         )
     return summary_budget
 
@@ -174,16 +175,18 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
     model = svc.settings.summary_model_for(turn.model)
     summary_budget = summary_budget_for(summary_window(svc, model, budget.window), count)
     previous = ctx.checkpoint.summary if ctx.checkpoint else None
-    source: SummarySource = build_summary_source(
-        previous, plan.summarize, budget_tokens=summary_budget.source_budget, count=count
-    )
+    built = summary_input(previous, ctx.checkpoint.ledger if ctx.checkpoint else None, plan.summarize,
+                          source_budget=summary_budget.source_budget,
+                          output_reserve=summary_budget.output_reserve, count=count)  # issue 44
+    source: SummarySource = built.source
     request = SummaryRequest(
         session_id=ctx.session.session_id,
         model=model,
-        prompt=summary_prompt(source, summary_budget.output_reserve),
+        prompt=built.prompt,
         source=source,
         max_output_tokens=summary_budget.output_reserve,
         previous_provider_state=ctx.checkpoint.provider_state if ctx.checkpoint else None,
+        checklist=built.checklist, count_tokens=count,
     )
     result = _summarize(svc, request, reason)
     summary = storable_text(result.text).strip()

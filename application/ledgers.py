@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.ledger import Count, Ledger, LedgerReport, extract, verify
+from context_compaction.domain.ledger import Count, Ledger, LedgerItem, LedgerReport, extract, priority, verify
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
-from context_compaction.domain.summary import SourceEntry, to_entry
+from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
 
 #: The ledger may add up to this many times the summary's output reserve (ADR 0031):
 #: at a 128K window (reserve 2,048) 8,192 tokens, room for ~450 fact lines.
@@ -42,6 +42,49 @@ def ledger_budget(output_reserve: int, room: int) -> int:
     return max(0, min(LEDGER_FACTOR * output_reserve, room // 2))
 
 
+def checklist_for(previous: Mapping[str, Any] | None, covered: Sequence[MessageRecord]) -> tuple[LedgerItem, ...]:
+    """The cumulative checklist a summarizer is given (issue 44): the previous ledger with
+    every covered message's items merged in, in write-back priority order."""
+    ledger, _ = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
+    return tuple(sorted(ledger.items, key=priority))
+
+
+def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: Count) -> list[str]:
+    """The checklist lines an LLM summary prompt carries, highest priority first, within
+    ``budget_tokens`` (the summary input gives up the same room)."""
+    out, spent = [], 0
+    for item in checklist:
+        line = item.line()
+        cost = count(line) + 1
+        if spent + cost > budget_tokens:
+            break
+        out.append(line)
+        spent += cost
+    return out
+
+
+@dataclass(frozen=True)
+class SummaryInput:
+    """What one summary call is given (issue 44): the bounded source, the prompt with
+    its must-keep lines, and the checklist for summarizers that read it directly."""
+
+    source: SummarySource
+    prompt: list[dict[str, str]]
+    checklist: tuple[LedgerItem, ...]
+
+
+def summary_input(previous_summary: str | None, previous_ledger: Mapping[str, Any] | None,
+                  covered: Sequence[MessageRecord], *, source_budget: int, output_reserve: int,
+                  count: Count) -> SummaryInput:
+    """The one way a compaction and ``resummarize`` build a summary call: the checklist
+    takes up to a third of the input budget as must-keep lines, the material the rest."""
+    checklist = checklist_for(previous_ledger, covered)
+    must_keep = must_keep_lines(checklist, source_budget // 3, count)
+    source = build_summary_source(previous_summary, covered, count=count,
+                                  budget_tokens=source_budget - sum(count(ln) + 1 for ln in must_keep))
+    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep), checklist)
+
+
 def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:
     """Every message a compaction covers, as the extractor reads it."""
     names: dict[str, str] = {}
@@ -60,17 +103,20 @@ def verify_summary(
 ) -> VerifiedSummary:
     """``text`` with invalid citations removed and missing ledger items written back.
 
-    ``retained`` (the raw tail kept after the summary) is read for settings only: one
-    set again there supersedes the summary's older value, which is then marked as
-    such rather than left to read as current next to the new one. The stored ledger
+    ``retained`` (the raw tail kept after the summary) is read for settings and
+    checklist statements only: one set again there supersedes the summary's older value,
+    which is then marked as such rather than left to read as current next to the new one. The stored ledger
     does not take them (the next compaction reads those messages as covered).
     """
     cleaned, _, removed = clean_citations(text, 1, last_seq)
     ledger, evicted = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
     check = ledger
-    newer = [i for i in extract(covered_entries(retained)) if i.key is not None]
+    newer = [i for i in extract(covered_entries(retained)) if i.key is not None or i.anchors]
     if newer:
         check, _ = ledger.merge(newer)
+        # (a statement of the tail marks what it supersedes; the tail states it itself)
+        tail_only = {i.value for i in newer if i.key is None} - {i.value for i in ledger.items}
+        check = Ledger(tuple(i for i in check.items if i.value not in tail_only), check.superseded)
     verified, report = verify(cleaned, check, budget_tokens, count)
     # Left the bounded ledger: reported, not lost silently, and counted among the items
     # (items_total = in_summary + restored + dropped holds).

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from context_compaction.domain.attempts import Attempt
+from context_compaction.domain.ledger import LedgerItem
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.session import Session
 from context_compaction.domain.summary import SummarySource
@@ -215,6 +216,12 @@ class SummaryRequest:
     previous_provider_state: Mapping[str, Any] | None = None
     """The active checkpoint's provider-native state, if any (ADR 0039): a native
     summarizer continues from it when it made it for the same provider and model."""
+    checklist: tuple[LedgerItem, ...] = ()
+    """The cumulative must-keep items (issue 44, ADR 0077): the previous checkpoint's
+    ledger with the covered range's items merged in, superseded values taken out; a
+    summarizer keeps them first (the ledger check writes back what it leaves out)."""
+    count_tokens: Callable[[str], int] | None = None
+    """The session's own token counter: what ``max_output_tokens`` is measured in."""
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from context_compaction.domain.errors import InvalidCommand, SessionDeleted, SessionNotFound, SummaryFailed
-from context_compaction.domain.summary import build_summary_source, storable_text, summary_prompt
+from context_compaction.domain.summary import storable_text
 
 from . import asyncbus
 from . import commands as c
 from . import results as r
 from .attemptlog import summarizer_name
 from .compaction import summary_budget_for, summary_wait
-from .ledgers import ledger_budget, verify_summary
+from .ledgers import ledger_budget, summary_input, verify_summary
 from .ports import SummaryRequest
 from .services import Services
 from .turncontext import budget_for
@@ -71,17 +71,19 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
 
     budget = budget_for(svc, session, model)
     limits = summary_budget_for(budget.window, count)
-    source = build_summary_source(
-        parent.summary if parent else None, covered, budget_tokens=limits.source_budget, count=count
-    )
+    built = summary_input(parent.summary if parent else None, parent.ledger if parent else None, covered,
+                          source_budget=limits.source_budget, output_reserve=limits.output_reserve, count=count)
+    source = built.source
     result = asyncbus.summarize(
         summarizer,
         SummaryRequest(
             session_id=cmd.session_id,
             model=model,
-            prompt=summary_prompt(source, limits.output_reserve),
+            prompt=built.prompt,
             source=source,
             max_output_tokens=limits.output_reserve,
+            checklist=built.checklist,
+            count_tokens=count,
         ),
         timeout=summary_wait(svc),
     )

@@ -15,7 +15,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async", "policies", "integrations"]
+ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async", "policies", "integrations",
+       "eval"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,7 +44,7 @@ def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[
     print(f"section {name} ...", file=sys.stderr, flush=True)
     return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
             "retention": _retention, "staged": _staged, "async": _async,
-            "policies": _policies, "integrations": _integrations}[name](args, report, text)
+            "policies": _policies, "integrations": _integrations, "eval": _eval}[name](args, report, text)
 
 
 def _in_process(script: str, *argv: str) -> dict[str, Any]:
@@ -188,3 +189,15 @@ def _integrations(args: argparse.Namespace, report: dict[str, Any], text: list[s
              f"{result['turns']} interleaved turns):", ""]
     text += integrations.markdown(result)
     return [_target(*t) for t in integrations.targets(result)]
+
+
+def _eval(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    """Issue 44: ``ctxc eval`` (typed canaries, tuning and held-out phrasings), extractive."""
+    from context_compaction import bootstrap
+    from context_compaction.infrastructure.evaluation.report import evaluate, markdown, targets
+
+    result = evaluate(bootstrap, summarizer="extractive")
+    report["eval"] = result
+    text += ["", "Typed canaries (`ctxc eval`, issue 44):", ""]
+    text += markdown(result)
+    return [_target(what, got, "issue 44", ok) for what, got, ok in targets(result)]

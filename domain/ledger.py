@@ -1,19 +1,17 @@
 """The must-keep ledger: what a summary may not lose, checked before every commit. Pure.
 
-Every message a compaction covers is read by a deterministic extractor for the items
-users complain most about losing after a compaction: exact facts (file paths, ids,
-commit hashes, ports, versions, URLs, ``KEY=value`` settings, error types with their
-messages), user constraints and user corrections, each with its source seq. The ledger
-is cumulative like the summary (it is carried from checkpoint to checkpoint), and a
-candidate summary is verified against it: an item missing from the summary text is
-written back under its heading, with its seq, within a token budget — corrections and
-constraints first, then facts by recency, then frequency. What still does not fit is
-reported as dropped: kind, value and seq, never silently lost (the raw history keeps it
-and ``search_history`` finds it).
+Every message a compaction covers is read by deterministic extractors: exact facts (file
+paths, ids, commit hashes, ports, versions, URLs, ``KEY=value`` settings, errors with
+their messages), user constraints and corrections, and the typed fact checklist of
+``checklist.py`` (rules with values, decisions, people, dates, amounts, versions, task
+state, preferences, questions: issue 44), each with its source seq. The ledger is
+cumulative (carried from checkpoint to checkpoint), and a candidate summary is verified
+against it: a missing item is written back under its heading, with its seq, within a
+token budget — corrections and constraints first, then the checklist, then facts by
+recency. What does not fit is reported as dropped (kind, value, seq), never silently lost.
 
-A setting that is set again (``PORT=8080`` then ``PORT=9090``) supersedes the older
-value: the old one leaves the ledger and, where the summary still states it, it is
-marked as superseded rather than left to read as current.
+A later value for the same setting or subject supersedes the older one: the old one leaves
+the ledger and, where the summary still states it, it is marked as superseded.
 """
 
 from __future__ import annotations
@@ -23,6 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items, clip, sentences, supersede
+from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
 Count = Callable[[str], int]
@@ -30,25 +30,24 @@ Count = Callable[[str], int]
 CORRECTION, CONSTRAINT = "correction", "constraint"
 #: Facts, in the order they are listed; corrections and constraints come before them.
 FACT_KINDS = ("path", "id", "commit", "port", "version", "url", "setting", "error")
-KINDS = (CORRECTION, CONSTRAINT, *FACT_KINDS)
-HEADING = {CORRECTION: "Recent User Corrections", CONSTRAINT: "Constraints"}
+KINDS = (CORRECTION, CONSTRAINT, *CHECKLIST_KINDS, *FACT_KINDS)
+#: Kinds whose value is a whole sentence, checked up to case and spacing.
+HEADING = {CORRECTION: "Recent User Corrections", CONSTRAINT: "Constraints",
+           **{k: CHECKLIST_HEADING for k in CHECKLIST_KINDS}}
 FACTS_HEADING = "Exact Facts"
 
 #: Bound of a ledger carried in every checkpoint; beyond it the oldest, rarest facts
 #: leave it (reported dropped by the compaction that evicts them).
-MAX_ITEMS = 600
-#: A constraint or correction is one user sentence, clipped to this many characters.
-SENTENCE_CHARS = 240
+MAX_ITEMS = 1000  # (600 before the checklist, issue 44: its statements come beside the facts)
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CONSTRAINT = re.compile(
     r"\b(must|must not|do not|don't|never|always|only use|make sure|required|"
     r"should not|shouldn't|avoid|without)\b",
     re.I,
 )
+# ("instead of"/"rather than" alone are routine requests, not corrections: issue 44.)
 _CORRECTION = re.compile(
-    r"^\s*(actually|correction|no[,.!]|wait|instead)\b|\b(not \S+,? but|instead of|rather than|"
-    r"is \S+, not|I meant)\b",
+    r"^\s*(?:(actually|correction|wait|instead)\b|no[,.!])|\b(not \S+,? but|is \S+, not|I meant)\b",
     re.I,
 )
 _FACT_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -73,9 +72,12 @@ class LedgerItem:
     first_seq: int
     count: int = 1
     key: str | None = None  # a setting's name: a new value for it supersedes the old
+    anchors: tuple[str, ...] = ()  # a checklist item's subject: a later item sharing one supersedes it
 
     def line(self) -> str:
         """The line written back into a summary that lacks the item."""
+        if self.kind in CHECKLIST_KINDS:
+            return f"- {self.kind}: {self.value} (seq {self.seq})"
         if self.kind in HEADING:
             return f"- {self.value} (seq {self.seq})"
         return f"- {self.kind}: {self.value} (seq {self.seq})"
@@ -88,6 +90,8 @@ class LedgerItem:
             record["count"] = self.count
         if self.key is not None:
             record["key"] = self.key
+        if self.anchors:
+            record["anchors"] = list(self.anchors)
         return record
 
     @classmethod
@@ -100,6 +104,7 @@ class LedgerItem:
             first_seq=int(record.get("first_seq", seq)),
             count=int(record.get("count", 1)),
             key=record.get("key"),
+            anchors=tuple(str(a) for a in record.get("anchors", ())),
         )
 
 
@@ -143,6 +148,9 @@ class Ledger:
                     if other.key == item.key and other.seq <= item.seq:
                         del by_key[other_k]
                         superseded[other_k] = other
+            if item.anchors:
+                item = supersede(item, by_key, superseded, (*SUPERSEDING, CONSTRAINT, CORRECTION))
+                k = (item.kind, _norm(item))
             superseded.pop(k, None)
             by_key[k] = item
         items = sorted(by_key.values(), key=priority)
@@ -172,15 +180,17 @@ class LedgerReport:
             "in_summary": self.in_summary,
             "restored": self.restored,
             "dropped": self.dropped,
-            "dropped_items": [
-                {"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items
-            ],
+            "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items],
         }
 
 
 def priority(item: LedgerItem) -> tuple[int, int, int, str]:
-    """Corrections, then constraints, then facts; newer first, then more frequent."""
-    group = 0 if item.kind == CORRECTION else 1 if item.kind == CONSTRAINT else 2
+    """Corrections, then constraints and rules, then the other checklist items and the
+    exact facts together; newer first, then more frequent."""
+    if item.kind in (CORRECTION, CONSTRAINT, "rule"):
+        group = 0 if item.kind == CORRECTION else 1
+    else:
+        group = 2  # (the checklist and exact facts by recency: neither crowds the other out)
     return (group, -item.seq, -item.count, item.value)
 
 
@@ -194,8 +204,14 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
     """
     found: list[LedgerItem] = []
     for e in entries:
-        if e.role == "user":
-            found += _user_items(e)
+        said = _user_items(e) if e.role == "user" else []
+        found += said
+        if e.role in ("user", "assistant") and not e.steering:
+            # (a user's rule is one of their constraints, under that heading)
+            found += [LedgerItem(CONSTRAINT if kind == "rule" and e.role == "user" else kind, value, e.seq,
+                                 e.seq, anchors=tuple(sorted(a)))
+                      for kind, value, a in checklist_items(e.text)
+                      if _squash(value) not in {_squash(i.value) for i in said if i.kind == CORRECTION}]
         if e.role in ("user", "assistant", "system", "developer"):
             found += facts(e.text, e.seq)
         for _, _, arguments in e.tool_calls:
@@ -228,15 +244,16 @@ def facts(text: str, seq: int) -> list[LedgerItem]:
 
 def _user_items(e: SourceEntry) -> list[LedgerItem]:
     if e.steering and e.text.strip():
-        return [LedgerItem(CONSTRAINT, _clip(e.text), e.seq, e.seq)]
+        return [LedgerItem(CONSTRAINT, clip(e.text), e.seq, e.seq)]
     out = []
-    for sentence in (s.strip(" -*\t") for s in _SENTENCE.split(e.text)):
+    listed = {_squash(v) for _, v, _ in checklist_items(e.text)}
+    for sentence in sentences(e.text):
         if len(sentence) < 4:
             continue
         if _CORRECTION.search(sentence):
-            out.append(LedgerItem(CORRECTION, _clip(sentence), e.seq, e.seq))
-        elif _CONSTRAINT.search(sentence):
-            out.append(LedgerItem(CONSTRAINT, _clip(sentence), e.seq, e.seq))
+            out.append(LedgerItem(CORRECTION, clip(sentence), e.seq, e.seq, anchors=tuple(sorted(anchors(sentence)))))
+        elif _CONSTRAINT.search(sentence) and _squash(clip(sentence)) not in listed:
+            out.append(LedgerItem(CONSTRAINT, clip(sentence), e.seq, e.seq))
     return out
 
 
@@ -319,13 +336,30 @@ def _continues(text: str, i: int, step: int, joiners: str) -> bool:
     return text[i] in joiners and 0 <= j < len(text) and _is_word(text[j])
 
 
-_SUPERSEDED_NOTE = re.compile(r" \(superseded by [^()\n]* at seq \d+\)")
+_SUPERSEDED_NOTE = re.compile(r" \(superseded (?:by [^()\n]* )?at seq \d+\)")
+
+
+MARK_PREFIX = 48  # a superseded sentence is found by its opening: a summary line may clip it
+_MARKED = re.compile(r"\(superseded at seq \d+\) $")
 
 
 def _mark_superseded(text: str, ledger: Ledger) -> tuple[str, int]:
     current = {i.key: i for i in ledger.items if i.key is not None}
     marked = 0
     for old in ledger.superseded:
+        if old.anchors:  # (a sentence; its key names the seq that replaced it)
+            # (marked before it: its value may be in its first half; not a current one alike)
+            note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
+            alike = [i.value for i in ledger.items if i.value.startswith(head)]
+            parts, last, n = [], 0, 0
+            for m in re.finditer(re.escape(head), text):
+                if not _MARKED.search(text, max(0, m.start() - 40), m.start()) and not any(
+                        text.startswith(v, m.start()) for v in alike):
+                    parts += [text[last:m.start()], note]
+                    last, n = m.start(), n + 1
+            text = "".join(parts) + text[last:]
+            marked += n
+            continue
         new = current.get(old.key)
         if new is None or new.value == old.value or old.value not in text:
             continue
@@ -364,7 +398,3 @@ def _squash(text: str) -> str:
 def _norm(item: LedgerItem) -> str:
     return _squash(item.value) if item.kind in HEADING else item.value
 
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= SENTENCE_CHARS else text[: SENTENCE_CHARS - 3] + "..."

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cli_eval import cmd_eval
 from .cli_setup import USAGE_ERRORS, UsageError, require_database, run_subcommand, settings_for
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -365,6 +366,7 @@ COMMANDS = {
     "events": cmd_events,
     "inspect": cmd_inspect,
     **_issue_43_commands(),
+    "eval": cmd_eval,
 }
 
 

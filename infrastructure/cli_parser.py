@@ -140,6 +140,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     from .cli_costs import add_parsers  # (issue 43)
 
     add_parsers(add)
+    from .cli_eval import add_parser as add_eval
+
+    add_eval(add)
     return parser
 
 

@@ -23,6 +23,9 @@ from context_compaction.application.ports import Summarizer, SummaryRequest, Sum
 from context_compaction.application.settings import Settings
 from context_compaction.domain.costs import Usage
 from context_compaction.domain.errors import InvalidCommand, SummaryFailed
+from context_compaction.domain.checklist import CHECKLIST_KINDS
+from context_compaction.domain.checklist import HEADING as CHECKLIST_HEADING
+from context_compaction.domain.ledger import LedgerItem
 from context_compaction.domain.summary import HEADINGS, TOOL_STATUS_UNKNOWN, SourceEntry, parse_sections
 
 from .native_compaction import NativeCompactionSummarizer
@@ -156,6 +159,42 @@ _FACTS = (
     ("url", re.compile(r"https?://[^\s)\"'<>]+")),
 )
 _SECTION_CAP = 12
+#: Share of the summary's output the checklist may take first (issue 44, ADR 0077): the
+#: guaranteed room of the must-keep items; the other sections share the rest.
+CHECKLIST_SHARE = 0.7
+
+
+def _without_repeats(sections: dict[str, list[str]], checklist: str) -> dict[str, list[str]]:
+    """The sections without the lines the checklist already states (its sentences, its
+    facts): a small context compacted must still shrink."""
+    stated = " ".join(checklist.split()).casefold()
+
+    def repeats(line: str) -> bool:
+        body = _CITED.sub("", line).strip().lstrip("- ").strip()
+        if ": " in body and body.split(": ", 1)[0] in ("path", "port", "version", "id", "setting", "url"):
+            body = body.split(": ", 1)[1]
+        return bool(body) and " ".join(body.split()).casefold() in stated
+
+    return {h: (items if h == "Objective" else [x for x in items if not repeats(x)]) for h, items in sections.items()}
+
+
+def _checklist_section(items: Iterable[LedgerItem], budget: int, count: Callable[[str], int]) -> str:
+    """``## Fact Checklist``: the cumulative must-keep statements (rules, constraints,
+    corrections, decisions, people, dates, amounts, versions, settings, preferences, task
+    state, questions) in priority order, as many as ``budget`` tokens hold (what is left
+    out the ledger check writes back or reports)."""
+    lines = [f"## {CHECKLIST_HEADING}"]
+    spent = count(lines[0])
+    for item in items:
+        if item.kind not in CHECKLIST_KINDS and item.kind not in ("constraint", "correction"):
+            continue  # (exact facts have their own section and the ledger's write-back)
+        line = f"- {item.kind}: {item.value} (seq {item.seq})"
+        cost = count(line) + 1
+        if spent + cost > budget:
+            continue
+        lines.append(line)
+        spent += cost
+    return "\n".join(lines) if len(lines) > 1 else ""
 
 
 def _sentences(text: str) -> list[str]:
@@ -216,11 +255,21 @@ class ExtractiveSummarizer:
             else:
                 items = _dedupe(old + fresh[heading])[-_SECTION_CAP:]
             merged[heading] = items
-        text = self.render(merged, max_chars=int(request.max_output_tokens * 2.5))
+        # Measured with the session's own counter (issue 44: 2.5 characters a token
+        # overshot on dense text counted with the x1.25 factor); else conservatively.
+        count = request.count_tokens or (lambda text: len(text) // 2 + 1)
+        limit = request.max_output_tokens
+        checklist = _checklist_section(request.checklist, int(limit * CHECKLIST_SHARE), count)
+        if checklist:
+            merged = _without_repeats(merged, checklist)
+        text = self.render(merged, max_tokens=limit - count(checklist) - 4, count=count)
+        if checklist:  # (after the Objective: the must-keep items come first)
+            head, sep, rest = text.partition("\n\n## ")
+            text = f"{head}\n\n{checklist}{sep}{rest}"
         return SummaryResult(text=text, provider_kind=self.provider_kind, model="extractive")
 
     @staticmethod
-    def render(sections: dict[str, list[str]], max_chars: int) -> str:
+    def render(sections: dict[str, list[str]], max_tokens: int, count: Callable[[str], int] = len) -> str:
         def build(limit: int) -> str:
             parts = []
             for heading in HEADINGS:
@@ -232,10 +281,13 @@ class ExtractiveSummarizer:
 
         limit = _SECTION_CAP
         text = build(limit)
-        while len(text) > max_chars and limit > 1:
+        while count(text) > max_tokens and limit > 1:
             limit -= 1
             text = build(limit)
-        return text[:max_chars]
+        lines = text.splitlines()
+        while lines and count("\n".join(lines)) > max_tokens:  # (whole lines go, never half a value)
+            lines.pop()
+        return "\n".join(lines)
 
     def extract(self, entries: list[SourceEntry]) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {h: [] for h in HEADINGS}

@@ -58,7 +58,8 @@ def test_one_completion_call_per_compaction_with_the_contracted_request(make_har
     # items it left out, each under its heading with its seq.
     restored = [ln for ln in stored["summary"].splitlines() if ln not in SUMMARY.splitlines()]
     assert stored["ledger"]["restored"] > 0 and restored
-    assert all(re.search(r"\(seq \d+\)$", ln) for ln in restored if ln.strip()), restored
+    # (and the heading of the Fact Checklist section they open, issue 44)
+    assert all(re.search(r"\(seq \d+\)$", ln) for ln in restored if ln.strip() and not ln.startswith("## ")), restored
     assert "Fix the flaky refund test in /srv/payments-api." in stored["summary"]
     h.close()
 

@@ -1,0 +1,267 @@
+"""The typed fact checklist: what people say in prose, as must-keep items (issue 44). Pure.
+
+The ledger's patterns see exact tokens (paths, ports, hashes). People also state rules
+with their values, decisions with reasons, who owns what, dates, amounts and durations
+in prose or digits, versions of named packages, preferences (negations included), task
+state and open questions. Each such sentence of a user or assistant message becomes one
+item: its kind, the sentence itself as its value (a value is never cut from its rule:
+a value-less rule sentence takes the sentence before it that carries the value), its
+seq, and its subject anchors — the content bigrams, acronyms, setting names and package
+names it is about. A later item of the same kind sharing an anchor with an earlier one
+supersedes it (``Ledger.merge``). Deterministic and offline; English cues. Text in other
+languages matches no cue and is not cut: it is kept whole where it is kept at all.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import replace
+from typing import Any
+
+Item = Any  # a ledger.LedgerItem (that module imports this one)
+
+RULE, DECISION, PERSON, DATE, AMOUNT = "rule", "decision", "person", "date", "amount"
+VERSIONED, SETTING_TEXT, PREFERENCE, TASK, QUESTION = "versioned", "setting_text", "preference", "task", "question"
+#: A sentence that changes something ("the ORM is now Tortoise") without another kind's
+#: cue: it takes the kind of the item it supersedes (``Ledger.merge``).
+UPDATE = "update"
+#: Checklist kinds, in the order a summary lists them (and their write-back priority).
+CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
+                   UPDATE)
+HEADING = "Fact Checklist"
+SENTENCE_CHARS = 280
+
+# (CJK full stops end a sentence with no space after them)
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|(?<=[\u3002\uff01\uff1f])|\n+")
+_NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+             r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
+_UNIT = (r"(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|"
+         r"[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|%|percent|requests?|replicas?|connections?|"
+         r"workers?|retries|users?|rows?|items?|nodes?|cores?|tokens?)")
+_AMOUNT = re.compile(rf"[$€£]\s?\d[\d,.]*\b|\b\d[\d,.]*\s?{_UNIT}\b|\b{_NUM_WORD}\s+{_UNIT}\b", re.I)
+_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+          r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)")
+_DATE = re.compile(
+    rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|"
+    r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|"
+    r"\b(?:Q[1-4]|end of (?:the )?(?:week|month|quarter|sprint))\b"
+)
+_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:==|\s+(?:to|at|is|on|version|v)?\s*)v?(\d+\.\d+(?:\.\d+)?)\b")
+_SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
+_NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|Team [A-Z]\w+|the [A-Z]\w+ team)\b")
+_ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
+                   r"handles|in charge|took over|responsible|approver|assignee|assigned)\b", re.I)
+_CUES = (
+    (QUESTION, re.compile(
+        r"\b(open question|unresolved|undecided|haven't decided|not decided|not sure|unsure|tbd|to be decided|"
+        r"needs? to answer|come back to it|whether)\b", re.I)),
+    (DECISION, re.compile(
+        r"\b(went with|go(?:ing)? with|settled on|decided|decision|chose|chosen|picked|opted for|switch(?:ed)? "
+        r"(?:\w+ ){0,3}to|lock in|final call|wins for|we(?:'ll| will) use|reversing course|the fix is|"
+        r"root cause)\b", re.I)),
+    (PREFERENCE, re.compile(
+        r"\b(i prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
+        r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r|how i like|can't stand|"
+        r"whenever you can|ever\b)", re.I)),
+    (RULE, re.compile(
+        r"\b(must|never|do not|don't|always|at most|no more than|at least|hard constraint|constraint|rule|"
+        r"non-negotiable|not negotiable|stay within|tops out|sign-off|approval|exceed|go over|limit|cap|"
+        r"required|mandatory|forbidden|not allowed|make sure|only use)\b", re.I)),
+    (TASK, re.compile(
+        r"\b(step \d+(?: of \d+)?|\d+ ?(?:/|out of|of) ?\d+ (?:steps?|tasks?|are|done)|checked off|wrapped up|"
+        r"still to do|left to do|remaining|next step|blocked on|(?:is|are|now) (?:done|finished|complete)|"
+        r"finished|completed)\b", re.I)),
+)
+_UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
+                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward)\b", re.I)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|the reason)\b|;", re.I)
+_STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
+this that these those we our you your they them their i me my he she his her not no nor so than then there here
+now new old all any some each every only also just very too more most less least into over under about after
+before again please can could should would will shall may might must do does did done have has had get got make
+made set let use used using what which who whom whose when where why how if else up down out off per via
+change plan update correction actually instead hard rule from today last week time thing
+question open explicit approval never exceed without total already runs because like i'd i'm it's whether
+heads changed comes happens merging anything belong needs answer sure someone back let's going went chose
+settled decided decision picked opted final call wins lock reason compared options always don't won't can't
+stay within tops going past needs sign-off non-negotiable negotiable constraint keep raise ops scratch number
+becomes revised expect roughly checked dashboard numbers put mark calendar ready everything need forget plan
+around lands scheduled took over ping breaks touching acts loop quarter ask they're
+step steps finished complete completed wrapped checked""".split())
+#: Kinds whose later statement about the same subject replaces the earlier one.
+SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK))
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of a message, a value-less rule sentence joined to the value before it."""
+    raw = [s.strip(" -*\t") for s in _SPLIT.split(text) if s and s.strip(" -*\t")]
+    out: list[str] = []
+    for s in raw:
+        if out and _value_less_rule(s) and _has_value(out[-1]) and not _has_value(s):
+            out[-1] = f"{out[-1]} {s}"
+        else:
+            out.append(s)
+    return out
+
+
+def _has_value(s: str) -> bool:
+    return bool(_AMOUNT.search(s) or _DATE.search(s) or re.search(r"\d", s) or _NAME.search(s))
+
+
+def _value_less_rule(s: str) -> bool:
+    """A short rule that points back at what the sentence before it stated ("Never
+    exceed it without approval."): it is about that sentence's value."""
+    cue = dict(_CUES)[RULE]
+    return bool(cue.search(s)) and len(s) < 120 and bool(_BACK.search(s))
+
+
+# (points back: "it", "that"; or has no subject of its own: "Never exceed without approval.")
+_BACK = re.compile(r"\b(it|that|this|them|those|these)\b|^(never|do not|don't|always|must|no more)\b", re.I)
+
+
+def classify(sentence: str) -> str | None:
+    """The checklist kind of one sentence, or None (routine prose)."""
+    if _SETTING.search(sentence):
+        return SETTING_TEXT
+    if _VERSION.search(sentence) and not _DATE.search(sentence):
+        return VERSIONED
+    for kind, cue in _CUES:
+        if cue.search(sentence):
+            if kind == RULE and not (_has_value(sentence) or re.search(r"\b(never|always|do not|don't)\b", sentence, re.I)):
+                continue  # ("make sure the linter passes": a routine request, not a rule)
+            return kind
+    if _NAME.search(sentence) and _ROLE.search(sentence):
+        return PERSON
+    if _DATE.search(sentence):
+        return DATE
+    if _UPDATE.search(sentence):
+        return UPDATE
+    if _AMOUNT.search(sentence):
+        return AMOUNT
+    return None
+
+
+def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
+    """What a sentence is about. A setting: its names. A version: the package words
+    before it. Else: acronyms and the content bigrams left once its values (numbers,
+    dates, names) and its reason are taken out."""
+    keys = {m.group(1) for m in _SETTING.finditer(sentence)}
+    # (paths and identifiers name what a statement is about: "never modify gen_3.pb.go")
+    idents = {m.group(0) for m in _IDENT.finditer(sentence) if _IDENT_MARK.search(m.group(0))}
+    if kind == SETTING_TEXT and keys:
+        return frozenset(keys)
+    if kind == VERSIONED:
+        found = set()
+        for m in _VERSION.finditer(sentence):
+            before = re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", sentence[: m.end(1)])[-4:]
+            found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
+        if found:
+            return frozenset(found)
+    out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
+    # (the subject is stated before the reason: "... for the queue backend because the team
+    # knows it" — two decisions with the same reason are about different things)
+    sentence = _REASON.split(sentence, maxsplit=1)[0]
+    bare = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", sentence)))
+    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|\|", bare)]
+    for a, b in zip(words, words[1:]):
+        if a not in _STOP and b not in _STOP and "|" not in (a, b) and len(a) > 2 and len(b) > 2:
+            out.add(f"{a} {b}")
+    # (acronyms, "the ORM"; never a unit, "180 KB")
+    out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence)
+            if w.upper() not in ("TBD", "OK", "I") and not _UNIT_ONLY.fullmatch(w)}
+    return frozenset(out)
+
+
+_UNIT_ONLY = re.compile(_UNIT, re.I)
+_VERSION_WORDS = frozenset("version versions stay pin pinned bump lock upgrade downgrade roll forward moved "
+                           "lockfile we're running runs production release".split())
+
+
+def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
+    """(kind, sentence, anchors) of the checklist sentences of one message."""
+    out = []
+    for s in sentences(text):
+        if len(s) < 8:
+            continue
+        kind = classify(s)
+        if kind is not None:
+            out.append((kind, clip(s), anchors(s, kind)))
+    return out
+
+
+def clip(text: str) -> str:
+    """A sentence within about ``SENTENCE_CHARS``, its values never cut off: the head,
+    then each value of the rest with the few words before it ("... the hard budget cap we
+    agreed on is $500 per month" keeps "$500"); never ends inside a character sequence."""
+    text = " ".join(text.split())
+    if len(text) <= SENTENCE_CHARS:
+        return text
+    at = _boundary(text, SENTENCE_CHARS - 3)
+    head, rest = text[:at], text[at:]
+    out, last = head + "...", 0
+    for m in _DIGITS.finditer(rest):  # (a value keeps its rule: issue 44, mechanism 4)
+        if m.start() < last:
+            continue
+        lo, hi = max(last, m.start() - 48), min(len(rest), m.end() + 24)
+        if lo > last and " " in rest[lo:m.start()]:  # (whole words around the value)
+            lo = rest.index(" ", lo, m.start()) + 1
+        if hi < len(rest) and " " in rest[m.end():hi]:
+            hi = rest.rindex(" ", m.end(), hi)
+        snip = rest[_boundary(rest, lo):_boundary(rest, hi) if hi < len(rest) else hi].strip()
+        if len(out) + len(snip) + 4 > 3 * SENTENCE_CHARS:
+            break
+        out, last = out + f" {snip}...", hi
+    return out
+
+
+def _boundary(text: str, at: int) -> int:
+    """``at`` moved back to where a cut splits no grapheme (a joiner, a combining mark,
+    a variation selector belongs with the character before it)."""
+    while at > 0 and (unicodedata.combining(text[at]) or text[at] in _JOINERS or text[at - 1] == "\u200d"):
+        at -= 1
+    return at
+
+
+_JOINERS = frozenset("\u200d\ufe0e\ufe0f") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
+_DIGITS = re.compile(r"\d[\d,.:/-]*")
+
+
+def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item],
+              replaceable: tuple[str, ...]) -> Item:
+    """Move the earlier items about ``item``'s subject (a shared anchor) from ``by_key``
+    to ``superseded``, keyed by the seq that replaced them; an update takes the kind of
+    the item it replaces. (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
+    mine = set(item.anchors)
+    for other_k, other in list(by_key.items()):
+        if other.kind == "setting" and other.key in mine and other.seq <= item.seq and f"{other.key}=" not in item.value:
+            # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16.")
+            del by_key[other_k]
+            superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(other.key,))
+            continue
+        if other.seq > item.seq or other.value == item.value or not _same_subject(mine, set(other.anchors)):
+            continue
+        if item.kind == UPDATE and other.kind in replaceable:
+            item = replace(item, kind=other.kind)
+        # (a correction replaces what it corrects, and is replaced by the next change,
+        # whatever the kinds)
+        if other.kind in replaceable and (other.kind == item.kind or "correction" in (item.kind, other.kind)):
+            del by_key[other_k]
+            superseded[other_k] = replace(other, key=f"seq {item.seq}")
+    return item
+
+
+def _same_subject(a: set[str], b: set[str]) -> bool:
+    """More than half of the smaller anchor set shared ("queue backend" in both, whatever
+    the new value adds); "upload size limit" and "bundle size limit" share only "size
+    limit" of two anchors each and stay two subjects."""
+    ids_a, ids_b = {x for x in a if _ID.search(x)}, {x for x in b if _ID.search(x)}
+    if ids_a and ids_b and not ids_a & ids_b:  # (gen_3.pb.go and gen_13.pb.go: two files)
+        return False
+    return bool(a and b) and len(a & b) * 2 > min(len(a), len(b))
+
+
+_ID = re.compile(r"[/_.\d]")
+_IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
+_STEP = re.compile(r"\bstep \d+(?: of \d+)?\b", re.I)  # ("Step 3 is done" updates "Step 3: start the migration")
+_IDENT_MARK = re.compile(r"[/_]|\d|\.\w")

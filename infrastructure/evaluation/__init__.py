@@ -1,0 +1,10 @@
+"""``ctxc eval``: what a summarizer keeps, measured on material it was not written for (issue 44).
+
+Typed canaries (rules with their values, decisions with reasons, people, dates,
+amounts, versions, settings, preferences, task state, open questions) are planted with
+varied wording in generated sessions: multi-round runs at output budgets of 10, 20 and
+30 % of the session, and long coding conversations at 8K, 32K and 128K windows driven
+like the README's host loop. Two phrasing sets: ``canaries.TUNING`` (the one the
+checklist was tuned against) and ``heldout.HELD_OUT`` (separate templates, reported
+separately, never used to tune). STYLE habit 17.
+"""
