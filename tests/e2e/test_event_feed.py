@@ -199,7 +199,8 @@ def test_ctxc_events_follow_prints_new_events_and_stops_quietly_on_sigint(tmp_pa
 
 
 def _readme_follower() -> str:
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    # The follower moved from the README to docs/recipes.md (issue 39).
+    text = (Path(__file__).resolve().parents[2] / "docs" / "recipes.md").read_text(encoding="utf-8")
     section = text.split("## Following the event feed", 1)[1].split("\n## ", 1)[0]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None

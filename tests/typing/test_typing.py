@@ -30,7 +30,9 @@ from helpers import mypy_package_root
 HERE = Path(__file__).resolve().parent
 README = HERE.parents[1] / "README.md"
 #: README sections whose ```python blocks are whole programs a host would copy.
-README_SECTIONS = ("## Embedding", "## Following the event feed", "## Configuration")
+README_SECTIONS = ("## Embedding", "## Configuration")
+#: The same for the documents the README's longer programs moved to (issue 39).
+DOC_SECTIONS = ((HERE.parents[1] / "docs" / "recipes.md", "## Following the event feed"),)
 
 MYPY_CONFIG = """\
 [mypy]
@@ -48,10 +50,9 @@ _ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<text>.*)$")
 
 
 def readme_programs() -> dict[str, str]:
-    text = README.read_text(encoding="utf-8")
     out = {}
-    for heading in README_SECTIONS:
-        section = text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
+    for path, heading in [(README, h) for h in README_SECTIONS] + list(DOC_SECTIONS):
+        section = path.read_text(encoding="utf-8").split(heading + "\n", 1)[1].split("\n## ", 1)[0]
         for n, block in enumerate(re.findall(r"```python\n(.*?)```", section, re.S)):
             name = re.sub(r"\W+", "_", heading.strip("# ").lower())
             out[f"readme_{name}_{n}.py"] = block
