@@ -144,3 +144,13 @@ def test_the_litellm_proxy_recipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert [m.content for m in bus.dispatch(commands.GetHistory(session_id="ticket-4711")).messages] == [
         "hi", "Hello.", "still there?"]
     bus.close()
+
+
+def test_the_readmes_integration_example_is_a_recipe_that_runs() -> None:
+    """Issue 39: the README keeps one short framework example; it must be one of the
+    recipes above, verbatim, so that the test that runs that recipe runs the README's."""
+    readme = (README.parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Framework integrations\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 1
+    assert blocks[0] == recipe("pydantic-ai")
