@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 from context_compaction.domain.cutpoint import group_turns
-from context_compaction.domain.forecast import Forecast, forecast
+from context_compaction.domain.forecast import LAST_TURNS, Forecast, forecast
 
 from . import results as r
 from .turncontext import TurnContext
 
 
-def turn_growth(turn: TurnContext) -> list[int]:
-    """The tokens each complete visible turn added, oldest first."""
-    return [t.tokens for t in group_turns(turn.records, turn.record_counts()) if t.complete]
+def turn_growth(turn: TurnContext, wanted: int = LAST_TURNS) -> list[int]:
+    """The tokens each of the last ``wanted`` (or more) complete visible turns added,
+    oldest first. Only the tail is grouped, so /info stays flat in the session's length:
+    grouping from a user message gives the full grouping's turns after the first group
+    (which may be the end of a longer turn, and is dropped)."""
+    records, counts = turn.records, turn.record_counts()
+    candidates = wanted + 2
+    while True:
+        start, seen = 0, 0
+        for index in range(len(records) - 1, -1, -1):
+            record = records[index]
+            if record["role"] == "user" and not record.get("steering"):
+                seen += 1
+                if seen == candidates:
+                    start = index
+                    break
+        turns = group_turns(records[start:], counts[start:])
+        complete = [t.tokens for t in (turns[1:] if start else turns) if t.complete]
+        if start == 0 or len(complete) >= wanted:
+            return complete
+        candidates *= 2
 
 
 def context_forecast(turn: TurnContext, used: int) -> Forecast:
