@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from context_compaction.domain.errors import (
     IdempotencyConflict,
@@ -19,35 +18,12 @@ from context_compaction.domain.session import Session
 
 from . import commands as c
 from . import results as r
+from .idempotency import first_result
 from .ports import CommandRecord, ConcurrencyConflict
 from .queries import live_row
 from .services import AUTO_COMMAND_PREFIX, Services, mutate
 
 log = logging.getLogger("context_compaction.sessions")
-R = TypeVar("R")
-
-
-def first_result(command_id: str | None, answered: Callable[[], R | None], run: Callable[[], R]) -> R:
-    """The one rule for every command made idempotent by a host ``command_id`` (issue 36,
-    ADR 0071): what the id already answered is the answer; else the command runs; and
-    when it is refused (a retry released together with the first call loses the race,
-    then finds the session already changed: a revert's checkpoint no longer active, a
-    session already started), the id is asked again, so the first call's result wins
-    over the refusal. ``answered`` raises ``IdempotencyConflict`` when the id was used
-    for something else."""
-    if command_id is None:
-        return run()
-    earlier = answered()
-    if earlier is not None:
-        return earlier
-    try:
-        return run()
-    except (InvalidCommand, SessionExists):  # (refusals; a conflict or a storage error stands)
-        earlier = answered()
-        if earlier is None:
-            raise
-        log.info("a concurrent retry answered the first result", extra={"command_id": command_id})
-        return earlier
 
 
 # ------------------------------------------------------------------ commands
