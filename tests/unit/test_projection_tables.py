@@ -28,9 +28,12 @@ INFRASTRUCTURE = Path(__file__).resolve().parents[2] / "infrastructure"
 #: Events some module besides the handlers reads for its own purpose (not a projection).
 OTHER_READERS = {
     Session.Started: {"eventstore/feed.py"},
-    # (verify.py: the search rows it compares come from message bodies, ADR 0049)
-    Session.MessageAppended: {"eventstore/mapper.py", "readmodel/schema.py", "memory/recorder.py", "verify.py"},
-    Session.CheckpointCommitted: {"timeline.py", "memory/stores.py"},
+    # (verify.py: the search rows it compares come from message bodies, ADR 0049;
+    # purge.py: it rewrites the content fields of a purged session's events, ADR 0072)
+    Session.MessageAppended: {"eventstore/mapper.py", "readmodel/schema.py", "memory/recorder.py", "verify.py",
+                              "purge.py"},
+    Session.CheckpointCommitted: {"timeline.py", "memory/stores.py", "purge.py"},
+    Session.HistoryInvalidated: {"purge.py"},
 }
 
 
