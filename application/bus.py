@@ -41,7 +41,7 @@ class JsonReply(NamedTuple):
 
 
 class MessageBus:
-    """Routes each command to its handler (a plain dict, STYLE habit 5)."""
+    """Routes each command to its handler (a plain dict, ADR 0024)."""
 
     def __init__(
         self,

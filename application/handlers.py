@@ -1,4 +1,4 @@
-"""The handler registry: one dict, command type → handler (STYLE habit 5, ADR 0024).
+"""The handler registry: one dict, command type → handler (ADR 0024).
 
 The raw-log commands and history queries are imported with the bus. Compaction, turn
 and usage handlers are imported when they first run: `ctxc` commands that never

@@ -2,7 +2,7 @@
 
 Every public method validates first and triggers events last, so a refused command
 emits nothing. The ``@event`` methods are the mutators; they run again on replay and
-therefore never validate and never depend on settings (STYLE habit 2).
+therefore never validate and never depend on settings (ADR 0001).
 
 The state holds counters, open tool calls, tool-group extents, invalidated ranges,
 the active checkpoint pointer and a window of recent command ids. Message bodies

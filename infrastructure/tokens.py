@@ -1,7 +1,7 @@
 """Token counting with tiktoken, loaded offline from the BPE files litellm ships.
 
 Never the network (tiktoken would download, or hang behind a silent proxy), never a
-change to ``TIKTOKEN_CACHE_DIR`` (LIBRARY-NOTES §12, §14). OpenAI models use their own
+change to ``TIKTOKEN_CACHE_DIR`` (ADR 0007). OpenAI models use their own
 encoding; other models are counted with cl100k_base times a safety factor that biases
 the estimate high (ADR 0008).
 """

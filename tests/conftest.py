@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 
-# No network, ever: litellm must use its bundled model map (LIBRARY-NOTES §9).
+# No network, ever: litellm must use its bundled model map (ADR 0008).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Our PostgreSQL connections carry a name per test process, so a test that drops
 # connections drops only its own (xdist runs several test processes at once).

@@ -6,5 +6,5 @@ varied wording in generated sessions: multi-round runs at output budgets of 10, 
 30 % of the session, and long coding conversations at 8K, 32K and 128K windows driven
 like the README's host loop. Two phrasing sets: ``canaries.TUNING`` (the one the
 checklist was tuned against) and ``heldout.HELD_OUT`` (separate templates, reported
-separately, never used to tune). STYLE habit 17.
+separately, never used to tune; ADR 0077).
 """

@@ -1,4 +1,4 @@
-"""The held-out phrasing set (STYLE habit 17): separate templates, written before any
+"""The held-out phrasing set (ADR 0077): separate templates, written before any
 tuning and never used for it. ``ctxc eval`` reports its figures apart from the tuning set's."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A new process — a restarted worker, ``ctxc info`` — budgets with it instead of
 overflowing again; it is stored as the provider's number and does not move the
-context generation (DESIGN.md §15).
+context generation (docs/design.md §15).
 """
 
 from __future__ import annotations
