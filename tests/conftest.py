@@ -114,3 +114,15 @@ def provider() -> Iterator[FakeProvider]:
     fake = FakeProvider().start()
     yield fake
     fake.stop()
+
+
+@pytest.fixture(scope="module")
+def rt_bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MessageBus]:
+    """One SQLite database for a module's round-trip examples (a session each): the
+    framework integrations' property tests; bootstrapping per example would dominate."""
+    from context_compaction import Settings, bootstrap
+
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
+                             summarizer="extractive"))
+    yield bus
+    bus.close()

@@ -224,18 +224,6 @@ def test_messages_survive_the_log_both_ways(conversation: list[BaseMessage], rt_
 _count: list[int] = []
 
 
-@pytest.fixture(scope="module")
-def rt_bus(tmp_path_factory: Any) -> Any:
-    """One database for all examples (a session each): bootstrapping per example would
-    dominate the test's time."""
-    from context_compaction import Settings, bootstrap
-
-    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
-                             summarizer="extractive"))
-    yield bus
-    bus.close()
-
-
 class _Fake(FakeMessagesListChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
         return self

@@ -223,18 +223,6 @@ def test_items_survive_the_log_both_ways(items: list[dict[str, Any]], rt_bus: An
 _count: list[int] = []
 
 
-@pytest.fixture(scope="module")
-def rt_bus(tmp_path_factory: Any) -> Any:
-    """One database for all examples (a session each): bootstrapping per example would
-    dominate the test's time."""
-    from context_compaction import Settings, bootstrap
-
-    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
-                             summarizer="extractive"))
-    yield bus
-    bus.close()
-
-
 def test_usage_hooks_record_the_first_model_calls_prompt_count(make_harness: Any) -> None:
     from agents import Usage
 

@@ -201,18 +201,6 @@ def test_messages_survive_the_log_both_ways(conversation: list[ModelMessage], rt
 _count: list[int] = []
 
 
-@pytest.fixture(scope="module")
-def rt_bus(tmp_path_factory: Any) -> Any:
-    """One database for all examples (a session each): bootstrapping per example would
-    dominate the test's time."""
-    from context_compaction import Settings, bootstrap
-
-    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('rt') / 'rt.db'}",
-                             summarizer="extractive"))
-    yield bus
-    bus.close()
-
-
 def test_tool_definitions_count_against_the_window(make_harness: Any) -> None:
     """Large tool definitions reach the model beside the messages: the
     projection leaves room for them, so no request is over the window (with no measured
