@@ -119,7 +119,7 @@ import json, os, sys
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 from context_compaction import Settings, bootstrap
 import context_compaction.infrastructure.bootstrap, context_compaction.infrastructure.verify
-import test_issue36_read_only as t
+import test_read_only_stores as t
 with bootstrap(Settings(database_url="memory://warm", summarizer="extractive")) as warm:  # (lazy imports, BPE files)
     warm.dispatch_json({"type": "start_session", "session_id": "S", "model": "gpt-4o"})
     for cmd in t.QUERIES + t.WRITES:
