@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -470,3 +472,19 @@ def wait_for_advisory(key: int, timeout: float = 20.0, n: int = 1) -> None:
                 return
             time.sleep(0.01)
     raise AssertionError(f"nobody waited on advisory lock {key}")
+
+
+def wait_until_serving(proc: "subprocess.Popen[bytes]", url: str, seconds: float = 60) -> None:
+    """Until ``ctxc serve`` answers its health probe; a server that exits fails with its stderr."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while True:
+        assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "ctxc serve did not start"
+        time.sleep(0.1)

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import psycopg
 import pytest
 
 from backends import POSTGRES_URL
+from helpers import wait_until_serving
 from context_compaction.application.settings import Settings
 from context_compaction.infrastructure.eventstore import SessionsApplication
 
@@ -112,16 +112,7 @@ def _serve(tmp_path: Path, env: dict[str, str], *args: str) -> Iterator[str]:
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "ctxc serve did not start"
-            time.sleep(0.1)
+        wait_until_serving(proc, url)
         yield url
     finally:
         proc.terminate()

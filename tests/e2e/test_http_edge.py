@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from helpers import wait_until_serving
 from context_compaction import Settings, bootstrap
 
 TOKEN = "edge-test-token-0123456789"
@@ -45,16 +46,7 @@ def _serve(tmp_path: Path, *extra: str, fd_limit: int = 256) -> Iterator[str]:
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=limit_descriptors)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "ctxc serve did not start"
-            time.sleep(0.1)
+        wait_until_serving(proc, url)
         yield url
     finally:
         proc.terminate()
