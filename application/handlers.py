@@ -12,14 +12,14 @@ from typing import Any
 
 from context_compaction.domain.errors import StorageError
 
-from . import commands as c
-from . import queries, sessions
-from .bus import Handler
-from .services import Services
+from .contracts import commands as c
+from .history import queries, sessions
+from .runtime.bus import Handler
+from .runtime.services import Services
 
 
 def _on_first_use(module: str, name: str) -> Handler:
-    """The handler ``context_compaction.application.<module>.<name>``, imported when it
+    """The handler ``context_compaction.application.<room>.<module>.<name>``, imported when it
     first runs."""
     target: Handler | None = None
 
@@ -50,18 +50,18 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.ReplayState: queries.replay_state,
     c.ListCheckpoints: queries.list_checkpoints,
     c.ListSessions: queries.list_sessions,
-    c.Compact: _on_first_use("candidates", "compact"),
-    c.CommitCandidate: _on_first_use("candidates", "commit_prepared"),
-    c.GetSessionCost: _on_first_use("costs", "get_session_cost"),
-    c.RecallTimeline: _on_first_use("compaction", "recall_timeline"),
-    c.GetContextUsage: _on_first_use("usage", "get_context_usage"),
-    c.PrepareTurn: _on_first_use("turns", "prepare_turn"),
-    c.RecordUsage: _on_first_use("turns", "record_usage"),
-    c.RecoverOverflow: _on_first_use("recovery", "recover_overflow"),
-    c.ListCompactionAttempts: _on_first_use("attemptlog", "list_compaction_attempts"),
-    c.Resummarize: _on_first_use("resummarize", "resummarize"),
-    c.ReadEvents: _on_first_use("feed", "read_events"),
-    c.ReadSessionEvents: _on_first_use("feed", "read_session_events"),
+    c.Compact: _on_first_use("compacting.candidates", "compact"),
+    c.CommitCandidate: _on_first_use("compacting.candidates", "commit_prepared"),
+    c.GetSessionCost: _on_first_use("history.costs", "get_session_cost"),
+    c.RecallTimeline: _on_first_use("compacting.compaction", "recall_timeline"),
+    c.GetContextUsage: _on_first_use("turn.usage", "get_context_usage"),
+    c.PrepareTurn: _on_first_use("turn.turns", "prepare_turn"),
+    c.RecordUsage: _on_first_use("turn.turns", "record_usage"),
+    c.RecoverOverflow: _on_first_use("turn.recovery", "recover_overflow"),
+    c.ListCompactionAttempts: _on_first_use("compacting.attemptlog", "list_compaction_attempts"),
+    c.Resummarize: _on_first_use("compacting.resummarize", "resummarize"),
+    c.ReadEvents: _on_first_use("history.feed", "read_events"),
+    c.ReadSessionEvents: _on_first_use("history.feed", "read_session_events"),
 }
 
 

@@ -28,7 +28,7 @@ from workload import MODEL, median, ms, unique_turns
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
-from context_compaction.application.turncontext import TurnContext, prepare_context  # noqa: E402
+from context_compaction.application.runtime.turncontext import TurnContext, prepare_context  # noqa: E402
 from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget  # noqa: E402
 from context_compaction.domain.cutpoint import CutPlan, plan_cut  # noqa: E402
 from context_compaction.domain.summary import build_summary_source, prompt_overhead  # noqa: E402

@@ -26,9 +26,9 @@ from typing import Any
 from workload import SYSTEM, TOOLS, relabel
 
 from context_compaction import Settings, bootstrap
-from context_compaction.application import commands as c
-from context_compaction.application.ports import ProviderReply
-from context_compaction.application.runner import TurnRunner
+from context_compaction.application.contracts import commands as c
+from context_compaction.application.contracts.ports import ProviderReply
+from context_compaction.application.agent.runner import TurnRunner
 from context_compaction.infrastructure.demo.scenario import iter_turns
 
 

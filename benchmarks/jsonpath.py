@@ -33,7 +33,7 @@ from workload import MODEL, SYSTEM, TOOLS, median, ms, unique_turns
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
-from context_compaction.application.bus import _result_bytes  # noqa: E402
+from context_compaction.application.runtime.bus import _result_bytes  # noqa: E402
 from context_compaction.infrastructure.demo.scenario import session_messages  # noqa: E402
 
 

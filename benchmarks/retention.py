@@ -28,7 +28,7 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from context_compaction import Settings, bootstrap  # noqa: E402
-from context_compaction.application.ports import SummaryRequest, SummaryResult  # noqa: E402
+from context_compaction.application.contracts.ports import SummaryRequest, SummaryResult  # noqa: E402
 from context_compaction.infrastructure.summarizers import ExtractiveSummarizer  # noqa: E402
 
 MODEL = "gpt-4o"

@@ -33,7 +33,7 @@ from crossing import crossing_latency, crossing_rows
 from workload import MODEL, SYSTEM, TOOLS, relabel
 
 from context_compaction import Settings, bootstrap  # noqa: E402
-from context_compaction.application.ports import SummaryRequest, SummaryResult  # noqa: E402
+from context_compaction.application.contracts.ports import SummaryRequest, SummaryResult  # noqa: E402
 from context_compaction.infrastructure.demo.scenario import iter_turns  # noqa: E402
 
 WINDOW = 32_000

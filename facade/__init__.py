@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from context_compaction.application import commands, results
-from context_compaction.application.bus import MessageBus
-from context_compaction.application.recall import RECALL_HISTORY_TOOL, run_recall
-from context_compaction.application.settings import CompactionConfig, ModelConfig, Settings
+from context_compaction.application.contracts import commands, results
+from context_compaction.application.runtime.bus import MessageBus
+from context_compaction.application.agent.recall import RECALL_HISTORY_TOOL, run_recall
+from context_compaction.application.contracts.settings import CompactionConfig, ModelConfig, Settings
 from context_compaction.domain.errors import ContextCompactionError, SessionExists
 from context_compaction.infrastructure.bootstrap import bootstrap
 

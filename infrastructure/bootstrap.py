@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from context_compaction.application.bus import MessageBus
+from context_compaction.application.runtime.bus import MessageBus
 from context_compaction.application.handlers import HANDLERS, read_only_handlers
-from context_compaction.application.ports import (
+from context_compaction.application.contracts.ports import (
     Clock,
     EventStore,
     IdFactory,
@@ -23,8 +23,8 @@ from context_compaction.application.ports import (
     TokenCountCache,
     TurnLeases,
 )
-from context_compaction.application.services import Services
-from context_compaction.application.settings import Settings
+from context_compaction.application.runtime.services import Services
+from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain.errors import InvalidCommand, StorageError
 
 from . import otel

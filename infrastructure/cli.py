@@ -146,7 +146,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     with _bus(args) as bus:
         result = bus.dispatch(c.ListSessions(limit=args.limit, offset=args.offset))
@@ -160,7 +160,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     with _bus(args) as bus:
         result = bus.dispatch(c.GetHistory(session_id=args.session, include_invalidated=args.all,
@@ -178,7 +178,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     system = Path(args.system_prompt_file).read_text(encoding="utf-8") if args.system_prompt_file else args.system_prompt
     with _bus(args) as bus:
@@ -187,7 +187,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     from .progress import Progress
 
@@ -200,7 +200,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     with _bus(args) as bus:
         result = bus.dispatch(c.ListCheckpoints(session_id=args.session,
@@ -225,7 +225,7 @@ def _projection_text(projection: Any) -> str:
 
 
 def cmd_projection(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     with _bus(args) as bus:
         result = bus.dispatch(c.GetProjection(session_id=args.session, model=args.model))
@@ -233,7 +233,7 @@ def cmd_projection(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     with _bus(args) as bus:
         result = bus.dispatch(c.ReplaySession(session_id=args.session, at_version=args.at_version,
@@ -244,7 +244,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     with _bus(args) as bus:
         result = bus.dispatch(c.RecallTimeline(session_id=args.session, query=args.query, limit=args.limit))
@@ -293,7 +293,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_resummarize(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     with _bus(args) as bus:
         # (``--summarizer``, a global option, picks the summarizer through the settings)
@@ -315,7 +315,7 @@ def cmd_resummarize(args: argparse.Namespace) -> int:
 
 def cmd_events(args: argparse.Namespace) -> int:
     """The event feed as JSON lines; ``--follow`` polls for more until interrupted."""
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     after, left = args.after, args.limit  # --limit: events in all (None: every one)
     try:

@@ -56,7 +56,7 @@ def add_parsers(add: Any) -> None:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
 
     with _bus(args) as bus:
@@ -93,7 +93,7 @@ def _sum(model: Any) -> Any:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
     with _bus(args) as bus:
         result = bus.dispatch(c.Compact(session_id=args.session, model=args.model, dry_run=True,
@@ -112,7 +112,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
 
 
 def cmd_commit_candidate(args: argparse.Namespace) -> int:
-    from context_compaction.application import commands as c
+    from context_compaction.application.contracts import commands as c
 
 
     with _bus(args) as bus:

@@ -22,7 +22,7 @@ def settings_for(args: argparse.Namespace, **extra: Any) -> Any:
 
     from pydantic import ValidationError
 
-    from context_compaction.application.settings import Settings, UnknownSettingWarning, problems
+    from context_compaction.application.contracts.settings import Settings, UnknownSettingWarning, problems
 
     from .logs import configure_logging
 
@@ -179,6 +179,6 @@ def run_subcommand(args: Any) -> int:
 
 
 def _command_model_names() -> set[str]:
-    from context_compaction.application.commands import command_types
+    from context_compaction.application.contracts.commands import command_types
 
     return {cls.__name__ for cls in command_types().values()}

@@ -26,7 +26,7 @@ import re
 import sys
 from typing import Any
 
-from context_compaction.application.bus import MessageBus
+from context_compaction.application.runtime.bus import MessageBus
 
 log = logging.getLogger("context_compaction.http")
 

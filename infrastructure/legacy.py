@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from context_compaction.application.bus import MessageBus
-from context_compaction.application.services import mutate
+from context_compaction.application.runtime.bus import MessageBus
+from context_compaction.application.runtime.services import mutate
 from context_compaction.domain.errors import (
     ContextCompactionError,
     InvalidCommand,
@@ -219,7 +219,7 @@ class _LegacyFile:
         self, bus: MessageBus, srow: sqlite3.Row, entry: SessionImport, progress: Callable[[int], None]
     ) -> None:
         """Import what is new of one legacy session; raises for a session it must refuse."""
-        from context_compaction.application import commands as c
+        from context_compaction.application.contracts import commands as c
 
         svc = bus.services
         sid = entry.session_id

@@ -34,8 +34,8 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from context_compaction.application.ports import Summarizer, SummaryRequest, SummaryResult
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts.ports import Summarizer, SummaryRequest, SummaryResult
+from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain.errors import SummaryFailed
 from context_compaction.domain.projection import ProviderIdentity, summary_message
 from context_compaction.domain.summary import SourceEntry

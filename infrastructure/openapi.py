@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from context_compaction.application import results as r
-from context_compaction.application import results_costs as rc
-from context_compaction.application.commands import COMMAND_ADAPTER, command_types
+from context_compaction.application.contracts import results as r
+from context_compaction.application.contracts import results_costs as rc
+from context_compaction.application.contracts.commands import COMMAND_ADAPTER, command_types
 
 REF = "#/components/schemas/{model}"
 

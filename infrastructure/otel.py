@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from context_compaction.application import telemetry as t
-from context_compaction.application.telemetry import Attributes, NoTelemetry, Telemetry
+from context_compaction.application.runtime import telemetry as t
+from context_compaction.application.runtime.telemetry import Attributes, NoTelemetry, Telemetry
 
 _UNITS = {
     t.COMPACTIONS: ("{compaction}", "Compaction attempts by reason, outcome and stage"),

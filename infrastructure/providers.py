@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_compaction.application.ports import ContextOverflow, ProviderReply
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts.ports import ContextOverflow, ProviderReply
+from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain.overflow import is_overflow
 
 from .summarizers import import_litellm_off_loop

@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from context_compaction.application import commands as c
-from context_compaction.application import results_costs as rc
-from context_compaction.application.costs import prices_for
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts import commands as c
+from context_compaction.application.contracts import results_costs as rc
+from context_compaction.application.history.costs import prices_for
+from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain.costs import Usage, price
 from context_compaction.domain.cutpoint import group_turns
 
@@ -99,7 +99,7 @@ class RecordedSummaries:
         self.reused = 0
 
     def summarize(self, request: Any) -> Any:
-        from context_compaction.application.ports import SummaryResult
+        from context_compaction.application.contracts.ports import SummaryResult
 
         last = request.source.last_seq
         text = None if last is None else self.recorded.get((last + 1, self._previous(request.session_id)))

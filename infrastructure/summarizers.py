@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from context_compaction.application.ports import Summarizer, SummaryRequest, SummaryResult
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts.ports import Summarizer, SummaryRequest, SummaryResult
+from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain.costs import Usage
 from context_compaction.domain.errors import InvalidCommand, SummaryFailed
 from context_compaction.domain.checklist import CHECKLIST_KINDS

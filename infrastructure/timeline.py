@@ -14,8 +14,8 @@ from uuid import UUID
 
 from eventsourcing.persistence import Notification
 
-from context_compaction.application.ports import TimelineStore
-from context_compaction.application.views import TimelineEntry
+from context_compaction.application.contracts.ports import TimelineStore
+from context_compaction.application.contracts.views import TimelineEntry
 from context_compaction.domain.errors import CorruptEvent
 from context_compaction.domain.session import Session
 from context_compaction.domain.summary import storable_text

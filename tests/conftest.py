@@ -29,7 +29,7 @@ hypothesis_settings.register_profile("explore", derandomize=False)
 hypothesis_settings.load_profile(os.environ.get("CTXC_HYPOTHESIS_PROFILE", "ci"))
 
 from backends import POSTGRES_URL, Databases, MakeHarness, postgres_reachable
-from context_compaction.application.bus import MessageBus
+from context_compaction.application.runtime.bus import MessageBus
 from fakeprovider import FakeProvider
 from helpers import Harness
 

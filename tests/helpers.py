@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from context_compaction import Settings, bootstrap
-from context_compaction.application.bus import MessageBus
+from context_compaction.application.runtime.bus import MessageBus
 
 
 def user(text: str, **extra: Any) -> dict[str, Any]:
@@ -94,12 +94,12 @@ def compacted_with_ledger(h: Any, pairs: int) -> Any:
 
 
 def parse_before_adr_0056(bus: Any, data: Any) -> Any:
-    """``MessageBus.parse`` before ADR 0056 (main's application/bus.py at 3696e5f): the
+    """``MessageBus.parse`` before ADR 0056 (main's application/runtime/bus.py at 3696e5f): the
     oracle the JSON fast path is compared with."""
     from pydantic import ValidationError
 
-    from context_compaction.application.bus import validation_error
-    from context_compaction.application.commands import COMMAND_ADAPTER, command_types
+    from context_compaction.application.runtime.bus import validation_error
+    from context_compaction.application.contracts.commands import COMMAND_ADAPTER, command_types
     from context_compaction.domain.errors import InvalidCommand, InvalidMessage
     from context_compaction.domain.messages import json_problem
 
@@ -369,7 +369,7 @@ class RecordingSummarizer:
         self.release: Any = None  # a threading.Event to wait for, when set
 
     def summarize(self, request: Any) -> Any:
-        from context_compaction.application.ports import SummaryResult
+        from context_compaction.application.contracts.ports import SummaryResult
         from context_compaction.domain.errors import SummaryFailed
 
         self.requests.append(request)

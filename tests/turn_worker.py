@@ -19,7 +19,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 
 from context_compaction import ContextCompactionError, Settings, bootstrap  # noqa: E402
-from context_compaction.application.runner import TurnRunner  # noqa: E402
+from context_compaction.application.agent.runner import TurnRunner  # noqa: E402
 from context_compaction.infrastructure.providers import LiteLLMChatProvider  # noqa: E402
 
 MODEL = "openai/fake-model"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backends import MakeHarness
-from context_compaction.application.runner import TurnRunner
+from context_compaction.application.agent.runner import TurnRunner
 from context_compaction.infrastructure.providers import LiteLLMChatProvider
 from fakeprovider import FakeProvider
 from helpers import FAKE_MODEL, Harness, ok

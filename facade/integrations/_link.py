@@ -14,9 +14,9 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from context_compaction.application import commands
-from context_compaction.application.bus import MessageBus
-from context_compaction.application.results import TurnRequest
+from context_compaction.application.contracts import commands
+from context_compaction.application.runtime.bus import MessageBus
+from context_compaction.application.contracts.results import TurnRequest
 from context_compaction.domain.errors import SessionExists
 from context_compaction.domain.messages import parse_message
 from context_compaction.domain.projection import SUMMARY_HEADER
@@ -70,7 +70,7 @@ class SessionLink:
         state = message.get("provider_state") or {"provider": identity.provider, "model": identity.model,
                                                   "data": {}}
         # JSON text, not a nested object: every request hands out a copy of the projection
-        # that shares no dict or list with the cache (application/handout.py), and a flat
+        # that shares no dict or list with the cache (application/runtime/handout.py), and a flat
         # message is copied in one step where nested fields are walked one by one.
         state = {**state, "data": {**state.get("data", {}), self.stash: json.dumps(fields, ensure_ascii=False)}}
         return {**message, "provider_state": state}

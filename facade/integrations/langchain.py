@@ -22,7 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError(f"{exc}: pip install 'context-compaction[langchain]'") from exc
 
-from context_compaction.application.bus import MessageBus
+from context_compaction.application.runtime.bus import MessageBus
 from context_compaction.domain.errors import InvalidCommand
 
 from ._link import Keyed, SessionLink, history_without_system, join_content, split_content, unstash

@@ -22,8 +22,8 @@ from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from context_compaction.application import commands
-from context_compaction.application.bus import MessageBus
+from context_compaction.application.contracts import commands
+from context_compaction.application.runtime.bus import MessageBus
 from context_compaction.domain.errors import SessionExists
 from context_compaction.domain.messages import parse_message
 

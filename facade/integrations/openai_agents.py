@@ -17,8 +17,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from context_compaction.application import commands
-from context_compaction.application.bus import MessageBus
+from context_compaction.application.contracts import commands
+from context_compaction.application.runtime.bus import MessageBus
 
 from ._link import (
     Keyed, SessionLink, converted, history_without_system, join_content, restore_block, split_content, unstash,

@@ -22,7 +22,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError(f"{exc}: pip install 'context-compaction[pydantic-ai]'") from exc
 
-from context_compaction.application.bus import MessageBus
+from context_compaction.application.runtime.bus import MessageBus
 
 from ._link import Keyed, SessionLink, converted, join_content, restore_block, split_content, unstash
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from context_compaction.application.runner import TurnResult, TurnRunner
-from context_compaction.application.settings import Settings
+from context_compaction.application.agent.runner import TurnResult, TurnRunner
+from context_compaction.application.contracts.settings import Settings
 
 from ..bootstrap import bootstrap
 from .scenario import Turn, coding_session

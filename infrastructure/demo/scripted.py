@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from context_compaction.application.ports import ContextOverflow, ProviderReply
+from context_compaction.application.contracts.ports import ContextOverflow, ProviderReply
 
 from ..tokens import TiktokenCounter
 from .scenario import Turn

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts.settings import Settings
 
 from .canaries import KINDS, Canary, Phrasings, about, kept, stated_as_current
 from .sessions import Session, generate

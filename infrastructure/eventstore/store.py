@@ -13,7 +13,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.persistence import IntegrityError
 
-from context_compaction.application.ports import ConcurrencyConflict
+from context_compaction.application.contracts.ports import ConcurrencyConflict
 from context_compaction.domain.errors import (
     ContextCompactionError,
     CorruptEvent,

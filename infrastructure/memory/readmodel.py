@@ -15,7 +15,7 @@ from typing import Any
 
 from eventsourcing.persistence import Mapper
 
-from context_compaction.application.views import (
+from context_compaction.application.contracts.views import (
     CheckpointRow,
     CommandRecord,
     RevertRecord,

@@ -10,8 +10,8 @@ from typing import Any
 
 from eventsourcing.persistence import Mapper
 
-from context_compaction.application.ports import TimelineStore
-from context_compaction.application.views import TimelineEntry
+from context_compaction.application.contracts.ports import TimelineStore
+from context_compaction.application.contracts.views import TimelineEntry
 from context_compaction.domain.errors import CorruptEvent
 from context_compaction.domain.session import Session
 from context_compaction.domain.summary import storable_text

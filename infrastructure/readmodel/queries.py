@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from context_compaction.application.views import (
+from context_compaction.application.contracts.views import (
     CheckpointRow,
     CommandRecord,
     RevertRecord,

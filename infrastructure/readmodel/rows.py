@@ -1,4 +1,4 @@
-"""Read-model rows as the application's views (``application/views.py``)."""
+"""Read-model rows as the application's views (``application/contracts/views.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from context_compaction.application.views import CheckpointRow, SessionRow
+from context_compaction.application.contracts.views import CheckpointRow, SessionRow
 from context_compaction.domain.budget import LearnedWindow
 from context_compaction.domain.errors import StorageError
 from context_compaction.domain.messages import MessageRecord

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from context_compaction.application.settings import Settings, UnknownSettingWarning, problems
+from context_compaction.application.contracts.settings import Settings, UnknownSettingWarning, problems
 from helpers import mypy_package_root
 
 
@@ -28,7 +28,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_misspelled_variable_is_a_warning_with_the_closest_setting(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from context_compaction.application import settings as module
+    from context_compaction.application.contracts import settings as module
 
     monkeypatch.setattr(module, "_reported", set())  # logged once per process: this test's process
     monkeypatch.setenv("CTXC_SUMARIZER", "extractive")

@@ -19,7 +19,7 @@ import pytest
 
 from backends import POSTGRES_URL
 from helpers import wait_until_serving
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts.settings import Settings
 from context_compaction.infrastructure.eventstore import SessionsApplication
 
 CTXC = str(Path(sys.executable).with_name("ctxc"))

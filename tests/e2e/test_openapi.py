@@ -14,8 +14,8 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 from context_compaction import Settings, bootstrap
-from context_compaction.application import results as r
-from context_compaction.application.commands import command_types
+from context_compaction.application.contracts import results as r
+from context_compaction.application.contracts.commands import command_types
 from context_compaction.infrastructure.http import create_app
 from context_compaction.infrastructure.openapi import RESULT_TYPES
 

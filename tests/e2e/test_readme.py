@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from context_compaction import Settings, bootstrap
-from context_compaction.application import commands as c
+from context_compaction.application.contracts import commands as c
 from fakeprovider import Reply
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from backends import MakeHarness
-from context_compaction.application import commands as c
+from context_compaction.application.contracts import commands as c
 from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import FakeProvider, Reply
 from helpers import FAKE_MODEL, Harness, llm_settings, ok

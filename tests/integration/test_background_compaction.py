@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from context_compaction.application.background import BackgroundJob
-from context_compaction.application.background_compaction import start_background_compaction
-from context_compaction.application import commands as c
-from context_compaction.application.runner import TurnResult, TurnRunner
+from context_compaction.application.state.background import BackgroundJob
+from context_compaction.application.compacting.background_compaction import start_background_compaction
+from context_compaction.application.contracts import commands as c
+from context_compaction.application.agent.runner import TurnResult, TurnRunner
 from context_compaction.domain.summary import HEADINGS
 from context_compaction.infrastructure.demo.scenario import coding_session
 from context_compaction.infrastructure.providers import LiteLLMChatProvider

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import Harness, mixed_session, ok
 
-from context_compaction.application.commands import GetProjection, PrepareTurn
+from context_compaction.application.contracts.commands import GetProjection, PrepareTurn
 
 SID = "lazy"
 

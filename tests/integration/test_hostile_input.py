@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from backends import MakeHarness
-from context_compaction.application.commands import COMMAND_ADAPTER, command_types
+from context_compaction.application.contracts.commands import COMMAND_ADAPTER, command_types
 from context_compaction.domain.errors import ALL_ERRORS
 from helpers import Harness, assistant, err, fingerprint, ok, tool, user
 

@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
-from context_compaction.application import commands as c
-from context_compaction.application.ports import ProviderReply
-from context_compaction.application.runner import TurnRunner
+from context_compaction.application.contracts import commands as c
+from context_compaction.application.contracts.ports import ProviderReply
+from context_compaction.application.agent.runner import TurnRunner
 from context_compaction.domain.session import COMMAND_WINDOW
 from helpers import Harness, assistant, err, fingerprint, ok, user
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from context_compaction import Settings, bootstrap
-from context_compaction.application.bus import _result_bytes, envelope_bytes
+from context_compaction.application.runtime.bus import _result_bytes, envelope_bytes
 
 
 class Odd(BaseModel):

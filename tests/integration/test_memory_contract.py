@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from context_compaction.application.ports import SummaryResult
+from context_compaction.application.contracts.ports import SummaryResult
 from context_compaction.domain.errors import SummaryFailed
 from context_compaction.infrastructure.readmodel import PROJECTED_TABLES
 from helpers import Harness, memory_url
@@ -280,7 +280,7 @@ def test_a_named_memory_store_survives_a_restart_and_an_unnamed_one_is_private()
 def test_a_stale_decision_conflicts_on_both_backends(backend_url: str, tmp_path: Path) -> None:
     """The EventStore port's contract: a save from a copy another writer moved past
     raises ConcurrencyConflict and stores nothing; the other bus's write stays."""
-    from context_compaction.application.ports import ConcurrencyConflict
+    from context_compaction.application.contracts.ports import ConcurrencyConflict
     from context_compaction.domain.messages import Message
 
     url = memory_url() if backend_url == "memory" else str(tmp_path / "c.db")

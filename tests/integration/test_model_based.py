@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from backends import Databases, postgres_reachable
-from context_compaction.application.ports import SummaryResult
+from context_compaction.application.contracts.ports import SummaryResult
 from context_compaction.domain.errors import SummaryFailed
 from helpers import Harness
 

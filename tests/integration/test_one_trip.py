@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from context_compaction.application.ports import ReadModel
-from context_compaction.application.session_context import ContextCache, SessionContext
+from context_compaction.application.contracts.ports import ReadModel
+from context_compaction.application.state.session_context import ContextCache, SessionContext
 from helpers import Harness, ok
 
 SETTINGS: dict[str, Any] = {

@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from context_compaction.application import telemetry as t
-from context_compaction.application.telemetry import NoTelemetry
+from context_compaction.application.runtime import telemetry as t
+from context_compaction.application.runtime.telemetry import NoTelemetry
 from context_compaction.domain.errors import SummaryFailed
 from context_compaction.infrastructure.otel import OpenTelemetry, telemetry
 

@@ -51,7 +51,7 @@ def test_a_search_index_filled_during_a_purge_keeps_no_content(make_harness: Mak
 
 @pytest.mark.backends("postgres", "sqlite")
 def test_a_timeline_entry_written_after_a_purge_is_not_stored(make_harness: MakeHarness, backend: str) -> None:
-    from context_compaction.application.views import TimelineEntry
+    from context_compaction.application.contracts.views import TimelineEntry
     from context_compaction.infrastructure.timeline import SqlTimelineStore
 
     h = make_harness("timeline")

@@ -97,7 +97,7 @@ def test_the_runner_offers_recall_history_and_answers_it_locally(make_harness: M
     import json
 
     from context_compaction import RECALL_HISTORY_TOOL
-    from context_compaction.application.runner import TurnRunner
+    from context_compaction.application.agent.runner import TurnRunner
     from context_compaction.infrastructure.providers import LiteLLMChatProvider
     from fakeprovider import Reply
     from helpers import FAKE_MODEL

@@ -16,8 +16,8 @@ import jsonschema
 import litellm
 import pytest
 
-from context_compaction.application.commands import COMMAND_ADAPTER
-from context_compaction.application.runner import TurnRunner
+from context_compaction.application.contracts.commands import COMMAND_ADAPTER
+from context_compaction.application.agent.runner import TurnRunner
 from context_compaction.domain.overflow import is_overflow
 from context_compaction.infrastructure.legacy import import_legacy
 from context_compaction.infrastructure.providers import LiteLLMChatProvider

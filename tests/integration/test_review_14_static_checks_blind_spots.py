@@ -70,5 +70,5 @@ def test_the_real_graph_has_the_registry_s_lazy_imports() -> None:
     """``application/handlers.py`` imports compaction, turns, usage, recovery, ... on
     first use; the circle check walks a graph without those edges."""
     edges = import_graph()["context_compaction.application.handlers"]
-    assert "context_compaction.application.compaction" in edges
-    assert "context_compaction.application.turns" in edges
+    assert "context_compaction.application.compacting.compaction" in edges
+    assert "context_compaction.application.turn.turns" in edges

@@ -12,7 +12,7 @@ import pytest
 from backends import MakeHarness
 from helpers import assistant, ok, tool, user
 
-from context_compaction.application.commands import AppendMessages, GetProjection, PrepareTurn
+from context_compaction.application.contracts.commands import AppendMessages, GetProjection, PrepareTurn
 
 BACKENDS = ("memory", "sqlite", "postgres")
 SID = "handout"

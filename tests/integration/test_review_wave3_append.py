@@ -23,8 +23,8 @@ from pydantic import ValidationError
 
 from context_compaction import Settings, bootstrap
 from helpers import parse_before_adr_0056
-from context_compaction.application.bus import MessageBus
-from context_compaction.application.commands import AppendMessages
+from context_compaction.application.runtime.bus import MessageBus
+from context_compaction.application.contracts.commands import AppendMessages
 from context_compaction.domain.errors import ContextCompactionError
 from context_compaction.domain.messages import PORTABLE_CHECKED, json_problem
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel, TypeAdapter
 
 from helpers import Harness, mixed_session, ok
 
-from context_compaction.application.commands import GetProjection, PrepareTurn
-from context_compaction.application.results import ProjectionResult, TurnRequest
+from context_compaction.application.contracts.commands import GetProjection, PrepareTurn
+from context_compaction.application.contracts.results import ProjectionResult, TurnRequest
 
 SID = "rev-handout"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from backends import MakeHarness
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts.settings import Settings
 from context_compaction.infrastructure.bootstrap import bootstrap
 from context_compaction.infrastructure.demo import run as demo
 from context_compaction.infrastructure.demo.scenario import coding_session

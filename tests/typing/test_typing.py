@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from context_compaction.application import commands
-from context_compaction.application.commands import AppendMessages, Command, command_types
+from context_compaction.application.contracts import commands
+from context_compaction.application.contracts.commands import AppendMessages, Command, command_types
 from helpers import mypy_package_root
 
 HERE = Path(__file__).resolve().parent
@@ -192,7 +192,7 @@ def test_the_installed_package_is_visible_to_mypy_with_its_types(tmp_path: Path)
     host = tmp_path / "host.py"
     host.write_text(
         "from context_compaction import Settings, bootstrap\n"
-        "from context_compaction.application.commands import PrepareTurn\n"
+        "from context_compaction.application.contracts.commands import PrepareTurn\n"
         "bus = bootstrap(Settings(database_url='memory://'))\n"
         "reveal_type(bus.dispatch(PrepareTurn(session_id='s')))\n",
         encoding="utf-8",
@@ -203,4 +203,4 @@ def test_the_installed_package_is_visible_to_mypy_with_its_types(tmp_path: Path)
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
     assert "Cannot find implementation" not in run.stdout, run.stdout
-    assert 'Revealed type is "context_compaction.application.results.TurnRequest"' in run.stdout, run.stdout
+    assert 'Revealed type is "context_compaction.application.contracts.results.TurnRequest"' in run.stdout, run.stdout

@@ -8,7 +8,7 @@ from typing import Any, assert_type
 from pydantic import BaseModel, SecretStr
 
 from context_compaction import CompactionConfig, ModelConfig, Settings, bootstrap, commands
-from context_compaction.application import results
+from context_compaction.application.contracts import results
 
 settings = Settings(
     database_url="sqlite:///agent.db",

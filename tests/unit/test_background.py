@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from context_compaction import Settings
-from context_compaction.application.background import BackgroundJob, BackgroundSummaries, Cancelled
+from context_compaction.application.state.background import BackgroundJob, BackgroundSummaries, Cancelled
 
 
 def blocked(release: threading.Event, commits: list[str]):

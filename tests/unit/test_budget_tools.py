@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from backends import MakeHarness
-from context_compaction.application.runner import TurnRunner
+from context_compaction.application.agent.runner import TurnRunner
 from context_compaction.infrastructure.providers import LiteLLMChatProvider
 from fakeprovider import Reply
 from helpers import ok

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from context_compaction.application.ports import SummaryRequest
+from context_compaction.application.contracts.ports import SummaryRequest
 from context_compaction.domain.checklist import checklist_items, sentences
 from context_compaction.domain.ledger import Ledger, extract, priority, verify
 from context_compaction.domain.summary import SourceEntry, SummarySource, smallest_window

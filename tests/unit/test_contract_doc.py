@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from context_compaction.application import commands as c
+from context_compaction.application.contracts import commands as c
 from context_compaction.application.handlers import HANDLERS
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain import errors
 from context_compaction.infrastructure.cli_parser import build_parser
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from context_compaction.application.forecasting import turn_growth
+from context_compaction.application.compacting.forecasting import turn_growth
 from context_compaction.domain.cutpoint import group_turns
 from context_compaction.domain.forecast import LAST_TURNS
 
@@ -43,7 +43,7 @@ def test_a_long_history_is_grouped_only_near_its_end() -> None:
               {"role": "assistant", "steering": False, "turn_id": None, "tokens": 7}] for _ in range(5000)]
     tail = Tail([m for t in turns for m in t])
     grouped: list[int] = []
-    import context_compaction.application.forecasting as forecasting
+    import context_compaction.application.compacting.forecasting as forecasting
 
     original = forecasting.group_turns
     forecasting.group_turns = lambda records, counts: grouped.append(len(records)) or original(records, counts)

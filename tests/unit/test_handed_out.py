@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from context_compaction.application.handout import handed_out
+from context_compaction.application.runtime.handout import handed_out
 
 
 def _containers(value: Any) -> list[Any]:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from context_compaction import Settings, bootstrap
 from helpers import parse_before_adr_0056
-from context_compaction.application.bus import MessageBus, decode_command
+from context_compaction.application.runtime.bus import MessageBus, decode_command
 from context_compaction.domain.errors import ContextCompactionError, InvalidCommand
 from context_compaction.domain.messages import json_problem
 from context_compaction.domain.portable_json import parsed_fine, plainly_fine

@@ -264,3 +264,4 @@ def test_the_demo_check_catches_a_planted_import(tmp_path: Path) -> None:
         "from context_compaction.infrastructure import demo\n"
     )
     assert demo_importers(tmp_path) == ["application/service.py:1", "infrastructure/adapter.py:1"]
+

@@ -1,8 +1,8 @@
-"""The ledger step of a compaction (application/ledgers.py, ADR 0031): pure, no storage."""
+"""The ledger step of a compaction (application/compacting/ledgers.py, ADR 0031): pure, no storage."""
 
 from __future__ import annotations
 
-from context_compaction.application.ledgers import LEDGER_FACTOR, ledger_budget, verify_summary
+from context_compaction.application.compacting.ledgers import LEDGER_FACTOR, ledger_budget, verify_summary
 
 
 def count(text: str) -> int:

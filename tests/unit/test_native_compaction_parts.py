@@ -9,7 +9,7 @@ import pytest
 from context_compaction.domain.errors import SummaryFailed
 from context_compaction.domain.projection import SUMMARY_HEADER, ProviderIdentity
 from context_compaction.domain.summary import SourceEntry, SummarySource
-from context_compaction.application.ports import SummaryRequest
+from context_compaction.application.contracts.ports import SummaryRequest
 from context_compaction.infrastructure.native_compaction import (
     ITEMS_FIELD,
     OPENAI_COMPACT,

@@ -129,7 +129,7 @@ def test_the_turn_runner_records_the_cached_tokens_the_provider_reports(make_har
     """Over real HTTP through litellm: ``usage.prompt_tokens_details.cached_tokens``."""
     import asyncio
 
-    from context_compaction.application.runner import TurnRunner
+    from context_compaction.application.agent.runner import TurnRunner
     from context_compaction.infrastructure.providers import LiteLLMChatProvider
     from fakeprovider import Reply
 

@@ -14,8 +14,8 @@ import jsonschema
 import litellm
 import pytest
 
-from context_compaction.application import commands as c
-from context_compaction.application.commands import COMMAND_ADAPTER
+from context_compaction.application.contracts import commands as c
+from context_compaction.application.contracts.commands import COMMAND_ADAPTER
 from context_compaction.domain.errors import InvalidMessage
 from context_compaction.domain.messages import parse_message
 from fakeprovider import FakeProvider, Reply

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, assert_type
 
 from context_compaction import ModelConfig, Settings, bootstrap, commands
-from context_compaction.application import results as r
+from context_compaction.application.contracts import results as r
 
 bus = bootstrap(Settings(database_url="sqlite:///agent.db"))
 ModelConfig(api_kye="sk")  # E: Unexpected keyword argument "api_kye"

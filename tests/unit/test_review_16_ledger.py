@@ -61,7 +61,7 @@ def test_a_fact_only_inside_a_longer_value_is_written_back_not_lost() -> None:
 
 
 def test_items_evicted_by_the_bound_count_in_items_total_so_the_report_adds_up() -> None:
-    from context_compaction.application.ledgers import verify_summary
+    from context_compaction.application.compacting.ledgers import verify_summary
     from context_compaction.domain.ledger import MAX_ITEMS
 
     previous = Ledger(tuple(item("path", f"old/f{n}.py", n) for n in range(1, MAX_ITEMS + 1))).to_record()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from context_compaction.application.ports import SummaryRequest, SummaryResult
+from context_compaction.application.contracts.ports import SummaryRequest, SummaryResult
 from context_compaction.domain.errors import SummaryFailed
 from helpers import Harness, ok, user
 from test_breaker import near_the_threshold  # (the same session, SID and RESERVE)

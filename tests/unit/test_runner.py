@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from context_compaction.application.runner import TurnRunner
+from context_compaction.application.agent.runner import TurnRunner
 from context_compaction.domain.errors import OverflowRetryExhausted
 from context_compaction.infrastructure.providers import LiteLLMChatProvider
 from context_compaction.infrastructure.demo.scenario import coding_session

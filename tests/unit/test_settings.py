@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from context_compaction.application.settings import Settings
+from context_compaction.application.contracts.settings import Settings
 
 
 @pytest.fixture(autouse=True)

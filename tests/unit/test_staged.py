@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from context_compaction.application.compaction import commit_candidate, summarize_candidate
-from context_compaction.application.staged import clear_tool_results
-from context_compaction.application.turncontext import prepare_context
+from context_compaction.application.compacting.compaction import commit_candidate, summarize_candidate
+from context_compaction.application.compacting.staged import clear_tool_results
+from context_compaction.application.runtime.turncontext import prepare_context
 from context_compaction.domain.cutpoint import plan_cut
 from context_compaction.domain.errors import InvalidCommand
 from context_compaction.domain.session import Session

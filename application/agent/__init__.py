@@ -1,0 +1,1 @@
+"""The TurnRunner agent loop and the tools it offers the model."""

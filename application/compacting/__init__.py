@@ -1,0 +1,1 @@
+"""Making, checking and recording checkpoints: compaction, its stages, ledger, breaker, attempt log."""

@@ -1,0 +1,127 @@
+"""The degraded checkpoint (spec §11.2, §11.3 steps 4-5): the oldest whole turns
+dropped without a summary, when a request must shrink and no summary could be had."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
+from context_compaction.domain.errors import OverflowRetryExhausted
+from context_compaction.domain.overflow import describe_cut, degraded_summary
+from context_compaction.domain.projection import summary_message
+
+from ..contracts import results as r
+from .attemptlog import run_recorded
+from .compaction import Candidate, commit_candidate
+from .ledgers import verify_summary
+from ..runtime.services import Services
+from ..runtime.turncontext import TurnContext
+
+
+#: The longest "what was cut" words (``describe_cut``): room for the breadcrumb is
+#: reserved before the cut is known.
+_LONGEST_CUT = (
+    f"{10**6} oldest turns and the first {10**6} messages of the turn at seq {10**9} "
+    f"(message seq {10**9}-{10**9})"
+)
+
+
+def degraded_checkpoint(
+    svc: Services, turn: TurnContext, *, window_cap: int | None = None
+) -> r.CompactOutcome:
+    """Spec §11.3 step 4-5: drop the oldest whole turns, no summary, ``degraded=True``.
+
+    ``window_cap`` (the size of a refused request, in our units): the request was over
+    the provider's real window, so the trim must cut below it. Recorded in the
+    session's attempt log (issue 16).
+    """
+    return run_recorded(
+        svc, turn, "overflow", lambda: _degraded_checkpoint(svc, turn, window_cap), degraded=True
+    )
+
+
+def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | None) -> r.CompactOutcome:
+    turn = turn.with_window_cap(svc, window_cap)
+    ctx, budget, before = turn.ctx, turn.budget, turn.draft
+    counts = turn.record_counts()
+    previous = ctx.checkpoint.summary if ctx.checkpoint else None
+    last_problem = "nothing older than the newest turn to drop"
+    for keep_previous in ((True, False) if previous else (False,)):
+        prior = previous if keep_previous else None
+        reserve = svc.tokens.count_message(
+            summary_message(degraded_summary(omitted=_LONGEST_CUT, previous_summary=prior)),
+            before.encoding,
+        )
+        # (pinned messages planned as history stay whatever the cut: not room for the tail)
+        room = max(budget.threshold - before.fixed - turn.pinned_history_tokens() - reserve, 0)
+        plan = plan_cut(
+            ctx.records,
+            counts,
+            keep_tokens=room,
+            previous_first_retained=ctx.checkpoint.first_retained_seq if ctx.checkpoint else None,
+            allow_turn_split=True,
+        )
+        if isinstance(plan, NothingToCompact):
+            last_problem = plan.value
+            continue
+        candidate = _degraded_candidate(svc, turn, plan, prior)
+        cp = candidate.checkpoint
+        if cp.tokens_after <= budget.window or not keep_previous:
+            if cp.tokens_after >= cp.tokens_before:
+                last_problem = "trimming would not shrink the request"
+                continue
+            outcome = commit_candidate(svc, candidate)
+            _, _, cut = describe_cut(plan.summarize, plan.split_turn)
+            outcome.report = (
+                f"Context trimmed after overflow: {outcome.tokens_before:,} -> "
+                f"{outcome.tokens_after:,} tokens\n"
+                f"Dropped {cut} without a summary; "
+                f"kept {outcome.kept_turns} turn{'s' if outcome.kept_turns != 1 else ''} "
+                f"from message seq {outcome.first_retained_seq}\n"
+                "Raw history unchanged"
+            )
+            return outcome
+    raise OverflowRetryExhausted(
+        f"cannot shrink the context any further: {last_problem}",
+        details={"session_id": turn.session_id},
+    )
+
+
+def _degraded_candidate(
+    svc: Services, turn: TurnContext, plan: CutPlan, previous: str | None
+) -> Candidate:
+    whole, partial, cut = describe_cut(plan.summarize, plan.split_turn)
+    text = degraded_summary(omitted=cut, previous_summary=previous)
+    checkpoint = turn.candidate(
+        summary=text,
+        first_retained_seq=plan.first_retained_seq,
+        reason="overflow",
+        provider_kind="deterministic",
+        model=turn.model,
+        degraded=True,
+        summary_source={
+            "source_messages": len(plan.summarize),
+            "omitted_messages": len(plan.summarize),
+            "truncated_messages": 0,
+            "omitted_turns": whole,
+            "omitted_messages_of_split_turn": partial,
+            "previous_summary_included": previous is not None,
+            "split_turn": plan.split_turn,
+            "strategy": "deterministic whole-turn trim (context overflow, no summary)",
+        },
+    )
+    # The ledger goes on (cumulative): nothing was summarized, so every item the trim
+    # text does not state is reported dropped rather than lost with the turns.
+    verified = verify_summary(
+        text,
+        previous=turn.ctx.checkpoint.ledger if turn.ctx.checkpoint else None,
+        covered=plan.summarize,
+        last_seq=plan.summarize[-1]["seq"],
+        budget_tokens=0,
+        count=lambda t: svc.tokens.count_text(t, turn.draft.encoding),
+    )
+    checkpoint = replace(checkpoint, ledger=verified.record())
+    after = turn.draft_with(svc, checkpoint)
+    return Candidate(
+        turn.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns
+    )

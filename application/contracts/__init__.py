@@ -1,0 +1,1 @@
+"""What the application exchanges with callers and adapters: commands, results, views, ports, settings."""

@@ -1,0 +1,1 @@
+"""What every handler runs on: the bus, services, the command's trip context, telemetry, the turn lease."""
