@@ -9,13 +9,22 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Any
 
 from context_compaction.application.contracts import commands, results
 from context_compaction.application.runtime.bus import MessageBus
 from context_compaction.application.agent.recall import RECALL_HISTORY_TOOL, run_recall
-from context_compaction.application.contracts.settings import CompactionConfig, ModelConfig, Settings
+from context_compaction.application.contracts.settings import (
+    CompactionConfig,
+    ModelConfig,
+    Settings,
+    UnknownSettingWarning,
+)
 from context_compaction.domain.errors import ContextCompactionError, SessionExists
 from context_compaction.infrastructure.bootstrap import bootstrap
+
+if TYPE_CHECKING:
+    from context_compaction.application.agent.runner import TurnRunner
 
 logging.getLogger("context_compaction").addHandler(logging.NullHandler())
 
@@ -27,9 +36,22 @@ __all__ = [
     "ModelConfig",
     "SessionExists",
     "Settings",
+    "TurnRunner",
+    "UnknownSettingWarning",
     "bootstrap",
     "commands",
     "results",
     "run_recall",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # The runner loads the turn and compaction code: only a host that uses it pays
+    # for that at import (ADR 0016). Its module path moved in issue 38 (ADR 0078);
+    # ``context_compaction.TurnRunner`` is the name that stays.
+    if name == "TurnRunner":
+        from context_compaction.application.agent.runner import TurnRunner
+
+        return TurnRunner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

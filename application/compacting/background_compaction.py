@@ -30,7 +30,7 @@ from .breaker import paused
 from .compaction import commit_candidate, nothing_to_compact, summarize_candidate
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
-from ..turn.usage import inputs_of
+from ..state.drafts import inputs_of
 
 log = logging.getLogger("context_compaction.compaction")
 

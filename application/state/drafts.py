@@ -8,6 +8,7 @@ from typing import Any
 from context_compaction.domain.budget import FIXED_PARTS
 from context_compaction.domain.projection import ContextProjection
 
+from ..contracts.commands import TurnInputsMixin
 from ..contracts.ports import TokenCounter
 
 
@@ -19,6 +20,16 @@ class TurnInputs:
     tools: tuple[dict[str, Any], ...] = ()
     knowledge: str | None = None
     active_plan: str | None = None
+
+
+def inputs_of(cmd: TurnInputsMixin) -> TurnInputs:
+    """The fixed parts a turn command (``PrepareTurn``, ``GetContextUsage``) names."""
+    return TurnInputs(
+        system_prompt=cmd.system_prompt,
+        tools=tuple(cmd.tools or ()),
+        knowledge=cmd.knowledge,
+        active_plan=cmd.active_plan,
+    )
 
 
 def system_message(inputs: TurnInputs) -> dict[str, Any] | None:

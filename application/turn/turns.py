@@ -33,7 +33,8 @@ from ..runtime.turncontext import TurnContext, UsageDecision, decide_usage, prep
 from ..runtime.telemetry import record_token_usage
 from ..state.turnstate import IssuedRequest
 from ..history.costs import record_request_usage
-from .usage import context_usage, inputs_of, prompt_cache_usage
+from ..state.drafts import inputs_of
+from .usage import context_usage, prompt_cache_usage
 
 log = logging.getLogger("context_compaction.turns")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..contracts import commands as c
 from ..contracts import results as r
-from ..state.drafts import TurnInputs
+from ..state.drafts import inputs_of
 from ..compacting.breaker import breaker_state
 from ..history.costs import cost_line, session_cost
 from ..compacting.forecasting import context_forecast, forecast_result, forecast_text
@@ -23,15 +23,6 @@ USAGE_LABELS = {
     "estimated": "local estimate",
     "measured+estimated": "provider-measured + tail estimate",
 }
-
-
-def inputs_of(cmd: c.TurnInputsMixin) -> TurnInputs:
-    return TurnInputs(
-        system_prompt=cmd.system_prompt,
-        tools=tuple(cmd.tools or ()),
-        knowledge=cmd.knowledge,
-        active_plan=cmd.active_plan,
-    )
 
 
 # --------------------------------------------------------------------- /info

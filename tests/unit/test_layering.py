@@ -265,3 +265,62 @@ def test_the_demo_check_catches_a_planted_import(tmp_path: Path) -> None:
     )
     assert demo_importers(tmp_path) == ["application/service.py:1", "infrastructure/adapter.py:1"]
 
+
+# ------------------------------------------------------------ the application's rooms
+#: application/'s sub-packages, lowest first (issue 38, ADR 0078): a module imports its
+#: own room and the rooms before it, never one after it. ``handlers.py`` (the registry)
+#: sits on top, in application/ itself.
+ROOMS = ("contracts", "state", "runtime", "history", "compacting", "turn", "agent")
+MAX_MODULES_PER_FOLDER = 12
+
+
+def room_violations(root: Path = ROOT) -> list[str]:
+    """Imports (anywhere in a file, lazy ones and registry strings too) from a room into
+    a later room, or into application/'s own modules."""
+    from test_import_cycles import import_graph
+
+    app = "context_compaction.application."
+    rank = {room: i for i, room in enumerate(ROOMS)}
+    bad = []
+    for module, targets in import_graph(root).items():
+        if not module.startswith(app):
+            continue
+        here = module[len(app):].split(".")[0]
+        if here not in rank:
+            continue  # application/handlers.py: the registry imports every room
+        for target in sorted(targets):
+            if not target.startswith(app):
+                continue
+            there = target[len(app):].split(".")[0]
+            if there not in rank or rank[there] > rank[here]:
+                bad.append(f"{module} imports {target}")
+    return bad
+
+
+def test_application_rooms_import_only_their_own_and_lower_rooms() -> None:
+    rooms = {p.name for p in (ROOT / "application").iterdir() if (p / "__init__.py").exists()}
+    assert rooms == set(ROOMS)  # a new room takes its place in ROOMS
+    assert room_violations() == []
+
+
+def test_no_application_folder_holds_more_than_twelve_modules() -> None:
+    for folder in [ROOT / "application", *(ROOT / "application").iterdir()]:
+        if folder.is_dir() and folder.name != "__pycache__":
+            modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+            assert len(modules) <= MAX_MODULES_PER_FOLDER, (folder, len(modules))
+
+
+def test_the_room_check_catches_an_upward_import(tmp_path: Path) -> None:
+    for folder in PACKAGE_FOLDERS:
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    for room in ("contracts", "turn"):
+        (tmp_path / "application" / room).mkdir()
+        (tmp_path / "application" / room / "__init__.py").write_text("")
+    (tmp_path / "application" / "turn" / "turns.py").write_text("X = 1\n")
+    (tmp_path / "application" / "contracts" / "commands.py").write_text(
+        "def f():\n    from ..turn.turns import X\n"
+    )
+    assert room_violations(tmp_path) == [
+        "context_compaction.application.contracts.commands imports context_compaction.application.turn.turns"
+    ]
