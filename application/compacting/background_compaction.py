@@ -29,7 +29,7 @@ from ..state.background import BackgroundJob, Cancelled
 from .breaker import paused
 from .compaction import commit_candidate, nothing_to_compact, summarize_candidate
 from ..runtime.services import Services
-from ..runtime.turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
+from ..runtime.turncontext import TurnContext, decide_usage, prepare_context
 from ..state.drafts import inputs_of
 
 log = logging.getLogger("context_compaction.compaction")
@@ -97,21 +97,3 @@ def _summarize_and_commit(svc: Services, job: BackgroundJob, turn: TurnContext) 
             raise Cancelled from None
         raise
     return job.commit_unless_cancelled(lambda: commit_candidate(svc, candidate))  # type: ignore[no-any-return]
-
-
-def settle_background(
-    svc: Services, turn: TurnContext, usage: UsageDecision
-) -> tuple[TurnContext, UsageDecision, r.CompactOutcome | None]:
-    """For a turn over the threshold: wait for the session's running background summary
-    (if any) and continue from the context after it. Returns the context, its usage and
-    the background outcome when it committed a checkpoint."""
-    job = svc.turns.background.running(turn.session_id)
-    if job is None:
-        return turn, usage, None
-    log.info("waiting for the background summary", extra={"session_id": turn.session_id})
-    job.done.wait(svc.settings.summary_timeout_seconds)
-    outcome = job.result if isinstance(job.result, r.CompactOutcome) else None
-    if outcome is None or outcome.status != "compacted":
-        return turn, usage, None
-    after = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
-    return after, decide_usage(svc, after), outcome

@@ -15,21 +15,17 @@ from collections.abc import Sequence
 
 from context_compaction.domain.attempts import RecordedUsage
 from context_compaction.domain.budget import check_fixed_parts
-from context_compaction.domain.errors import InvalidCommand, StaleCandidate, StorageError, SummaryFailed
+from context_compaction.domain.errors import InvalidCommand
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.overflow import trim_request
 
 from ..contracts import commands as c
 from ..contracts import results as r
 from ..state.calibration import Calibration
-from ..compacting.compaction import compact_context
-from ..compacting.degraded import degraded_checkpoint
 from .promptcache import needs_breakpoints, with_cache_breakpoints
 from ..runtime.services import Services
-from ..compacting.background_compaction import settle_background
-from ..compacting.breaker import paused
-from ..compacting.staged import Cleared, clear_tool_results, with_clearing
 from ..runtime.turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
+from .autocompact import auto_compact
 from ..runtime.telemetry import record_token_usage
 from ..state.turnstate import IssuedRequest
 from ..history.costs import record_request_usage
@@ -98,20 +94,9 @@ def turn_request(
     phase, turn_key, _ = turn_phase(turn.records)
     usage = decide_usage(svc, turn)
     if retry_of is None and phase == "start" and turn.budget.should_compact(usage.used):
-        # A background summary of this session still running ends sooner than a new
-        # call would: wait for it and continue from its checkpoint (ADR 0038).
-        turn, usage, settled = settle_background(svc, turn, usage)
-        compaction = settled or compaction
-    if (
-        retry_of is None
-        and phase == "start"
-        and turn.budget.should_compact(usage.used)
-        and svc.turns.claim_summary_attempt(turn.session_id, turn_key)
-    ):
-        compaction, note, turn = _auto_compact(svc, turn, turn_key, usage)
-        warnings += note
-        if compaction is not None and compaction.status == "compacted":
-            usage = decide_usage(svc, turn)
+        auto = auto_compact(svc, turn, usage, turn_key)
+        turn, usage, compaction = auto.turn, auto.usage, auto.outcome or compaction
+        warnings += auto.warnings
     return _issue(svc, turn, usage, phase, turn_key, retry_of, compaction, warnings)
 
 
@@ -183,79 +168,6 @@ def _turn_start_index(turn: TurnContext, messages: list[dict[str, object]], turn
     if messages is not draft.messages:
         index -= len(draft.messages) - len(messages)
     return max(index, 0)
-
-
-def _auto_compact(
-    svc: Services, turn: TurnContext, turn_key: int, usage: UsageDecision
-) -> tuple[r.CompactOutcome | None, list[str], TurnContext]:
-    """Spec §11.2 failure semantics for the automatic trigger; ``usage.used`` is the
-    figure the trigger decided on (measured + tail when calibrated), also for the hard
-    check; ``turn.draft.total`` is our own count of the same request.
-
-    Returns the outcome, the warnings and the context to continue with: ``turn`` itself
-    unless a checkpoint was committed (or the session moved under a stale candidate).
-    """
-    cleared = _clear_first(svc, turn)
-    if cleared is not None:
-        if cleared.enough:  # no summary call: the turn keeps its one summary attempt
-            svc.turns.release_summary_attempt(turn.session_id, turn_key)
-            return cleared.outcome, [], cleared.turn
-        turn, usage = cleared.turn, cleared.usage
-    used, estimate, budget = usage.used, turn.draft.total, turn.budget
-    pause = paused(svc, turn.session_id, turn.records)
-    if pause is not None:  # no summary is asked for: the turn keeps its one attempt
-        svc.turns.release_summary_attempt(turn.session_id, turn_key)
-        note = [f"auto compaction paused after {pause.failures_in_a_row} failed attempts in a row "
-                f"({pause.turns_left} more turns; /compact still works)"]
-    else:
-        done, note, turn = _summarize(svc, turn, turn_key, cleared)
-        if done is not None:
-            return done, [], turn
-    if used <= budget.window:
-        still = "continuing with the previous context (still under the hard window)"
-        return (cleared.outcome if cleared else None), [*note, still], turn
-    # Already over the hard window before sending (smaller model, new limit): do not send a
-    # request that must fail; trim deterministically now (spec §11.2, §17). When the
-    # provider's count put it over, the trim works in our units scaled to that count.
-    cap = budget.window * estimate // used if used > estimate else None
-    degraded = with_clearing(degraded_checkpoint(svc, turn, window_cap=cap), cleared)
-    turn = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
-    return degraded, [*note, "over the hard window: committed a degraded checkpoint before sending"], turn
-
-
-def _summarize(
-    svc: Services, turn: TurnContext, turn_key: int, cleared: Cleared | None
-) -> tuple[r.CompactOutcome | None, list[str], TurnContext]:
-    """The automatic summary attempt: its outcome when a checkpoint was committed (with
-    the context after it), else None, the warnings and the context to continue with."""
-    try:
-        outcome = with_clearing(compact_context(svc, turn, reason="auto"), cleared)
-    except (SummaryFailed, StaleCandidate, StorageError) as exc:
-        log.warning(
-            "auto compaction failed",
-            extra={"session_id": turn.session_id, "error_class": exc.code, "reason": "auto"},
-        )
-        if isinstance(exc, StaleCandidate):
-            turn = prepare_context(svc, turn.session_id, turn.inputs, turn.model)
-        return None, [f"auto compaction failed ({exc.code}): {exc.explained()}"], turn
-    if outcome.status == "compacted":
-        return outcome, [], prepare_context(svc, turn.session_id, turn.inputs, turn.model)
-    # No summary was asked for: the turn keeps its one attempt (spec §11.3 step 3).
-    svc.turns.release_summary_attempt(turn.session_id, turn_key)
-    return None, ["auto compaction found nothing to compact"], turn
-
-
-def _clear_first(svc: Services, turn: TurnContext) -> Cleared | None:
-    """Stage 1 (issue 17); a clearing that cannot be recorded leaves the summary to do
-    the work, as without clearing."""
-    try:
-        return clear_tool_results(svc, turn)
-    except (StorageError, InvalidCommand) as exc:
-        log.warning(
-            "tool-result clearing failed",
-            extra={"session_id": turn.session_id, "error_class": exc.code, "reason": "auto"},
-        )
-        return None
 
 
 def _trim_in_turn(
