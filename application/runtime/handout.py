@@ -15,6 +15,8 @@ import gc
 import platform
 from typing import Any
 
+from ..contracts.results import ProjectionResult, TurnRequest
+
 #: CPython keeps a dict untracked by the collector while it holds no list, dict or
 #: other container that could be tracked (inserting one tracks it for good), so an
 #: untracked dict's flat ``copy()`` shares nothing mutable with it. Elsewhere, or if
@@ -49,3 +51,15 @@ def handed_out(messages: list[Any]) -> list[Any]:
         else owned(m) if type(m) is list else m
         for m in messages
     ]
+
+
+#: Results whose ``messages`` are the process's cached projection.
+SHARING_MESSAGES = (TurnRequest, ProjectionResult)
+
+
+def hand_out(result: Any) -> Any:
+    """The typed caller's result: its messages its own copy to mark or edit (ADR 0058;
+    the JSON edge serializes the cached ones, never handing them out)."""
+    if isinstance(result, SHARING_MESSAGES):
+        result.messages = handed_out(result.messages)
+    return result
