@@ -35,6 +35,7 @@ from .eventstore.attempts import SqlAttemptLog
 from .eventstore.feed import SqlEventFeed
 from .memory import build_memory_store
 from .memory.build import PREFIX as MEMORY_PREFIX
+from .memory.build import MemoryStorage
 from .memory.stores import MemoryTimelineFollower
 from .readmodel import SqlTokenCountCache
 from .purge import SqlContentEraser
@@ -44,6 +45,29 @@ from .system import RandomIds, SystemClock
 from .timeline import SqlTimelineStore, TimelineFollower
 from .tokens import TiktokenCounter
 from .turnleases import SqlTurnLeases
+
+
+@dataclass(frozen=True)
+class Store:
+    """What the store was built from (``Services.store``, the ``StoreHandles`` port):
+    for ``ctxc verify``, the read-only refusal and the tests' harness."""
+
+    app: SessionsApplication
+    database: str
+    timeline_follower: Any
+    #: The SQL database (None on ``memory://``).
+    db: Any = None
+    #: The ``memory://`` tables (None on SQL).
+    memory: MemoryStorage | None = None
+    read_only: str | None = None
+
+
+def store_of(bus: MessageBus) -> Store:
+    """The store a bus built by ``bootstrap`` runs on."""
+    store = bus.services.store
+    if not isinstance(store, Store):
+        raise InvalidCommand("this bus was not built by bootstrap: it names no store")
+    return store
 
 
 @dataclass(frozen=True)
@@ -263,9 +287,8 @@ def bootstrap(
     follower = TimelineFollower(db, app.projector, timeline)
     services.after_checkpoint.append(follower.catch_up)
     services.eraser = SqlContentEraser(app, db)
-    services.extra.update(app=app, db=db, database=target.description, timeline_follower=follower,
-                          read_only=read_only)
-    services.extra.update(overrides)
+    services.store = Store(app=app, db=db, database=target.description, timeline_follower=follower,
+                           read_only=read_only)
     if read_only is not None:
         log.info("database opened read-only", extra={"cause": read_only})
     return _bus(services, app, read_only)
@@ -285,9 +308,8 @@ def _bootstrap_memory(
                          storage.leases, clock, ids, overrides)
     follower = MemoryTimelineFollower(storage.recorder, app.mapper, timeline)
     services.after_checkpoint.append(follower.catch_up)
-    services.extra.update(app=app, memory=storage, database=settings.database_url,
-                          timeline_follower=follower)
-    services.extra.update(overrides)
+    services.store = Store(app=app, memory=storage, database=settings.database_url,
+                           timeline_follower=follower)
     return _bus(services, app)
 
 

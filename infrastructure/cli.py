@@ -42,7 +42,7 @@ def _bus(args: argparse.Namespace, **extra: Any) -> Any:
     if getattr(args, "read_only", False):
         require_database(settings, args.command)
     bus = bootstrap(settings)
-    reason = bus.services.extra.get("read_only")
+    reason = bus.services.store.read_only if bus.services.store else None
     # Detected at start (issue 36): a subcommand that always writes is refused before it
     # reads its input; ``dispatch`` and ``serve`` run queries, the bus refuses their writes.
     if reason and args.command in ("compact", "import-legacy", "demo"):
@@ -257,7 +257,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .verify import verify
 
     with _bus(args) as bus, Progress("verify", enabled=not args.json) as progress:
-        report = verify(bus.services.extra["app"], bus.services.read_model, on_progress=progress.update)
+        from .bootstrap import store_of
+
+        report = verify(store_of(bus).app, bus.services.read_model, on_progress=progress.update)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:

@@ -110,7 +110,7 @@ def pause_checkpoint_commits(bus, seconds: float, armed) -> None:  # type: ignor
 
     from context_compaction.domain.session import Session
 
-    projector = bus.services.extra["app"].projector
+    projector = bus.services.store.app.projector
     project = projector.handlers._handlers[Session.CheckpointCommitted]
 
     def paused(cur, event):  # type: ignore[no-untyped-def]

@@ -336,3 +336,29 @@ class AttemptLog(Protocol):
     # A log may also keep the session's measured usages (issue 43): ``record_usage(
     # session_id, RecordedUsage)`` and ``entries(session_id)``, attempts and usages in
     # the order recorded. Ours does; without them nothing is priced.
+
+
+class EventFeed(Protocol):
+    """The stored events of every session, in notification order (issue 15)."""
+
+    def read(self, after: int, limit: int, max_bytes: int) -> tuple[list[dict[str, Any]], bool]:
+        """Up to ``limit`` events with a position above ``after`` whose stored bytes
+        stay within ``max_bytes`` (at least one), each as ``{position, session_id,
+        version, type, at, payload}`` (JSON-ready); and whether it stopped at a bound."""
+        ...
+
+    def read_session(self, session_id: str, from_version: int, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` events of one session from ``from_version`` on, each as
+        ``{version, type, at, payload}`` (JSON-ready)."""
+        ...
+
+
+class StoreHandles(Protocol):
+    """What the composition root built the store from, for the host's tools (``ctxc
+    verify``, the read-only refusal): the infrastructure's own type fills it (issue 38:
+    instead of a dict of anything)."""
+
+    #: The database, as the operator named it (a URL without credentials, a path).
+    database: str
+    #: Why the store is open read-only (ADR 0071); None: it writes.
+    read_only: str | None

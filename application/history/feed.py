@@ -8,27 +8,13 @@ resumes sees every event once, in order.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from context_compaction.domain.errors import InvalidCommand
 
 from ..contracts.commands import ReadEvents, ReadSessionEvents
 from .queries import session_row
 from ..contracts.results import EventsResult, FeedEvent, SessionEvent, SessionEventsResult
+from ..contracts.ports import EventFeed  # noqa: F401 (its home before issue 38)
 from ..runtime.services import Services
-
-
-class EventFeed(Protocol):
-    def read(self, after: int, limit: int, max_bytes: int) -> tuple[list[dict[str, Any]], bool]:
-        """Up to ``limit`` events with a position above ``after`` whose stored bytes
-        stay within ``max_bytes`` (at least one), each as ``{position, session_id,
-        version, type, at, payload}`` (JSON-ready); and whether it stopped at a bound."""
-        ...
-
-    def read_session(self, session_id: str, from_version: int, limit: int) -> list[dict[str, Any]]:
-        """Up to ``limit`` events of one session from ``from_version`` on, each as
-        ``{version, type, at, payload}`` (JSON-ready)."""
-        ...
 
 
 def read_events(command: ReadEvents, services: Services) -> EventsResult:

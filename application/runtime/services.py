@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from context_compaction.domain.errors import ContextCompactionError, StorageError
 from context_compaction.domain.projection import ProviderIdentity
@@ -19,10 +19,13 @@ from ..contracts.ports import (
     AttemptLog,
     Clock,
     ConcurrencyConflict,
+    ContentEraser,
+    EventFeed,
     EventStore,
     IdFactory,
     ModelCatalog,
     ReadModel,
+    StoreHandles,
     Summarizer,
     TimelineStore,
     TokenCountCache,
@@ -76,20 +79,21 @@ class Services:
     contexts: ContextCache = field(default_factory=ContextCache)
     turns: TurnMemory = field(default_factory=TurnMemory)
     """Requests, calibrations and per-turn attempts of this process (spec §7.2)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """What the composition root keeps for infrastructure (the store, the database)."""
+    store: StoreHandles | None = None
+    """What the composition root built the store from (its own type: ``ctxc verify``
+    and the read-only refusal use it); None for a bus built by hand."""
     attempts: AttemptLog | None = None
     """Where compaction attempts are recorded (issue 16); None records nothing."""
     summarizer_named: Callable[[str], Summarizer] | None = None
     """A summarizer by its ``settings.summarizer`` name (``resummarize``)."""
-    feed: Any = None
-    """The event feed (``application.feed.EventFeed``) for ``read_events``; None: none."""
+    feed: EventFeed | None = None
+    """The event feed for ``read_events``; None: none."""
     telemetry: Telemetry = field(default_factory=NoTelemetry)
     """Spans and metrics (issue 15): the no-op unless the composition root picks one."""
     leases: TurnLeases | None = None
     """Running turns across processes (ADR 0041); None: this process only."""
-    eraser: Any = None
-    """``ports.ContentEraser`` for ``purge_session`` (ADR 0072); None: the store cannot."""
+    eraser: ContentEraser | None = None
+    """Erases a purged session's content (ADR 0072); None: the store cannot."""
     _locks: dict[str, threading.RLock] = field(default_factory=dict, repr=False)
     _contended: dict[str, float] = field(default_factory=dict, repr=False)
     """session → monotonic time until which its writers take the locked path."""

@@ -185,7 +185,7 @@ def read_line(proc: subprocess.Popen[bytes], err: Path, what: str, timeout: floa
 
 
 def read_model_position(h: Harness) -> tuple[int, int]:
-    newest, position = h.query(h.bus.services.extra["app"].projector.events_table.lag_sql)[0]
+    newest, position = h.query(h.bus.services.store.app.projector.events_table.lag_sql)[0]
     return int(position or 0), int(newest or 0)
 
 

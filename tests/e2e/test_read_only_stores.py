@@ -68,7 +68,7 @@ def _check(answers: dict[str, Any]) -> None:
 
 def _answers(url: str) -> dict[str, Any]:
     with bootstrap(Settings(database_url=url, summarizer="extractive")) as bus:
-        assert bus.services.extra["read_only"], "detected at start"
+        assert bus.services.store.read_only, "detected at start"
         return {json.dumps(cmd): bus.dispatch_json(cmd) for cmd in QUERIES + WRITES}
 
 
@@ -127,7 +127,7 @@ with bootstrap(Settings(database_url="memory://warm", summarizer="extractive")) 
 os.setgid(65534); os.setuid(65534)   # (imported first: the interpreter's files are root's)
 answers = t._answers(sys.argv[1])
 with bootstrap(Settings(database_url=sys.argv[1])) as bus:
-    report = context_compaction.infrastructure.verify.verify(bus.services.extra["app"], bus.services.read_model)
+    report = context_compaction.infrastructure.verify.verify(bus.services.store.app, bus.services.read_model)
 print(json.dumps({"answers": answers, "verify_ok": report.ok}))
 """
 

@@ -113,7 +113,7 @@ def test_verify_finds_and_rebuilds_a_search_index_out_of_step(make_harness: Make
     h = start(make_harness)
     ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("bluefinch is the host"), assistant("ok")]}))
     assert search(h, "bluefinch") == [1]
-    app, rm = h.bus.services.extra["app"], h.bus.services.read_model
+    app, rm = h.bus.services.store.app, h.bus.services.read_model
     assert verify(app, rm).ok
     if h.is_postgres:
         return  # (PostgreSQL keeps its GIN index in step itself: there is no separate table to lose)

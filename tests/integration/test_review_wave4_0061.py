@@ -46,7 +46,7 @@ def _contents(h: Harness, sid: str) -> list[Any]:
 def _consistent(h: Harness) -> None:
     """rm_sessions agrees with the events: every message row belongs to a session row
     and points at a stored event; counts, next seq and version match the events."""
-    app = h.bus.services.extra["app"]
+    app = h.bus.services.store.app
     events = app.projector.events_table.qualified
     orphans = h.query(
         "SELECT m.session_id, m.seq FROM {t}rm_messages m LEFT JOIN {t}rm_sessions s ON s.session_id = m.session_id"
@@ -127,7 +127,7 @@ def test_hostile_ids_and_texts_read_back_on_every_write_path(pg_databases: Any, 
     big = "β" * 400_000 + "x" * 200_000  # ~1 MB of UTF-8
     every = _every_char_text()
     two_trips = h.new_bus()
-    two_trips.services.extra["app"].projector.splits_at_ids = lambda events: False
+    two_trips.services.store.app.projector.splits_at_ids = lambda events: False
     stale = h.new_bus()
     try:
         for sid in SESSION_IDS:
@@ -402,7 +402,7 @@ def _run(h: Harness, restart: bool) -> list[Any]:
 def _snapshot_versions(h: Harness) -> list[int]:
     from context_compaction.domain.session import session_aggregate_id
 
-    app = h.bus.services.extra["app"]
+    app = h.bus.services.store.app
     return [s.originator_version for s in app.snapshots.recorder.select_events(session_aggregate_id(SID))]
 
 
@@ -454,7 +454,7 @@ def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_wri
     ok(stale.dispatch_json({"type": "append_messages", "session_id": "y", "messages": [user("s0")]}))
     ok(other.dispatch_json({"type": "append_messages", "session_id": "x", "messages": [user("o0")]}))
     ok(h.do({"type": "append_messages", "session_id": "y", "messages": [user("h0")]}))  # stale is behind
-    recorder = stale.services.extra["app"].recorder
+    recorder = stale.services.store.app.recorder
     entered, release = threading.Event(), threading.Event()
     insert = recorder.insert_events
     holders: list[int] = []

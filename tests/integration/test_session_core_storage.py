@@ -80,7 +80,7 @@ def test_a_read_model_of_an_older_schema_is_rebuilt_from_the_events(harness: Har
 
 
 def test_cache_writes_skip_the_flush_and_hand_the_connection_back_durable(harness: Harness) -> None:
-    db = harness.bus.services.extra["db"]
+    db = harness.bus.services.store.db
     setting, durable = (
         ("SHOW synchronous_commit", ("on",)) if harness.is_postgres else ("PRAGMA synchronous", (2,))
     )

@@ -66,6 +66,18 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
             for target in targets:
                 if target in files and target != module:
                     graph[module].add(target)
+    # A command names its handler's module where it is declared (``handled_by`` in
+    # contracts/commands.py); the registry (application/handlers.py) imports it.
+    registry = "context_compaction.application.handlers"
+    if registry in graph:
+        for module, path in files.items():
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "handled_by"
+                        and node.args and isinstance(node.args[0], ast.Constant)):
+                    target = f"context_compaction.application.{node.args[0].value}"
+                    if target in files:
+                        graph[registry].add(target)
     return graph
 
 
