@@ -1,8 +1,8 @@
 """The handler registry: one dict, command type → handler (ADR 0024).
 
-The raw-log commands and history queries are imported with the bus. Compaction, turn
-and usage handlers are imported when they first run: `ctxc` commands that never
-compact or build a turn start without that code (ADR 0016).
+Derived from the commands' declarations (``handled_by``, issue 38). Every handler is
+imported when its command first runs: `ctxc` commands that never compact or build a
+turn start without that code (ADR 0016).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any
 from context_compaction.domain.errors import StorageError
 
 from .contracts import commands as c
-from .history import queries, sessions
 from .runtime.bus import Handler
 from .runtime.services import Services
 
@@ -33,44 +32,19 @@ def _on_first_use(module: str, name: str) -> Handler:
     return handler
 
 
+#: Command type → handler, from the commands' own declarations (``handled_by`` in
+#: ``contracts/commands.py``, issue 38): each handler's module is imported when the
+#: command first runs, so a ``ctxc`` command loads only its own code (ADR 0016).
 HANDLERS: dict[type[c.Command[Any]], Handler] = {
-    c.StartSession: sessions.start_session,
-    c.ConfigureSession: sessions.configure_session,
-    c.AppendMessages: sessions.append_messages,
-    c.InvalidateHistory: sessions.invalidate_history,
-    c.DeleteSession: sessions.delete_session,
-    c.PurgeSession: sessions.purge_session,
-    c.PinMessages: sessions.pin_messages,
-    c.UnpinMessages: sessions.unpin_messages,
-    c.RevertCheckpoint: sessions.revert_checkpoint,
-    c.GetHistory: queries.get_history,
-    c.GetProjection: queries.get_projection,
-    c.SearchHistory: queries.search_history,
-    c.ReplaySession: queries.replay_session,
-    c.ReplayState: queries.replay_state,
-    c.ListCheckpoints: queries.list_checkpoints,
-    c.ListSessions: queries.list_sessions,
-    c.Compact: _on_first_use("compacting.candidates", "compact"),
-    c.CommitCandidate: _on_first_use("compacting.candidates", "commit_prepared"),
-    c.GetSessionCost: _on_first_use("history.costs", "get_session_cost"),
-    c.RecallTimeline: _on_first_use("compacting.compaction", "recall_timeline"),
-    c.GetContextUsage: _on_first_use("turn.usage", "get_context_usage"),
-    c.PrepareTurn: _on_first_use("turn.turns", "prepare_turn"),
-    c.RecordUsage: _on_first_use("turn.turns", "record_usage"),
-    c.RecoverOverflow: _on_first_use("turn.recovery", "recover_overflow"),
-    c.ListCompactionAttempts: _on_first_use("compacting.attemptlog", "list_compaction_attempts"),
-    c.Resummarize: _on_first_use("compacting.resummarize", "resummarize"),
-    c.ReadEvents: _on_first_use("history.feed", "read_events"),
-    c.ReadSessionEvents: _on_first_use("history.feed", "read_session_events"),
+    kind: _on_first_use(route.module, route.function) for kind, route in c.ROUTES.items()
 }
 
 
 #: The commands that only read: a store opened by a role or file that cannot write
 #: serves these and refuses the rest (issue 36, ADR 0071).
-READS: frozenset[type[c.Command[Any]]] = frozenset({
-    c.GetHistory, c.GetProjection, c.SearchHistory, c.ReplaySession, c.ListCheckpoints,
-    c.ListSessions, c.RecallTimeline, c.GetContextUsage, c.ListCompactionAttempts, c.ReadEvents,
-})
+READS: frozenset[type[c.Command[Any]]] = frozenset(
+    kind for kind, route in c.ROUTES.items() if route.reads
+)
 
 
 def read_only_handlers(reason: str) -> dict[type[c.Command[Any]], Handler]:

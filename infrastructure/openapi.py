@@ -16,43 +16,16 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from context_compaction.application.contracts import results as r
-from context_compaction.application.contracts import results_costs as rc
 from context_compaction.application.contracts.commands import COMMAND_ADAPTER, command_types
 
 REF = "#/components/schemas/{model}"
 
 #: What each command answers with (CONTRACT.md "Commands"). ``test_openapi`` checks that
 #: every command type has an entry and that real answers validate against it.
+#: Command ``type`` → its result model, read from each command's ``Command[...]``
+#: argument (issue 38: not a second list).
 RESULT_TYPES: dict[str, type[BaseModel]] = {
-    "start_session": r.StartSessionResult,
-    "configure_session": r.ConfigureSessionResult,
-    "append_messages": r.AppendMessagesResult,
-    "invalidate_history": r.InvalidateHistoryResult,
-    "delete_session": r.DeleteSessionResult,
-    "purge_session": r.PurgeSessionResult,
-    "pin_messages": r.PinsResult,
-    "unpin_messages": r.PinsResult,
-    "revert_checkpoint": r.RevertResult,
-    "compact": r.CompactOutcome,
-    "prepare_turn": r.TurnRequest,
-    "record_usage": r.RecordUsageResult,
-    "recover_overflow": r.TurnRequest,
-    "get_context_usage": r.ContextUsage,
-    "recall_timeline": r.TimelineResult,
-    "get_history": r.HistoryResult,
-    "search_history": r.SearchResult,
-    "get_projection": r.ProjectionResult,
-    "replay_session": r.ReplayResult,
-    "replay_state": r.ReplayStateResult,
-    "list_checkpoints": r.CheckpointsResult,
-    "list_sessions": r.SessionsResult,
-    "list_compaction_attempts": r.CompactionAttemptsResult,
-    "resummarize": r.ResummarizeResult,
-    "read_events": r.EventsResult,
-    "read_session_events": r.SessionEventsResult,
-    "commit_candidate": r.CompactOutcome,
-    "get_session_cost": rc.SessionCostResult,
+    kind: command.result_type() for kind, command in command_types().items()
 }
 
 

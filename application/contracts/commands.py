@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import functools
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, Union, get_args
 
 from pydantic import (
@@ -79,7 +80,40 @@ class Command(BaseModel, Generic[R]):
         raise TypeError(f"{cls.__name__} names no result type")
 
 
+# ------------------------------------------------------------ the registry
+@dataclass(frozen=True)
+class Route:
+    """Where a command's handler lives: ``context_compaction.application.<module>``,
+    function ``function`` (imported on first use, ADR 0016), and whether the command
+    only reads (a read-only store serves it, ADR 0071)."""
+
+    module: str
+    function: str
+    reads: bool = False
+
+
+#: Every command, in declaration order, and its handler: the one list (issue 38). The
+#: discriminated union ``AnyCommand``, the bus's handler table (``handlers.py``) and
+#: the OpenAPI result table are derived from it.
+ROUTES: dict[type[Command[Any]], Route] = {}
+
+C = TypeVar("C", bound=type[Command[Any]])
+
+
+def handled_by(module: str, function: str, *, reads: bool = False) -> Callable[[C], C]:
+    """Declare a command's handler where the command is declared: ``module`` is the
+    handler's module under ``context_compaction.application`` (a literal, so readers
+    and the import checks see it), ``function`` its name there."""
+
+    def register(cls: C) -> C:
+        ROUTES[cls] = Route(module, function, reads)
+        return cls
+
+    return register
+
+
 # ---------------------------------------------------------------- commands
+@handled_by("history.sessions", "start_session")
 class StartSession(Command[r.StartSessionResult]):
     type: Literal["start_session"] = "start_session"
     session_id: SessionId
@@ -88,6 +122,7 @@ class StartSession(Command[r.StartSessionResult]):
     command_id: CommandId | None = None
 
 
+@handled_by("history.sessions", "configure_session")
 class ConfigureSession(Command[r.ConfigureSessionResult]):
     """Change the model or the agent's token limit; an omitted field stays as it is,
     ``agent_token_limit: null`` removes the limit."""
@@ -98,6 +133,7 @@ class ConfigureSession(Command[r.ConfigureSessionResult]):
     agent_token_limit: PositiveInt | None = None
 
 
+@handled_by("history.sessions", "append_messages")
 class AppendMessages(Command[r.AppendMessagesResult]):
     """Append messages to the raw log. ``command_id`` makes it idempotent (unique across
     all sessions: a reuse with another payload is ``idempotency_conflict``); ``model``
@@ -128,6 +164,7 @@ class AppendMessages(Command[r.AppendMessagesResult]):
         ) -> None: ...
 
 
+@handled_by("history.sessions", "invalidate_history")
 class InvalidateHistory(Command[r.InvalidateHistoryResult]):
     """clear: everything so far; rewind: keep seq <= to_seq; delete: the given seqs.
 
@@ -144,6 +181,7 @@ class InvalidateHistory(Command[r.InvalidateHistoryResult]):
     reason: Annotated[str, StringConstraints(max_length=2000), NoNul] = ""
 
 
+@handled_by("history.sessions", "pin_messages")
 class PinMessages(Command[r.PinsResult]):
     """Keep messages verbatim after the summary block in every projection (issue 16); a
     pin takes the whole tool group. Pinning a pinned message again changes nothing."""
@@ -154,6 +192,7 @@ class PinMessages(Command[r.PinsResult]):
     command_id: CommandId | None = None
 
 
+@handled_by("history.sessions", "unpin_messages")
 class UnpinMessages(Command[r.PinsResult]):
     type: Literal["unpin_messages"] = "unpin_messages"
     session_id: SessionId
@@ -161,6 +200,7 @@ class UnpinMessages(Command[r.PinsResult]):
     command_id: CommandId | None = None
 
 
+@handled_by("history.sessions", "revert_checkpoint")
 class RevertCheckpoint(Command[r.RevertResult]):
     """Withdraw the active checkpoint: the projection returns to its parent (or raw
     history), the generation moves, raw history is untouched (issue 16)."""
@@ -171,11 +211,13 @@ class RevertCheckpoint(Command[r.RevertResult]):
     command_id: CommandId | None = None
 
 
+@handled_by("history.sessions", "delete_session")
 class DeleteSession(Command[r.DeleteSessionResult]):
     type: Literal["delete_session"] = "delete_session"
     session_id: SessionId
 
 
+@handled_by("history.sessions", "purge_session")
 class PurgeSession(Command[r.PurgeSessionResult]):
     """Erase a session's content for good (issue 35, ADR 0072): message bodies,
     reasoning, tool arguments and outputs, summaries, ledgers, provider state, search
@@ -186,6 +228,7 @@ class PurgeSession(Command[r.PurgeSessionResult]):
     session_id: SessionId
 
 
+@handled_by("compacting.candidates", "compact")
 class Compact(Command[r.CompactOutcome]):
     """Manual /compact: forced, ignores ``enabled`` and the threshold (spec §11.1); a
     ``dry_run`` commits nothing, ``up_to_seq``/``fraction`` take the oldest turns (issue 43)."""
@@ -204,6 +247,7 @@ class Compact(Command[r.CompactOutcome]):
         return self
 
 
+@handled_by("compacting.candidates", "commit_prepared")
 class CommitCandidate(Command[r.CompactOutcome]):
     """A dry run's candidate, committed unless the generation moved (``stale_candidate``)."""
 
@@ -232,6 +276,7 @@ class TurnInputsMixin(Command[R]):
         return self
 
 
+@handled_by("turn.turns", "prepare_turn")
 class PrepareTurn(TurnInputsMixin[r.TurnRequest]):
     """Build the complete provider request for the next step (spec §11.2), compacting
     automatically at most once per turn when the request is over the threshold."""
@@ -240,6 +285,7 @@ class PrepareTurn(TurnInputsMixin[r.TurnRequest]):
     session_id: SessionId
 
 
+@handled_by("turn.turns", "record_usage")
 class RecordUsage(Command[r.RecordUsageResult]):
     """The provider's measured ``prompt_tokens`` for a prepared request (spec §7.2)."""
 
@@ -254,6 +300,7 @@ class RecordUsage(Command[r.RecordUsageResult]):
     completion_tokens: NonNegativeInt | None = None
 
 
+@handled_by("turn.recovery", "recover_overflow")
 class RecoverOverflow(Command[r.TurnRequest]):
     """The provider refused a prepared request as too long (spec §11.3)."""
 
@@ -265,6 +312,7 @@ class RecoverOverflow(Command[r.TurnRequest]):
 
 
 # ----------------------------------------------------------------- queries
+@handled_by("turn.usage", "get_context_usage", reads=True)
 class GetContextUsage(TurnInputsMixin[r.ContextUsage]):
     """/info: the §16 figures for the request this session would send now."""
 
@@ -272,6 +320,7 @@ class GetContextUsage(TurnInputsMixin[r.ContextUsage]):
     session_id: SessionId
 
 
+@handled_by("compacting.compaction", "recall_timeline", reads=True)
 class RecallTimeline(Command[r.TimelineResult]):
     type: Literal["recall_timeline"] = "recall_timeline"
     session_id: SessionId
@@ -279,6 +328,7 @@ class RecallTimeline(Command[r.TimelineResult]):
     limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 20
 
 
+@handled_by("history.queries", "get_history", reads=True)
 class GetHistory(Command[r.HistoryResult]):
     """The raw log; ``from_seq``/``to_seq`` bound it (inclusive), pages ascend from
     ``from_seq`` and ``limit`` cuts the end (expand a compacted range, issue 16)."""
@@ -299,6 +349,7 @@ class GetHistory(Command[r.HistoryResult]):
         return self
 
 
+@handled_by("history.queries", "search_history", reads=True)
 class SearchHistory(Command[r.SearchResult]):
     """Full-text search over the session's raw history (issue 16): every term of
     ``query`` must occur; invalidated messages only with ``include_invalidated``."""
@@ -310,12 +361,14 @@ class SearchHistory(Command[r.SearchResult]):
     include_invalidated: StrictBool = False
 
 
+@handled_by("history.queries", "get_projection", reads=True)
 class GetProjection(Command[r.ProjectionResult]):
     type: Literal["get_projection"] = "get_projection"
     session_id: SessionId
     model: ModelName | None = None
 
 
+@handled_by("history.queries", "replay_session", reads=True)
 class ReplaySession(Command[r.ReplayResult]):
     type: Literal["replay_session"] = "replay_session"
     session_id: SessionId
@@ -325,6 +378,7 @@ class ReplaySession(Command[r.ReplayResult]):
     model: ModelName | None = None
 
 
+@handled_by("history.queries", "replay_state")
 class ReplayState(Command[r.ReplayStateResult]):
     """``replay_session`` without the projection (issue 41): the state as of a version
     (pins, cleared results, active checkpoint, next seq) reads no raw message, where the
@@ -337,6 +391,7 @@ class ReplayState(Command[r.ReplayStateResult]):
     include_deleted: StrictBool = False
 
 
+@handled_by("history.queries", "list_checkpoints", reads=True)
 class ListCheckpoints(Command[r.CheckpointsResult]):
     type: Literal["list_checkpoints"] = "list_checkpoints"
     session_id: SessionId
@@ -345,12 +400,14 @@ class ListCheckpoints(Command[r.CheckpointsResult]):
     include_deleted: StrictBool = False
 
 
+@handled_by("history.queries", "list_sessions", reads=True)
 class ListSessions(Command[r.SessionsResult]):
     type: Literal["list_sessions"] = "list_sessions"
     limit: Annotated[StrictInt, Field(ge=1, le=10_000)] = 100
     offset: NonNegativeInt = 0
 
 
+@handled_by("compacting.attemptlog", "list_compaction_attempts", reads=True)
 class ListCompactionAttempts(Command[r.CompactionAttemptsResult]):
     """Every compaction attempt of a session, newest first (issue 16)."""
 
@@ -362,6 +419,7 @@ class ListCompactionAttempts(Command[r.CompactionAttemptsResult]):
     include_deleted: StrictBool = False
 
 
+@handled_by("compacting.resummarize", "resummarize")
 class Resummarize(Command[r.ResummarizeResult]):
     """Summarize a past checkpoint's exact source again; commits nothing (issue 16)."""
 
@@ -372,6 +430,7 @@ class Resummarize(Command[r.ResummarizeResult]):
     model: ModelName | None = None
 
 
+@handled_by("history.costs", "get_session_cost")
 class GetSessionCost(Command[rc.SessionCostResult]):
     """Recorded usages and summary calls priced, per model; compactions' balance (issue 43)."""
 
@@ -379,6 +438,7 @@ class GetSessionCost(Command[rc.SessionCostResult]):
     session_id: SessionId
 
 
+@handled_by("history.feed", "read_events", reads=True)
 class ReadEvents(Command[r.EventsResult]):
     """The event feed: stored events after a position, in order (issue 15)."""
 
@@ -390,6 +450,7 @@ class ReadEvents(Command[r.EventsResult]):
     max_bytes: Annotated[StrictInt, Field(ge=1, le=256 * 1024 * 1024)] = 8 * 1024 * 1024
 
 
+@handled_by("history.feed", "read_session_events")
 class ReadSessionEvents(Command[r.SessionEventsResult]):
     """One session's own events in version order (issue 41): from ``from_version``
     (inclusive), at most ``limit``. Versions are contiguous from 1, so a reader pages by
@@ -401,39 +462,8 @@ class ReadSessionEvents(Command[r.SessionEventsResult]):
     limit: Annotated[StrictInt, Field(ge=1, le=1000)] = 100
 
 
-AnyCommand = Annotated[
-    Union[  # noqa: UP007 - a discriminated union reads better spelled out
-        StartSession,
-        ConfigureSession,
-        AppendMessages,
-        InvalidateHistory,
-        PinMessages,
-        UnpinMessages,
-        RevertCheckpoint,
-        DeleteSession,
-        PurgeSession,
-        GetHistory,
-        SearchHistory,
-        GetProjection,
-        ReplaySession,
-        ReplayState,
-        ListCheckpoints,
-        ListSessions,
-        Compact,
-        GetContextUsage,
-        RecallTimeline,
-        PrepareTurn,
-        RecordUsage,
-        RecoverOverflow,
-        ListCompactionAttempts,
-        Resummarize,
-        ReadEvents,
-        ReadSessionEvents,
-        CommitCandidate,
-        GetSessionCost,
-    ],
-    Field(discriminator="type"),
-]
+#: Every declared command, discriminated on ``type`` (derived from ``ROUTES``).
+AnyCommand: Any = Annotated[Union[tuple(ROUTES)], Field(discriminator="type")]  # noqa: UP007
 
 COMMAND_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyCommand, config=ConfigDict(defer_build=True))
 
