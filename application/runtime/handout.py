@@ -17,11 +17,15 @@ from typing import Any
 
 from ..contracts.results import ProjectionResult, TurnRequest
 
-#: CPython keeps a dict untracked by the collector while it holds no list, dict or
-#: other container that could be tracked (inserting one tracks it for good), so an
-#: untracked dict's flat ``copy()`` shares nothing mutable with it. Elsewhere, or if
-#: in doubt, every dict is walked.
-_IS_TRACKED = gc.is_tracked if platform.python_implementation() == "CPython" else (lambda _: True)
+#: CPython up to 3.13 keeps a dict untracked by the collector while it holds no list,
+#: dict or other container that could be tracked (inserting one tracks it for good),
+#: so an untracked dict's flat ``copy()`` shares nothing mutable with it. CPython 3.14
+#: tracks every dict (GH-127010), and other interpreters may never have done this: the
+#: behaviour is checked here, not the version, and without it a dict is flat when its
+#: values' types are all scalar (one C-level scan, issue 38).
+LAZY_TRACKING = platform.python_implementation() == "CPython" and not gc.is_tracked({"k": "v"})
+_IS_TRACKED = gc.is_tracked if LAZY_TRACKING else (lambda _: True)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def owned(value: Any) -> Any:
@@ -45,6 +49,13 @@ def handed_out(messages: list[Any]) -> list[Any]:
     Most messages are flat (role, string content, ids): one C-level ``dict.copy()`` each.
     Only the dicts and lists that hold other dicts or lists are walked.
     """
+    if not LAZY_TRACKING:
+        flat = _SCALARS.issuperset
+        return [
+            (m.copy() if flat(map(type, m.values())) else owned(m)) if type(m) is dict
+            else owned(m) if type(m) is list else m
+            for m in messages
+        ]
     tracked = _IS_TRACKED
     return [
         (m.copy() if not tracked(m) else owned(m)) if type(m) is dict
