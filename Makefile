@@ -63,4 +63,4 @@ bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .venv-newest-eventsourcing .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) .venv-313 .venv-newest-eventsourcing .pytest_cache .hypothesis build *.egg-info
