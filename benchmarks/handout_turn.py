@@ -1,0 +1,83 @@
+"""``prepare_turn`` on an uncompacted history against one Python pass over it (issue 38).
+
+The request of an uncompacted session holds every message, handed out as the caller's
+own copy (``handout.py``): O(N) by design, so its target is a ratio to the cheapest O(N)
+work, one Python-level pass over the same messages (``for m in messages: m["role"]``),
+not flatness. Also shown: the hand-out copy alone, and which path it took (the
+collector's lazy dict tracking, or the type scan of interpreters without it). Runs on
+``memory://`` (storage is not what is measured), prints JSON:
+
+    python benchmarks/handout_turn.py [--messages 10000] [--repeats 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from context_compaction import Settings, bootstrap, commands as c  # noqa: E402
+from context_compaction.application.runtime import handout  # noqa: E402
+
+
+def history(n: int) -> list[dict]:
+    out = []
+    for i in range(n):
+        if i % 5 == 3:
+            out.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "read", "arguments": "{}"}}]})
+        elif i % 5 == 4:
+            out.append({"role": "tool", "tool_call_id": f"c{i - 1}", "content": "file text " * 20})
+        else:
+            out.append({"role": "user" if i % 5 == 0 else "assistant", "content": f"message {i} " + "words " * 30})
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    bus = bootstrap(Settings(database_url="memory://", summarizer="extractive",
+                             models={"gpt-4o": {"token_limit": 50_000_000}}))
+    bus.dispatch(c.StartSession(session_id="h", model="gpt-4o"))
+    msgs = history(args.messages)
+    for i in range(0, len(msgs), 500):
+        bus.dispatch(c.AppendMessages(session_id="h", messages=msgs[i:i + 500]))
+    prepare = c.PrepareTurn(session_id="h", system_prompt="You are helpful.")
+    first = bus.dispatch(prepare)
+    assert first.compaction is None and len(first.messages) == args.messages + 1
+    cached = bus.dispatch(c.GetProjection(session_id="h")).messages
+    turn, one_pass, copy = [], [], []
+    for _ in range(args.repeats):  # interleaved, so all three share the same minutes
+        t0 = time.perf_counter()
+        bus.dispatch(prepare)
+        t1 = time.perf_counter()
+        for m in cached:
+            m["role"]
+        t2 = time.perf_counter()
+        handout.handed_out(cached)
+        t3 = time.perf_counter()
+        turn.append(t1 - t0)
+        one_pass.append(t2 - t1)
+        copy.append(t3 - t2)
+    med = {k: statistics.median(v) for k, v in (("turn", turn), ("pass", one_pass), ("copy", copy))}
+    print(json.dumps({
+        "python": platform.python_version(),
+        "handout_path": "lazy dict tracking" if handout.LAZY_TRACKING else "type scan",
+        "messages": args.messages,
+        "prepare_turn_ms": round(med["turn"] * 1000, 3),
+        "one_python_pass_ms": round(med["pass"] * 1000, 3),
+        "handout_copy_ms": round(med["copy"] * 1000, 3),
+        "prepare_turn_over_one_pass": round(med["turn"] / med["pass"], 2),
+        "target": "prepare_turn <= 2x one Python pass (issue 38)",
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()
