@@ -8,7 +8,7 @@ message (``for m in messages: m["role"]``) and rebuilding each one
 collector's lazy dict tracking, or the type scan of interpreters without it). Runs on
 ``memory://`` (storage is not what is measured), prints JSON:
 
-    python benchmarks/handout_turn.py [--messages 10000] [--repeats 15]
+    python benchmarks/handout_turn.py [--messages 10000] [--repeats 15] [--without-lazy-tracking]
 """
 
 from __future__ import annotations
@@ -44,7 +44,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--without-lazy-tracking", action="store_true",
+                        help="take the type-scan path of interpreters that track every dict (3.14)")
     args = parser.parse_args()
+    if args.without_lazy_tracking:
+        handout.LAZY_TRACKING = False
+        handout._IS_TRACKED = lambda _: True
     # (automatic compaction off: the request holds the whole history, as measured)
     bus = bootstrap(Settings(database_url="memory://", summarizer="extractive",
                              context_compaction={"enabled": False}))
