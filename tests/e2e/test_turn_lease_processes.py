@@ -24,12 +24,12 @@ from fakeprovider import FakeProvider, Reply
 from helpers import Harness
 from turnlease_helpers import SID, harness, history, runner
 
-WORKER = str(Path(__file__).parents[1] / "turn_worker.py")
+WORKER = str(Path(__file__).parents[1] / "support" / "turn_worker.py")
 
 
 def spawn(h: Harness, provider: FakeProvider, text: str, out: Path, lease: float, go: Path | None) -> subprocess.Popen:
     args = [sys.executable, WORKER, h.url, provider.base_url, SID, text, str(lease), str(out)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
     return subprocess.Popen([*args, *([str(go)] if go else [])], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -23,7 +23,7 @@ from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import Reply
 from helpers import FAKE_MODEL, Harness, ok, user
 from legacy_fixture import BASE_MS, build_legacy_db
-from test_overflow_texts import REAL_TEXTS, wrapped
+from overflow_texts import REAL_TEXTS, wrapped
 
 DEEPSEEK = "deepseek/deepseek-reasoner"
 

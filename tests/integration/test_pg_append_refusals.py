@@ -11,7 +11,7 @@ from helpers import Harness, err, ok, user
 
 
 def _counts(h: Harness) -> list[Any]:
-    app = h.bus.services.extra["app"]
+    app = h.inspect.app
     snapshots = app.snapshots.recorder.events_table_name
     return [h.events(), *(h.query(f"SELECT count(*) FROM {{t}}{t}")[0][0]
                           for t in ("rm_messages", "rm_sessions", "rm_commands", snapshots))]
@@ -36,7 +36,7 @@ def test_a_refused_append_with_a_snapshot_due_writes_nothing_and_the_bus_goes_on
                                        "messages": [user(f"b{k}")]}))["seqs"] == [k + 1]
     ok(other.dispatch_json({"type": "start_session", "session_id": "new", "model": "gpt-4o"}))
     assert ok(h.do({"type": "get_history", "session_id": "b"}))["messages"][-1]["content"] == "b4"
-    report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+    report = h.inspect.verify()
     assert report.ok, report.text() if hasattr(report, "text") else report
     assert h.query("SELECT count(*) FROM {t}rm_sessions WHERE aggregate_id = ?",
                    (session_aggregate_id("new").hex,)) == [(1,)]

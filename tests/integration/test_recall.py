@@ -173,7 +173,7 @@ def test_search_index_is_rebuilt_from_the_events(make_harness: MakeHarness) -> N
     assert ok(h.do({"type": "search_history", "session_id": SID, "query": "3.2.1"}))["hits"] == before
     from context_compaction.infrastructure.verify import verify
 
-    report = verify(h.bus.services.extra["app"], rm)
+    report = h.inspect.verify()
     assert report.tables["rm_search"].ok and report.tables["rm_search"].rebuilt == 2
 
 

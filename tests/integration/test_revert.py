@@ -158,7 +158,7 @@ def test_pins_and_reverts_survive_snapshots_and_a_restart(make_harness: MakeHarn
     assert projection(h) == after
     from context_compaction.infrastructure.verify import verify
 
-    report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+    report = h.inspect.verify()
     assert all(t.ok for t in report.tables.values()), report.tables
     assert report.tables["rm_pins"].rebuilt == 1 and report.tables["rm_reverts"].rebuilt == 1
 

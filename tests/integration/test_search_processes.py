@@ -15,7 +15,7 @@ import pytest
 from backends import MakeHarness
 from helpers import ok
 
-WORKER = str(Path(__file__).with_name("review_18_search_worker.py"))
+WORKER = str(Path(__file__).parents[1] / "support" / "search_worker.py")
 SID = "race"
 
 

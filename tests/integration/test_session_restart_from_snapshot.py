@@ -186,7 +186,7 @@ def _old_shape_snapshot(h: Harness) -> None:
 
     from context_compaction.domain.session import session_aggregate_id
 
-    app, db = h.bus.services.extra["app"], h.bus.services.extra["db"]
+    app, db = h.inspect.app, h.inspect.db
     full = h.bus.services.events.load_complete(SID)
     groups = [{"seq": g.seq, "calls": list(g.calls), "results": [[s, c] for s, c in g.results]}
               for g in full.all_tool_groups()]

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_import_cycles import PACKAGES, find_cycle, import_graph
-from test_layering import PACKAGE_FOLDERS, demo_importers, library_private_names, private_library_uses
+from import_graph import PACKAGES, find_cycle, import_graph
+from layering_checks import PACKAGE_FOLDERS, demo_importers, library_private_names, private_library_uses
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -22,6 +22,7 @@ import pytest
 from backends import POSTGRES_URL, MakeHarness
 from cli_inprocess import run_cli
 from helpers import CheckpointNames, Harness, assistant, in_thread, normal_answer, ok, tool, user
+from harness import Inspect
 
 # ------------------------------------------------------------------ helpers
 _VOLATILE = {"created_at", "at", "updated_at", "request_id", "duration_ms", "snippet", "score", "timestamp"}
@@ -46,7 +47,7 @@ def _contents(h: Harness, sid: str) -> list[Any]:
 def _consistent(h: Harness) -> None:
     """rm_sessions agrees with the events: every message row belongs to a session row
     and points at a stored event; counts, next seq and version match the events."""
-    app = h.bus.services.extra["app"]
+    app = h.inspect.app
     events = app.projector.events_table.qualified
     orphans = h.query(
         "SELECT m.session_id, m.seq FROM {t}rm_messages m LEFT JOIN {t}rm_sessions s ON s.session_id = m.session_id"
@@ -127,7 +128,7 @@ def test_hostile_ids_and_texts_read_back_on_every_write_path(pg_databases: Any, 
     big = "β" * 400_000 + "x" * 200_000  # ~1 MB of UTF-8
     every = _every_char_text()
     two_trips = h.new_bus()
-    two_trips.services.extra["app"].projector.splits_at_ids = lambda events: False
+    Inspect(two_trips).app.projector.splits_at_ids = lambda events: False
     stale = h.new_bus()
     try:
         for sid in SESSION_IDS:
@@ -205,7 +206,7 @@ def test_the_pure_python_psycopg_writes_the_same_arrays(pg_databases: Any, tmp_p
         "print(json.dumps([o['ok'] for o in out]))\n",
         encoding="utf-8",
     )
-    env = {**os.environ, "PSYCOPG_IMPL": "python", "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PSYCOPG_IMPL": "python", "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
     done = subprocess.run([sys.executable, str(script), h.url], env=env, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()[-3000:]
     assert json.loads(done.stdout.decode().strip().splitlines()[-1]) == [True] * 6
@@ -402,7 +403,7 @@ def _run(h: Harness, restart: bool) -> list[Any]:
 def _snapshot_versions(h: Harness) -> list[int]:
     from context_compaction.domain.session import session_aggregate_id
 
-    app = h.bus.services.extra["app"]
+    app = h.inspect.app
     return [s.originator_version for s in app.snapshots.recorder.select_events(session_aggregate_id(SID))]
 
 
@@ -454,7 +455,7 @@ def test_a_command_id_reused_on_another_session_does_not_deadlock_the_locked_wri
     ok(stale.dispatch_json({"type": "append_messages", "session_id": "y", "messages": [user("s0")]}))
     ok(other.dispatch_json({"type": "append_messages", "session_id": "x", "messages": [user("o0")]}))
     ok(h.do({"type": "append_messages", "session_id": "y", "messages": [user("h0")]}))  # stale is behind
-    recorder = stale.services.extra["app"].recorder
+    recorder = Inspect(stale).recorder
     entered, release = threading.Event(), threading.Event()
     insert = recorder.insert_events
     holders: list[int] = []

@@ -44,7 +44,7 @@ def test_verify_stays_clean_while_appends_and_searches_move_the_index(make_harne
     try:
         for _ in range(6):
             started = rounds[0]
-            report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+            report = h.inspect.verify()
             reports.append({name: (t.missing[:3], t.extra[:3], t.different[:3])
                             for name, t in report.tables.items() if not t.ok})
             overlapped.append(rounds[0] > started)

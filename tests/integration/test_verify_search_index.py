@@ -28,9 +28,9 @@ def _search(h: Harness, query: str) -> list[int]:
 
 
 def _damage_state(h: Harness, version: int, state: bytes) -> None:
-    table = h.bus.services.extra["app"].projector.events_table.qualified
+    table = h.inspect.events_table.qualified
     oid = session_aggregate_id(SID)
-    with h.bus.services.extra["db"].write() as cur:
+    with h.inspect.db.write() as cur:
         cur.execute(f"UPDATE {table} SET state = ? WHERE originator_id = ? AND originator_version = ?",
                     (state, oid if h.is_postgres else oid.hex, version))
         assert cur.rowcount == 1
@@ -46,7 +46,7 @@ def test_verify_reports_no_search_row_of_a_message_before_a_damaged_event(make_h
     h = _session(make_harness, ["kiwi one", "kiwi two", "kiwi three", "kiwi four"])
     assert _search(h, "kiwi") == [1, 2, 3, 4]
     _damage_state(h, 4, b'{"seq": 3, "role": "us')
-    report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+    report = h.inspect.verify()
     assert not report.ok  # (the damage itself is reported)
     beyond = set(report.tables["rm_messages"].extra)  # the rows from the damaged one on
     assert {f"{SID}/3", f"{SID}/4"} <= beyond
@@ -60,10 +60,10 @@ def test_verify_reports_a_search_row_above_the_mark_as_unexpected(make_harness: 
     ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("kiwi three")]}))
     h.execute("INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, 3, 'user', NULL, 'kiwi three')",
               (SID,))
-    report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+    report = h.inspect.verify()
     assert report.tables["rm_search"].extra == [f"{SID}/3"]
     assert _search(h, "kiwi") == [1, 2, 3]  # the next search does not trip over it
-    assert verify(h.bus.services.extra["app"], h.bus.services.read_model).ok
+    assert h.inspect.verify().ok
 
 
 # verify finds and rebuilds a derived full-text index that lost its rows (SQLite's FTS table).
@@ -88,7 +88,7 @@ def test_verify_finds_and_rebuilds_a_search_index_out_of_step(make_harness: Make
     h = _rv_session(make_harness)
     ok(h.do({"type": "append_messages", "session_id": RV, "messages": [user("bluefinch is the host"), assistant("ok")]}))
     assert _rv_search(h, "bluefinch") == [1]
-    app, rm = h.bus.services.extra["app"], h.bus.services.read_model
+    app, rm = h.inspect.app, h.bus.services.read_model
     assert verify(app, rm).ok
     if h.is_postgres:
         return  # (PostgreSQL keeps its GIN index in step itself: there is no separate table to lose)

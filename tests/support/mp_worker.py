@@ -20,6 +20,7 @@ import sys
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from context_compaction import Settings, bootstrap  # noqa: E402
+from harness import Inspect
 
 SESSIONS = ("alpha", "beta")
 
@@ -110,7 +111,7 @@ def pause_checkpoint_commits(bus, seconds: float, armed) -> None:  # type: ignor
 
     from context_compaction.domain.session import Session
 
-    projector = bus.services.extra["app"].projector
+    projector = Inspect(bus).app.projector
     project = projector.handlers._handlers[Session.CheckpointCommitted]
 
     def paused(cur, event):  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ from typing import Any
 
 from context_compaction import Settings, bootstrap
 from context_compaction.application.bus import MessageBus
+from harness import Inspect
 
 
 def user(text: str, **extra: Any) -> dict[str, Any]:
@@ -160,6 +161,11 @@ class Harness:
         self.bus = self.new_bus()
 
     @property
+    def inspect(self) -> Inspect:
+        """What tests look at behind the current bus (its application, recorder, tables)."""
+        return Inspect(self.bus)
+
+    @property
     def is_postgres(self) -> bool:
         return self.url.startswith("postgres")
 
@@ -188,9 +194,9 @@ class Harness:
             raise NeedsDatabase("raw SQL needs a SQLite or PostgreSQL harness")
         for bus in reversed(self.buses):
             if not bus._closed:
-                return bus.services.extra["db"], bus.services.extra["app"]
+                return Inspect(bus).db, Inspect(bus).app
         bus = self.new_bus()
-        return bus.services.extra["db"], bus.services.extra["app"]
+        return Inspect(bus).db, Inspect(bus).app
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
         """Run SQL (``{t}`` before table names) outside the library, e.g. to break things."""
@@ -232,7 +238,7 @@ class Harness:
     def stored_events(self, topic_prefix: str) -> list[tuple[int, str, bytes]]:
         """(version, topic, state) of the stored events whose topic starts with
         ``topic_prefix``, by version: the notification log, on any backend."""
-        app = self._bus().services.extra["app"]
+        app = Inspect(self._bus()).app
         found = [n for n in app.recorder.select_notifications(start=1, limit=10**9)
                  if n.topic.startswith(topic_prefix)]
         return sorted(((n.originator_version, n.topic, bytes(n.state)) for n in found), key=lambda r: r[0])
@@ -279,7 +285,7 @@ def notifies_heard(h: Harness, channel_prefix: str, command: dict[str, Any], tim
 
     from backends import POSTGRES_URL
 
-    recorder = h.bus.services.extra["app"].recorder
+    recorder = h.inspect.recorder
     recorder.channel_name = channel_prefix + h.url.split("schema=")[1].replace("-", "_")
     listener = psycopg.connect(POSTGRES_URL, autocommit=True)
     try:
@@ -303,13 +309,13 @@ def _is_attempt(topic: str) -> bool:
 
 def _notifications(bus: MessageBus) -> list[Any]:
     """Every stored event of a memory bus, in notification order."""
-    return list(bus.services.extra["app"].recorder.select_notifications(start=1, limit=10**9))
+    return list(Inspect(bus).recorder.select_notifications(start=1, limit=10**9))
 
 
 def _memory_count(bus: MessageBus, table: str) -> int:
     from context_compaction.infrastructure.readmodel import PROJECTED_TABLES
 
-    storage = bus.services.extra["memory"]
+    storage = Inspect(bus).memory
     if table in PROJECTED_TABLES:
         return len(bus.services.read_model.table_rows(table))  # type: ignore[attr-defined]
     if table == "rm_timeline":
@@ -326,12 +332,12 @@ def fingerprint(bus: MessageBus) -> tuple[Any, ...]:
     from context_compaction.infrastructure.readmodel import PROJECTED_TABLES
 
     read_model = bus.services.read_model
-    if "memory" in bus.services.extra:
+    if Inspect(bus).is_memory:
         ids = [n.id for n in _notifications(bus) if not _is_attempt(n.topic)]
         return (max(ids, default=None), tuple(tuple(read_model.table_rows(t)) for t in PROJECTED_TABLES))
-    app = bus.services.extra["app"]
+    app = Inspect(bus).app
     table = app.projector.events_table
-    row = bus.services.extra["db"].query_one(
+    row = Inspect(bus).db.query_one(
         f"SELECT MAX({table.id_column}) FROM {table.qualified}"
         " WHERE topic NOT LIKE ?", (ATTEMPT_TOPICS,)
     )
@@ -385,11 +391,11 @@ class RecordingSummarizer:
 
 def attempt_count(bus: MessageBus) -> int:
     """Events in the compaction attempt logs of every session (ADR 0032)."""
-    if "memory" in bus.services.extra:
+    if Inspect(bus).is_memory:
         return sum(1 for n in _notifications(bus) if _is_attempt(n.topic))
-    app = bus.services.extra["app"]
+    app = Inspect(bus).app
     table = app.projector.events_table
-    row = bus.services.extra["db"].query_one(
+    row = Inspect(bus).db.query_one(
         f"SELECT COUNT(*) FROM {table.qualified} WHERE topic LIKE ?", (ATTEMPT_TOPICS,)
     )
     return int(row[0]) if row else 0
@@ -451,27 +457,6 @@ def normal_answer(value: Any, ids: CheckpointNames, volatile: set[str], key: str
     if "checkpoint" in key or key in ("now_active", "parent", "checkpoint_id", "id", "attempt_id"):
         return ids.name(value)
     return value
-
-
-def wait_for_advisory(key: int, timeout: float = 20.0, n: int = 1) -> None:
-    """Until ``n`` backends wait for PostgreSQL advisory lock ``key`` (a held write
-    has reached its hold)."""
-    import time
-
-    import psycopg
-
-    from backends import POSTGRES_URL
-
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as probe:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            row = probe.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND NOT granted", (key,)
-            ).fetchone()
-            if row and row[0] >= n:
-                return
-            time.sleep(0.01)
-    raise AssertionError(f"nobody waited on advisory lock {key}")
 
 
 def wait_until_serving(proc: "subprocess.Popen[bytes]", url: str, seconds: float = 60) -> None:

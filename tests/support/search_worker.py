@@ -1,7 +1,7 @@
 """A worker OS process for review 18's search race (not a test module).
 
-    python r18_search_worker.py append URL SESSION ROUNDS OUT
-    python r18_search_worker.py search URL SESSION STOP_FILE OUT
+    python search_worker.py append URL SESSION ROUNDS OUT
+    python search_worker.py search URL SESSION STOP_FILE OUT
 
 ``append``: ROUNDS appends of 3 messages, each holding the word "kiwi", one line per
 acknowledged append (its seqs). ``search``: searches until STOP_FILE exists, one line
