@@ -2,7 +2,7 @@
 
 A command type in the handler registry or the JSON union, an error code, a Settings
 field (nested ones by their own name) or a ``ctxc`` subcommand that the document does
-not mention fails here: add it to docs/CONTRACT.md (marked with its issue) in the same
+not mention fails here: add it to its topic in docs/CONTRACT.md in the same
 change that adds it to the code.
 """
 
