@@ -1,7 +1,7 @@
 """One running turn per session across OS processes (issue 15, ADR 0041): two processes
 starting a turn on one session at once never interleave, and a holder killed mid-turn
 blocks the session only until its lease runs out. SQLite file and PostgreSQL; the
-workers are ``tests/turn_worker.py``.
+workers are ``tests/support/turn_worker.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A worker OS process for the one-session contention test (not a test module).
 
-    python tests/contention_worker.py URL SESSION WORKER_NO APPENDS OUT_FILE
+    python tests/support/contention_worker.py URL SESSION WORKER_NO APPENDS OUT_FILE
 
 Connects, writes OUT_FILE.ready and waits for OUT_FILE.go (so that every worker starts
 appending at once, after its imports), appends APPENDS single messages to SESSION,

@@ -1,6 +1,6 @@
 """A worker OS process for the concurrent-retry tests (not a test module).
 
-    python tests/idem_worker.py URL OUT_FILE COMMAND_JSON
+    python tests/support/idem_worker.py URL OUT_FILE COMMAND_JSON
 
 Bootstraps, says ``OUT_FILE.ready``, waits for ``OUT_FILE.go`` (the parent touches every
 worker's at once: the retries are released together), dispatches the command once and

@@ -1,7 +1,7 @@
 """A worker OS process for the concurrency and crash tests (not a test module).
 
-    python tests/mp_worker.py hammer URL WORKER_NO OPS SEED OUT_FILE [GO_FILE]
-    python tests/mp_worker.py crashloop URL SEED OUT_FILE [PAUSE_IN_COMMIT_SECONDS]
+    python tests/support/mp_worker.py hammer URL WORKER_NO OPS SEED OUT_FILE [GO_FILE]
+    python tests/support/mp_worker.py crashloop URL SEED OUT_FILE [PAUSE_IN_COMMIT_SECONDS]
 
 Every acknowledged result is appended (and flushed) to OUT_FILE as one JSON line, so a
 parent can tell what was acknowledged even after killing the worker. With a pause, the

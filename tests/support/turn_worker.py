@@ -1,6 +1,6 @@
 """A worker OS process that runs one ``TurnRunner`` turn (tests/test_turn_lease.py; not a test).
 
-    python tests/turn_worker.py URL API_BASE SESSION TEXT LEASE_SECONDS OUT_FILE [GO_FILE]
+    python tests/support/turn_worker.py URL API_BASE SESSION TEXT LEASE_SECONDS OUT_FILE [GO_FILE]
 
 Bootstraps on URL (the session must exist), says it is ready (``OUT_FILE.ready``), waits
 for GO_FILE when given, runs the turn against the fake provider at API_BASE and writes
