@@ -400,6 +400,20 @@ def attempt_count(bus: MessageBus) -> int:
     )
     return int(row[0]) if row else 0
 
+#: mypy settings of the typing tests: a host's script under ``--strict``; litellm unchecked.
+MYPY_CONFIG = """\
+[mypy]
+strict = True
+follow_imports = silent
+no_error_summary = True
+show_column_numbers = False
+
+[mypy-litellm.*]
+follow_imports = skip
+ignore_missing_imports = True
+"""
+
+
 def mypy_package_root(root: Path) -> str:
     """A folder where mypy finds ``context_compaction``: the editable install maps the
     package onto four folders through an import hook, which mypy does not run."""

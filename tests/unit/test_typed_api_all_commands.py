@@ -8,7 +8,6 @@ service takes (the README's recipe): ``await bus.adispatch(PrepareTurn(...))`` i
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -16,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import MYPY_CONFIG, mypy_package_root
 
 HOST_SCRIPT = '''\
 from __future__ import annotations
@@ -46,26 +46,15 @@ async def service() -> str:
 '''
 
 
-def _typing_helpers():  # noqa: ANN202 - the module tests/typing/test_typing.py
-    # tests/typing is no package (its name would shadow ``typing``): loaded by path.
-    path = Path(__file__).resolve().parents[1] / "typing" / "test_typing.py"
-    spec = importlib.util.spec_from_file_location("ctxc_typing_helpers", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 def test_every_command_and_adispatch_are_typed_under_mypy_strict(tmp_path: Path) -> None:
-    helpers = _typing_helpers()
     script = tmp_path / "host_service.py"
     script.write_text(HOST_SCRIPT, encoding="utf-8")
-    (tmp_path / "mypy.ini").write_text(helpers.MYPY_CONFIG)
+    (tmp_path / "mypy.ini").write_text(MYPY_CONFIG)
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", "cache", script.name],
         capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
-        env={**os.environ, "MYPYPATH": helpers.mypy_package_root(tmp_path / "src")},
+        env={**os.environ, "MYPYPATH": mypy_package_root(tmp_path / "src")},
     )
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     errors: dict[int, list[str]] = {}
