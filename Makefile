@@ -55,12 +55,15 @@ $(BENCH_STAMP): pyproject.toml benchmarks/requirements.txt
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e . -r benchmarks/requirements.txt
 	@touch $(BENCH_STAMP)
 
+# A full run (no BENCH_ARGS) then writes docs/performance.md from its results
+# (benchmarks/render.py), whether or not every target held: a miss shows with its cause.
 # Bytecode first: an editable install under PYTHONDONTWRITEBYTECODE (set on these
 # machines) never caches it, so every `ctxc` start would recompile our modules; an
 # installed wheel ships it (ADR 0016).
 bench: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m compileall -q facade domain application infrastructure
-	$(BENCH_VENV)/bin/python benchmarks/run.py $(BENCH_ARGS)
+	$(BENCH_VENV)/bin/python benchmarks/run.py $(BENCH_ARGS); status=$$?; \
+	if [ -z "$(BENCH_ARGS)" ]; then $(BENCH_VENV)/bin/python benchmarks/render.py; fi; exit $$status
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .venv-313 .venv-newest-eventsourcing .pytest_cache .hypothesis build *.egg-info

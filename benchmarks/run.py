@@ -332,8 +332,14 @@ def main() -> int:
     text += ["", "| target | value | limit | |", "|---|---|---|---|"]
     text += [f"| {t['target']} | {t['value']} | {t['limit']} | {'ok' if t['ok'] else 'MISSED'} |" for t in found]
     text.append(f"\nSection wall times (s): {report['section_seconds']}")
+    # render.py writes docs/performance.md from these: the tables as printed, the date,
+    # and the run before this one for its "previous run" column.
+    report["markdown"] = text
+    report["finished_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if out.is_file():
+        out.replace(out.with_name("previous.json"))
     out.write_text(json.dumps(report, indent=2))
     print("\n".join(text))
     print(f"\nJSON: {out}")

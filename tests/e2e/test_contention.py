@@ -23,7 +23,7 @@ import pytest
 from backends import MakeHarness
 from helpers import ok, user
 
-WORKER = str(Path(__file__).parents[1] / "contention_worker.py")
+WORKER = str(Path(__file__).parents[1] / "support" / "contention_worker.py")
 PROCESSES, APPENDS = 8, 300
 
 
@@ -36,7 +36,7 @@ def test_eight_processes_appending_to_one_session_never_give_up(
 
 def contended(h: Any, tmp_path: Path, record_property: Any) -> None:
     ok(h.do({"type": "start_session", "session_id": "one", "model": "gpt-4o"}))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
     outs = [tmp_path / f"w{i}.jsonl" for i in range(PROCESSES)]
     procs = [subprocess.Popen([sys.executable, WORKER, h.url, "one", str(i), str(APPENDS), str(outs[i])],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -26,7 +26,7 @@ SMALL_KEEP: dict[str, Any] = {"context_compaction": {"keep_recent_tokens": 10}}
 
 def stored(h: Harness) -> list[tuple[int, str, int]]:
     """(position, aggregate id, version) of every stored event, as the recorder lists them."""
-    app = h.bus.services.store.app
+    app = h.inspect.app
     return [(n.id, n.originator_id.hex, n.originator_version)
             for n in app.recorder.select_notifications(start=1, limit=100_000)]
 

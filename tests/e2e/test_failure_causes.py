@@ -19,7 +19,7 @@ from context_compaction import CompactionConfig, ModelConfig, Settings, bootstra
 from context_compaction.domain.errors import StorageError, SummaryFailed
 from fakeprovider import FakeProvider, Reply
 from helpers import FAKE_MODEL
-from test_http import Server
+from http_server import Server
 
 KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c"
 TOKEN = "causes-token-0123456789"

@@ -19,7 +19,7 @@ import pytest
 
 from context_compaction import Settings, bootstrap
 from context_compaction.infrastructure.http import create_app
-from test_http import Server
+from http_server import Server
 
 TOKEN = "client-token-0123456789abcdef"
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")

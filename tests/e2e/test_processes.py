@@ -25,13 +25,13 @@ import pytest
 from backends import MakeHarness
 from helpers import Harness, fingerprint, ok
 
-WORKER = str(Path(__file__).parents[1] / "mp_worker.py")
+WORKER = str(Path(__file__).parents[1] / "support" / "mp_worker.py")
 SESSIONS = ("alpha", "beta")
 ALLOWED_COMPACT_ERRORS = {"stale_candidate", "summary_failed"}
 
 
 def spawn(*args: str) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
     return subprocess.Popen([sys.executable, WORKER, *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -185,7 +185,7 @@ def read_line(proc: subprocess.Popen[bytes], err: Path, what: str, timeout: floa
 
 
 def read_model_position(h: Harness) -> tuple[int, int]:
-    newest, position = h.query(h.bus.services.store.app.projector.events_table.lag_sql)[0]
+    newest, position = h.query(h.inspect.events_table.lag_sql)[0]
     return int(position or 0), int(newest or 0)
 
 
@@ -201,7 +201,7 @@ def kill_one_worker(url: str, trial: int, out: Path, err: Path, in_commit: bool,
     (returns that checkpoint's id), or at a random moment after its first acknowledged
     batch."""
     before = acknowledged_batches(out)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
     with open(err, "wb") as err_file:
         proc = subprocess.Popen(
             [sys.executable, WORKER, "crashloop", url, str(trial), str(out), "3" if in_commit else "0"],

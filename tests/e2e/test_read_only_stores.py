@@ -22,27 +22,7 @@ import pytest
 from backends import POSTGRES_URL, drop_schema
 from cli_inprocess import run_cli
 from context_compaction import Settings, bootstrap
-
-QUERIES = [
-    {"type": "get_history", "session_id": "S"},
-    {"type": "search_history", "session_id": "S", "query": "kiwi"},
-    {"type": "get_projection", "session_id": "S"},
-    {"type": "replay_session", "session_id": "S"},
-    {"type": "list_checkpoints", "session_id": "S"},
-    {"type": "list_sessions"},
-    {"type": "read_events"},
-    {"type": "get_context_usage", "session_id": "S"},
-    {"type": "recall_timeline", "session_id": "S"},
-    {"type": "list_compaction_attempts", "session_id": "S"},
-]
-WRITES = [
-    {"type": "append_messages", "session_id": "S", "messages": [{"role": "user", "content": "more"}]},
-    {"type": "start_session", "session_id": "T", "model": "gpt-4o"},
-    {"type": "compact", "session_id": "S"},
-    {"type": "purge_session", "session_id": "S"},
-    {"type": "delete_session", "session_id": "S"},
-    {"type": "pin_messages", "session_id": "S", "seqs": [1]},
-]
+from read_only_queries import QUERIES, WRITES, answers_of
 
 
 def _fill(url: str) -> None:
@@ -64,12 +44,6 @@ def _check(answers: dict[str, Any]) -> None:
         error = answers[json.dumps(write)]["error"]
         assert error["code"] == "storage_error" and error["details"]["cause"] == "read_only", error
         assert "read-only" in error["message"] and write["type"] in error["message"], error
-
-
-def _answers(url: str) -> dict[str, Any]:
-    with bootstrap(Settings(database_url=url, summarizer="extractive")) as bus:
-        assert bus.services.store.read_only, "detected at start"
-        return {json.dumps(cmd): bus.dispatch_json(cmd) for cmd in QUERIES + WRITES}
 
 
 @pytest.fixture
@@ -101,7 +75,7 @@ def test_a_select_only_postgres_role_serves_every_query_and_refuses_writes(
     readonly_role: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     url, _ = readonly_role
-    _check(_answers(url))
+    _check(answers_of(url))
     capsys.readouterr()
     assert run_cli(["history", "S", "--db", url]) == 0
     assert "hello kiwi" in capsys.readouterr().out
@@ -119,15 +93,16 @@ import json, os, sys
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 from context_compaction import Settings, bootstrap
 import context_compaction.infrastructure.bootstrap, context_compaction.infrastructure.verify
-import test_read_only_stores as t
+import read_only_queries as t
+from harness import Inspect
 with bootstrap(Settings(database_url="memory://warm", summarizer="extractive")) as warm:  # (lazy imports, BPE files)
     warm.dispatch_json({"type": "start_session", "session_id": "S", "model": "gpt-4o"})
     for cmd in t.QUERIES + t.WRITES:
         warm.dispatch_json(cmd)
 os.setgid(65534); os.setuid(65534)   # (imported first: the interpreter's files are root's)
-answers = t._answers(sys.argv[1])
+answers = t.answers_of(sys.argv[1])
 with bootstrap(Settings(database_url=sys.argv[1])) as bus:
-    report = context_compaction.infrastructure.verify.verify(bus.services.store.app, bus.services.read_model)
+    report = Inspect(bus).verify()
 print(json.dumps({"answers": answers, "verify_ok": report.ok}))
 """
 
@@ -147,7 +122,7 @@ def _read_only_sqlite(folder: Path, tmp_path: Path) -> None:
     _fill(f"sqlite:///{path}")
     path.chmod(0o444)
     folder.chmod(0o777)  # (SQLite keeps the -shm beside the file; the file itself stays read-only)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(Path(__file__).parents[1])]),
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support"),
            "HOME": str(folder)}
     done = subprocess.run([sys.executable, "-c", _AS_NOBODY, f"sqlite:///{path}"], capture_output=True, text=True,
                           timeout=120, env=env, cwd=str(folder))

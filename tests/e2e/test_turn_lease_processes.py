@@ -1,7 +1,7 @@
 """One running turn per session across OS processes (issue 15, ADR 0041): two processes
 starting a turn on one session at once never interleave, and a holder killed mid-turn
 blocks the session only until its lease runs out. SQLite file and PostgreSQL; the
-workers are ``tests/turn_worker.py``.
+workers are ``tests/support/turn_worker.py``.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from fakeprovider import FakeProvider, Reply
 from helpers import Harness
 from turnlease_helpers import SID, harness, history, runner
 
-WORKER = str(Path(__file__).parents[1] / "turn_worker.py")
+WORKER = str(Path(__file__).parents[1] / "support" / "turn_worker.py")
 
 
 def spawn(h: Harness, provider: FakeProvider, text: str, out: Path, lease: float, go: Path | None) -> subprocess.Popen:
     args = [sys.executable, WORKER, h.url, provider.base_url, SID, text, str(lease), str(out)]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
     return subprocess.Popen([*args, *([str(go)] if go else [])], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 

@@ -26,7 +26,7 @@ def fill(h: Harness, batches: int, per_batch: int = 50) -> None:
 
 
 def snapshot_state(h: Harness) -> dict[str, Any]:
-    app = h.bus.services.store.app
+    app = h.inspect.app
     [row] = app.snapshots.recorder.select_events(session_aggregate_id(SID), desc=True, limit=1)
     return orjson.loads(row.state)["state"]  # type: ignore[no-any-return]
 

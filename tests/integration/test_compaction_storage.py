@@ -16,7 +16,7 @@ from context_compaction.domain.projection import SUMMARY_HEADER
 from context_compaction.infrastructure.demo.scenario import coding_session
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, err, fingerprint, ok, user
-from test_compaction import make, add_turns, compact, projection, history  # (the handler tests' own helpers, tests/unit)
+from compaction_builders import make, add_turns, compact, projection, history
 
 
 SID = "s"

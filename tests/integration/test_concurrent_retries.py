@@ -18,12 +18,12 @@ import pytest
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, ok, user
 
-WORKER = str(Path(__file__).parents[1] / "idem_worker.py")
+WORKER = str(Path(__file__).parents[1] / "support" / "idem_worker.py")
 PROCESSES = 6
 
 
 def released_together(h: Harness, tmp_path: Path, command: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
     outs = [tmp_path / f"{name}{i}.json" for i in range(PROCESSES)]
     procs = [subprocess.Popen([sys.executable, WORKER, h.url, str(out), json.dumps(command)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for out in outs]

@@ -36,7 +36,7 @@ def _fill(h: Harness, session_id: str) -> None:
 
 def _row(h: Harness, session_id: str, version: int) -> tuple[str, Any]:
     """(events table, originator id as stored) of one event row."""
-    table = h.bus.services.store.app.projector.events_table.qualified
+    table = h.inspect.events_table.qualified
     oid = session_aggregate_id(session_id)
     return table, (oid if h.is_postgres else oid.hex)
 
@@ -44,7 +44,7 @@ def _row(h: Harness, session_id: str, version: int) -> tuple[str, Any]:
 def _damage(h: Harness, session_id: str, version: int, *, state: bytes | None = None,
             topic: str | None = None) -> None:
     table, oid = _row(h, session_id, version)
-    db = h.bus.services.store.db
+    db = h.inspect.db
     with db.write() as cur:
         if state is not None:
             cur.execute(f"UPDATE {table} SET state = ? WHERE originator_id = ? AND originator_version = ?",
@@ -57,7 +57,7 @@ def _damage(h: Harness, session_id: str, version: int, *, state: bytes | None = 
 
 def _stored_state(h: Harness, session_id: str, version: int) -> dict[str, Any]:
     table, oid = _row(h, session_id, version)
-    db = h.bus.services.store.db
+    db = h.inspect.db
     with db.read() as cur:
         row = cur.execute(f"SELECT state FROM {table} WHERE originator_id = ? AND originator_version = ?",
                           (oid, version)).fetchone()
@@ -200,11 +200,11 @@ def test_a_stored_field_of_the_wrong_type_is_corrupt_event_never_internal_error(
 
 # ------------------------------------------------ snapshots are a cache (review of issue 13)
 def _damage_latest_snapshot(h: Harness, session_id: str, change: Any) -> None:
-    app = h.bus.services.store.app
+    app = h.inspect.app
     table = app.snapshots.recorder.events_table_name
     table = table if h.is_postgres else table  # (qualified by the search path on PostgreSQL)
     _, oid = _row(h, session_id, 1)
-    db = h.bus.services.store.db
+    db = h.inspect.db
     with db.read() as cur:
         version, state = cur.execute(
             f"SELECT originator_version, state FROM {{t}}{table} WHERE originator_id = ?"

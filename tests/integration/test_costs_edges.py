@@ -53,7 +53,7 @@ def test_record_usage_keeps_working_when_the_log_cannot_be_written(make_harness:
     h = _session(make_harness)
     _turns(h, 2)
     request = ok(h.do({"type": "prepare_turn", "session_id": SID}))
-    app = h.bus.services.store.app
+    app = h.inspect.app
     table = f"{app.name.lower()}_events" if h.is_postgres else "stored_events"
     h.fail_inserts(table)
     ok(h.do({"type": "record_usage", "session_id": SID, "request_id": request["request_id"], "prompt_tokens": 900}))

@@ -62,7 +62,7 @@ def test_a_process_whose_clock_runs_an_hour_ahead_cannot_take_a_running_lease(tm
     bus = bootstrap(Settings(database_url=url))
     try:
         assert bus.services.leases.acquire("s", "running-owner", 30.0)
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
         done = subprocess.run([sys.executable, "-c", _SKEWED, url], capture_output=True, text=True, timeout=120,
                               env=env)
         assert done.returncode == 0, done.stderr[-2000:]

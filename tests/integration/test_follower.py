@@ -115,7 +115,7 @@ def test_a_follower_pulling_the_notification_log_sees_every_event_in_order(
 
 def pulled_in_order(h: Harness, other: Harness) -> None:
     run_commands(h, other)
-    app = h.bus.services.store.app
+    app = h.inspect.app
     feed = SessionFeed()
     feed.follow(app.name, app.notification_log)
 
@@ -150,7 +150,7 @@ def test_a_leader_prompts_its_followers_after_every_save_on_both_save_paths(
 
 def prompted(h: Harness, other: Harness, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="context_compaction")
-    app = h.bus.services.store.app
+    app = h.inspect.app
     assert isinstance(app, FeedingSessions)
     feed = SessionFeed()
     feed.follow(app.name, app.notification_log)

@@ -45,8 +45,12 @@ def big() -> Any:
     for k in range(100):
         batch = []
         for n in range(500):
-            batch += [{"role": "user", "content": f"step {k}-{n}: look at src/m{n}.py"},
-                      {"role": "assistant", "content": "ok"}]
+            # One file path per batch (what the search page looks for): a path in every
+            # message gave each compaction's must-keep ledger ~1,500 items to merge, ten
+            # times the rest of the build, and the pages' bounds count messages, events
+            # and hits, not ledger items.
+            text = f"step {k}-{n}: look at src/m{n}.py" if n == 7 else f"step {k} {n}: go on"
+            batch += [{"role": "user", "content": text}, {"role": "assistant", "content": "ok"}]
         assert d({"type": "append_messages", "session_id": "big", "messages": batch})["ok"]
         # compacted as a real session is, before its context outgrows the window
         assert d({"type": "compact", "session_id": "big"})["ok"]

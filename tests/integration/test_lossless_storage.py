@@ -24,7 +24,7 @@ from helpers import (
     ok,
     user,
 )
-from test_lossless import filler, turn, build, compact, attempts, llm  # (the handler tests' own helpers, tests/unit)
+from lossless_builders import filler, turn, build, compact, attempts, llm
 
 
 SID = "s"

@@ -3,7 +3,7 @@ goes to ``context_compaction.summary_model`` on its own endpoint, and a host pas
 ``TurnRequest.completion_kwargs()`` to litellm reaches the session model's ``api_base``
 with its ``api_key`` — which no JSON answer, repr or log line carries.
 
-Over real HTTP to local fake providers (tests/fakeprovider.py), through litellm.
+Over real HTTP to local fake providers (tests/support/fakeprovider.py), through litellm.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def _schema(h: Harness) -> str:
 
 def _consistent(h: Harness) -> None:
     """Every message row points at its own event, and the position is the newest id."""
-    app = h.bus.services.store.app
+    app = h.inspect.app
     events = app.projector.events_table.qualified
     wrong = h.query(
         "SELECT m.session_id, m.seq FROM {t}rm_messages m JOIN {t}rm_sessions s ON s.session_id = m.session_id"
@@ -67,7 +67,7 @@ def test_a_read_model_behind_the_events_is_caught_up_by_the_careful_path(pg_data
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
     writer = h.new_bus() if path == "new_process" else h.bus
-    app = h.bus.services.store.app
+    app = h.inspect.app
     session = app.repository.get(UUID(h.query("SELECT aggregate_id FROM {t}rm_sessions")[0][0]))
     session.configure(model="gpt-4o-mini", agent_token_limit=None, set_limit=False, created_at="2026-01-01T00:00:00Z")
     app.recorder.insert_events([app.mapper.to_stored_event(e) for e in session.collect_events()])  # unprojected
@@ -93,7 +93,7 @@ def test_concurrent_writers_and_a_follower_see_every_event_in_order(pg_databases
         ok(bus.dispatch_json({"type": "start_session", "session_id": f"own{i}", "model": "gpt-4o"}))
     turns = 15
     plan = [(buses[0], "own0"), (buses[1], "own1"), (buses[2], "shared"), (buses[3], "shared")]
-    recorder = h.bus.services.store.app.recorder
+    recorder = h.inspect.recorder
     done = threading.Event()
     seen: list[int] = []
 
@@ -132,7 +132,7 @@ def _lz4_tables(h: Harness) -> tuple[str, str]:
     if not h.query("SELECT count(*) FROM pg_settings WHERE name = 'default_toast_compression'"
                    " AND 'lz4' = ANY(enumvals)")[0][0]:
         pytest.skip("this PostgreSQL server has no lz4")
-    events = h.bus.services.store.app.projector.events_table.qualified
+    events = h.inspect.events_table.qualified
     return events, events.replace("_events", "_snapshots")
 
 

@@ -17,7 +17,7 @@ def test_a_write_against_a_locked_events_table_gives_up_with_a_storage_error(pg_
     h: Harness = pg_databases.harness("lock-round-trips", postgres={"lock_timeout": 1})
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("hello")]}))
-    recorder = h.bus.services.store.app.recorder
+    recorder = h.inspect.recorder
     with recorder.datastore.get_connection() as conn, conn.transaction():
         # (every pooled connection waits for a lock no longer than the inserts do)
         assert conn.execute("SHOW lock_timeout").fetchone()["lock_timeout"] == "1s"
@@ -36,7 +36,7 @@ def test_appends_notify_and_the_librarys_subscription_hears_them(pg_databases: A
     heard = notifies_heard(h, "ctxc_on_", {"type": "append_messages", "session_id": "s", "messages": [user("hello")]},
                            timeout=5.0)
     assert len(heard) == 1
-    recorder = h.bus.services.store.app.recorder
+    recorder = h.inspect.recorder
     with recorder.subscribe(gt=0) as subscription:
         topics = [next(subscription).topic for _ in range(2)]
     assert [t.rsplit(".", 1)[-1] for t in topics] == ["Started", "MessageAppended"]

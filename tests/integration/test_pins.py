@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
@@ -149,3 +151,73 @@ def test_deleting_a_pinned_message_ends_its_pin(make_harness: MakeHarness) -> No
     err(pin(h, a, kind="unpin_messages"), "invalid_command")
     assert ok(pin(h, b, kind="unpin_messages"))["pinned_seqs"] == []
     h.close()
+
+
+# Pins near or under the compaction threshold, and a pinned message is not reported as compacted.
+RV = "rv"
+
+
+def _rv_session(make_harness: MakeHarness, **settings) -> Harness:
+    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
+    h = make_harness("rev16", **settings)
+    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
+    return h
+
+
+def _rv_filler(h: Harness, n: int, start: int = 0, sid: str = RV) -> None:
+    for i in range(start, start + n):
+        ok(h.do({"type": "append_messages", "session_id": sid,
+                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 40)]}))
+
+
+def pinned_session(make_harness: MakeHarness, pin_words: int) -> Harness:
+    h = make_harness("pins", summarizer="extractive", models={"gpt-4o": {"token_limit": 9_000}},
+                     context_compaction={"keep_recent_tokens": 1500, "reserve_tokens": 2000})
+    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": RV,
+             "messages": [user("pinned " + "alpha " * pin_words, pinned=True)]}))
+    return h
+
+
+def turns(h: Harness, n: int) -> list[dict]:
+    prepared = []
+    for i in range(n):
+        ok(h.do({"type": "append_messages", "session_id": RV,
+                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 60)]}))
+        prepared.append(ok(h.do({"type": "prepare_turn", "session_id": RV, "system_prompt": "sys", "tools": []})))
+    return prepared
+
+
+@pytest.mark.backends("sqlite")
+def test_pins_under_the_threshold_leave_room_for_a_summary(make_harness: MakeHarness) -> None:
+    # 5,200 pinned tokens under a 7,000-token threshold: the kept tail must make room
+    # for them (they were planned as history, so no compaction ever fit)
+    h = pinned_session(make_harness, 5_200)
+    done = [t["compaction"] for t in turns(h, 40) if t["compaction"]]
+    assert done and done[0]["status"] == "compacted" and not done[0]["degraded"]
+    usage = ok(h.do({"type": "get_context_usage", "session_id": RV}))
+    assert usage["breakdown"]["pinned"] >= 5_200 and usage["used_tokens"] <= usage["compression_threshold_tokens"]
+
+
+@pytest.mark.backends("sqlite")
+def test_pins_near_the_threshold_never_leave_the_session_stuck(make_harness: MakeHarness) -> None:
+    # (before: every compaction failed and then the overflow trim planned the pinned
+    # tokens as history, "trimming would not shrink the request": overflow_retry_exhausted)
+    h = pinned_session(make_harness, 6_000)
+    prepared = turns(h, 45)
+    usage = ok(h.do({"type": "get_context_usage", "session_id": RV}))
+    assert usage["breakdown"]["pinned"] >= 6_000 and usage["used_tokens"] <= usage["effective_window_tokens"]
+    assert prepared[-1]["usage"]["used_tokens"] <= 9_000
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_a_pinned_message_is_not_reported_as_compacted(make_harness: MakeHarness) -> None:
+    h = _rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    ok(h.do({"type": "append_messages", "session_id": RV,
+             "messages": [user("the canary word is bluefinch", pinned=True), user("and the other is redwing")]}))
+    _rv_filler(h, 10)
+    ok(h.do({"type": "compact", "session_id": RV}))
+    hits = ok(h.do({"type": "search_history", "session_id": RV, "query": "bluefinch"}))["hits"]
+    assert [(hit["seq"], hit["compacted"]) for hit in hits] == [(1, False)]  # verbatim in the projection
+    hits = ok(h.do({"type": "search_history", "session_id": RV, "query": "redwing"}))["hits"]
+    assert [(hit["seq"], hit["compacted"]) for hit in hits] == [(2, True)]

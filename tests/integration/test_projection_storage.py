@@ -18,7 +18,7 @@ from context_compaction.domain.projection import (
     build_projection,
 )
 from helpers import Harness, assistant, err, ok, tool, user
-from test_projection import rec  # (the handler tests' own helpers, tests/unit)
+from projection_builders import rec
 
 
 CLAUDE = ProviderIdentity("anthropic", "anthropic/claude-sonnet-4-5")

@@ -20,7 +20,7 @@ from context_compaction.domain.errors import InvalidMessage
 from context_compaction.domain.messages import parse_message
 from fakeprovider import FakeProvider, Reply
 from helpers import Harness, err, ok, tool, user
-from test_provider_messages import ANTHROPIC_REPLY, CLAUDE, GPT, openai_reply, claude_message, gpt_message, start, projection, _schema_accepts, _server_accepts  # (the handler tests' own helpers, tests/unit)
+from provider_messages_builders import ANTHROPIC_REPLY, CLAUDE, GPT, openai_reply, claude_message, gpt_message, start, projection, schema_accepts, server_accepts
 
 
 # ---------------------------------------------------------- litellm objects

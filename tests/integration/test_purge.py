@@ -96,7 +96,7 @@ def test_ctxc_verify_accepts_a_purged_session(make_harness: MakeHarness, backend
     ok(h.do({"type": "compact", "session_id": "p"}))
     ok(h.do({"type": "search_history", "session_id": "p", "query": "step"}))
     ok(h.do({"type": "purge_session", "session_id": "p"}))
-    report = verify(h.bus.services.store.app, h.bus.services.read_model)
+    report = h.inspect.verify()
     assert report.ok, report.to_dict()
 
 

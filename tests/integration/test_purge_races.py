@@ -11,6 +11,7 @@ import pytest
 
 from backends import MakeHarness
 from helpers import ok, user
+from harness import Inspect
 
 SECRET = "sk-live-TURNIP-5521"
 
@@ -58,7 +59,7 @@ def test_a_timeline_entry_written_after_a_purge_is_not_stored(make_harness: Make
     ok(h.do({"type": "start_session", "session_id": "p", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "p", "messages": [user(SECRET)]}))
     # A follower that read a checkpoint's summary before the purge writes it after.
-    late = SqlTimelineStore(h.new_bus().services.store.db)
+    late = SqlTimelineStore(Inspect(h.new_bus()).db)
     ok(h.do({"type": "purge_session", "session_id": "p"}))
     late.put(TimelineEntry(key="context_checkpoint:cp_late", session_id="p", checkpoint_id="cp_late",
                            content=f"summary with {SECRET}", created_at="2026-01-01T00:00:00+00:00"))

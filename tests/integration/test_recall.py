@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backends import MakeHarness
-from helpers import Harness, assistant, err, ok, user
+from helpers import Harness, assistant, err, event_count, ok, user
 
 #: Issue 16's done-when asks for these on SQLite and PostgreSQL; memory:// answers alike
 #: (ADR 0045). Tests marked ``backends(...)`` pick their own.
@@ -173,7 +173,7 @@ def test_search_index_is_rebuilt_from_the_events(make_harness: MakeHarness) -> N
     assert ok(h.do({"type": "search_history", "session_id": SID, "query": "3.2.1"}))["hits"] == before
     from context_compaction.infrastructure.verify import verify
 
-    report = verify(h.bus.services.store.app, rm)
+    report = h.inspect.verify()
     assert report.tables["rm_search"].ok and report.tables["rm_search"].rebuilt == 2
 
 
@@ -193,3 +193,34 @@ def test_a_version_6_read_model_gains_its_search_index_without_a_rebuild(make_ha
     assert "rebuilding" not in caplog.text
     append(h, user("a later /var/cache/ctxc note"))
     assert len(ok(h.do({"type": "search_history", "session_id": SID, "query": "/var/cache/ctxc"}))["hits"]) == 2
+
+
+# The recall tool answers any bad arguments with an error for the model, changing nothing.
+RV = "rv"
+
+
+def _rv_session(make_harness: MakeHarness, **settings) -> Harness:
+    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
+    h = make_harness("rev16", **settings)
+    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
+    return h
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"query": "bluefinch", "limit": "5"}', '{"from_seq": 1, "limit": "5"}', '{"from_seq": 1, "limit": [1]}',
+     '{"query": "bluefinch", "limit": {"a": 1}}', '{"from_seq": "1"}', '{"query": 5}', "[]", "null", "{",
+     '{"from_seq": 2, "to_seq": 1}', '{"query": "x", "limit": 0}', '{"query": "x", "limit": true}'],
+)
+@pytest.mark.backends("sqlite", "postgres")
+def test_recall_answers_any_bad_arguments_with_an_error_for_the_model(make_harness: MakeHarness, arguments: str) -> None:
+    import json
+
+    from context_compaction import run_recall
+
+    h = _rv_session(make_harness)
+    ok(h.do({"type": "append_messages", "session_id": RV, "messages": [user("bluefinch"), assistant("ok")]}))
+    events = event_count(h)
+    answer = json.loads(run_recall(h.bus, RV, arguments))
+    assert set(answer) == {"error"} and answer["error"], answer
+    assert event_count(h) == events

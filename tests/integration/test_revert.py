@@ -7,7 +7,7 @@ import pytest
 import threading
 
 from backends import MakeHarness
-from helpers import Harness, RecordingSummarizer, assistant, err, ok, user
+from helpers import Harness, RecordingSummarizer, assistant, err, event_count, ok, user
 
 #: Issue 16's done-when asks for these on SQLite and PostgreSQL; memory:// answers alike
 #: (ADR 0045). Tests marked ``backends(...)`` pick their own.
@@ -158,6 +158,78 @@ def test_pins_and_reverts_survive_snapshots_and_a_restart(make_harness: MakeHarn
     assert projection(h) == after
     from context_compaction.infrastructure.verify import verify
 
-    report = verify(h.bus.services.store.app, h.bus.services.read_model)
+    report = h.inspect.verify()
     assert all(t.ok for t in report.tables.values()), report.tables
     assert report.tables["rm_pins"].rebuilt == 1 and report.tables["rm_reverts"].rebuilt == 1
+
+
+# A revert's command id is unique across commands and sessions; revert then compact again
+# builds on the parent.
+RV = "rv"
+
+
+def _rv_session(make_harness: MakeHarness, **settings) -> Harness:
+    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
+    h = make_harness("rev16", **settings)
+    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
+    return h
+
+
+def _rv_filler(h: Harness, n: int, start: int = 0, sid: str = RV) -> None:
+    for i in range(start, start + n):
+        ok(h.do({"type": "append_messages", "session_id": sid,
+                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 40)]}))
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_a_revert_command_id_is_unique_across_commands_and_sessions(make_harness: MakeHarness) -> None:
+    h = _rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    ok(h.do({"type": "start_session", "session_id": "other", "model": "gpt-4o"}))
+    for sid in (RV, "other"):
+        _rv_filler(h, 10, sid=sid)
+    ok(h.do({"type": "append_messages", "session_id": RV, "command_id": "append-1", "messages": [user("x")]}))
+    mine = ok(h.do({"type": "compact", "session_id": RV}))["checkpoint_id"]
+    theirs = ok(h.do({"type": "compact", "session_id": "other"}))["checkpoint_id"]
+    events = event_count(h)
+    # an id an append used is not free for a revert
+    err(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": mine,
+              "command_id": "append-1"}), "idempotency_conflict")
+    assert event_count(h) == events
+    ok(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": mine, "command_id": "revert-1"}))
+    events = event_count(h)
+    # nor is a revert's id free for an append, a start or a revert in another session
+    err(h.do({"type": "append_messages", "session_id": RV, "command_id": "revert-1",
+              "messages": [user("y")]}), "idempotency_conflict")
+    err(h.do({"type": "start_session", "session_id": "third", "model": "gpt-4o", "command_id": "revert-1"}),
+        "idempotency_conflict")
+    err(h.do({"type": "revert_checkpoint", "session_id": "other", "checkpoint_id": theirs,
+              "command_id": "revert-1"}), "idempotency_conflict")
+    assert event_count(h) == events
+    # the same revert again still answers what it did
+    again = ok(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": mine,
+                     "command_id": "revert-1"}))
+    assert again["active_checkpoint_id"] is None and event_count(h) == events
+
+
+@pytest.mark.backends("sqlite", "postgres")
+def test_revert_then_compact_again_builds_on_the_parent_and_reverts_back_to_it(make_harness: MakeHarness) -> None:
+    h = _rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    _rv_filler(h, 10)
+    first = ok(h.do({"type": "compact", "session_id": RV}))
+    _rv_filler(h, 10, start=10)
+    second = ok(h.do({"type": "compact", "session_id": RV}))
+    ok(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": second["checkpoint_id"]}))
+    third = ok(h.do({"type": "compact", "session_id": RV}))
+    assert third["status"] == "compacted" and third["generation"] > second["generation"] + 1
+    listed = {c["checkpoint_id"]: c for c in ok(h.do({"type": "list_checkpoints", "session_id": RV}))["checkpoints"]}
+    assert listed[third["checkpoint_id"]]["parent_checkpoint_id"] == first["checkpoint_id"]
+    assert [listed[c["checkpoint_id"]]["reverted"] for c in (first, second, third)] == [False, True, False]
+    # the ledger goes on from the parent's: the reverted checkpoint's items are read again
+    assert third["ledger"]["items_total"] >= first["ledger"]["items_total"]
+    back = ok(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": third["checkpoint_id"]}))
+    assert back["active_checkpoint_id"] == first["checkpoint_id"]
+    projection = ok(h.do({"type": "get_projection", "session_id": RV}))
+    assert projection["checkpoint_id"] == first["checkpoint_id"]
+    assert projection["first_raw_seq"] == first["first_retained_seq"]
+    err(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": second["checkpoint_id"]}),
+        "invalid_command")

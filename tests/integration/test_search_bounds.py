@@ -152,7 +152,7 @@ def test_rows_indexed_whole_before_are_bounded_at_the_upgrade(harness: Harness, 
     harness.reopen()
     (hit,) = ok(harness.do({"type": "search_history", "session_id": "old", "query": "walrustail"}))["hits"]
     assert hit["truncated"] is True
-    assert verify(harness.bus.services.store.app, harness.bus.services.read_model).ok
+    assert harness.inspect.verify().ok
 
 
 def test_a_path_at_the_tail_of_a_long_message_of_short_words_is_found(harness: Harness) -> None:

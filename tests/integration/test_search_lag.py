@@ -38,7 +38,7 @@ def seqs(h: Harness, query: str, sid: str = SID, **extra: object) -> list[int]:
 
 def mark(h: Harness) -> int | None:
     if h.is_memory:
-        return h.bus.services.store.memory.recorder.tables.search_marks.get(SID)
+        return h.inspect.memory.recorder.tables.search_marks.get(SID)
     rows = h.query("SELECT seq FROM {t}rm_search_marks WHERE session_id = ?", (SID,))
     return int(rows[0][0]) if rows else None
 
@@ -162,7 +162,7 @@ def test_verify_compares_the_index_up_to_the_mark_and_finds_a_deleted_row(make_h
     append(h, "kiwi one", "kiwi two", "kiwi three")
     assert seqs(h, "kiwi") == [1, 2, 3]
     append(h, "kiwi four (not indexed yet)")
-    app, rm = h.bus.services.store.app, h.bus.services.read_model
+    app, rm = h.inspect.app, h.bus.services.read_model
     report = verify(app, rm)
     assert report.ok and report.tables["rm_search"].rebuilt == 3
     h.execute("DELETE FROM {t}rm_search WHERE session_id = ? AND seq = 2", (SID,))

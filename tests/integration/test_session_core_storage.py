@@ -8,7 +8,7 @@ import pytest
 
 from context_compaction import ContextCompactionError, commands
 from helpers import Harness, assistant, err, fingerprint, ok, tool, user
-from test_session_core import start, append, history, projection, coding_turn  # (the handler tests' own helpers, tests/unit)
+from session_core_builders import start, append, history, projection, coding_turn
 
 
 # ------------------------------------------------------------------ seqs
@@ -80,7 +80,7 @@ def test_a_read_model_of_an_older_schema_is_rebuilt_from_the_events(harness: Har
 
 
 def test_cache_writes_skip_the_flush_and_hand_the_connection_back_durable(harness: Harness) -> None:
-    db = harness.bus.services.store.db
+    db = harness.inspect.db
     setting, durable = (
         ("SHOW synchronous_commit", ("on",)) if harness.is_postgres else ("PRAGMA synchronous", (2,))
     )

@@ -21,7 +21,7 @@ from context_compaction.domain.session import Session
 from context_compaction.infrastructure.demo.scenario import coding_session
 from context_compaction.infrastructure.verify import verify
 from helpers import Harness, ok, user
-from test_staged import clearing, build, limit_just_over, prepare, history, cleared_events  # (the handler tests' own helpers, tests/unit)
+from staged_builders import clearing, build, limit_just_over, prepare, history, cleared_events
 
 
 SID = "s"

@@ -65,7 +65,7 @@ def test_a_full_disk_says_so_and_writes_nothing(make_harness: Any) -> None:
         assert storage_cause(psycopg.errors.DiskFull("could not extend file")) == "the disk is full"
         return
     pages = h.query("PRAGMA page_count")[0][0]
-    db = h.bus.services.store.db
+    db = h.inspect.db
     with db.write() as cur:  # the writer connection may not grow the file any more
         cur.execute(f"PRAGMA max_page_count = {pages}")
     error = err(h.do({"type": "append_messages", "session_id": "s",

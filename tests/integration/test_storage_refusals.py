@@ -17,6 +17,7 @@ from backends import POSTGRES_URL
 from context_compaction.infrastructure.eventstore.internals.postgres import PIPELINE_LIMIT
 from context_compaction.infrastructure.verify import verify
 from helpers import Harness, err, ok, user
+from harness import Inspect
 
 BACKENDS = ("sqlite", "postgres")
 
@@ -27,7 +28,7 @@ def _counts(h: Harness) -> list[Any]:
 
 
 def _verify_ok(h: Harness) -> None:
-    report = verify(h.bus.services.store.app, h.bus.services.read_model)
+    report = h.inspect.verify()
     assert report.ok, report
 
 
@@ -44,7 +45,7 @@ def test_a_projection_refusal_writes_nothing_and_the_pool_goes_on(databases: Any
     other = h.new_bus(snapshot_interval=1)  # its own caches: only the database knows c1
     n = PIPELINE_LIMIT // 4 if size != "pipelined" else 1000
     big = [user(os.urandom(n).hex()) for _ in range(3)]  # (3 x 2 MB: past the limit in states)
-    recorder = other.services.store.app.recorder
+    recorder = Inspect(other).recorder
     pipelined: list[bool] = []  # (per projection: in the library's pipeline?)
     fetch = getattr(recorder, "_fetch_ids_after_insert_events", None)
 
@@ -90,7 +91,7 @@ def test_a_backend_terminated_while_its_append_waits_is_a_storage_error_and_the_
     h: Harness = pg_databases.harness("terminated")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("one")]}))
-    app = h.bus.services.store.app
+    app = h.inspect.app
     events = app.projector.events_table.qualified
     before = h.events()
     result: dict[str, Any] = {}
@@ -146,7 +147,7 @@ def test_the_event_feed_reads_through_pooled_connections_the_server_closed(pg_da
     time.sleep(0.1)
     events = ok(h.do({"type": "read_events", "after": 0}))["events"]
     assert len(events) >= 4 and {e["session_id"] for e in events} == {"s"}
-    app = h.bus.services.store.app
+    app = h.inspect.app
     assert [n.id for n in app.recorder.select_notifications(start=1, limit=100)] == [e["position"] for e in events]
 
 
@@ -161,7 +162,7 @@ def test_a_read_model_or_snapshot_row_the_server_refuses_rolls_the_append_back(
         pytest.skip("one write path on SQLite")
     h: Harness = databases.harness("server-refusal", snapshot_interval=1)
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
-    app = h.bus.services.store.app
+    app = h.inspect.app
     target = app.snapshots.recorder.events_table_name if table == "snapshots" else table
     n = PIPELINE_LIMIT // 4 if size != "pipelined" else 1000
     messages = [user(os.urandom(n).hex()) for _ in range(3)]

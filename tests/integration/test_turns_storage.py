@@ -11,7 +11,7 @@ from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import Reply
 from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, RecordingSummarizer, err, llm_settings, ok, user
-from test_turns import build, prepare, checkpoints, overflow_text  # (the handler tests' own helpers, tests/unit)
+from turns_builders import build, prepare, checkpoints, overflow_text
 
 
 SID = "s"

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from context_compaction.application.contracts import commands
 from context_compaction.application.contracts.commands import AppendMessages, Command, command_types
-from helpers import mypy_package_root
+from helpers import MYPY_CONFIG, mypy_package_root
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parents[1] / "README.md"
@@ -34,17 +34,6 @@ README_SECTIONS = ("## Embedding", "## Configuration")
 #: The same for the documents the README's longer programs moved to (issue 39).
 DOC_SECTIONS = ((HERE.parents[1] / "docs" / "recipes.md", "## Following the event feed"),)
 
-MYPY_CONFIG = """\
-[mypy]
-strict = True
-follow_imports = silent
-no_error_summary = True
-show_column_numbers = False
-
-[mypy-litellm.*]
-follow_imports = skip
-ignore_missing_imports = True
-"""
 _EXPECTED = re.compile(r"#\s*E:\s*(.+?)\s*$")
 _ERROR = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): error: (?P<text>.*)$")
 

@@ -11,7 +11,7 @@ from context_compaction.application.agent.runner import TurnRunner
 from context_compaction.infrastructure.providers import LiteLLMChatProvider
 from fakeprovider import Reply
 from helpers import ok
-from test_runner import SID, TOOLS, Tools, harness
+from runner_builders import SID, TOOLS, Tools, harness
 
 BACKENDS = ("memory",)
 

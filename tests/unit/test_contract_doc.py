@@ -2,7 +2,7 @@
 
 A command type in the handler registry or the JSON union, an error code, a Settings
 field (nested ones by their own name) or a ``ctxc`` subcommand that the document does
-not mention fails here: add it to docs/CONTRACT.md (marked with its issue) in the same
+not mention fails here: add it to its topic in docs/CONTRACT.md in the same
 change that adds it to the code.
 """
 
@@ -106,3 +106,10 @@ def test_a_name_missing_from_the_document_is_caught() -> None:
     text = "`start_session` and `invalid_command`, `postgres` {pool_size}"
     assert quoted(text, "start_session") and not quoted(text, "session")
     assert not quoted(text, "search_history") and word(text, "pool_size") and not word(text, "pool")
+
+
+def test_each_command_type_has_one_row(doc: str) -> None:
+    # (by topic, not by history: a command is described in one place, with its fields)
+    for name in command_type_names():
+        rows = re.findall(r"^\| [^|\n]*`" + re.escape(name) + r"`[^|\n]*\|", doc, flags=re.M)
+        assert len(rows) == 1, (name, rows)

@@ -14,15 +14,7 @@ import orjson
 import pytest
 
 from context_compaction.application.runtime.handout import handed_out
-
-
-def _containers(value: Any) -> list[Any]:
-    found = []
-    if isinstance(value, (dict, list)):
-        found.append(value)
-        for item in value.values() if isinstance(value, dict) else value:
-            found += _containers(item)
-    return found
+from containers import containers
 
 
 def test_every_dict_and_list_is_new_and_equal() -> None:
@@ -38,9 +30,9 @@ def test_every_dict_and_list_is_new_and_equal() -> None:
     ]
     given = handed_out(cached)
     assert given == cached
-    originals = {id(c) for c in _containers(cached)}
-    assert len(_containers(given)) == len(originals)
-    assert not any(id(c) in originals for c in _containers(given))
+    originals = {id(c) for c in containers(cached)}
+    assert len(containers(given)) == len(originals)
+    assert not any(id(c) in originals for c in containers(given))
 
 
 def test_changing_what_was_handed_out_leaves_the_source_alone() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from context_compaction.application.runtime import handout
 
-from test_handed_out import _containers
+from containers import containers
 
 
 @pytest.fixture(params=[True, False], ids=["lazy-tracking", "every-dict-tracked"])
@@ -31,9 +31,9 @@ def test_both_paths_hand_out_copies_that_share_no_container(tracking: bool) -> N
     ]
     given = handout.handed_out(cached)
     assert given == cached
-    originals = {id(c) for c in _containers(cached)}
-    assert len(_containers(given)) == len(originals)
-    assert not any(id(c) in originals for c in _containers(given))
+    originals = {id(c) for c in containers(cached)}
+    assert len(containers(given)) == len(originals)
+    assert not any(id(c) in originals for c in containers(given))
     given[3]["audio"]["id"] = "a"
     given[0]["cache_control"] = {"type": "ephemeral"}
     assert cached[3]["audio"] == {} and "cache_control" not in cached[0]

@@ -17,7 +17,7 @@ from eventsourcing.utils import resolve_topic
 
 from context_compaction.infrastructure.eventstore import internals
 from context_compaction.infrastructure.eventstore.internals import PRIVATE_NAMES
-from test_layering import LIBRARY_INTERNALS, ROOT, library_private_names, private_library_uses
+from layering_checks import LIBRARY_INTERNALS, ROOT, library_private_names, private_library_uses
 
 
 def _assigns(source: str, name: str) -> bool:

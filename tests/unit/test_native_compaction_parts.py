@@ -96,7 +96,7 @@ def test_the_anthropic_input_puts_the_previous_block_first_and_nests_tool_calls(
 
 def test_a_checkpoint_refuses_provider_state_that_names_no_maker_or_message() -> None:
     from context_compaction.domain.errors import InvalidCommand
-    from test_snapshot_compat import build_session, checkpoint
+    from snapshot_builders import build_session, checkpoint
 
     good = {"provider": "openai", "model": "openai/m", "kind": OPENAI_COMPACT, "message": {"role": "user"}}
     for bad in ({**good, "provider": ""}, {k: v for k, v in good.items() if k != "model"}, {**good, "message": "x"}):

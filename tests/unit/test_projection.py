@@ -18,21 +18,13 @@ from context_compaction.domain.projection import (
     build_projection,
 )
 from helpers import Harness, assistant, err, ok, tool, user
+from projection_builders import rec
 
 #: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
 #: are marked ``backends("sqlite", "postgres")``.
 BACKENDS = ("memory",)
 
 CLAUDE = ProviderIdentity("anthropic", "anthropic/claude-sonnet-4-5")
-
-
-def rec(seq, role, *, calls=(), call_id=None, content="x", state=None, reasoning=None, steering=False):
-    return {
-        "seq": seq, "role": role, "content": content, "reasoning": reasoning,
-        "tool_calls": [{"id": c, "name": "f", "arguments": "{}"} for c in calls],
-        "tool_call_id": call_id, "name": None, "turn_id": None, "steering": steering,
-        "provider_state": state, "created_at": "", "visible": True,
-    }
 
 
 def test_the_summary_is_a_framed_user_message_before_the_tail() -> None:

@@ -8,46 +8,11 @@ import pytest
 
 from context_compaction import ContextCompactionError, commands
 from helpers import Harness, assistant, err, fingerprint, ok, tool, user
+from session_core_builders import append, coding_turn, history, projection, start
 
 #: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
 #: are marked ``backends("sqlite", "postgres")``.
 BACKENDS = ("memory",)
-
-
-def start(h: Harness, sid: str = "s1", model: str = "gpt-4o") -> None:
-    ok(h.do({"type": "start_session", "session_id": sid, "model": model}))
-
-
-def append(h: Harness, sid: str, *messages: dict, command_id: str | None = None) -> list[int]:
-    cmd = {"type": "append_messages", "session_id": sid, "messages": list(messages)}
-    if command_id:
-        cmd["command_id"] = command_id
-    return ok(h.do(cmd))["seqs"]
-
-
-def history(h: Harness, sid: str = "s1", include_invalidated: bool = True) -> list[dict]:
-    return ok(
-        h.do({"type": "get_history", "session_id": sid, "include_invalidated": include_invalidated})
-    )["messages"]
-
-
-def projection(h: Harness, sid: str = "s1") -> dict:
-    return ok(h.do({"type": "get_projection", "session_id": sid}))
-
-
-def coding_turn(n: int) -> list[dict]:
-    return [
-        user(f"step {n}: fix the failing test in src/app_{n}.py", turn_id=f"t{n}"),
-        assistant(
-            "Reading the files.",
-            [(f"c{n}a", "read_file", f'{{"path": "src/app_{n}.py"}}'),
-             (f"c{n}b", "run", '{"cmd": "pytest -q"}')],
-            turn_id=f"t{n}",
-        ),
-        tool(f"c{n}a", "def f():\n    return 1\n" * 20, name="read_file") | {"turn_id": f"t{n}"},
-        tool(f"c{n}b", "1 failed, 3 passed", name="run") | {"turn_id": f"t{n}"},
-        assistant(f"Fixed app_{n}.", turn_id=f"t{n}"),
-    ]
 
 
 # ------------------------------------------------------------------ seqs
@@ -252,8 +217,6 @@ def test_soft_deleted_sessions_keep_their_history_for_audit(harness: Harness) ->
                               "include_deleted": True}))["messages"]) == 5
     sessions = ok(harness.do({"type": "list_sessions"}))["sessions"]
     assert sessions[0]["deleted"] is True
-
-
 
 
 def test_a_pin_with_a_command_id_another_command_took_is_a_conflict(harness: Harness) -> None:

@@ -11,30 +11,11 @@ from context_compaction.infrastructure.demo.scenario import coding_session
 from fakeprovider import Reply
 from backends import MakeHarness
 from helpers import FAKE_MODEL, Harness, RecordingSummarizer, err, llm_settings, ok, user
+from turns_builders import SID, SYSTEM, build, checkpoints, overflow_text, prepare
 
 #: Handler unit tests: on the in-memory store (ADR 0045); tests of storage among them
 #: are marked ``backends("sqlite", "postgres")``.
 BACKENDS = ("memory",)
-
-SID = "s"
-SYSTEM = "You are a careful coding agent."
-
-
-def build(h: Harness, turns: int = 8, *, model: str = "gpt-4o", big: int = 2_000) -> None:
-    ok(h.do({"type": "start_session", "session_id": SID, "model": model}))
-    for t in coding_session(turns, big_output_chars=big):
-        ok(h.do({"type": "append_messages", "session_id": SID, "messages": t.messages()}))
-    ok(h.do({"type": "append_messages", "session_id": SID,
-             "messages": [user("Next: add a regression test.", turn_id="next")]}))
-
-
-def prepare(h: Harness, bus=None, **extra) -> dict:
-    command = {"type": "prepare_turn", "session_id": SID, "system_prompt": SYSTEM, **extra}
-    return ok((bus or h.bus).dispatch_json(command))
-
-
-def checkpoints(h: Harness) -> list[dict]:
-    return ok(h.do({"type": "list_checkpoints", "session_id": SID}))["checkpoints"]
 
 
 # ----------------------------------------------------------- the trigger
@@ -185,11 +166,6 @@ def test_parse_overflow_reads_openai_anthropic_and_litellm_texts() -> None:
                "OpenAIException - " + openai)
     assert parse_overflow(wrapped).window == 8192
     assert parse_overflow("something went wrong").window is None
-
-
-def overflow_text(window: int, prompt: int | None = None) -> str:
-    return (f"This model's maximum context length is {window} tokens. However, your messages "
-            f"resulted in {prompt or window + 500} tokens.")
 
 
 def test_overflow_recovers_with_the_real_window_and_retries_only_once(make_harness: MakeHarness) -> None:

@@ -1,0 +1,107 @@
+"""Write ``docs/performance.md`` from a ``make bench`` run's JSON (issue 39).
+
+The page is the bench's own output, not a diary: the run's date and machine, every
+section's tables as ``run.py`` printed them, and one table of targets, each ``ok`` or
+``MISSED`` with its cause. Where a figure moved since the run before (the previous
+``latest.json``, kept as ``previous.json``), the previous figure is the one extra
+column. ``make bench`` runs this after ``run.py``; by hand:
+
+    python benchmarks/render.py [--results benchmarks/results/latest.json]
+                                [--previous benchmarks/results/previous.json] [--out docs/performance.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+#: Why a target known to miss misses, as measured when it was investigated (the ADR
+#: that records it). A miss not listed here shows its measured value against its limit.
+CAUSES: dict[str, str] = {
+    "per-turn / physical floor": (
+        "`prepare_turn` hands the host a copy of the request that shares nothing with the "
+        "library's cache (issue 13); the copy and the collections it causes are most of the "
+        "gap (ADR 0058, ADR 0062); with compaction on a request stays bounded"),
+    "cold restore (compacted) / raw SELECT": (
+        "a fixed cost per bootstrap over a raw SELECT of a few rows: the connection and "
+        "schema, the eventsourcing `Application`, the session view's head query (ADR 0059)"),
+    "append throughput / raw INSERT": (
+        "the ratio rides on the disk's flush: ours writes about twice the WAL frames per "
+        "commit (ADR 0056, ADR 0062)"),
+    "ctxc start (s)": "importing the CLI's modules (pydantic and the command models)",
+}
+
+HEADER = """# Performance
+
+Written by `make bench` (`benchmarks/render.py`) from its results; do not edit by hand.
+Ratios come from one run, measured in the same minutes; absolute times depend on the
+machine. What each section measures and why: `benchmarks/` and the ADRs it names.
+"""
+
+
+def cause(target: dict[str, Any]) -> str:
+    if target["ok"]:
+        return "ok"
+    for prefix, why in CAUSES.items():
+        if target["target"].startswith(prefix):
+            return f"**MISSED**: {why} (measured {target['value']}, limit {target['limit']})"
+    return f"**MISSED**: measured {target['value']}, limit {target['limit']}"
+
+
+def _previous_values(previous: dict[str, Any] | None) -> dict[str, Any]:
+    if not previous:
+        return {}
+    return {t["target"]: t["value"] for t in previous.get("targets", [])}
+
+
+def render(report: dict[str, Any], previous: dict[str, Any] | None = None) -> str:
+    """The page for ``report`` (``run.py``'s JSON), with ``previous`` where a figure moved."""
+    machine = report.get("machine", {})
+    lines = [HEADER]
+    when = report.get("finished_at", "unknown date")
+    lines.append(f"Run of {when}: sections {', '.join(report.get('sections', []))}; "
+                 f"Python {machine.get('python', '?')}, {machine.get('cpus', '?')} CPUs "
+                 f"({machine.get('platform', '?')}).")
+    seconds = report.get("section_seconds") or {}
+    if seconds:
+        lines.append("Wall time per section (s): " + ", ".join(f"{k} {v}" for k, v in seconds.items()) + ".")
+    before = _previous_values(previous)
+    moved = {t["target"] for t in report.get("targets", [])
+             if t["target"] in before and before[t["target"]] != t["value"]}
+    lines += ["", "## Targets", ""]
+    if moved:
+        lines += ["| target | this run | previous run | limit | status |", "|---|---|---|---|---|"]
+    else:
+        lines += ["| target | this run | limit | status |", "|---|---|---|---|"]
+    for t in report.get("targets", []):
+        cells = [t["target"], str(t["value"])]
+        if moved:
+            cells.append(str(before[t["target"]]) if t["target"] in moved else "")
+        cells += [str(t["limit"]), cause(t)]
+        lines.append("| " + " | ".join([c.replace("|", "\\|") for c in cells[:-1]] + [cells[-1]]) + " |")
+    lines += ["", "## Tables", ""]
+    lines += [part.rstrip("\n") for part in report.get("markdown", [])]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", default=str(RESULTS / "latest.json"))
+    parser.add_argument("--previous", default=str(RESULTS / "previous.json"))
+    parser.add_argument("--out", default=str(HERE.parent / "docs" / "performance.md"))
+    args = parser.parse_args()
+    report = json.loads(Path(args.results).read_text(encoding="utf-8"))
+    previous_path = Path(args.previous)
+    previous = json.loads(previous_path.read_text(encoding="utf-8")) if previous_path.is_file() else None
+    Path(args.out).write_text(render(report, previous), encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
