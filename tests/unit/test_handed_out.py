@@ -8,7 +8,6 @@ import json
 import pickle
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 import pytest
