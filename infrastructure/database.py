@@ -281,12 +281,20 @@ class Database:
             if self.dialect.is_postgres:
                 from psycopg.rows import tuple_row
 
-                with self.datastore.get_connection() as conn, conn.transaction(
-                    force_rollback=True
-                ):
-                    cur = conn.cursor(row_factory=tuple_row)
-                    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield Cur(cur, self.dialect)
+                from psycopg import IsolationLevel
+
+                with self.datastore.get_connection() as conn:
+                    # (psycopg's BEGIN carries the connection's isolation level and read
+                    # only flag: one statement where a SET TRANSACTION was a round trip
+                    # more; set on the idle pooled connection and put back before it
+                    # returns to the pool)
+                    conn.isolation_level, conn.read_only = IsolationLevel.REPEATABLE_READ, True
+                    try:
+                        with conn.transaction(force_rollback=True):
+                            yield Cur(conn.cursor(row_factory=tuple_row), self.dialect)
+                    finally:
+                        if not conn.closed:
+                            conn.isolation_level, conn.read_only = None, None
             else:
                 with self.datastore.transaction(commit=False) as c:
                     yield Cur(c.sqlite_cursor, self.dialect)
