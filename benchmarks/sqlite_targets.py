@@ -44,7 +44,8 @@ def main() -> int:
             typed.append(json.loads(out.stdout))
         typed.sort(key=lambda r: r["ratio"])
         report["append_typed"] = {**typed[1], "ratios": [r["ratio"] for r in typed]}
-        runs = sorted((jsonpath.json_append_throughput(work, unique_turns(args.append_turns, f"a{i}"), i)
+        (work / "json").mkdir()  # (its files are named as the typed runs' above)
+        runs = sorted((jsonpath.json_append_throughput(work / "json", unique_turns(args.append_turns, f"a{i}"), i)
                        for i in range(3)), key=lambda r: r["ratio"])
         report["append_json"] = {**runs[1], "ratios": [r["ratio"] for r in runs]}
         report["restore"] = {}
