@@ -18,7 +18,7 @@ from eventsourcing.persistence import IntegrityError, Mapper, Notification
 
 from context_compaction.domain.errors import CorruptEvent
 
-from ..database import Cur
+from ..database import Cur, PipelinedCur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
 from .ops import SqlOps
@@ -87,7 +87,7 @@ class ReadModelProjector:
         if not ids:
             return
         pairs = list(zip(ids, events, strict=True))
-        if cur.deferred_checks:
+        if isinstance(cur, PipelinedCur):
             # A PostgreSQL pipeline: nothing is read back before the COMMIT. The position
             # moves if no stored event lies between it and these (ids a rolled-back
             # insert took leave none); the handlers' rows follow, and a check the COMMIT
