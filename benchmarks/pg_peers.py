@@ -298,6 +298,37 @@ def restore(messages: int, repeats: int) -> dict[str, Any]:
     return result
 
 
+def targets(report: dict[str, Any]) -> list[tuple[str, Any, str, bool]]:
+    """(name, value, limit, ok): ours faster per turn than each peer, and its restore."""
+    out: list[tuple[str, Any, str, bool]] = []
+    for n, row in report.get("per_turn", {}).items():
+        for kind in PEERS:
+            ratio = row[f"ours_over_{kind}"]
+            out.append((f"PG peers, {n} writer(s): ours turns/s / {kind}'s", ratio, "> 1", ratio > 1))
+    restore = report.get("restore")
+    if restore:
+        for kind in PEERS:
+            for ours in ("ours", "ours_compacted"):
+                mine, theirs = restore[ours]["ms"], restore[kind]["ms"]
+                out.append((f"PG restore of {restore['messages']:,} messages: {ours} ms / {kind}'s",
+                            round(mine / theirs, 2), "< 1", mine < theirs))
+    return out
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    lines = ["| writers | ours | LangGraph `PostgresSaver` | Agents SDK `SQLAlchemySession` |", "|---|---|---|---|"]
+    for n, row in report.get("per_turn", {}).items():
+        cells = [f"{row[k]['appends_per_s']:,.1f} ({row[k]['p50_ms']:.1f} ms)" for k in ("ours", *PEERS)]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    restore = report.get("restore")
+    if restore:
+        lines += ["", "| restore | ours | ours, compacted | LangGraph | Agents SDK |", "|---|---|---|---|---|",
+                  f"| {restore['messages']:,} messages | " + " | ".join(
+                      f"{restore[k]['ms']:,.0f} ms ({restore[k]['messages_read']:,})"
+                      for k in ("ours", "ours_compacted", *PEERS)) + " |"]
+    return lines
+
+
 def main() -> int:
     import argparse
 

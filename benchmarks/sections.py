@@ -106,6 +106,18 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
                  "ours and raw both use it):", ""]
         text += pg.pg_markdown(binary)
         found += [_target(*t) for t in pg.pg_targets(binary, "PG (binary psycopg)")]
+    if importlib.util.find_spec("langgraph") is not None and importlib.util.find_spec("agents") is not None:
+        # Issue 37's peers on PostgreSQL: LangGraph's PostgresSaver, the Agents SDK's
+        # SQLAlchemySession, the same turns; and the restore of a 10k-message session.
+        import pg_peers
+
+        ends = args.pg_writers.split(",")
+        peers = _in_process("pg_peers.py", "--writers", f"{ends[0]},{ends[-1]}", "--seconds", str(args.pg_seconds),
+                            "--repeats", str(args.pg_repeats))
+        report["pg_peers"] = peers
+        text += ["", "PostgreSQL peers, the same turns (turns/s, p50 per turn), and a 10k-message restore:", ""]
+        text += pg_peers.markdown(peers)
+        found += [_target(*t) for t in pg_peers.targets(peers)]
     return found
 
 
