@@ -154,6 +154,9 @@ class Cur:
     deferred_checks = False
 
 
+#: Rows of one multi-row INSERT on a pipeline (a statement binds at most 65,535 parameters).
+ROWS_PER_STATEMENT = 400
+
 #: SQLSTATE of a failed ``expect_one`` (division_by_zero: nothing else in an append divides).
 CHECK_FAILED = "22012"
 
@@ -178,7 +181,9 @@ class PipelinedCur(Cur):
             for row in rows:
                 self.raw.execute(text, row)
             return
-        self.raw.execute(head + ", ".join([values] * len(rows)) + tail, [x for row in rows for x in row])
+        for i in range(0, len(rows), ROWS_PER_STATEMENT):  # (PostgreSQL binds at most 65,535 parameters)
+            chunk = rows[i:i + ROWS_PER_STATEMENT]
+            self.raw.execute(head + ", ".join([values] * len(chunk)) + tail, [x for row in chunk for x in row])
 
     def expect_one(self, table: str, where: dict[str, Any]) -> None:
         """Fail this transaction (``CHECK_FAILED``, at its COMMIT) unless exactly one row
