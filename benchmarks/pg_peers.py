@@ -299,19 +299,28 @@ def restore(messages: int, repeats: int) -> dict[str, Any]:
 
 
 def targets(report: dict[str, Any]) -> list[tuple[str, Any, str, bool]]:
-    """(name, value, limit, ok): ours faster per turn than each peer, and its restore."""
+    """(name, value, limit, ok): ours faster per turn than each peer, and its restore.
+    A side with errors, a peer that appended nothing (its ratio is infinite) or a restore
+    that read fewer messages than the session holds (ours compacted: none) is no win."""
     out: list[tuple[str, Any, str, bool]] = []
     for n, row in report.get("per_turn", {}).items():
+        ours_clean = not row["ours"].get("errors") and not row["ours"].get("give_ups")
         for kind in PEERS:
             ratio = row[f"ours_over_{kind}"]
-            out.append((f"PG peers, {n} writer(s): ours turns/s / {kind}'s", ratio, "> 1", ratio > 1))
+            peer_clean = not row[kind].get("errors") and row[kind]["appends_per_s"] > 0
+            out.append((f"PG peers, {n} writer(s): ours turns/s / {kind}'s", ratio, "> 1, no errors",
+                        ratio > 1 and ours_clean and peer_clean))
     restore = report.get("restore")
     if restore:
+        whole = restore["messages"]
         for kind in PEERS:
             for ours in ("ours", "ours_compacted"):
                 mine, theirs = restore[ours]["ms"], restore[kind]["ms"]
-                out.append((f"PG restore of {restore['messages']:,} messages: {ours} ms / {kind}'s",
-                            round(mine / theirs, 2), "< 1", mine < theirs))
+                read = restore[ours]["messages_read"]
+                same_work = restore[kind]["messages_read"] == whole and (
+                    read == whole if ours == "ours" else 0 < read <= whole)
+                out.append((f"PG restore of {whole:,} messages: {ours} ms / {kind}'s",
+                            round(mine / theirs, 2), "< 1, every message read", mine < theirs and same_work))
     return out
 
 

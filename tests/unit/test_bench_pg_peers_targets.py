@@ -44,3 +44,20 @@ def test_the_peers_table_has_a_row_per_writer_count_and_the_restore() -> None:
     lines = markdown(_report(2.4, 0.8, 3300.0))
     assert lines[2].startswith("| 1 | 24.0 (41.7 ms) | 10.0 (100.0 ms)")
     assert lines[-1].startswith("| 10,003 messages | 3,300 ms (10,003)")
+
+
+def test_a_peer_that_failed_or_restored_less_does_not_make_ours_faster() -> None:
+    """A peer whose every append raised has a rate of 0 (an infinite ratio), and a side
+    that restored fewer messages than the session holds did less work: neither is a win."""
+    report = _report(1.5, 1.2, 1000.0)
+    report["per_turn"]["8"]["agents"] = {"appends_per_s": 0.0, "p50_ms": 0.0, "errors": {"OperationalError": 40}}
+    report["per_turn"]["8"]["ours_over_agents"] = float("inf")
+    report["per_turn"]["1"]["ours"]["errors"] = {"storage_error": 1}
+    report["restore"]["langgraph"]["messages_read"] = 10
+    report["restore"]["ours"]["messages_read"] = 9_000
+    found = {name: ok for name, _, _, ok in targets(report)}
+    assert found["PG peers, 8 writer(s): ours turns/s / agents's"] is False
+    assert found["PG peers, 1 writer(s): ours turns/s / langgraph's"] is False
+    assert found["PG restore of 10,003 messages: ours_compacted ms / langgraph's"] is False
+    assert found["PG restore of 10,003 messages: ours ms / agents's"] is False
+    assert found["PG restore of 10,003 messages: ours_compacted ms / agents's"] is True
