@@ -37,7 +37,12 @@ def test_a_read_model_that_lags_fails_the_check_and_the_append_goes_the_careful_
     monkeypatch.setattr(h.bus.services.read_model, "catch_up", lambda: 0)
     failed: list[bool] = []
     real = postgres.check_failed
-    monkeypatch.setattr(postgres, "check_failed", lambda exc: failed.append(real(exc)) or failed[-1])
+
+    def counted(exc: BaseException) -> bool:
+        failed.append(real(exc))
+        return failed[-1]
+
+    monkeypatch.setattr(postgres, "check_failed", counted)
     done = ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "c9",
                     "messages": [user("after the lag"), user("and one more")]}))
     assert failed == [True], "the deferred check failed at the COMMIT and the append was decided again"
