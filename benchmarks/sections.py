@@ -7,6 +7,7 @@ Each section measures ours and its reference in the same minutes and reports rat
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import subprocess
 import sys
@@ -34,6 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--async-delay", type=float, default=3.0, help="seconds of the async section's summary call")
     parser.add_argument("--integrations-sizes", default="1000,10000", help="history sizes of the integrations section")
     parser.add_argument("--integrations-turns", type=int, default=20, help="turns measured per size and framework")
+
+
+def pg_peers_missing() -> list[str]:
+    """The PostgreSQL peers' modules (benchmarks/requirements.txt) this venv lacks."""
+    return [name for name in ("langgraph.checkpoint.postgres", "agents.extensions.memory", "sqlalchemy")
+            if _find(name) is None]
+
+
+def _find(name: str) -> Any:
+    try:
+        return importlib.util.find_spec(name)
+    except ImportError:  # (a parent package missing)
+        return None
 
 
 def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
@@ -106,6 +120,22 @@ def _pg(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> li
                  "ours and raw both use it):", ""]
         text += pg.pg_markdown(binary)
         found += [_target(*t) for t in pg.pg_targets(binary, "PG (binary psycopg)")]
+    missing = pg_peers_missing()
+    if missing:  # (a target not measured is reported as missed, not left out)
+        found.append(_target("PG peers: ours faster per turn and restore than LangGraph and the Agents SDK",
+                             f"not measured: {', '.join(missing)} not installed", "measured", False))
+    else:
+        # Issue 37's peers on PostgreSQL: LangGraph's PostgresSaver, the Agents SDK's
+        # SQLAlchemySession, the same turns; and the restore of a 10k-message session.
+        import pg_peers
+
+        ends = args.pg_writers.split(",")
+        peers = _in_process("pg_peers.py", "--writers", f"{ends[0]},{ends[-1]}", "--seconds", str(args.pg_seconds),
+                            "--repeats", str(args.pg_repeats))
+        report["pg_peers"] = peers
+        text += ["", "PostgreSQL peers, the same turns (turns/s, p50 per turn), and a 10k-message restore:", ""]
+        text += pg_peers.markdown(peers)
+        found += [_target(*t) for t in pg_peers.targets(peers)]
     return found
 
 

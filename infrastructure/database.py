@@ -150,29 +150,61 @@ class Cur:
     def dialect(self) -> Dialect:
         return self._dialect
 
+    #: Whether checks wait for the COMMIT (``expect_one``) instead of reading a row count.
+    deferred_checks = False
+
+
+#: Rows of one multi-row INSERT on a pipeline (a statement binds at most 65,535 parameters).
+ROWS_PER_STATEMENT = 400
+
+#: SQLSTATE of a failed ``expect_one`` (division_by_zero: nothing else in an append divides).
+CHECK_FAILED = "22012"
+
 
 class PipelinedCur(Cur):
     """A PostgreSQL cursor in eventsourcing's pipelined insert transaction: statements
-    go without waiting for their results; reading one (``fetch*``, ``rowcount``)
-    syncs the pipeline first."""
+    go without waiting for their results, and go to the server with the library's own
+    sync before its COMMIT. Reading a result (``fetch*``, ``rowcount``) waits for the
+    server (a round trip), so the inline projection reads none in the common case:
+    ``expect_one`` checks what it needs when the transaction commits."""
 
-    __slots__ = ("_pipeline",)
+    __slots__ = ()
 
-    def __init__(self, raw: Any, dialect: Dialect, pipeline: Any) -> None:
-        super().__init__(raw, dialect)
-        self._pipeline = pipeline
+    deferred_checks = True
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        # (psycopg's executemany runs in a pipeline of its own, which syncs when it
-        # ends: one round trip per call. Row by row, the rows join this pipeline.)
+        # One statement of many rows (``INSERT ... VALUES (..), (..)``): psycopg's
+        # executemany runs a pipeline of its own, which syncs (one round trip) when it ends.
         text = self._dialect.sql(sql)
-        for row in rows:
-            self.raw.execute(text, row)
+        head, values, tail = _values_group(text)
+        if not values or len(rows) < 2:
+            for row in rows:
+                self.raw.execute(text, row)
+            return
+        for i in range(0, len(rows), ROWS_PER_STATEMENT):  # (PostgreSQL binds at most 65,535 parameters)
+            chunk = rows[i:i + ROWS_PER_STATEMENT]
+            self.raw.execute(head + ", ".join([values] * len(chunk)) + tail, [x for row in chunk for x in row])
+
+    def expect_one(self, table: str, where: dict[str, Any]) -> None:
+        """Fail this transaction (``CHECK_FAILED``, at its COMMIT) unless exactly one row
+        of ``table`` matches ``where`` then."""
+        terms = " AND ".join(f"{column} = ?" for column in where)
+        self.execute(f"SELECT 1 / (count(*) = 1)::int FROM {{t}}{table} WHERE {terms}", tuple(where.values()))
 
     @property
     def rowcount(self) -> int:
-        self._pipeline.sync()
+        with self.raw.connection.pipeline():  # (a nested block syncs when it ends)
+            pass
         return int(self.raw.rowcount)
+
+
+def _values_group(text: str) -> tuple[str, str, str]:
+    """``INSERT ... VALUES (%s, %s)[ tail]`` as (head with ``VALUES ``, the group, tail)."""
+    start = text.find(" VALUES (")
+    if not text.startswith("INSERT") or start < 0:
+        return text, "", ""
+    end = text.index(")", start)
+    return text[:start + 8], text[start + 8:end + 1], text[end + 1:]
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -254,12 +286,20 @@ class Database:
             if self.dialect.is_postgres:
                 from psycopg.rows import tuple_row
 
-                with self.datastore.get_connection() as conn, conn.transaction(
-                    force_rollback=True
-                ):
-                    cur = conn.cursor(row_factory=tuple_row)
-                    cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    yield Cur(cur, self.dialect)
+                from psycopg import IsolationLevel
+
+                with self.datastore.get_connection() as conn:
+                    # (psycopg's BEGIN carries the connection's isolation level and read
+                    # only flag: one statement where a SET TRANSACTION was a round trip
+                    # more; set on the idle pooled connection and put back before it
+                    # returns to the pool)
+                    conn.isolation_level, conn.read_only = IsolationLevel.REPEATABLE_READ, True
+                    try:
+                        with conn.transaction(force_rollback=True):
+                            yield Cur(conn.cursor(row_factory=tuple_row), self.dialect)
+                    finally:
+                        if not conn.closed:
+                            conn.isolation_level, conn.read_only = None, None
             else:
                 with self.datastore.transaction(commit=False) as c:
                     yield Cur(c.sqlite_cursor, self.dialect)

@@ -128,6 +128,12 @@ class EventHandlers:
     ) -> None:
         # A command's later messages extend its span; another command's id is refused.
         ops.upsert("rm_commands", (command_id, sid, kind, lo, hi), ("last_seq",), ("session_id", "kind"))
+        expect_one = getattr(ops, "expect_one", None) if strict and getattr(ops, "deferred_checks", False) else None
+        if expect_one is not None:
+            # (checked at the COMMIT; a failed check appends again on the careful path,
+            # which raises CommandIdTaken below)
+            expect_one("rm_commands", {"command_id": command_id, "session_id": sid, "kind": kind})
+            return
         if ops.rowcount == 1:
             return
         if strict:

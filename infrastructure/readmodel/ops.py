@@ -61,6 +61,15 @@ class SqlOps:
     def rowcount(self) -> int:
         return self.cur.rowcount
 
+    @property
+    def deferred_checks(self) -> bool:
+        """Reading ``rowcount`` costs a round trip here (a PostgreSQL pipeline): a handler
+        checks with ``expect_one`` instead, which fails the transaction at its COMMIT."""
+        return self.cur.deferred_checks
+
+    def expect_one(self, table: str, where: Mapping[str, Any]) -> None:
+        self.cur.expect_one(table, dict(where))  # type: ignore[attr-defined]
+
     def insert(self, table: str, rows: Sequence[Row], *, if_absent: bool = False) -> None:
         if len(rows) == 1:
             self.cur.execute(_insert_sql(table, if_absent), rows[0])

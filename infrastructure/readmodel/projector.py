@@ -18,7 +18,7 @@ from eventsourcing.persistence import IntegrityError, Mapper, Notification
 
 from context_compaction.domain.errors import CorruptEvent
 
-from ..database import Cur
+from ..database import Cur, PipelinedCur
 from ..transcoding import PlainJSONTranscoder
 from .handlers import EventHandlers, ProjectionOutOfOrder
 from .ops import SqlOps
@@ -87,6 +87,22 @@ class ReadModelProjector:
         if not ids:
             return
         pairs = list(zip(ids, events, strict=True))
+        if isinstance(cur, PipelinedCur):
+            # A PostgreSQL pipeline: nothing is read back before the COMMIT. The position
+            # moves if no stored event lies between it and these (ids a rolled-back
+            # insert took leave none); the handlers' rows follow, and a check the COMMIT
+            # runs fails the transaction unless the position moved. A failed check is
+            # the rare lagging read model: the recorder appends again on the careful path.
+            cur.execute(
+                "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id < ?"
+                f" AND NOT EXISTS (SELECT 1 FROM {self.events_table.qualified} e"
+                f" WHERE e.{self.events_table.id_column} > {{t}}rm_position.notification_id"
+                f" AND e.{self.events_table.id_column} < ?)",
+                (ids[-1], POSITION, ids[0], ids[0]),
+            )
+            cur.expect_one("rm_position", {"name": POSITION, "notification_id": ids[-1]})
+            self.apply_all(cur, pairs, strict=True)
+            return
         # Common case in one statement: the read model is exactly at the notification
         # before these. Otherwise (an id a rolled-back insert took, a projection that
         # lags) the careful path.

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from backends import MakeHarness
-from helpers import ok, user
+from helpers import in_thread, ok, user
 
 WORKER = str(Path(__file__).parents[1] / "support" / "contention_worker.py")
 PROCESSES, APPENDS = 8, 300
@@ -45,6 +45,21 @@ def contended(h: Any, tmp_path: Path, record_property: Any) -> None:
     while not all(Path(f"{out}.ready").exists() for out in outs):  # imported and connected
         assert time.monotonic() < waited and all(p.poll() is None for p in procs), "a worker did not start"
         time.sleep(0.05)
+    # A follower of the notification log polls while the 8 processes write (issue 37):
+    # it must never pass an id that a later commit fills in.
+    recorder = h.bus.services.extra["app"].recorder
+    writing = True
+    seen: list[int] = []
+
+    def follow() -> None:
+        while True:
+            last = not writing
+            seen.extend(n.id for n in recorder.select_notifications(start=seen[-1] + 1 if seen else 1, limit=100))
+            if last:
+                return
+            time.sleep(0.005)
+
+    follower, followed = in_thread(follow)
     began = time.monotonic()
     for out in outs:
         Path(f"{out}.go").touch()
@@ -52,6 +67,19 @@ def contended(h: Any, tmp_path: Path, record_property: Any) -> None:
         _, stderr = proc.communicate(timeout=600)
         assert proc.returncode == 0, stderr.decode()[-2000:]
     elapsed = time.monotonic() - began
+    writing = False
+    follower.join(120)
+    assert "error" not in followed, followed.get("error")
+    stored_ids = [n.id for n in recorder.select_notifications(start=1, limit=10**6)]
+    assert seen == stored_ids, "the follower saw every event once, in order"
+    feed: list[int] = []
+    while True:  # read_events, page by page
+        page = ok(h.do({"type": "read_events", "after": feed[-1] if feed else 0, "limit": 500}))
+        feed += [e["position"] for e in page["events"]]
+        if not page["more"]:
+            break
+    assert feed == stored_ids, "read_events gave every event once, in order"
+    record_property("followed_events", len(seen))
     results = [json.loads(line) for out in outs for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(results) == PROCESSES * APPENDS
     codes = Counter("ok" if r["envelope"]["ok"] else r["envelope"]["error"]["code"] for r in results)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
 
 from helpers import Harness, err, notifies_heard, ok, table_locked, user
@@ -40,3 +41,40 @@ def test_appends_notify_and_the_librarys_subscription_hears_them(pg_databases: A
     with recorder.subscribe(gt=0) as subscription:
         topics = [next(subscription).topic for _ in range(2)]
     assert [t.rsplit(".", 1)[-1] for t in topics] == ["Started", "MessageAppended"]
+
+
+def _round_trips(trace: str) -> int:
+    """Waits of the client on the server in libpq's trace: a run of messages sent (F)
+    after the server's last answer (B) is one trip."""
+    directions = [line.split("\t", 1)[0] for line in trace.splitlines() if line[:1] in "FB"]
+    return sum(1 for prev, cur in zip(["B", *directions], directions) if cur == "F" and prev == "B")
+
+
+def test_an_append_waits_on_the_server_only_where_the_librarys_transaction_does(
+    pg_databases: Any, tmp_path: Any
+) -> None:
+    """The library's pipelined transaction waits five times (BEGIN, the INSERT's ids, its
+    sync before COMMIT, COMMIT, the pipeline's end); the read-model rows, position and
+    command-id check ride in it without a wait of their own (issue 37: it was seven)."""
+    h: Harness = pg_databases.harness("trips", postgres={"pool_size": 1, "max_overflow": 0})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("warm")]}))
+    recorder = h.bus.services.extra["app"].recorder
+    path = tmp_path / "libpq.trace"
+    with open(path, "w") as f:
+        with recorder.datastore.get_connection() as conn:  # (the pool's only connection)
+            conn.pgconn.trace(f.fileno())
+            conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS | psycopg.pq.Trace.REGRESS_MODE)
+        messages = [user(f"m{i}") for i in range(5)]
+        for command_id in (None, "host-1"):
+            f.flush()
+            before = path.read_text()
+            extra = {"command_id": command_id} if command_id else {}
+            ok(h.do({"type": "append_messages", "session_id": "s", "messages": messages, **extra}))
+            sent = path.read_text()[len(before):]
+            sent = sent[sent.index('Parse\t "" "BEGIN"'):]  # (the pipelined transaction, not the reads before it)
+            assert _round_trips(sent) == 5, sent
+            assert sent.count(".rm_messages (") == 1, sent  # every message's row in one statement
+        with recorder.datastore.get_connection() as conn:
+            conn.pgconn.untrace()
+    assert h.query("SELECT count(*) FROM {t}rm_messages")[0][0] == 11

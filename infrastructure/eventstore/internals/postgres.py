@@ -10,7 +10,7 @@ from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from ...database import Cur, Dialect, PipelinedCur
+from ...database import CHECK_FAILED, Cur, Dialect, PipelinedCur
 
 if TYPE_CHECKING:
     from ...readmodel import ReadModelProjector
@@ -66,10 +66,18 @@ def postgres_recorder_class() -> type:
                     # (undecorated, as the reads: ``without_inner_retries``)
                     insert = PostgresApplicationRecorder.insert_events.__wrapped__  # type: ignore[attr-defined]
                     return insert(self, stored_events, **kwargs, projection_failed=failed)
-                except Exception:
-                    if failed:  # (the rollback's error stands for it: raise the cause)
-                        raise failed[0] from None
-                    raise
+                except Exception as exc:
+                    cause = failed[0] if failed else exc  # (the rollback's error stands for it)
+                    if not check_failed(cause):
+                        if failed:
+                            raise cause from None
+                        raise
+                # A check of the pipelined projection failed at the COMMIT (a read model
+                # that lags, a command id another session took): rolled back; the same
+                # append again on the careful path, which reads as it goes and decides.
+                with self.locked_writer() as plain:
+                    plain.lock()
+                    return self.insert_events(stored_events, **{**kwargs, "locked_writer": plain})
             if writer is None:
                 # (too large for a pipeline: the same statements in a plain transaction)
                 with self.locked_writer() as plain:
@@ -94,14 +102,14 @@ def postgres_recorder_class() -> type:
                 if not conn.pgconn.pipeline_status:
                     self._write_rows(Cur(raw, self.dialect), ids, events, snapshots)
                     return ids
-                # The library's pipelined transaction: a nested block gives its pipeline,
-                # which the projection syncs where it reads a row count. The library
-                # keeps an exception raised here until its transaction has ended, and
-                # that ends in a COMMIT: a refusal of ours (a taken command id) must
-                # fail the transaction on the server, or the events would stay.
+                # The library's pipelined transaction: the rows join its pipeline and go
+                # with its sync before the COMMIT; the projection reads nothing back in
+                # the common case (``PipelinedCur.expect_one``). The library keeps an
+                # exception raised here until its transaction has ended, and that ends
+                # in a COMMIT: a refusal of ours must fail the transaction on the
+                # server, or the events would stay.
                 try:
-                    with conn.pipeline() as pipeline:
-                        self._write_rows(PipelinedCur(raw, self.dialect, pipeline), ids, events, snapshots)
+                    self._write_rows(PipelinedCur(raw, self.dialect), ids, events, snapshots)
                 except BaseException as exc:
                     failed = kwargs.get("projection_failed")
                     if failed is not None:
@@ -207,3 +215,14 @@ def connection_lost(exc: BaseException) -> bool:
         return False
     state = cause.sqlstate
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def check_failed(exc: BaseException) -> bool:
+    """A pipelined projection's ``expect_one`` failed (the driver's error, whether or
+    not the library wrapped it)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if getattr(cause, "sqlstate", None) == CHECK_FAILED:
+            return True
+        cause = cause.__cause__
+    return False
