@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 _SCRIPT = """
 import json, os, resource, sys
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -69,4 +71,74 @@ def test_a_process_whose_clock_runs_an_hour_ahead_cannot_take_a_running_lease(tm
         assert done.stdout.split() == ["refused", "running-owner"], done.stdout
         assert bus.services.leases.holder("s") == "running-owner"
     finally:
+        bus.close()
+
+
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+
+_FAKED = """
+import os, sys, time
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+from context_compaction import Settings, bootstrap
+bus = bootstrap(Settings(database_url=sys.argv[1]))
+leases = bus.services.leases
+print(time.time() - float(sys.argv[2]), flush=True)  # the skew this process lives with
+print("taken" if leases.acquire("s", "skewed-owner", 3.0) else "refused", leases.holder("s"), flush=True)
+sys.stdin.readline()  # the running turn's process has stopped renewing (a crash)
+deadline = time.monotonic() + 60
+while not leases.acquire("s", "skewed-owner", 3.0):
+    assert time.monotonic() < deadline, "never taken"
+    time.sleep(0.2)
+print("taken-after-crash", leases.holder("s"), flush=True)
+"""
+
+
+def test_a_process_whose_libc_clock_runs_an_hour_ahead_cannot_take_a_live_sqlite_lease(tmp_path: Path) -> None:
+    """Issue 36 finding 6 (ADR 0085): libfaketime moves the clock under Python, so
+    SQLite's own ``julianday('now')`` in that process is an hour ahead and the lease of a
+    running turn looked expired to it. The lease is now taken only after its holder was
+    seen not renewing for the lease's length on the taker's own monotonic clock (an
+    offset clock measures durations right); the crashed holder's lease is still taken."""
+    import os
+    import threading
+    import time
+
+    if not LIBFAKETIME.exists():
+        if os.environ.get("REQUIRE_FAKETIME"):
+            raise AssertionError(f"{LIBFAKETIME} is missing: apt-get install -y faketime")
+        pytest.skip("libfaketime is not installed (apt-get install -y faketime; .ci/run installs it)")
+    from context_compaction import Settings, bootstrap
+
+    url = f"sqlite:///{tmp_path / 'lease.db'}"
+    bus = bootstrap(Settings(database_url=url))
+    leases = bus.services.leases
+    stop = threading.Event()
+
+    def keep_renewing() -> None:  # what a running turn does, every third of its lease
+        while not stop.wait(1.0):
+            assert leases.renew("s", "running-owner", 3.0)
+
+    renewer = threading.Thread(target=keep_renewing, daemon=True)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "LD_PRELOAD": str(LIBFAKETIME),
+           "FAKETIME": "+1h", "FAKETIME_DONT_RESET": "1"}
+    try:
+        assert leases.acquire("s", "running-owner", 3.0)
+        renewer.start()
+        skewed = subprocess.Popen([sys.executable, "-c", _FAKED, url, str(time.time())], env=env, text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert skewed.stdout is not None and skewed.stdin is not None
+        skew = float(skewed.stdout.readline() or "nan")
+        assert 3590 < skew < 3700, (skew, skewed.stderr.read() if skewed.poll() is not None else "")
+        answer = skewed.stdout.readline().split()
+        assert answer == ["refused", "running-owner"], (answer, skewed.stderr.read() if not answer else "")
+        assert leases.holder("s") == "running-owner"
+        stop.set()
+        renewer.join()
+        skewed.stdin.write("\n")
+        skewed.stdin.flush()
+        out, err = skewed.communicate(timeout=120)
+        assert skewed.returncode == 0, err[-2000:]
+        assert out.split() == ["taken-after-crash", "skewed-owner"], out
+    finally:
+        stop.set()
         bus.close()
