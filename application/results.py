@@ -136,6 +136,9 @@ class SearchResult(Result):
     session_id: str
     query: str
     hits: list[SearchHitResult]
+    shortened_to: str | None = None
+    """The part of ``query`` that was searched when it had more than 32 words (its first
+    32; None: the whole query was searched). ADR 0086."""
 
 
 class ProjectionResult(Result):

@@ -1,0 +1,31 @@
+"""How much of a ``search_history`` query is searched (issue 36, ADR 0086).
+
+Every term is required and a term of several words is a phrase: the engines look each
+word of a phrase up in their index, so a query's cost grows with its words (a 499-word
+hyphenated phrase cost SQLite 32 × a one-word query). A query is searched up to its
+``MAX_QUERY_WORDS``-th word and cut after it; the answer says so. The cut is a
+superset: fewer required words can only find more messages, never miss one.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Words of a query that are searched: far more than a person or a model asks with
+#: (a sentence of 32 words), few enough that the query costs SQLite and PostgreSQL under
+#: 2 × a one-word query (benchmarks/searchquery.py).
+MAX_QUERY_WORDS = 32
+
+# What both engines' tokenizers take as a word: a run of letters and digits
+# (``_`` splits, as FTS5's unicode61 and PostgreSQL's parser do).
+_WORD = re.compile(r"[^\W_]+")
+
+
+def bounded_query(query: str) -> tuple[str, bool]:
+    """``query`` up to and including its ``MAX_QUERY_WORDS``-th word, and whether it was
+    cut there (True only when a word followed)."""
+    for n, word in enumerate(_WORD.finditer(query), 1):
+        if n == MAX_QUERY_WORDS:
+            cut = query[: word.end()]
+            return (cut, True) if _WORD.search(query, word.end()) else (query, False)
+    return query, False
