@@ -142,3 +142,30 @@ def test_a_process_whose_libc_clock_runs_an_hour_ahead_cannot_take_a_live_sqlite
     finally:
         stop.set()
         bus.close()
+
+
+def test_a_lease_table_from_before_adr_0085_gains_its_columns_and_keeps_its_lease(tmp_path: Path) -> None:
+    """An older SQLite file's ``ctxc_turn_leases`` (owner, expiry only) gains the renewal
+    count and lease length at first use; a live lease in it is still refused to others."""
+    import sqlite3
+
+    from context_compaction import Settings, bootstrap
+
+    path = tmp_path / "old.db"
+    bus = bootstrap(Settings(database_url=f"sqlite:///{path}"))
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE ctxc_turn_leases (session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+                     "expires_at DOUBLE PRECISION NOT NULL)")
+        conn.execute("INSERT INTO ctxc_turn_leases VALUES ('s', 'old-owner', "
+                     "(julianday('now') - 2440587.5) * 86400.0 + 30)")
+    conn.close()
+    try:
+        leases = bus.services.leases
+        assert not leases.acquire("s", "new-owner", 30.0) and leases.holder("s") == "old-owner"
+        assert leases.renew("s", "old-owner", 30.0)
+        with sqlite3.connect(path) as conn:
+            columns = [row[1] for row in conn.execute("PRAGMA table_info(ctxc_turn_leases)")]
+        conn.close()
+        assert columns == ["session_id", "owner", "expires_at", "renewals", "lease_seconds"]
+    finally:
+        bus.close()
