@@ -120,8 +120,12 @@ class SqlTurnLeases:
         if seen is None:  # released meanwhile
             return self._changes(self._acquire, (session_id, owner, seconds, seconds)) == 1
         (holder, renewals, expires_at, _), stale = seen
-        return stale and self._changes(self._take, (owner, seconds, seconds, session_id, holder, renewals,
-                                                    expires_at)) == 1
+        taken = stale and self._changes(self._take, (owner, seconds, seconds, session_id, holder, renewals,
+                                                     expires_at)) == 1
+        if taken:
+            with self._seen_lock:
+                self._seen.pop(session_id, None)
+        return taken
 
     def _watch(self, session_id: str) -> tuple[tuple[Any, ...], bool] | None:
         """(SQLite) The lease and whether it is stale: seen unchanged by this process for
@@ -133,6 +137,8 @@ class SqlTurnLeases:
         while True:
             row = self.db.query_one(self._seen_sql, (session_id,))
             if row is None:
+                with self._seen_lock:
+                    self._seen.pop(session_id, None)
                 return None
             lease, length, looks_expired = tuple(row[:3]) + (float(row[3]),), float(row[3]), bool(row[4])
             now = self._monotonic()
