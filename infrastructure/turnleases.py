@@ -74,8 +74,11 @@ class SqlTurnLeases:
         self._release = f"DELETE FROM {t} WHERE session_id = ? AND owner = ?"
         self._holder = f"SELECT owner FROM {t} WHERE session_id = ? AND expires_at > {now}"
         # (SQLite) the lease as last seen, with the database clock's hint and its length
+        # "looks expired" also when the expiry lies farther ahead than the lease lasts (and a
+        # second of ordinary skew): the holder's clock ran ahead, or ours behind; a crashed
+        # holder's lease would otherwise be refused to a process that asks once for the skew.
         self._seen_sql = (f"SELECT owner, renewals, expires_at, lease_seconds, expires_at <= {now} "
-                          f"FROM {t} WHERE session_id = ?")
+                          f"OR expires_at > {now} + lease_seconds + 1.0 FROM {t} WHERE session_id = ?")
         self._take = (f"UPDATE {t} SET owner = ?, expires_at = {now} + ?, lease_seconds = ?, "
                       "renewals = renewals + 1 WHERE session_id = ? AND owner = ? AND renewals = ? "
                       "AND expires_at = ?")

@@ -169,3 +169,44 @@ def test_a_lease_table_from_before_adr_0085_gains_its_columns_and_keeps_its_leas
         assert columns == ["session_id", "owner", "expires_at", "renewals", "lease_seconds"]
     finally:
         bus.close()
+
+
+_CRASHING_HOLDER = """
+import os, sys
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+from context_compaction import Settings, bootstrap
+bus = bootstrap(Settings(database_url=sys.argv[1]))
+print("taken" if bus.services.leases.acquire("s", "skewed-holder", 2.0) else "refused", flush=True)
+os._exit(0)  # a crash: never renewed, never released
+"""
+
+
+def test_a_fresh_process_takes_the_lease_of_a_crashed_holder_whose_clock_ran_an_hour_ahead(tmp_path: Path) -> None:
+    """ADR 0085: the holder's clock was an hour ahead, so its lease's expiry lies an hour
+    in the future by an honest clock, beyond any lease length. A process that asks once
+    (a fresh ``ctxc`` or server, nothing remembered) watched nothing and was refused for
+    the hour; an expiry farther away than the lease's length is a clock that disagrees,
+    so it is watched for a lease and, unrenewed, taken."""
+    import os
+    import time
+
+    if not LIBFAKETIME.exists():
+        if os.environ.get("REQUIRE_FAKETIME"):
+            raise AssertionError(f"{LIBFAKETIME} is missing: apt-get install -y faketime")
+        pytest.skip("libfaketime is not installed (apt-get install -y faketime; .ci/run installs it)")
+    from context_compaction import Settings, bootstrap
+
+    url = f"sqlite:///{tmp_path / 'lease.db'}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "LD_PRELOAD": str(LIBFAKETIME),
+           "FAKETIME": "+1h", "FAKETIME_DONT_RESET": "1"}
+    done = subprocess.run([sys.executable, "-c", _CRASHING_HOLDER, url], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0 and done.stdout.split() == ["taken"], (done.stdout, done.stderr[-2000:])
+    bus = bootstrap(Settings(database_url=url))
+    try:
+        started = time.monotonic()
+        assert bus.services.leases.acquire("s", "honest-owner", 2.0)
+        assert time.monotonic() - started >= 1.5  # watched for the crashed holder's lease first
+        assert bus.services.leases.holder("s") == "honest-owner"
+    finally:
+        bus.close()
