@@ -212,7 +212,7 @@ class _Environment(EnvSettingsSource):
     def _load_env_vars(self) -> Mapping[str, str | None]:
         unknown = {key.lower() for key in unknown_variables(os.environ)}
         found = {k: v for k, v in super()._load_env_vars().items() if k not in unknown}
-        bad = sorted(k.upper() for k, v in found.items() if v and k.upper().startswith(ENV_PREFIX) and _not_json(k, v))
+        bad = sorted(k.upper() for k, v in found.items() if v is not None and k.upper().startswith(ENV_PREFIX) and _not_json(k, v))
         if bad:
             raise SettingsError(f"environment variable {' or '.join(bad)} must hold JSON")
         return found
