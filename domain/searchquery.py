@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 
 #: Words of a query that are searched: far more than a person or a model asks with
-#: (a sentence of 32 words), few enough that the query costs SQLite and PostgreSQL under
-#: 2 × a one-word query (benchmarks/searchquery.py).
+#: (a sentence of 32 words). The cost is linear in them: about 1-4 × a one-word query
+#: on ordinary text (benchmarks/searchquery.py), but up to 12-17 × on SQLite when every
+#: message holds every word many times (bm25 scores each of 32 terms per row; a phrase
+#: of one repeated word is checked at each of its positions). ADR 0086.
 MAX_QUERY_WORDS = 32
 
 # What both engines' tokenizers take as a word: a run of letters and digits
