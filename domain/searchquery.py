@@ -10,6 +10,8 @@ superset: fewer required words can only find more messages, never miss one.
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Iterator
 
 #: Words of a query that are searched: far more than a person or a model asks with
 #: (a sentence of 32 words). The cost is linear in them: about 1-4 × a one-word query
@@ -19,15 +21,29 @@ import re
 MAX_QUERY_WORDS = 32
 
 # What both engines' tokenizers take as a word: a run of letters and digits
-# (``_`` splits, as FTS5's unicode61 and PostgreSQL's parser do).
-_WORD = re.compile(r"[^\W_]+")
+# (``_`` splits, as FTS5's unicode61 and PostgreSQL's parser do), with the combining
+# marks inside it (``nai`` U+0308 ``ve``, Devanagari vowel signs): FTS5 keeps a mark in
+# its word, so a cut before one would search a word nobody wrote.
+_RUN = re.compile(r"[^\W_]+")
+
+
+def _word_ends(query: str) -> Iterator[int]:
+    """Where each word of ``query`` ends, a mark and the letters after it kept in it."""
+    at = 0
+    while (run := _RUN.search(query, at)) is not None:
+        end = run.end()
+        while end < len(query) and unicodedata.category(query[end]).startswith("M"):
+            end += 1
+            more = _RUN.match(query, end)
+            end = more.end() if more else end
+        yield end
+        at = end
 
 
 def bounded_query(query: str) -> tuple[str, bool]:
     """``query`` up to and including its ``MAX_QUERY_WORDS``-th word, and whether it was
     cut there (True only when a word followed)."""
-    for n, word in enumerate(_WORD.finditer(query), 1):
+    for n, end in enumerate(_word_ends(query), 1):
         if n == MAX_QUERY_WORDS:
-            cut = query[: word.end()]
-            return (cut, True) if _WORD.search(query, word.end()) else (query, False)
+            return (query[:end], True) if _RUN.search(query, end) else (query, False)
     return query, False

@@ -259,3 +259,20 @@ def test_sqlite_cost_of_a_long_phrase_stays_near_one_term(harness: Harness, back
         assert steps("-".join(words)) > 4 * base  # what it cost unbounded
     finally:
         conn.close()
+
+
+def test_a_query_cut_at_its_32nd_word_never_cuts_a_word_in_two(harness: Harness) -> None:
+    """Review of ADR 0086: the cut must fall where the engines end a word, or the cut
+    query requires a word nobody wrote and misses what the whole query finds. A word
+    written with a combining accent (``nai`` + U+0308 + ``ve``, as NFD text has it) is one
+    word to FTS5; the count took the mark for a separator and searched ``nai``."""
+    from context_compaction.domain.searchquery import bounded_query
+
+    naive = "nai\u0308ve"
+    words = [f"w{i}" for i in range(31)] + [naive] + ["more", "words"]
+    cut, shortened = bounded_query(" ".join(words))
+    assert shortened and cut.endswith(naive), cut
+    ok(harness.do({"type": "start_session", "session_id": "u", "model": "gpt-4o"}))
+    ok(harness.do({"type": "append_messages", "session_id": "u", "messages": [user(" ".join(words[:32]))]}))
+    found = ok(harness.do({"type": "search_history", "session_id": "u", "query": " ".join(words)}))
+    assert found["shortened_to"] == " ".join(words[:32]) and [h["seq"] for h in found["hits"]] == [1]
