@@ -107,7 +107,7 @@ class Checkpoint:
     def from_row(cls, row: Any) -> Checkpoint:
         """From any object that has the fields as attributes (a read-model row)."""
         if isinstance(row, Checkpoint):
-            return row  # a row type that is a Checkpoint (application/views.py)
+            return row  # a row type that is a Checkpoint (application/contracts/views.py)
         return cls.from_record({name: getattr(row, name, None) for name in FIELDS})
 
     @property

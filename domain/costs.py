@@ -1,7 +1,7 @@
 """What a session's requests and compactions cost (issue 43, ADR 0076).
 
 Pure arithmetic over per-token prices: the prices come from litellm's offline cost map
-or a model's settings (application/costs.py); nothing here reads a file.
+or a model's settings (application/history/costs.py); nothing here reads a file.
 
 A usage is split into its disjoint parts: ``cached`` and ``created`` are parts of
 ``prompt`` (as ``record_usage`` refuses otherwise), the rest of the prompt is plain

@@ -287,6 +287,8 @@ def bootstrap(
     follower = TimelineFollower(db, app.projector, timeline)
     services.after_checkpoint.append(follower.catch_up)
     services.eraser = SqlContentEraser(app, db)
+    if isinstance(services.attempts, SqlAttemptLog):  # (a write racing a purge, ADR 0072)
+        services.attempts.after_content_write = services.eraser.erase_if_purged
     services.store = Store(app=app, db=db, database=target.description, timeline_follower=follower,
                            read_only=read_only)
     if read_only is not None:

@@ -8,6 +8,7 @@ Imported only by ``serve`` (it needs uvicorn, the ``[http]`` extra)."""
 
 # No ``from __future__ import annotations``: the class body's annotations are plain.
 import asyncio
+import contextlib
 import json
 import logging
 from typing import Any
@@ -21,11 +22,8 @@ log = logging.getLogger("context_compaction.http")
 def _raw_response(status: int, reason: str, code: str, message: str) -> bytes:
     """An envelope as a complete HTTP/1.1 response, for answers outside any request."""
     body = json.dumps({"ok": False, "error": {"code": code, "message": message, "details": {}}}).encode()
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    )
-    return head.encode() + body
+    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -135,11 +133,9 @@ def fit_descriptors(max_connections: int) -> int:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < needed:
         target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
-        try:
+        with contextlib.suppress(ValueError, OSError):  # (the cap is lowered below)
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
             soft = target
-        except (ValueError, OSError):
-            pass
         if soft < needed:
             fitted = max((soft - _SPARE_DESCRIPTORS) // 2, 1)
             log.warning("connection limit lowered to fit the descriptor limit",

@@ -28,6 +28,7 @@ from .database import Database, quote_identifier
 from .readmodel.search import PURGE_LOCK_SQL
 
 TOMBSTONE = "[purged]"
+_PURGED = "context_compaction:Session.Purged"
 log = logging.getLogger("context_compaction.purge")
 
 
@@ -61,8 +62,16 @@ def _attempt(state: dict[str, Any]) -> None:
                                for item in value]
 
 
+def _candidate(state: dict[str, Any]) -> None:
+    # (a dry run's candidate holds its checkpoint record: the summary and its ledger)
+    checkpoint = (state.get("candidate") or {}).get("checkpoint")
+    if isinstance(checkpoint, dict):
+        _checkpoint(checkpoint)
+
+
 _SCRUB: dict[str, Callable[[dict[str, Any]], None]] = {
     "context_compaction:CompactionAttempts.AttemptRecorded": _attempt,
+    "context_compaction:CompactionAttempts.CandidatePrepared": _candidate,
     "context_compaction:Session.MessageAppended": _message,
     "context_compaction:Session.CheckpointCommitted": _checkpoint,
     "context_compaction:Session.HistoryInvalidated": _invalidation,
@@ -84,6 +93,22 @@ class SqlContentEraser:
     def __init__(self, app: Any, db: Database) -> None:
         self.app = app
         self.db = db
+
+    def erase_if_purged(self, session_id: str) -> None:
+        """After a write to the attempt log that may quote content read before a purge
+        (an attempt's ledger, a candidate's summary): erased again when the session was
+        purged meanwhile. The purge records ``Purged`` (marking the session deleted)
+        before it erases, so a write that the erasure missed, committed after it, sees
+        the mark here; a write committed before the erasure is rewritten by it."""
+        row = self.db.query_one("SELECT aggregate_id FROM {t}rm_sessions WHERE session_id = ? AND deleted <> 0",
+                                (session_id,))
+        if row is None:
+            return
+        table = self.app.projector.events_table
+        originator = UUID(str(row[0]))
+        if self.db.query_one(f"SELECT 1 FROM {table.qualified} WHERE originator_id = ? AND topic = ?",
+                             (originator if self.db.dialect.is_postgres else originator.hex, _PURGED)):
+            self.erase(session_id)
 
     def erase(self, session_id: str) -> tuple[int, bool | None]:
         table = self.app.projector.events_table

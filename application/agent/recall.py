@@ -72,7 +72,8 @@ def run_recall(bus: Any, session_id: str, arguments: str | dict[str, Any]) -> st
             hits = [{"seq": h.seq, "role": h.role, "snippet": h.snippet, "compacted": h.compacted,
                      **({"truncated": True} if h.truncated else {})}
                     for h in found.hits]
-            return json.dumps({"hits": hits}, ensure_ascii=False)
+            shortened = {"query_shortened_to": found.shortened_to} if found.shortened_to else {}
+            return json.dumps({"hits": hits, **shortened}, ensure_ascii=False)
         raise ValueError("give query, or from_seq (and to_seq)")
     except (ValueError, InvalidCommand) as exc:  # (a ValidationError is a ValueError)
         reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)

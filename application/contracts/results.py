@@ -136,6 +136,9 @@ class SearchResult(Result):
     session_id: str
     query: str
     hits: list[SearchHitResult]
+    shortened_to: str | None = None
+    """The part of ``query`` that was searched when it had more than 32 words (its first
+    32; None: the whole query was searched). ADR 0086."""
 
 
 class ProjectionResult(Result):
@@ -390,9 +393,12 @@ class ContextUsage(Result):
     breakdown: dict[str, int]
     text: str
     prompt_cache: PromptCacheUsage | None = None
+    """None until ``record_usage`` reported a request of the session in this process."""
     compaction_breaker: CompactionBreaker | None = None
     """Set by /info (``get_context_usage``): read from the attempt log."""
-    """None until ``record_usage`` reported a request of the session in this process."""
+    reported_window_tokens: int | None = None
+    """The window the provider reported for this model in an overflow error, in its own
+    units (None: none learned); ``effective_window_tokens`` is it in our estimate units."""
     ledger: dict[str, int] | None = None
     """The active checkpoint's ledger coverage: items_total, in_summary, restored,
     dropped (None: no checkpoint, or one made without a ledger)."""

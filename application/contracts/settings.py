@@ -24,8 +24,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, EnvSettingsSource, JsonConfigSettingsSource, SettingsConfigDict
-from pydantic_settings import PydanticBaseSettingsSource as Source
-from pydantic_settings import SettingsError
+from pydantic_settings import PydanticBaseSettingsSource as Source, SettingsError
 
 ENV_PREFIX = "CTXC_"
 ENV_NESTED_DELIMITER = "__"
@@ -137,10 +136,8 @@ class Limits(_Section):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        extra="forbid", defer_build=True, hide_input_in_errors=True, validate_default=True,
-        env_prefix=ENV_PREFIX, env_nested_delimiter=ENV_NESTED_DELIMITER, case_sensitive=False,
-    )
+    model_config = SettingsConfigDict(**_CONFIG, validate_default=True, env_prefix=ENV_PREFIX,
+                                      env_nested_delimiter=ENV_NESTED_DELIMITER, case_sensitive=False)
 
     database_url: str = "sqlite:///ctxc.db"
     context_compaction: CompactionConfig = Field(default_factory=CompactionConfig)
@@ -164,7 +161,7 @@ class Settings(BaseSettings):
                                    file_secret_settings: Source) -> tuple[Source, ...]:
         # No .env file and no secrets directory: code, then the file, then CTXC_*.
         path = _settings_file.get()
-        file = (_File(settings_cls, json_file=path),) if path else ()
+        file = (_File(settings_cls, json_file=path, json_file_encoding="utf-8"),) if path else ()
         return (init_settings, *file, _Environment(settings_cls))
 
     @classmethod
@@ -174,12 +171,7 @@ class Settings(BaseSettings):
         the file's ``database_url`` is relative to the file's folder, not to the working
         directory: the same file names the same database from anywhere."""
         path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ValueError(f"{path}: settings file is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: settings file must hold a JSON object")
+        path.open("rb").close()  # a missing file is an error here (the JSON source skips it)
         token = _settings_file.set(path)
         try:
             return cls(**overrides)
@@ -199,7 +191,12 @@ class _File(JsonConfigSettingsSource):
     from another directory, a write would otherwise open a new, empty store there)."""
 
     def _read_file(self, file_path: Any) -> dict[str, Any]:
-        data = super()._read_file(file_path)
+        try:
+            data = super()._read_file(file_path)
+        except ValueError as exc:
+            raise ValueError(f"{file_path}: settings file is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{file_path}: settings file must hold a JSON object")
         name = str(data.get("database_url", ""))
         if name.startswith("sqlite:///") and name[10:] not in ("", ":memory:") and not name[10:].startswith("file:"):
             data["database_url"] = f"sqlite:///{Path(file_path).resolve().parent / name[10:]}"
@@ -208,37 +205,27 @@ class _File(JsonConfigSettingsSource):
 
 class _Environment(EnvSettingsSource):
     """``CTXC_*`` less the variables that name no setting (reported, then left out:
-    pydantic would refuse the whole settings for one nested typo); a variable that must
-    hold JSON and does not is named (pydantic-settings names the field and source)."""
+    pydantic would refuse the whole settings for one nested typo); a variable for a
+    section, map or list that does not hold JSON is named (pydantic-settings names the
+    top-level field only; the value may be a secret and is never echoed)."""
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
         unknown = {key.lower() for key in unknown_variables(os.environ)}
-        return {k: v for k, v in super()._load_env_vars().items() if k not in unknown}
+        found = {k: v for k, v in super()._load_env_vars().items() if k not in unknown}
+        bad = sorted(k.upper() for k, v in found.items() if v is not None and k.upper().startswith(ENV_PREFIX) and _not_json(k, v))
+        if bad:
+            raise SettingsError(f"environment variable {' or '.join(bad)} must hold JSON")
+        return found
 
-    def __call__(self) -> dict[str, Any]:
+
+def _not_json(key: str, value: str) -> bool:
+    node = _shape(key[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER))[0]
+    if (isinstance(node, type) and issubclass(node, BaseModel)) or get_origin(node) in (dict, list):
         try:
-            return super().__call__()
-        except SettingsError as exc:
-            field = str(exc).split('"')[1] if '"' in str(exc) else "?"
-            # The value may be a secret: name the variable, never echo it. pydantic-settings
-            # names the top-level field; the variable may be a nested one under it.
-            names = _not_json(field) or [f"{ENV_PREFIX}{field.upper()}"]
-            raise SettingsError(f"environment variable {' or '.join(names)} must hold JSON") from None
-
-
-def _not_json(field: str) -> list[str]:
-    """The ``CTXC_*`` variables under ``field`` that name a section, map or list and do
-    not hold JSON."""
-    stem, found = f"{ENV_PREFIX}{field.upper()}", []
-    for key, value in os.environ.items():
-        if key.upper() == stem or key.upper().startswith(stem + ENV_NESTED_DELIMITER):
-            node = _shape(key[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER))[0]
-            if (isinstance(node, type) and issubclass(node, BaseModel)) or get_origin(node) in (dict, list):
-                try:
-                    json.loads(value)
-                except ValueError:
-                    found.append(key)
-    return sorted(found)
+            json.loads(value)
+        except ValueError:
+            return True
+    return False
 
 
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
@@ -252,8 +239,7 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
         if not name.startswith(ENV_PREFIX) or name in OTHER_VARIABLES or name.startswith(OTHER_PREFIXES):
             continue
         path = key[len(ENV_PREFIX):].lower().split(ENV_NESTED_DELIMITER)
-        unknown = _unknown_part(path)
-        if unknown is not None:
+        if (unknown := _shape(path)[1]) is not None:
             _report_unknown(key, path, *unknown)
             found.append(key)
     return found
@@ -262,15 +248,10 @@ def unknown_variables(environ: Mapping[str, str]) -> list[str]:
 _reported: set[str] = set()
 
 
-def _unknown_part(path: list[str]) -> tuple[int, list[str]] | None:
-    """Where ``path`` leaves the shape of ``Settings``: the index of the first part that
-    names nothing and the names known at that level (None: every part names a field,
-    an alias, or a key of a map)."""
-    return _shape(path)[1]
-
-
 def _shape(path: list[str]) -> tuple[Any, tuple[int, list[str]] | None]:
-    """The type ``path`` names in ``Settings``, or where it leaves its shape."""
+    """The type ``path`` names in ``Settings``, or where it leaves its shape: the index
+    of the first part that names nothing and the names known at that level (None:
+    every part names a field, an alias, or a key of a map)."""
     node: Any = Settings
     for index, part in enumerate(path):
         if isinstance(node, type) and issubclass(node, BaseModel):
@@ -322,7 +303,7 @@ def problems(exc: ValidationError, environ: Mapping[str, str] | None = None) -> 
         where = ".".join(loc) or "settings"
         reason = error["msg"]
         if error["type"] == "extra_forbidden":  # a misspelled key in a file or in code
-            unknown = _unknown_part(loc)
+            unknown = _shape(loc)[1]
             close = difflib.get_close_matches(loc[unknown[0]], unknown[1], n=1) if unknown else []
             reason = "no such setting" + (f"; did you mean {'.'.join([*loc[:unknown[0]], close[0]])}?"
                                           if unknown and close else "")

@@ -12,6 +12,7 @@ from context_compaction.domain.projection import (
     build_projection,
     checkpoint_problem,
 )
+from context_compaction.domain.searchquery import bounded_query
 
 from ..contracts import commands as c
 from ..contracts import results as r
@@ -67,13 +68,15 @@ def get_history(cmd: c.GetHistory, svc: Services) -> r.HistoryResult:
 
 def search_history(cmd: c.SearchHistory, svc: Services) -> r.SearchResult:
     live_row(svc, cmd.session_id)
+    searched, shortened = bounded_query(cmd.query)
     hits = svc.read_model.search(
-        cmd.session_id, cmd.query, limit=cmd.limit, include_invalidated=cmd.include_invalidated
+        cmd.session_id, searched, limit=cmd.limit, include_invalidated=cmd.include_invalidated
     )
     return r.SearchResult(
         session_id=cmd.session_id,
         query=cmd.query,
         hits=[r.SearchHitResult(**vars(hit)) for hit in hits],
+        shortened_to=searched if shortened else None,
     )
 
 

@@ -54,9 +54,9 @@ class TurnMemory:
     """session → turn key of the turn whose one overflow recovery has been used."""
     active_turns: dict[str, int] = field(default_factory=dict)
     usages: dict[str, deque[tuple[int, int, int]]] = field(default_factory=dict)
+    """session → (prompt, cached, cache creation) tokens of its recent requests."""
     breaker_logged: set[tuple[str, int]] = field(default_factory=set)
     """(session, failures in a row) whose pause was logged: once per pause."""
-    """session → (prompt, cached, cache creation) tokens of its recent requests."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     background: BackgroundSummaries = field(default_factory=BackgroundSummaries)
     """The background summaries running in this process (issue 17, ADR 0038)."""

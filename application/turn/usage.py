@@ -74,6 +74,7 @@ def context_usage(
         breakdown=dict(draft.breakdown),
         text="",
         prompt_cache=cache,
+        reported_window_tokens=learned.window if (learned := ctx.session.learned_windows.get(turn.model)) else None,
     )
     usage.text = usage_text(usage)
     return usage
@@ -91,6 +92,8 @@ def usage_text(u: r.ContextUsage) -> str:
     window = f"{u.effective_window_tokens:,}"
     if u.effective_window_tokens != u.configured_window_tokens:
         window += f" ({u.window_source}; model {u.configured_window_tokens:,})"
+    if u.reported_window_tokens is not None:
+        window += f"; provider reported {u.reported_window_tokens:,} in its units"
     source = USAGE_LABELS.get(u.usage_source, u.usage_source)
     if u.usage_source != "estimated":
         source += f"; local estimate {u.estimated_tokens:,}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError
@@ -34,6 +35,9 @@ _TRIES = 8
 class SqlAttemptLog:
     def __init__(self, app: SessionsApplication) -> None:
         self.app = app
+        #: Called after a write that may quote the session's content (bootstrap: the
+        #: purge's ``erase_if_purged``, for a write racing a purge; ADR 0072).
+        self.after_content_write: Callable[[str], None] | None = None
 
     def _load(self, session_id: str) -> CompactionAttempts | None:
         try:
@@ -55,6 +59,8 @@ class SqlAttemptLog:
 
     def record(self, session_id: str, attempt: Attempt) -> None:
         self._append(session_id, lambda log: log.record(attempt))
+        if self.after_content_write is not None and attempt.ledger:
+            self.after_content_write(session_id)
 
     def record_usage(self, session_id: str, usage: RecordedUsage) -> None:
         """One request's measured usage, in the same stream (issue 43)."""
@@ -63,6 +69,8 @@ class SqlAttemptLog:
     def record_candidate(self, session_id: str, candidate: dict[str, Any]) -> None:
         """A dry run's candidate, kept until committed or stale (issue 43)."""
         self._append(session_id, lambda log: log.record_candidate(candidate))
+        if self.after_content_write is not None:
+            self.after_content_write(session_id)
 
     def candidate(self, session_id: str, candidate_id: str) -> dict[str, Any] | None:
         with storage_errors():

@@ -122,9 +122,10 @@ def test_demo_json_prints_one_json_document_and_refuses_db(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     facts = json.loads(proc.stdout)  # the whole of stdout: no narrative around it
     assert facts["auto_compactions"] >= 1
-    refused = ctxc("demo", "--db", str(tmp_path / "x.db"), "--workdir", str(tmp_path / "e"))
-    assert refused.returncode == 2 and "--workdir" in refused.stderr
-    assert not (tmp_path / "x.db").exists() and not (tmp_path / "e").exists()
+    for argv in (("demo", "--db", str(tmp_path / "x.db")), ("--db", str(tmp_path / "x.db"), "demo")):
+        refused = ctxc(*argv, "--workdir", str(tmp_path / "e"))  # (stdout and stderr are pipes)
+        assert refused.returncode == 2 and "--workdir" in refused.stderr and refused.stdout == ""
+        assert not (tmp_path / "x.db").exists() and not (tmp_path / "e").exists()
 
 
 def test_events_limit_is_the_total(demo_db: Path) -> None:

@@ -159,3 +159,15 @@ def test_a_nested_variable_that_must_hold_json_is_named(monkeypatch: pytest.Monk
         Settings()
     assert str(caught.value) == ("environment variable CTXC_CONTEXT_COMPACTION__TOOL_RESULTS__PROTECTED_TOOLS "
                                  "must hold JSON")
+
+
+def test_an_empty_variable_for_a_section_is_named_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty ``CTXC_LIMITS=`` (``export CTXC_LIMITS=``) is not JSON either: named, as
+    before settings.py moved the check to where the variables load, not pydantic-settings'
+    bare "error parsing value for field"."""
+    from pydantic_settings import SettingsError
+
+    monkeypatch.setenv("CTXC_LIMITS", "")
+    with pytest.raises(SettingsError) as caught:
+        Settings()
+    assert str(caught.value) == "environment variable CTXC_LIMITS must hold JSON"

@@ -47,7 +47,7 @@ def contended(h: Any, tmp_path: Path, record_property: Any) -> None:
         time.sleep(0.05)
     # A follower of the notification log polls while the 8 processes write (issue 37):
     # it must never pass an id that a later commit fills in.
-    recorder = h.bus.services.extra["app"].recorder
+    recorder = h.inspect.app.recorder
     writing = True
     seen: list[int] = []
 

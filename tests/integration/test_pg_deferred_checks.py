@@ -29,7 +29,7 @@ def test_a_read_model_that_lags_fails_the_check_and_the_append_goes_the_careful_
                  "messages": [user(f"m{i}")]}))
     # An event stored without the projection (as by a writer that does not project):
     # the read model's position lags behind the newest event by one.
-    projector = h.bus.services.extra["app"].projector
+    projector = h.inspect.app.projector
     monkeypatch.setattr(projector, "project_inline", lambda *args, **kwargs: None)
     ok(h.do({"type": "start_session", "session_id": "t", "model": "gpt-4o"}))
     monkeypatch.undo()
@@ -52,7 +52,7 @@ def test_a_read_model_that_lags_fails_the_check_and_the_append_goes_the_careful_
                      "messages": [user("after the lag"), user("and one more")]}))
     assert again["duplicate"] is True and again["seqs"] == [4, 5]  # one effect
     position = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")[0][0]
-    events = h.bus.services.extra["app"].projector.events_table
+    events = h.inspect.app.projector.events_table
     assert position == h.query(f"SELECT max({events.id_column}) FROM {events.qualified}")[0][0]
     _rebuilt_equals_live(h)
 

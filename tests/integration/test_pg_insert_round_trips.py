@@ -59,7 +59,7 @@ def test_an_append_waits_on_the_server_only_where_the_librarys_transaction_does(
     h: Harness = pg_databases.harness("trips", postgres={"pool_size": 1, "max_overflow": 0})
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("warm")]}))
-    recorder = h.bus.services.extra["app"].recorder
+    recorder = h.inspect.app.recorder
     path = tmp_path / "libpq.trace"
     with open(path, "w") as f:
         with recorder.datastore.get_connection() as conn:  # (the pool's only connection)

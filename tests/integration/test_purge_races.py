@@ -69,3 +69,46 @@ def test_a_timeline_entry_written_after_a_purge_is_not_stored(make_harness: Make
     late.put(TimelineEntry(key="context_checkpoint:cp_live", session_id="live", checkpoint_id="cp_live",
                            content="kept", created_at="2026-01-01T00:00:00+00:00"))
     assert [r[0] for r in h.query("SELECT content FROM {t}rm_timeline WHERE session_id = ?", ("live",))] == ["kept"]
+
+
+@pytest.mark.backends("postgres", "sqlite")
+def test_a_dry_run_candidate_keeps_no_content_after_a_purge(make_harness: MakeHarness, backend: str) -> None:
+    """A dry run's candidate (issue 43) holds its summary in the attempt log; the purge
+    rewrote attempts' ledgers but left candidates whole (review of issue 35)."""
+    from helpers import RecordingSummarizer
+    from test_purge import _dump
+
+    h = make_harness("candidate", adapters={"summarizer": RecordingSummarizer(text=f"## Goal\nKeep {SECRET}.")},
+                     context_compaction={"keep_recent_tokens": 300})
+    ok(h.do({"type": "start_session", "session_id": "p", "model": "gpt-4o"}))
+    for i in range(6):
+        ok(h.do({"type": "append_messages", "session_id": "p", "messages": [
+            user(f"step {i}: {SECRET} " + "word " * 300, turn_id=f"t{i}")]}))
+    prepared = ok(h.do({"type": "compact", "session_id": "p", "dry_run": True}))
+    assert prepared["status"] == "candidate", prepared
+    assert SECRET.encode() in _dump(h)
+    ok(h.do({"type": "purge_session", "session_id": "p"}))
+    assert SECRET.encode() not in _dump(h), "the candidate's summary was left in the attempt log"
+
+
+@pytest.mark.backends("postgres", "sqlite")
+def test_an_attempt_recorded_after_a_purge_keeps_no_content(make_harness: MakeHarness, backend: str) -> None:
+    """A compaction that read the session before the purge records its attempt (a
+    ledger whose dropped items quote messages) after the erasure: the purge's rewrite
+    missed it (review of issue 35)."""
+    from context_compaction.domain.attempts import Attempt
+    from test_purge import _dump
+
+    h = make_harness("attempt")
+    ok(h.do({"type": "start_session", "session_id": "p", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "p", "messages": [user(f"my key is {SECRET}")]}))
+    late = h.new_bus().services.attempts  # another process, its compaction still running
+    ok(h.do({"type": "purge_session", "session_id": "p"}))
+    late.record("p", Attempt(
+        attempt_id="att_late", at="2026-01-01T00:00:00+00:00", reason="auto", outcome="compacted",
+        stage="summarized", summarizer="llm", model="gpt-4o", prompt_version="v", duration_ms=1,
+        tokens_before=10, tokens_after=5, error_code=None, at_seq=1,
+        ledger={"items_total": 1, "in_summary": 0, "restored": 0, "dropped": 1,
+                "dropped_items": [{"kind": "id", "value": SECRET, "seq": 1}]}))
+    assert SECRET.encode() not in _dump(h), "the late attempt's ledger kept the content"
+    assert len(late.attempts("p")) == 1  # (the fact of the attempt stays)

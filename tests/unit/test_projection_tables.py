@@ -34,6 +34,8 @@ OTHER_READERS = {
                               "purge.py"},
     Session.CheckpointCommitted: {"timeline.py", "memory/stores.py", "purge.py"},
     Session.HistoryInvalidated: {"purge.py"},
+    # (purge.py: a write racing a purge looks for the session's Purged event, ADR 0072)
+    Session.Purged: {"purge.py"},
 }
 
 
