@@ -78,7 +78,7 @@ _CUES = (
 )
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
                      r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward)\b", re.I)
-_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|the reason)\b|;|\s\(", re.I)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|the reason)\b|;", re.I)
 _STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
 this that these those we our you your they them their i me my he she his her not no nor so than then there here
 now new old all any some each every only also just very too more most less least into over under about after

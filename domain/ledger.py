@@ -176,6 +176,10 @@ class LedgerReport:
     restored: int = 0
     dropped_items: list[LedgerItem] = field(default_factory=list)
     marked_superseded: int = 0
+    #: Items a later statement replaced in this compaction (ADR 0083): a supersession is
+    #: never silent, so a wrong one can be seen (kind, value, seq, and the seq that
+    #: replaced it).
+    superseded_items: list[LedgerItem] = field(default_factory=list)
 
     @property
     def dropped(self) -> int:
@@ -188,6 +192,9 @@ class LedgerReport:
             "restored": self.restored,
             "dropped": self.dropped,
             "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items],
+            **({"superseded_items": [{"kind": i.kind, "value": i.value, "seq": i.seq,
+                                      **({"by": i.key} if (i.key or "").startswith("seq ") else {})}
+                                     for i in self.superseded_items]} if self.superseded_items else {}),
         }
 
 
