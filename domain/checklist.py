@@ -196,9 +196,15 @@ def salient(sentence: str) -> bool:
                           _CITATION.sub(" ", sentence))
     if _has_value(sentence) or _ENTITY.search(sentence[1:]):
         return True
-    return bool(_COMMIT.search(sentence) or _REASON.search(sentence) or _OPEN_Q.search(sentence))
+    return bool(_COMMIT.search(sentence) or _BECAUSE.search(sentence) or _OPEN_Q.search(sentence)
+                or _TOPIC.search(sentence))
 
 
+# (a subject stated first, then what holds for it: "Deploy window: Tuesdays only.", "When
+# it comes to naming, snake_case.", "For the CLI, long options." — a key and its value)
+_TOPIC = re.compile(r"^[^:?!]{3,60}:\s+\S|^(?:as for|regarding|when it comes to|for|on|about)\b[^,.;]{3,60},\s*\S",
+                    re.I)
+_BECAUSE = re.compile(r"\b(?:because|since|given that|due to|so that|the reason)\b", re.I)
 _CITATION = re.compile(r"\(seqs? [^()]*\)")
 # (a request to the assistant is not a fact: "Can you look at ...?", "Please run ...")
 _REQUEST = re.compile(r"^\s*(?:can|could|would|will) you\b|^\s*please\b", re.I)
