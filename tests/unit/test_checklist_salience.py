@@ -87,3 +87,15 @@ def test_configure_session_refuses_a_window_no_compaction_serves_and_changes_not
     assert info["agent_token_limit"] == 5000 if "agent_token_limit" in info else True
     r = ok(harness.do({"type": "configure_session", "session_id": "s1", "agent_token_limit": 1000}))
     assert r["agent_token_limit"] == 1000
+
+
+def test_the_scorer_counts_a_flagged_value_as_kept_and_not_current() -> None:
+    from context_compaction.infrastructure.evaluation.canaries import Canary, flagged, kept, stated_as_current
+
+    old = Canary("amount", "cache TTL", ("ttl",), ("15 minutes",), "The cache TTL is 15 minutes.")
+    new = Canary("amount", "cache TTL", ("ttl",), ("600 seconds",), "The cache TTL is now 600 seconds.")
+    old.superseded_by = new
+    line = "- amount: The cache TTL is 15 minutes. (seq 3; possibly superseded at seq 9)"
+    assert kept(old, line) and flagged(old, line) and not stated_as_current(old, line)
+    plain = "- amount: The cache TTL is 15 minutes. (seq 3)"
+    assert kept(old, plain) and not flagged(old, plain) and stated_as_current(old, plain)
