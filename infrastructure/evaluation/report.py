@@ -86,7 +86,9 @@ def markdown(result: dict[str, Any]) -> list[str]:
         lost = " | ".join(f"{r['lost_reported']}/{r['lost']}" for r in run["rounds"])
         lines.append(f"| lost: in dropped_items | {lost} | |")
         cur = " | ".join(str(r["superseded_current"]) for r in run["rounds"])
-        lines += [f"| superseded stated as current | {cur} | |", ""]
+        flag = " | ".join(str(r.get("kept_flagged_possibly_superseded", 0)) for r in run["rounds"])
+        lines += [f"| superseded stated as current | {cur} | |",
+                  f"| kept, flagged possibly superseded | {flag} | |", ""]
     if result["conversations"]:
         lines += ["**Conversations** (120 turns, host loop, default settings):", "",
                   "| phrasings | window | session tokens | compactions | " + " | ".join(KINDS)
