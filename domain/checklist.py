@@ -192,8 +192,8 @@ def salient(sentence: str) -> bool:
     if _REQUEST.match(sentence) or not subject_words(sentence):
         return False
     # (paths, ids and identifiers are the ledger's exact facts already: "Ticket PAY-7.")
-    sentence = _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0),
-                          _CITATION.sub(" ", sentence))
+    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
+    sentence = _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
     if _has_value(sentence) or _ENTITY.search(sentence[1:]):
         return True
     return bool(_COMMIT.search(sentence) or _BECAUSE.search(sentence) or _OPEN_Q.search(sentence)
@@ -205,6 +205,8 @@ def salient(sentence: str) -> bool:
 _TOPIC = re.compile(r"^[^:?!]{3,60}:\s+\S|^(?:as for|regarding|when it comes to|for|on|about)\b[^,.;]{3,60},\s*\S",
                     re.I)
 _BECAUSE = re.compile(r"\b(?:because|since|given that|due to|so that|the reason)\b", re.I)
+# (URLs, versions, ports and hashes: the ledger's exact facts hold them on their own)
+_EXACT = re.compile(r"https?://\S+|\bv?\d+\.\d+\.\d+\S*|\bport \d+|(?<=localhost:)\d+|\b[0-9a-f]{7,40}\b", re.I)
 _CITATION = re.compile(r"\(seqs? [^()]*\)")
 # (a request to the assistant is not a fact: "Can you look at ...?", "Please run ...")
 _REQUEST = re.compile(r"^\s*(?:can|could|would|will) you\b|^\s*please\b", re.I)
