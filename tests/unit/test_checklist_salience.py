@@ -26,6 +26,9 @@ def test_a_sentence_with_a_value_or_a_name_and_a_subject_enters_without_a_cue_wo
     assert "The loop over rows was slow." not in kinds and "Could you rerun it?" not in kinds
     assert salient("We'll keep the legacy exporter until the audit closes.")
     assert not salient("Thanks, 2 done.")  # (a value with no subject of its own)
+    # (the ledger's exact facts hold these values on their own: no sentence twice)
+    assert not salient("The worker listens on port 20001 now.")
+    assert not salient("The runbook is at https://docs.example.com/runbook/2 for reference.")
 
 
 def test_a_value_without_a_subject_stays_with_the_sentence_that_names_it() -> None:
