@@ -116,15 +116,13 @@ def _check_start_payload(svc: Services, cmd: c.StartSession) -> None:
 
 def configure_session(cmd: c.ConfigureSession, svc: Services) -> r.ConfigureSessionResult:
     set_limit = "agent_token_limit" in cmd.model_fields_set
-    _, session, _ = mutate(
-        svc,
-        cmd.session_id,
-        lambda s: (
-            _window_serves(svc, cmd.model or s.model, cmd.agent_token_limit if set_limit else s.agent_token_limit),
-            s.configure(model=cmd.model, agent_token_limit=cmd.agent_token_limit, set_limit=set_limit,
-                        created_at=svc.now()),
-        ),
-    )
+
+    def decide(s: Session) -> None:
+        _window_serves(svc, cmd.model or s.model, cmd.agent_token_limit if set_limit else s.agent_token_limit)
+        s.configure(model=cmd.model, agent_token_limit=cmd.agent_token_limit, set_limit=set_limit,
+                    created_at=svc.now())
+
+    _, session, _ = mutate(svc, cmd.session_id, decide)
     return r.ConfigureSessionResult(
         session_id=cmd.session_id,
         version=session.version,
