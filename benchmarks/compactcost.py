@@ -16,12 +16,14 @@ The three alternate repeat by repeat. Runs in its own process and prints JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from workload import MODEL, median, ms, unique_turns
@@ -94,6 +96,20 @@ def plan_and_source(svc: Any, turn: TurnContext) -> tuple[CutPlan, Any]:
     return plan, source
 
 
+@contextlib.contextmanager
+def _without_checklist() -> Iterator[None]:
+    """The ledger's extraction without the typed checklist (exact facts, constraints and
+    corrections only), as before issue 44."""
+    from context_compaction.domain import ledger
+
+    saved = ledger.checklist_items
+    ledger.checklist_items = lambda text: []
+    try:
+        yield
+    finally:
+        ledger.checklist_items = saved
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=WINDOW)
@@ -109,7 +125,7 @@ def main() -> int:
         ctx = turn.ctx
         texts = texts_of(ctx.records)
         enc = offline_encoding(turn.draft.encoding)
-        t: dict[str, list[float]] = {"floor": [], "plan_source": [], "end_to_end": []}
+        t: dict[str, list[float]] = {"floor": [], "plan_source": [], "end_to_end": [], "no_checklist": []}
         outcome = None
         for i in range(args.repeats):
             t0 = time.perf_counter()
@@ -129,6 +145,16 @@ def main() -> int:
             t["end_to_end"].append(time.perf_counter() - t3)
             other.close()
             assert outcome.status == "compacted", outcome
+            # (the same compaction without the typed checklist, ADR 0083: its cost as a ratio)
+            copy_db(base, copy)
+            other = bootstrap(settings(copy))
+            other.dispatch(c.GetContextUsage(session_id="s"))
+            with _without_checklist():
+                t4 = time.perf_counter()
+                bare = other.dispatch(c.Compact(session_id="s"))
+                t["no_checklist"].append(time.perf_counter() - t4)
+            other.close()
+            assert bare.status == "compacted", bare
         bus.close()
         m = {k: median(v) for k, v in t.items()}
         report = {
@@ -138,6 +164,7 @@ def main() -> int:
             **{f"{k}_ms": ms(v) for k, v in m.items()},
             "plan_source_ratio": round(m["plan_source"] / m["floor"], 2),
             "end_to_end_ratio": round(m["end_to_end"] / m["floor"], 2),
+            "checklist_cost_ratio": round(m["end_to_end"] / m["no_checklist"], 2),
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -155,6 +182,10 @@ def markdown(r: dict[str, Any]) -> list[str]:
         "",
         f"The cut summarizes {r['summarized_messages']} messages; the source keeps {r['source_entries']} entries "
         f"({r['source_tokens']:,} tokens); after compaction the request has {r['tokens_after']:,} tokens.",
+        "",
+        f"The typed fact checklist (ADR 0083) makes the end-to-end compaction {r['no_checklist_ms']:.1f} → "
+        f"{r['end_to_end_ms']:.1f} ms: {r['checklist_cost_ratio']:.2f}× the same compaction without it "
+        "(alternating, same run).",
     ]
 
 

@@ -125,6 +125,21 @@ class Budget:
         return should_compact(self.enabled, context_tokens, self.threshold)
 
 
+#: The share of the threshold the checklist's write-back is guaranteed (ADR 0083): the kept
+#: raw tail gives way first. At a 128K or 32K window the default tail leaves more than
+#: this; at 8K (threshold 4,000, summary 2,000, tail 2,000) it left none.
+CHECKLIST_ROOM_SHARE = 4
+
+
+def keep_with_checklist_room(keep: int, *, threshold: int, fixed: int, window: int) -> int:
+    """The kept tail, shrunk so that the summary (its output reserve) and the checklist's
+    write-back (a quarter of the threshold) still fit under the threshold beside it and
+    the fixed parts; never below zero."""
+    output_reserve = min(SUMMARY_OUTPUT_CAP, window // 4)
+    room = threshold - fixed - output_reserve - threshold // CHECKLIST_ROOM_SHARE
+    return max(0, min(keep, room))
+
+
 def should_compact(enabled: bool, context_tokens: int, threshold: int) -> bool:
     """Spec §8.3: auto-compact iff enabled and the next request exceeds the threshold."""
     return enabled and context_tokens > threshold

@@ -26,9 +26,12 @@ VERSIONED, SETTING_TEXT, PREFERENCE, TASK, QUESTION = "versioned", "setting_text
 #: A sentence that changes something ("the ORM is now Tortoise") without another kind's
 #: cue: it takes the kind of the item it supersedes (``Ledger.merge``).
 UPDATE = "update"
+#: A salient sentence no cue names (ADR 0083): it carries a value or a named entity, a
+#: commitment or a reason, and a subject of its own. People say facts without cue words.
+STATEMENT = "statement"
 #: Checklist kinds, in the order a summary lists them (and their write-back priority).
 CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
-                   UPDATE)
+                   UPDATE, STATEMENT)
 HEADING = "Fact Checklist"
 SENTENCE_CHARS = 280
 
@@ -61,7 +64,7 @@ _CUES = (
         r"(?:\w+ ){0,3}to|lock in|final call|wins for|we(?:'ll| will) use|reversing course|the fix is|"
         r"root cause)\b", re.I)),
     (PREFERENCE, re.compile(
-        r"\b(i prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
+        r"\b(i(?: \w+ly)? prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
         r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r|how i like|can't stand|"
         r"whenever you can|ever\b)", re.I)),
     (RULE, re.compile(
@@ -88,25 +91,62 @@ settled decided decision picked opted final call wins lock reason compared optio
 stay within tops going past needs sign-off non-negotiable negotiable constraint keep raise ops scratch number
 becomes revised expect roughly checked dashboard numbers put mark calendar ready everything need forget plan
 around lands scheduled took over ping breaks touching acts loop quarter ask they're
-step steps finished complete completed wrapped checked""".split())
+step steps finished complete completed wrapped checked
+behind through along across between within without above below beyond under until since onto upon
+us ours yours mine theirs him himself herself itself ourselves themselves one ones
+isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
+you'll they'll let's gonna""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
-SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK))
+SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
 
 
 def sentences(text: str) -> list[str]:
-    """Sentences of a message, a value-less rule sentence joined to the value before it."""
+    """Sentences of a message, a value never apart from its subject (ADR 0083): a
+    sentence with a value and no subject of its own ("So, $500.") and a neighbour with
+    the subject and no value ("That's the budget cap.") are one statement; so is a
+    value-less rule that points back at the value before it."""
     raw = [s.strip(" -*\t") for s in _SPLIT.split(text) if s and s.strip(" -*\t")]
     out: list[str] = []
     for s in raw:
-        if out and _value_less_rule(s) and _has_value(out[-1]) and not _has_value(s):
+        if out and _belongs_to(out[-1], s):
             out[-1] = f"{out[-1]} {s}"
         else:
             out.append(s)
     return out
 
 
+def _belongs_to(before: str, s: str) -> bool:
+    """Whether ``s`` completes the statement ``before`` makes: one has the value, the
+    other the subject; or ``s`` points back at ``before``'s value."""
+    if len(before) + len(s) > 2 * SENTENCE_CHARS:
+        return False
+    value_before, value_here = _has_value(before), _has_value(s)
+    if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):
+        return bool(subject_words(s)) or _value_less_rule(s)
+    if value_here and not subject_words(s) and not value_before:
+        return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
+    return False
+
+
+def subject_words(s: str) -> list[str]:
+    """The content words of a sentence once its values, names, fillers and reason are
+    taken out: what it is about."""
+    s = _REASON.split(s, maxsplit=1)[0]
+    bare = _DATE.sub(" ", _AMOUNT.sub(" ", _NAME.sub(" ", _VERSION_ANY.sub(" ", s))))
+    return [w for w in (x.lower() for x in re.findall(r"[A-Za-z][A-Za-z'-]+", bare))
+            if len(w) > 2 and w not in _STOP and w not in _FILLER]
+
+
+_VERSION_ANY = re.compile(r"\bv?\d+(?:\.\d+)+\b")
+#: Words of talk, not of a subject ("yeah", "honestly", "pretty sure").
+_FILLER = frozenset("""yeah yep yes nope okay ok hmm ugh well really honestly basically literally
+think guess pretty sure maybe probably roughly about around like give take btw fyi lol tbh
+anyway though still right good fine great nice cool firm thanks thank way""".split())
+
+
 def _has_value(s: str) -> bool:
-    return bool(_AMOUNT.search(s) or _DATE.search(s) or re.search(r"\d", s) or _NAME.search(s))
+    # (a digit inside a name is not a value: "P95", "S3", "urllib3")
+    return bool(_AMOUNT.search(s) or _DATE.search(s) or re.search(r"(?<![A-Za-z0-9_])\d", s) or _NAME.search(s))
 
 
 def _value_less_rule(s: str) -> bool:
@@ -139,7 +179,45 @@ def classify(sentence: str) -> str | None:
         return UPDATE
     if _AMOUNT.search(sentence):
         return AMOUNT
+    if salient(sentence):
+        return STATEMENT
     return None
+
+
+def salient(sentence: str) -> bool:
+    """A sentence worth keeping though no cue names its kind (ADR 0083): it has a
+    subject of its own and carries a value (a number, a date, an amount, a version), a
+    named entity (a proper noun within the sentence, an acronym, a mixed-case name), a
+    commitment ("let's", "we'll", "going to"), a reason, or a question left open."""
+    if _REQUEST.match(sentence) or not subject_words(sentence):
+        return False
+    # (paths, ids and identifiers are the ledger's exact facts already: "Ticket PAY-7.")
+    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
+    sentence = _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
+    if _has_value(sentence) or _ENTITY.search(sentence[1:]):
+        return True
+    return bool(_COMMIT.search(sentence) or _BECAUSE.search(sentence) or _OPEN_Q.search(sentence)
+                or _TOPIC.search(sentence))
+
+
+# (a subject stated first, then what holds for it: "Deploy window: Tuesdays only.", "When
+# it comes to naming, snake_case.", "For the CLI, long options." — a key and its value)
+_TOPIC = re.compile(r"^[^:?!]{3,60}:\s+\S|^(?:as for|regarding|when it comes to|for|on|about)\b[^,.;]{3,60},\s*\S",
+                    re.I)
+_BECAUSE = re.compile(r"\b(?:because|since|given that|due to|so that|the reason)\b", re.I)
+# (URLs, versions, ports and hashes: the ledger's exact facts hold them on their own)
+_EXACT = re.compile(r"https?://\S+|\bv?\d+\.\d+\.\d+\S*|\bport \d+|(?<=localhost:)\d+|\b[0-9a-f]{7,40}\b", re.I)
+_CITATION = re.compile(r"\(seqs? [^()]*\)")
+# (a request to the assistant is not a fact: "Can you look at ...?", "Please run ...")
+_REQUEST = re.compile(r"^\s*(?:can|could|would|will) you\b|^\s*please\b", re.I)
+# (an entity: a capitalised word inside a sentence, an acronym, a mixed-case or
+# digit-bearing name: "Tortoise", "the ORM", "RabbitMQ", "urllib3")
+_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I'|None\b|OK\b)[A-Z][a-z]{2,}\b|\b[A-Z]{2,6}s?\b|"
+                     r"\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|\b[a-z]{3,}\d+\b")
+_COMMIT = re.compile(r"\b(let's|let us|we'll|we will|we're going to|we are going to|i'll|going forward|"
+                     r"from (?:now|here) on|agreed|promise|commit(?:ted)? to|plan is|the call is)\b", re.I)
+_OPEN_Q = re.compile(r"\b(don't know|do not know|no idea|not clear|unclear|unknown|nobody|no one|"
+                     r"figure (?:it|that|this) out|find out|check with|open)\b", re.I)
 
 
 def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
@@ -163,9 +241,11 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     # knows it" — two decisions with the same reason are about different things)
     sentence = _REASON.split(sentence, maxsplit=1)[0]
     bare = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", sentence)))
+    bare = bare[:1] + _VALUE_ENTITY.sub(" | ", bare[1:])
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|\|", bare)]
     for a, b in zip(words, words[1:]):
-        if a not in _STOP and b not in _STOP and "|" not in (a, b) and len(a) > 2 and len(b) > 2:
+        if a not in _STOP and b not in _STOP and a not in _FILLER and b not in _FILLER and "|" not in (a, b) \
+                and len(a) > 2 and len(b) > 2:
             out.add(f"{a} {b}")
     # (acronyms, "the ORM"; never a unit, "180 KB")
     out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence)
@@ -174,8 +254,12 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
 
 
 _UNIT_ONLY = re.compile(_UNIT, re.I)
-_VERSION_WORDS = frozenset("version versions stay pin pinned bump lock upgrade downgrade roll forward moved "
-                           "lockfile we're running runs production release".split())
+# (a capitalised word within a sentence or a mixed-case name: a value, not a subject)
+_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b")
+_VERSION_WORDS = frozenset("version versions stay stays stayed staying pin pins pinned pinning bump bumps bumped "
+                           "bumping lock locks locked upgrade upgrades upgraded upgrading downgrade downgraded roll "
+                           "rolled rolling forward moved move keep kept hold held sits lockfile we're running runs "
+                           "run production release everywhere".split())
 
 
 def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
@@ -229,26 +313,53 @@ _DIGITS = re.compile(r"\d[\d,.:/-]*")
 
 def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item],
               replaceable: tuple[str, ...]) -> Item:
-    """Move the earlier items about ``item``'s subject (a shared anchor) from ``by_key``
-    to ``superseded``, keyed by the seq that replaced them; an update takes the kind of
-    the item it replaces. (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
+    """Move the earlier items about ``item``'s subject from ``by_key`` to ``superseded``,
+    keyed by the seq that replaced them; an update takes the kind of the item it
+    replaces. Only when the subject matches (ADR 0083): a change that shares part of a
+    subject with an earlier value marks that one *possibly superseded* and keeps both;
+    a statement with no value of its own ("never exceed it") replaces no value.
+    (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
     mine = set(item.anchors)
+    carries = _carries_value(item.value)
     for other_k, other in list(by_key.items()):
         if other.kind == "setting" and other.key in mine and other.seq <= item.seq and f"{other.key}=" not in item.value:
             # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16.")
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(other.key,))
             continue
-        if other.seq > item.seq or other.value == item.value or not _same_subject(mine, set(other.anchors)):
+        if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
             continue
-        if item.kind == UPDATE and other.kind in replaceable:
+        if not carries and _carries_value(other.value):
+            continue
+        theirs = set(other.anchors)
+        if not _same_subject(mine, theirs):
+            if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
+                by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
+            continue
+        if item.kind in (UPDATE, STATEMENT) and other.kind not in (UPDATE, STATEMENT):
             item = replace(item, kind=other.kind)
         # (a correction replaces what it corrects, and is replaced by the next change,
-        # whatever the kinds)
-        if other.kind in replaceable and (other.kind == item.kind or "correction" in (item.kind, other.kind)):
+        # whatever the kinds; a value kind's later value replaces the earlier one's)
+        if other.kind == item.kind or "correction" in (item.kind, other.kind) or (
+                other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
     return item
+
+
+def _carries_value(sentence: str) -> bool:
+    return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]))
+
+
+def _partly_same(a: set[str], b: set[str]) -> bool:
+    """Some of a subject shared, not enough to be sure: a content bigram or a name in both."""
+    return bool(a & b)
+
+
+#: Kinds that state one value of a subject: a later value of the same subject replaces
+#: the earlier one whichever kind the extractor gave each sentence.
+_VALUE_KINDS = frozenset((RULE, "constraint", PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, STATEMENT, DECISION,
+                          UPDATE))
 
 
 def _same_subject(a: set[str], b: set[str]) -> bool:

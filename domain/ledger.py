@@ -42,7 +42,7 @@ MAX_ITEMS = 1000  # (600 before the checklist, issue 44: its statements come bes
 
 _CONSTRAINT = re.compile(
     r"\b(must|must not|do not|don't|never|always|only use|make sure|required|"
-    r"should not|shouldn't|avoid|without)\b",
+    r"should not|shouldn't|avoid|without)\b|^\s*no (?!problem|worries|idea|rush)\w+",
     re.I,
 )
 # ("instead of"/"rather than" alone are routine requests, not corrections: issue 44.)
@@ -73,11 +73,15 @@ class LedgerItem:
     count: int = 1
     key: str | None = None  # a setting's name: a new value for it supersedes the old
     anchors: tuple[str, ...] = ()  # a checklist item's subject: a later item sharing one supersedes it
+    #: The seq of a later change that shares part of this item's subject (ADR 0083): both
+    #: are kept, this one marked as possibly superseded there.
+    doubt: int | None = None
 
     def line(self) -> str:
         """The line written back into a summary that lacks the item."""
         if self.kind in CHECKLIST_KINDS:
-            return f"- {self.kind}: {self.value} (seq {self.seq})"
+            doubt = f"; possibly superseded at seq {self.doubt}" if self.doubt is not None else ""
+            return f"- {self.kind}: {self.value} (seq {self.seq}{doubt})"
         if self.kind in HEADING:
             return f"- {self.value} (seq {self.seq})"
         return f"- {self.kind}: {self.value} (seq {self.seq})"
@@ -92,6 +96,8 @@ class LedgerItem:
             record["key"] = self.key
         if self.anchors:
             record["anchors"] = list(self.anchors)
+        if self.doubt is not None:
+            record["doubt"] = self.doubt
         return record
 
     @classmethod
@@ -105,6 +111,7 @@ class LedgerItem:
             count=int(record.get("count", 1)),
             key=record.get("key"),
             anchors=tuple(str(a) for a in record.get("anchors", ())),
+            doubt=int(record["doubt"]) if record.get("doubt") is not None else None,
         )
 
 
@@ -169,6 +176,10 @@ class LedgerReport:
     restored: int = 0
     dropped_items: list[LedgerItem] = field(default_factory=list)
     marked_superseded: int = 0
+    #: Items a later statement replaced in this compaction (ADR 0083): a supersession is
+    #: never silent, so a wrong one can be seen (kind, value, seq, and the seq that
+    #: replaced it).
+    superseded_items: list[LedgerItem] = field(default_factory=list)
 
     @property
     def dropped(self) -> int:
@@ -181,6 +192,9 @@ class LedgerReport:
             "restored": self.restored,
             "dropped": self.dropped,
             "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items],
+            **({"superseded_items": [{"kind": i.kind, "value": i.value, "seq": i.seq,
+                                      **({"by": i.key} if (i.key or "").startswith("seq ") else {})}
+                                     for i in self.superseded_items]} if self.superseded_items else {}),
         }
 
 
@@ -208,8 +222,7 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
         found += said
         if e.role in ("user", "assistant") and not e.steering:
             # (a user's rule is one of their constraints, under that heading)
-            found += [LedgerItem(CONSTRAINT if kind == "rule" and e.role == "user" else kind, value, e.seq,
-                                 e.seq, anchors=tuple(sorted(a)))
+            found += [LedgerItem(_kind_of(kind, value, e.role), value, e.seq, e.seq, anchors=tuple(sorted(a)))
                       for kind, value, a in checklist_items(e.text)
                       if _squash(value) not in {_squash(i.value) for i in said if i.kind == CORRECTION}]
         if e.role in ("user", "assistant", "system", "developer"):
@@ -219,6 +232,14 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
         if e.role == "tool":
             found += [i for i in facts(e.text, e.seq) if i.kind == "error"]
     return found
+
+
+def _kind_of(kind: str, value: str, role: str) -> str:
+    """A user's rule is one of their constraints, under that heading; so is a statement
+    of theirs that a constraint word marks ("You must not touch the public API.")."""
+    if role == "user" and (kind == "rule" or (kind == "statement" and _CONSTRAINT.search(value))):
+        return CONSTRAINT
+    return kind
 
 
 def facts(text: str, seq: int) -> list[LedgerItem]:

@@ -188,7 +188,7 @@ def _checklist_section(items: Iterable[LedgerItem], budget: int, count: Callable
     for item in items:
         if item.kind not in CHECKLIST_KINDS and item.kind not in ("constraint", "correction"):
             continue  # (exact facts have their own section and the ledger's write-back)
-        line = f"- {item.kind}: {item.value} (seq {item.seq})"
+        line = item.line()
         cost = count(line) + 1
         if spent + cost > budget:
             continue

@@ -122,4 +122,6 @@ def verify_summary(
     # (items_total = in_summary + restored + dropped holds).
     report.dropped_items.extend(evicted)
     report.items_total += len(evicted)
+    before = {(i.kind, i.value) for i in Ledger.from_record(previous).superseded}
+    report.superseded_items = [i for i in ledger.superseded if (i.kind, i.value) not in before]
     return VerifiedSummary(verified.strip(), ledger, report, removed)

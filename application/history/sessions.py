@@ -6,6 +6,7 @@ import json
 import logging
 from typing import Any
 
+from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, resolve_window
 from context_compaction.domain.errors import (
     IdempotencyConflict,
     InvalidCommand,
@@ -15,6 +16,7 @@ from context_compaction.domain.errors import (
 )
 from context_compaction.domain.messages import Message, MessageRecord
 from context_compaction.domain.session import Session
+from context_compaction.domain.summary import smallest_window
 
 from ..contracts import commands as c
 from ..contracts import results as r
@@ -114,22 +116,34 @@ def _check_start_payload(svc: Services, cmd: c.StartSession) -> None:
 
 def configure_session(cmd: c.ConfigureSession, svc: Services) -> r.ConfigureSessionResult:
     set_limit = "agent_token_limit" in cmd.model_fields_set
-    _, session, _ = mutate(
-        svc,
-        cmd.session_id,
-        lambda s: s.configure(
-            model=cmd.model,
-            agent_token_limit=cmd.agent_token_limit,
-            set_limit=set_limit,
-            created_at=svc.now(),
-        ),
-    )
+
+    def decide(s: Session) -> None:
+        _window_serves(svc, cmd.model or s.model, cmd.agent_token_limit if set_limit else s.agent_token_limit)
+        s.configure(model=cmd.model, agent_token_limit=cmd.agent_token_limit, set_limit=set_limit,
+                    created_at=svc.now())
+
+    _, session, _ = mutate(svc, cmd.session_id, decide)
     return r.ConfigureSessionResult(
         session_id=cmd.session_id,
         version=session.version,
         model=session.model,
         agent_token_limit=session.agent_token_limit,
     )
+
+
+def _window_serves(svc: Services, model: str, agent_limit: int | None) -> None:
+    """Refuse, before anything changes, a window no compaction can serve (issue 44, ADR
+    0083): ``invalid_command`` naming the smallest window."""
+    config = svc.settings.model_config_for(model)
+    window = resolve_window(configured_limit=config.token_limit, catalog_limit=svc.catalog.max_input_tokens(model),
+                            agent_limit=agent_limit).hard_window
+    encoding = svc.tokens.encoding_for(model)
+    smallest = smallest_window(lambda text: svc.tokens.count_text(text, encoding), SUMMARY_OUTPUT_CAP)
+    if window < smallest:
+        raise InvalidCommand(
+            f"a {window:,}-token window for {model} is too small to compact; the smallest window is {smallest:,} tokens",
+            details={"window": window, "smallest_window": smallest},
+        )
 
 
 def append_messages(cmd: c.AppendMessages, svc: Services) -> r.AppendMessagesResult:

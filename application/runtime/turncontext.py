@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from context_compaction.domain.budget import Budget, resolve_window
+from context_compaction.domain.budget import Budget, keep_with_checklist_room, resolve_window
 from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.messages import MessageRecord
@@ -105,10 +105,13 @@ class TurnContext:
         """The keep window of a cut: ``budget.keep``, with pins at most half the room the
         fixed parts and the pinned messages leave under the threshold (as ``budget.keep``
         is at most half the threshold), so that pins still leave room for the summary."""
-        if not self.ctx.pinned_seqs:
-            return self.budget.keep
-        room = self.budget.threshold - self.draft.fixed - self.pinned_history_tokens()
-        return max(0, min(self.budget.keep, room // 2))
+        pinned = self.pinned_history_tokens() if self.ctx.pinned_seqs else 0
+        keep = self.budget.keep
+        if self.ctx.pinned_seqs:
+            keep = max(0, min(keep, (self.budget.threshold - self.draft.fixed - pinned) // 2))
+        # (the checklist's guaranteed room: the tail shrinks first, ADR 0083)
+        return keep_with_checklist_room(keep, threshold=self.budget.threshold, fixed=self.draft.fixed + pinned,
+                                        window=self.budget.window)
 
     def with_window_cap(self, svc: Services, window_cap: int | None) -> TurnContext:
         """The same request under a window tightened for one overflow recovery

@@ -52,7 +52,7 @@ def _spans(canary: Canary, context: str) -> list[str]:
         for a in anchors:
             lo, hi = min(v, a), max(v, a)
             if hi - lo <= reach and "\n" not in text[lo:hi]:
-                out.append(_marked_before(text, lo, reach) + text[max(0, lo - 30) : hi + 15])
+                out.append(_marked_before(text, lo, reach) + _doubted(text, hi) + text[max(0, lo - 30) : hi + 15])
     return out
 
 
@@ -77,6 +77,20 @@ def about(canary: Canary, text: str) -> bool:
 
 
 _MARK = re.compile(r"\(superseded[^()\n]*\) ")
+#: A checklist line whose value a later change may have replaced (ADR 0083): the value is
+#: stated, flagged; it is neither lost nor presented as current.
+DOUBT = "possibly superseded"
+
+
+def _doubted(text: str, at: int) -> str:
+    end = text.find("\n", at)
+    return f"{DOUBT} " if DOUBT in text[at : end if end >= 0 else len(text)] else ""
+
+
+def flagged(canary: Canary, context: str) -> bool:
+    """Whether the context states the canary only with a possibly-superseded flag."""
+    spans = [x for x in _spans(canary, context) if not x.startswith("superseded")]
+    return bool(spans) and all(x.startswith(DOUBT) for x in spans)
 
 
 def _marked_before(text: str, at: int, reach: int) -> str:
@@ -91,6 +105,8 @@ def _marked_before(text: str, at: int, reach: int) -> str:
 def kept(canary: Canary, context: str) -> bool:
     """Whether ``context`` states the canary as current."""
     for span in _spans(canary, context):
+        if span.startswith(DOUBT):
+            span = span[len(DOUBT):]  # (stated, flagged: kept, counted as flagged apart)
         if "superseded" in span:
             continue
         if not canary.negated or _NEGATION.search(span):

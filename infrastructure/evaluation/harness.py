@@ -24,7 +24,7 @@ from typing import Any
 
 from context_compaction.application.contracts.settings import Settings
 
-from .canaries import KINDS, Canary, Phrasings, about, kept, stated_as_current
+from .canaries import KINDS, Canary, Phrasings, about, flagged, kept, stated_as_current
 from .sessions import Session, generate
 
 MODEL = "gpt-4o"
@@ -74,7 +74,7 @@ class Scorer:
         dropped = [d for cp in self.checkpoints() for d in ((cp.get("ledger") or {}).get("dropped_items") or [])]
         truncated = _text(_truncate(history, size, self.count))
         per_kind: dict[str, list[int]] = {k: [0, 0, 0] for k in KINDS}  # kept, total, truncation kept
-        lost, reported, found, current = [], 0, 0, []
+        lost, reported, found, current, doubted = [], 0, 0, [], 0
         for c in canaries:
             if c.superseded_by is not None and c.superseded_by in canaries:
                 if summary and stated_as_current(c, summary):
@@ -85,6 +85,7 @@ class Scorer:
             row[2] += kept(c, truncated)
             if kept(c, context):
                 row[0] += 1
+                doubted += flagged(c, context)
                 continue
             lost.append(c)
             # (reported only by a dropped item naming its subject and its value: a value or a
@@ -100,6 +101,7 @@ class Scorer:
             "lost": len(lost), "lost_reported": reported, "lost_found_by_search": found if search else None,
             "lost_examples": [{"kind": c.kind, "value": c.value, "text": c.text} for c in lost[:6]],
             "superseded_current": len(current),
+            "kept_flagged_possibly_superseded": doubted,
             "superseded_current_examples": [c.text for c in current[:3]],
             "dropped_items": len(dropped),
         }

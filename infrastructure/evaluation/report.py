@@ -9,11 +9,12 @@ from .canaries import KINDS
 from .harness import Bootstrap, run_conversation, run_rounds
 from .heldout import HELD_OUT
 from .review3 import REVIEW
+from .spoken import SPOKEN
 from .phrasings import TUNING
 
 SHARES = (0.1, 0.2, 0.3)
 WINDOWS = (8_000, 32_000, 128_000)
-SETS = {"tuning": TUNING, "held-out": HELD_OUT, "review": REVIEW}
+SETS = {"tuning": TUNING, "held-out": HELD_OUT, "review": REVIEW, "spoken": SPOKEN}
 
 
 def evaluate(bootstrap: Bootstrap, *, summarizer: str = "extractive", shares: Sequence[float] = SHARES,
@@ -85,7 +86,9 @@ def markdown(result: dict[str, Any]) -> list[str]:
         lost = " | ".join(f"{r['lost_reported']}/{r['lost']}" for r in run["rounds"])
         lines.append(f"| lost: in dropped_items | {lost} | |")
         cur = " | ".join(str(r["superseded_current"]) for r in run["rounds"])
-        lines += [f"| superseded stated as current | {cur} | |", ""]
+        flag = " | ".join(str(r.get("kept_flagged_possibly_superseded", 0)) for r in run["rounds"])
+        lines += [f"| superseded stated as current | {cur} | |",
+                  f"| kept, flagged possibly superseded | {flag} | |", ""]
     if result["conversations"]:
         lines += ["**Conversations** (120 turns, host loop, default settings):", "",
                   "| phrasings | window | session tokens | compactions | " + " | ".join(KINDS)

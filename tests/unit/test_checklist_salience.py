@@ -1,0 +1,104 @@
+"""The checklist beyond cue words (ADR 0083): salient sentences, a value kept with its
+subject, supersession only on a matching subject, every supersession reported, the
+kept tail giving the checklist room, and too small a window refused at configure time.
+
+The sentences here are this module's own (not any ``ctxc eval`` phrasing set)."""
+
+from __future__ import annotations
+
+from context_compaction.domain.budget import keep_with_checklist_room
+from context_compaction.domain.checklist import checklist_items, salient, sentences
+from context_compaction.domain.ledger import Ledger, LedgerItem, LedgerReport, extract
+from context_compaction.domain.summary import SourceEntry
+from helpers import Harness, err, ok
+
+
+def said(seq: int, text: str, role: str = "assistant") -> SourceEntry:
+    return SourceEntry(seq=seq, role=role, text=text)
+
+
+def test_a_sentence_with_a_value_or_a_name_and_a_subject_enters_without_a_cue_word() -> None:
+    kinds = {v: k for k, v, _ in checklist_items(
+        "The warehouse sync takes 40 minutes on Sundays. Marguerite signs off the vendor invoices. "
+        "The importer now reads Parquet. The loop over rows was slow. Could you rerun it?")}
+    assert "The warehouse sync takes 40 minutes on Sundays." in kinds
+    assert "The importer now reads Parquet." in kinds
+    assert "The loop over rows was slow." not in kinds and "Could you rerun it?" not in kinds
+    assert salient("We'll keep the legacy exporter until the audit closes.")
+    assert not salient("Thanks, 2 done.")  # (a value with no subject of its own)
+    # (the ledger's exact facts hold these values on their own: no sentence twice)
+    assert not salient("The worker listens on port 20001 now.")
+    assert not salient("The runbook is at https://docs.example.com/runbook/2 for reference.")
+
+
+def test_a_value_without_a_subject_stays_with_the_sentence_that_names_it() -> None:
+    assert sentences("Cold start on the lambda? About 900 ms, give or take.") == [
+        "Cold start on the lambda? About 900 ms, give or take."]
+    assert sentences("Honestly, 14 nodes. That's the shard count we need.") == [
+        "Honestly, 14 nodes. That's the shard count we need."]
+    # (two sentences that each have a subject stay two)
+    assert len(sentences("The shard count is 14. The replica lag is 3 seconds.")) == 2
+    # (a digit inside a name is not a value: "S3" is a subject, "It is 2 TB now." its value)
+    assert len(sentences("The S3 bucket holds exports. It is 2 TB now.")) == 1
+    assert len(sentences("The S3 bucket holds exports. The archive queue holds 2 TB.")) == 2
+
+
+def merged(*texts: str) -> Ledger:
+    ledger, _ = Ledger().merge(extract([said(n + 1, t) for n, t in enumerate(texts)]))
+    return ledger
+
+
+def test_a_later_value_of_the_same_subject_supersedes_whatever_kind_each_was_given() -> None:
+    ledger = merged("The shard count is 14 nodes.", "Update: the shard count is now 20 nodes.")
+    assert [i.value for i in ledger.items if "shard" in i.value] == ["Update: the shard count is now 20 nodes."]
+    assert [i.value for i in ledger.superseded] == ["The shard count is 14 nodes."]
+
+
+def test_a_statement_without_a_value_replaces_no_value() -> None:
+    ledger = merged("The export ceiling is 5 GB.", "Never raise the export ceiling without a ticket.")
+    assert "The export ceiling is 5 GB." in {i.value for i in ledger.items}
+
+
+def test_a_change_sharing_only_part_of_a_subject_keeps_both_and_flags_the_older() -> None:
+    ledger = merged("The tenant export ceiling is 5 GB.", "The admin export ceiling is now 9 GB.")
+    old = next(i for i in ledger.items if "5 GB" in i.value)
+    assert "9 GB" in " ".join(i.value for i in ledger.items) and not ledger.superseded
+    assert old.doubt == 2 and "possibly superseded at seq 2" in old.line()
+    assert LedgerItem.from_record(old.to_record()) == old
+
+
+def test_every_supersession_is_in_the_report() -> None:
+    report = LedgerReport(superseded_items=[LedgerItem("amount", "x is 3 s.", 4, 4, key="seq 9")])
+    assert report.to_record()["superseded_items"] == [{"kind": "amount", "value": "x is 3 s.", "seq": 4, "by": "seq 9"}]
+    assert "superseded_items" not in LedgerReport().to_record()
+
+
+def test_the_kept_tail_gives_the_checklist_a_quarter_of_the_threshold() -> None:
+    # (8K window: threshold 4,000, summary 2,000: the tail was 2,000 and left nothing)
+    assert keep_with_checklist_room(2000, threshold=4000, fixed=200, window=8000) == 800
+    assert keep_with_checklist_room(20000, threshold=111616, fixed=500, window=128000) == 20000
+    assert keep_with_checklist_room(500, threshold=600, fixed=400, window=1000) == 0
+
+
+def test_configure_session_refuses_a_window_no_compaction_serves_and_changes_nothing(harness: Harness) -> None:
+    ok(harness.do({"type": "start_session", "session_id": "s1", "model": "gpt-4o", "agent_token_limit": 5000}))
+    error = err(harness.do({"type": "configure_session", "session_id": "s1", "agent_token_limit": 300}),
+                "invalid_command")
+    assert error["details"]["window"] == 300 and error["details"]["smallest_window"] > 300
+    assert f"{error['details']['smallest_window']:,}" in error["message"]
+    info = ok(harness.do({"type": "get_history", "session_id": "s1"}))
+    assert info["agent_token_limit"] == 5000 if "agent_token_limit" in info else True
+    r = ok(harness.do({"type": "configure_session", "session_id": "s1", "agent_token_limit": 1000}))
+    assert r["agent_token_limit"] == 1000
+
+
+def test_the_scorer_counts_a_flagged_value_as_kept_and_not_current() -> None:
+    from context_compaction.infrastructure.evaluation.canaries import Canary, flagged, kept, stated_as_current
+
+    old = Canary("amount", "cache TTL", ("ttl",), ("15 minutes",), "The cache TTL is 15 minutes.")
+    new = Canary("amount", "cache TTL", ("ttl",), ("600 seconds",), "The cache TTL is now 600 seconds.")
+    old.superseded_by = new
+    line = "- amount: The cache TTL is 15 minutes. (seq 3; possibly superseded at seq 9)"
+    assert kept(old, line) and flagged(old, line) and not stated_as_current(old, line)
+    plain = "- amount: The cache TTL is 15 minutes. (seq 3)"
+    assert kept(old, plain) and not flagged(old, plain) and stated_as_current(old, plain)
