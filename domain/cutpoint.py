@@ -184,10 +184,12 @@ def _respect_tool_groups(records: Sequence[MessageRecord], cut_index: int) -> in
     earliest = cut_index
     for record in records[cut_index:]:
         if record["role"] == "tool":
-            at = open_at.get(record.get("tool_call_id") or "")
+            at = open_at.pop(record.get("tool_call_id") or "", None)
             if at is not None:
                 earliest = min(earliest, at)
-    return earliest
+    # A call still waiting for its result (a tool, a sub-agent, a human confirmation)
+    # stays too: a result arriving after the compaction must find its call (issue 42).
+    return min(earliest, *open_at.values()) if open_at else earliest
 
 
 #: For the partial planner (domain/partial.py, issue 43): the same tool-group rule.
