@@ -9,8 +9,8 @@ fork costs what ``start_session`` costs, whatever the parent's length.
 
 from __future__ import annotations
 
-import hashlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from context_compaction.domain.errors import (
@@ -20,9 +20,8 @@ from context_compaction.domain.errors import (
     SessionHasChildren,
     SessionNotFound,
 )
-from context_compaction.domain.messages import Message
 from context_compaction.domain.session import Session
-from context_compaction.domain.tree import FORK, SUBAGENT, fork_of, link_of, subagent_link
+from context_compaction.domain.tree import FORK, fork_of, subagent_link
 
 from context_compaction.application import commands as c
 from context_compaction.application import results as r
@@ -132,37 +131,6 @@ def subagent_parent(cmd: c.StartSession, svc: Services) -> dict[str, Any] | None
     return subagent_link(cmd.parent_session_id, cmd.parent_tool_call_id)
 
 
-def complete_subagent(cmd: c.CompleteSubagent, svc: Services) -> r.CompleteSubagentResult:
-    """The sub-agent's result becomes the parent's tool result (one append on the
-    parent, idempotent: its command id is derived from the child's id)."""
-    from context_compaction.application.sessions import append_messages
-
-    child = svc.events.load(cmd.session_id)
-    link = link_of(child)
-    if link is None or link.kind != SUBAGENT or link.parent_tool_call_id is None:
-        raise InvalidCommand(
-            f"session {cmd.session_id!r} is not a sub-agent spawned by a tool call",
-            details={"session_id": cmd.session_id},
-        )
-    parent = svc.events.load(link.parent_session_id)
-    command_id = "subagent-" + hashlib.sha256(cmd.session_id.encode()).hexdigest()[:40]
-    if link.parent_tool_call_id not in parent.open_calls:
-        earlier = svc.read_model.command(command_id)
-        return r.CompleteSubagentResult(
-            session_id=cmd.session_id, parent_session_id=link.parent_session_id,
-            parent_tool_call_id=link.parent_tool_call_id,
-            seq=earlier.first_seq if earlier is not None else None, already_answered=earlier is None,
-        )
-    message = Message(role="tool", tool_call_id=link.parent_tool_call_id, content=cmd.result)
-    appended = append_messages(
-        c.AppendMessages(session_id=link.parent_session_id, messages=[message], command_id=command_id), svc
-    )
-    return r.CompleteSubagentResult(
-        session_id=cmd.session_id, parent_session_id=link.parent_session_id,
-        parent_tool_call_id=link.parent_tool_call_id, seq=appended.seqs[0], already_answered=False,
-    )
-
-
 # ---------------------------------------------------------------------- reads
 def tree_fields(svc: Services, session_id: str) -> dict[str, Any]:
     """What ``/info`` and ``list_sessions`` add for a session in a tree."""
@@ -177,17 +145,18 @@ def tree_fields(svc: Services, session_id: str) -> dict[str, Any]:
     return fields
 
 
-def session_tree(svc: Services, roots: list[r.SessionInfo], depth: int = 0) -> list[r.SessionTreeNode]:
+def session_tree(
+    svc: Services, roots: list[r.SessionInfo], info_of: Callable[[Any], r.SessionInfo], depth: int = 0
+) -> list[r.SessionTreeNode]:
+    """``roots`` with their children nested (``info_of``: a session row as its info)."""
     nodes = []
     for info in roots:
         kids = []
         for child in svc.read_model.children(info.session_id):  # type: ignore[attr-defined]
             row = svc.read_model.session(child.session_id)
             if row is not None and depth < 64:
-                from context_compaction.application.queries import session_info
-
-                kids.append(session_info(row))
-        nodes.append(r.SessionTreeNode(session=info, children=session_tree(svc, kids, depth + 1)))
+                kids.append(info_of(row))
+        nodes.append(r.SessionTreeNode(session=info, children=session_tree(svc, kids, info_of, depth + 1)))
     return nodes
 
 

@@ -63,7 +63,7 @@ HANDLERS: dict[type[c.Command[Any]], Handler] = {
     c.ReadEvents: _on_first_use("feed", "read_events"),
     c.ReadSessionEvents: _on_first_use("feed", "read_session_events"),
     c.ForkSession: _on_first_use("forks", "fork_session"),  # issue 42
-    c.CompleteSubagent: _on_first_use("forks", "complete_subagent"),  # issue 42
+    c.CompleteSubagent: _on_first_use("subagents", "complete_subagent"),  # issue 42
 }
 
 

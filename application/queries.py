@@ -203,5 +203,5 @@ def list_sessions(cmd: c.ListSessions, svc: Services) -> r.SessionsResult:
 
         infos = [session_info(x) for x in rows]
         roots = [i for i in infos if i.parent_session_id is None]
-        return r.SessionsResult(sessions=infos, tree=session_tree(svc, roots))
+        return r.SessionsResult(sessions=infos, tree=session_tree(svc, roots, session_info))
     return r.SessionsResult(sessions=[session_info(x) for x in rows])

@@ -290,3 +290,33 @@ class TreeReadModel:
 def tree_rows_for(read_model: Any) -> Any:
     """The ``rm_tree`` reader for this backend's read model."""
     return MemoryTreeRows(read_model) if hasattr(read_model, "t") else SqlTreeRows(read_model)
+
+
+# ----------------------------------------------------------------------- verify
+def tree_problems(app: Any, cur: Any) -> list[str]:
+    """What is wrong with the tree (``ctxc verify``): every child's parent exists in the
+    events, and a fork's parent has the version it forked at, with the last seq the
+    child inherits up to, and its content (a purged parent erased it)."""
+    from context_compaction.domain.session import session_aggregate_id
+
+    problems = []
+    rows = cur.execute(
+        "SELECT session_id, parent_session_id, kind, fork_version, fork_seq FROM {t}rm_tree ORDER BY session_id"
+    ).fetchall()
+    for sid, parent, kind, fork_version, fork_seq in rows:
+        aggregate_id = session_aggregate_id(parent)
+        if not app.recorder.select_events(aggregate_id, limit=1):
+            problems.append(f"{sid}: its parent {parent!r} has no events")
+            continue
+        if kind != FORK or not fork_version:
+            continue
+        if not app.recorder.select_events(aggregate_id, gt=int(fork_version) - 1, lte=int(fork_version), limit=1):
+            problems.append(f"{sid}: its parent {parent!r} has no version {fork_version}")
+            continue
+        state = app.repository.get(aggregate_id, version=int(fork_version))
+        if state.next_seq - 1 != int(fork_seq):
+            problems.append(f"{sid}: forked at seq {fork_seq}, but {parent!r} had seq {state.next_seq - 1} "
+                            f"at version {fork_version}")
+        if state.__dict__.get("purged") or app.repository.get(aggregate_id).__dict__.get("purged"):
+            problems.append(f"{sid}: its parent {parent!r} is purged; the inherited history is erased")
+    return problems
