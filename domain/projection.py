@@ -235,7 +235,7 @@ def _pull_late_results(messages: Sequence[MessageRecord], notes: list[str]) -> S
                 call_at[call["id"]] = index
             last_assistant = index
         elif message["role"] == "tool":
-            at = call_at.get(message["tool_call_id"] or "")
+            at = call_at.pop(message["tool_call_id"] or "", None)  # (its first result only)
             if at is not None and at != last_assistant:
                 late.setdefault(at, []).append(message)
                 pulled.add(index)
@@ -327,22 +327,27 @@ def closed_prefix_length(messages: Sequence[MessageRecord]) -> int:
     projected once and kept (see :class:`ProjectionBuilder`).
     """
     open_ids: set[str] = set()
+    # Calls a later assistant message left unanswered: a result may still come and
+    # move up to its call (issue 42), so nothing after such a call is stable yet.
+    waiting: set[str] = set()
     deferred = False
     closed = 0
     for index, message in enumerate(messages):
         role = message["role"]
         if role == "tool":
             open_ids.discard(message["tool_call_id"] or "")
+            waiting.discard(message["tool_call_id"] or "")
             if not open_ids:
                 deferred = False
         elif open_ids and role == "user":
             deferred = True
         else:
             if open_ids:
+                waiting |= open_ids
                 open_ids, deferred = set(), False
             if role == "assistant" and message["tool_calls"]:
                 open_ids = {c["id"] for c in message["tool_calls"]}
-        if not open_ids and not deferred:
+        if not open_ids and not deferred and not waiting:
             closed = index + 1
     return closed
 
