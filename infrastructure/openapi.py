@@ -53,6 +53,8 @@ RESULT_TYPES: dict[str, type[BaseModel]] = {
     "read_session_events": r.SessionEventsResult,
     "commit_candidate": r.CompactOutcome,
     "get_session_cost": rc.SessionCostResult,
+    "fork_session": r.ForkSessionResult,  # issue 42
+    "complete_subagent": r.CompleteSubagentResult,  # issue 42
 }
 
 
