@@ -56,6 +56,7 @@ class TreeMachine(RuleBasedStateMachine):
         self.ok({"type": "start_session", "session_id": "s0", "model": "gpt-4o"})
         self.ref["s0"] = {"raw": [], "hidden": set(), "checkpoint": None, "boundary": None}
         self.remember("s0")
+        self.append_turns("s0", 2)  # two complete turns: a first compaction can commit
 
     def teardown(self) -> None:
         TALLY[self.backend].update(self.done)
@@ -76,7 +77,9 @@ class TreeMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), turns=st.integers(1, 3))
     def append(self, data: st.DataObject, turns: int) -> None:
-        sid = data.draw(st.sampled_from(sorted(self.ref)))
+        self.append_turns(data.draw(st.sampled_from(sorted(self.ref))), turns)
+
+    def append_turns(self, sid: str, turns: int) -> None:
         ref = self.ref[sid]
         for _ in range(turns):
             seq = len(ref["raw"]) + 1
@@ -91,6 +94,7 @@ class TreeMachine(RuleBasedStateMachine):
     def compact(self, data: st.DataObject) -> None:
         sid = data.draw(st.sampled_from(sorted(self.ref)))
         got = self.ok({"type": "compact", "session_id": sid})
+        self.done["compact_" + got["status"]] += 1
         if got["status"] == "compacted":
             self.ref[sid]["checkpoint"] = got["checkpoint_id"]
             self.ref[sid]["boundary"] = got["first_retained_seq"]
@@ -184,4 +188,4 @@ def test_tree_machine_postgres(record_property) -> None:  # type: ignore[no-unty
     problem = postgres_reachable()
     if problem:
         pytest.fail(f"PostgreSQL is not reachable: {problem}", pytrace=False)
-    run(PostgresTreeMachine, record_property, examples=4, steps=15)
+    run(PostgresTreeMachine, record_property, examples=6, steps=15)
