@@ -140,6 +140,7 @@ class TreeReadModel:
         self.inner = inner
         self.rows = rows
         self._links: dict[str, TreeLink | None] = {}
+        self._rows: dict[str, tuple[int, TreeRow]] = {}  # fork → (its version, its row then)
         self._guard = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
@@ -170,6 +171,19 @@ class TreeReadModel:
             return None
         return self.rows.row(session_id)  # (fresh: ``hidden`` grows with invalidations)
 
+    def _fork_at(self, session_id: str, version: int) -> TreeRow | None:
+        """``_fork`` for a view of the session at ``version``: the row read for that
+        version is reused (only the session's own events change it)."""
+        with self._guard:
+            held = self._rows.get(session_id)
+        if held is not None and held[0] == version:
+            return held[1]
+        row = self._fork(session_id)
+        if row is not None:
+            with self._guard:
+                self._rows[session_id] = (version, row)
+        return row
+
     def _inherited(self, link: TreeLink, lo: int, hi: int) -> list[MessageRecord]:
         """The parent's messages ``lo..hi`` (``hi <= link.fork_seq``) as they are stored,
         hidden ones too; from the parent's own rows and, above it, its ancestors'."""
@@ -188,7 +202,7 @@ class TreeReadModel:
         view = self.inner.session_view(session_id, tail_only=tail_only, after_seq=after_seq)
         if view is None or view.session.parent_session_id is None:
             return view  # type: ignore[no-any-return]
-        fork = self._fork(session_id)
+        fork = self._fork_at(session_id, view.session.version)
         if fork is None:
             return view  # type: ignore[no-any-return]
         link, hidden = fork.link, fork.hidden
