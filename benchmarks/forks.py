@@ -78,8 +78,14 @@ def main() -> None:
         for kind, command in (("history", {"type": "get_history"}), ("projection", {"type": "get_projection"})):
             for sid in ("long", "fork0"):
                 ok(bus, {**command, "session_id": sid})  # (warm: token counts cached for both)
-            plain = timed(lambda i: ok(bus, {**command, "session_id": "long"}), max(3, args.repeat // 3))
-            child = timed(lambda i: ok(bus, {**command, "session_id": "fork0"}), max(3, args.repeat // 3))
+            # Interleaved, so that a busy machine slows both alike.
+            plain_times, child_times = [], []
+            for _ in range(max(3, args.repeat // 3)):
+                for sid, times in (("long", plain_times), ("fork0", child_times)):
+                    t0 = time.perf_counter()
+                    ok(bus, {**command, "session_id": sid})
+                    times.append(time.perf_counter() - t0)
+            plain, child = statistics.median(plain_times), statistics.median(child_times)
             reads[kind] = {"parentless_s": round(plain, 4), "fork_s": round(child, 4),
                            "ratio": round(child / plain, 3), "target": 1.2}
         print(json.dumps({

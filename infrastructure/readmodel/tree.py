@@ -184,15 +184,21 @@ class TreeReadModel:
                 self._rows[session_id] = (version, row)
         return row
 
-    def _inherited(self, link: TreeLink, lo: int, hi: int) -> list[MessageRecord]:
+    def _inherited(self, link: TreeLink, lo: int, hi: int, limit: int | None = None) -> list[MessageRecord]:
         """The parent's messages ``lo..hi`` (``hi <= link.fork_seq``) as they are stored,
-        hidden ones too; from the parent's own rows and, above it, its ancestors'."""
+        hidden ones too, at most ``limit``; from the parent's own rows and, above it, its
+        ancestors'."""
         parent = link.parent_session_id
         grand = self.link(parent)
         records: list[MessageRecord] = []
         if grand is not None and grand.kind == FORK and lo <= grand.fork_seq:
-            records = self._inherited(grand, lo, min(hi, grand.fork_seq))
-        records.extend(self.inner.messages(parent, from_seq=lo, upto_seq=hi, include_invalidated=True))
+            records = self._inherited(grand, lo, min(hi, grand.fork_seq), limit)
+        if limit is not None and len(records) >= limit:
+            return records[:limit]
+        records.extend(self.inner.messages(
+            parent, from_seq=lo, upto_seq=hi, include_invalidated=True,
+            limit=None if limit is None else limit - len(records),
+        ))
         return records
 
     # ----------------------------------------------------------------- reads
@@ -235,11 +241,20 @@ class TreeReadModel:
             )
         link, hidden = fork.link, fork.hidden
         hi = link.fork_seq if upto_seq is None else min(upto_seq, link.fork_seq)
-        records = []
-        for m in self._inherited(link, from_seq, hi):
-            m["visible"] = not in_any(hidden, m["seq"])
-            if include_invalidated or m["visible"]:
-                records.append(m)
+        records: list[MessageRecord] = []
+        lo = from_seq
+        # A page of a long history reads a page of the parent's rows, not all of them;
+        # hidden seqs are skipped, so with a limit it reads windows until the page is full.
+        window = None if limit is None else max(limit, 1_000)
+        while lo <= hi:
+            chunk = self._inherited(link, lo, hi, window)
+            for m in chunk:
+                m["visible"] = not in_any(hidden, m["seq"])
+                if include_invalidated or m["visible"]:
+                    records.append(m)
+            if window is None or len(chunk) < window or (limit is not None and len(records) >= limit):
+                break
+            lo = chunk[-1]["seq"] + 1
         if limit is not None and len(records) >= limit:
             return records[: max(limit, 0)]
         if upto_seq is None or upto_seq > link.fork_seq:
