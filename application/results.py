@@ -574,6 +574,8 @@ class FeedEvent(Result):
     """ISO-8601 UTC."""
     payload: dict[str, Any]
     """The event's own fields."""
+    parent_session_id: str | None = None
+    """The session's parent in the tree (issue 42); null: a root."""
 
 
 class SessionEvent(Result):

@@ -149,3 +149,15 @@ def test_bad_forks_change_nothing(make_harness: MakeHarness) -> None:
     fork(h, "x")
     assert err(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "x"}), "session_exists")
     assert [s["session_id"] for s in ok(h.do({"type": "list_sessions"}))["sessions"]] == [SID, "x"]
+
+
+def test_read_events_entries_carry_the_parent(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    filler(h, 1)
+    fork(h, "c")
+    filler(h, 1, sid="c")
+    events = ok(h.do({"type": "read_events", "limit": 100}))["events"]
+    parents = {e["session_id"]: e["parent_session_id"] for e in events}
+    assert parents == {SID: None, "c": SID}
+    started = [e for e in events if e["session_id"] == "c" and e["type"] == "Started"][0]
+    assert started["payload"]["parent"]["fork_seq"] == 2
