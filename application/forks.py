@@ -181,3 +181,20 @@ def _purged(svc: Services, session_id: str) -> bool:
     except SessionNotFound:
         return True
     return bool(session.__dict__.get("purged"))
+
+
+def roll_up_children(svc: Services, usage: r.ContextUsage, usage_of: Callable[[str], r.ContextUsage]) -> None:
+    """/info's roll-up: each child's own usage (and its children's), summed."""
+    children = getattr(svc.read_model, "children", None)
+    if children is None:
+        return
+    for child in children(usage.session_id):
+        row = svc.read_model.session(child.session_id)
+        if row is None or row.deleted:
+            continue
+        sub = usage_of(child.session_id)
+        usage.children.append(r.ChildUsage(session_id=child.session_id, kind=child.link.kind,
+                                           used_tokens=sub.used_tokens, children_tokens=sub.children_tokens))
+        usage.children_tokens += sub.used_tokens + sub.children_tokens
+    if usage.children:
+        usage.text += f"\n{'Children':<22}{len(usage.children)} sessions, {usage.children_tokens:,} tokens"

@@ -239,6 +239,14 @@ class SessionsResult(Result):
     """With ``tree: true``: the page's root sessions, each with its children nested."""
 
 
+class ChildUsage(Result):
+    session_id: str
+    kind: str
+    """``fork`` or ``subagent``."""
+    used_tokens: int
+    children_tokens: int = 0
+
+
 class SessionTreeNode(Result):
     session: SessionInfo
     children: list[SessionTreeNode] = Field(default_factory=list)
@@ -433,6 +441,12 @@ class ContextUsage(Result):
     """Set by /info: what the session's recorded usages and summary calls cost so far
     (``get_session_cost`` has the parts; issue 43); None while a model among them has
     no known price (unknown, not free)."""
+    children: list[ChildUsage] = Field(default_factory=list)
+    """The session's forks and sub-agents (issue 42), each with its own roll-up."""
+    children_tokens: int = 0
+    """``used_tokens`` of every descendant, summed (the tree's roll-up; not in
+    ``used_tokens``, which is this session's next request only)."""
+
 
 
 class TimelineEntryResult(Result):

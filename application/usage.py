@@ -149,10 +149,14 @@ def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     _forecast_and_cost(svc, turn, decision.used, usage)
     state = breaker_state(svc, cmd.session_id, turn.records)
     usage.compaction_breaker = r.CompactionBreaker(**state.to_record())
+    roll_up_children(svc, usage, lambda sid: get_context_usage(c.GetContextUsage(session_id=sid), svc))
     if state.open:
         usage.text += (f"\nAuto compaction     paused after {state.failures_in_a_row} failed attempts"
                        f" ({state.turns_left} more turns)")
     return usage
+
+
+from context_compaction.application.forks import roll_up_children  # noqa: E402 (issue 42)
 
 
 def _forecast_and_cost(svc: Services, turn: TurnContext, used: int, usage: r.ContextUsage) -> None:

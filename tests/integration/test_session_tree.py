@@ -161,3 +161,17 @@ def test_read_events_entries_carry_the_parent(make_harness: MakeHarness) -> None
     assert parents == {SID: None, "c": SID}
     started = [e for e in events if e["session_id"] == "c" and e["type"] == "Started"][0]
     assert started["payload"]["parent"]["fork_seq"] == 2
+
+
+def test_info_rolls_up_the_childrens_tokens(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    filler(h, 2)
+    fork(h, "c")
+    filler(h, 1, sid="c")
+    fork(h, "d", sid="c")
+    info = ok(h.do({"type": "get_context_usage", "session_id": SID}))
+    c_info = ok(h.do({"type": "get_context_usage", "session_id": "c"}))
+    d_info = ok(h.do({"type": "get_context_usage", "session_id": "d"}))
+    assert [child["session_id"] for child in info["children"]] == ["c"]
+    assert info["children_tokens"] == c_info["used_tokens"] + d_info["used_tokens"] > 0
+    assert "Children" in info["text"]
