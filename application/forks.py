@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from context_compaction.domain.errors import (
+    IdempotencyConflict,
     InvalidCommand,
     SessionDeleted,
     SessionExists,
@@ -21,11 +22,12 @@ from context_compaction.domain.errors import (
     SessionNotFound,
 )
 from context_compaction.domain.session import Session
-from context_compaction.domain.tree import FORK, fork_of, subagent_link
+from context_compaction.domain.tree import FORK, fork_of, link_of, subagent_link
 
 from context_compaction.application import commands as c
 from context_compaction.application import results as r
-from context_compaction.application.ports import ConcurrencyConflict
+from context_compaction.application.idempotency import first_result
+from context_compaction.application.ports import CommandRecord, ConcurrencyConflict
 from context_compaction.application.services import Services
 
 log = logging.getLogger("context_compaction.forks")
@@ -33,6 +35,48 @@ log = logging.getLogger("context_compaction.forks")
 
 # ---------------------------------------------------------------- fork_session
 def fork_session(cmd: c.ForkSession, svc: Services) -> r.ForkSessionResult:
+    # A host command id makes the fork idempotent as it does a start (ADR 0019, 0071):
+    # a retry answers the first fork, an id used for anything else is a conflict.
+    def answered() -> r.ForkSessionResult | None:
+        assert cmd.command_id is not None
+        earlier = svc.read_model.command(cmd.command_id)
+        if earlier is None:
+            if svc.read_model.revert_command(cmd.command_id) is not None:
+                raise _reused(cmd.command_id)
+            return None
+        return _forked_before(svc, cmd, earlier)
+
+    return first_result(cmd.command_id, answered, lambda: _fork_session(cmd, svc))
+
+
+def _reused(command_id: str) -> IdempotencyConflict:
+    return IdempotencyConflict(
+        f"command_id {command_id!r} was already used for another command; nothing was changed",
+        details={"command_id": command_id},
+    )
+
+
+def _forked_before(svc: Services, cmd: c.ForkSession, earlier: CommandRecord) -> r.ForkSessionResult:
+    """The first result of a fork whose command id comes back, or a conflict when the
+    id started something else (another session, another parent, another fork point)."""
+    assert cmd.command_id is not None
+    if earlier.kind != "start_session" or earlier.session_id != cmd.new_session_id:
+        raise _reused(cmd.command_id)
+    child = svc.events.load(cmd.new_session_id, version=1)
+    link = link_of(child)
+    if (link is None or link.kind != FORK or link.parent_session_id != cmd.session_id
+            or (cmd.at_version is not None and link.fork_version != cmd.at_version)
+            or (cmd.at_seq is not None and link.fork_seq < cmd.at_seq)):
+        raise _reused(cmd.command_id)
+    return r.ForkSessionResult(
+        session_id=cmd.new_session_id, parent_session_id=cmd.session_id, fork_version=link.fork_version,
+        fork_seq=link.fork_seq, version=child.version, next_seq=child.next_seq,
+        context_generation=child.context_generation,
+        active_checkpoint_id=child.active_checkpoint.checkpoint_id if child.active_checkpoint else None,
+    )
+
+
+def _fork_session(cmd: c.ForkSession, svc: Services) -> r.ForkSessionResult:
     if cmd.at_version is not None and cmd.at_seq is not None:
         raise InvalidCommand("give at_version or at_seq, not both")
     if cmd.new_session_id == cmd.session_id:
