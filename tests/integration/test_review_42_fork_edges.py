@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backends import MakeHarness
-from helpers import err, ok, user
+from helpers import assistant, err, ok, tool, user
 from test_session_tree import SID, filler, fork, history, start
 
 BACKENDS = ("memory", "sqlite", "postgres")
@@ -37,3 +37,18 @@ def test_a_fork_command_id_reused_for_another_command_is_a_conflict(make_harness
         "idempotency_conflict")
     sessions = {s["session_id"] for s in ok(h.do({"type": "list_sessions"}))["sessions"]}
     assert sessions == {SID, "c"}  # nothing was created by a refusal
+
+
+def test_a_call_never_answered_that_blocks_compaction_is_named_in_the_refusal(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user("confirm?"), assistant(None, calls=[("call_confirm", "confirm", "{}")])]}))
+    filler(h, 12)
+    e = err(h.do({"type": "compact", "session_id": SID}), "summary_failed")
+    assert "call_confirm" in e["message"] and "waiting for its result" in e["message"], e
+    assert e["details"]["waiting_tool_call_id"] == "call_confirm" and e["details"]["waiting_seq"] == 2
+    # once answered (and the kept tail has moved past the late result), it compacts again
+    ok(h.do({"type": "append_messages", "session_id": SID,
+             "messages": [tool("call_confirm", "yes"), assistant("confirmed")]}))
+    filler(h, 12, start=12)
+    assert ok(h.do({"type": "compact", "session_id": SID}))["status"] == "compacted"
