@@ -446,6 +446,10 @@ class ContextUsage(Result):
     children_tokens: int = 0
     """``used_tokens`` of every descendant, summed (the tree's roll-up; not in
     ``used_tokens``, which is this session's next request only)."""
+    waiting_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    """Calls still waiting for their result ({tool_call_id, seq}, oldest first): the
+    compaction boundary never passes the oldest (issue 42), so a call never answered
+    stops compaction; /info says which one."""
 
 
 

@@ -52,3 +52,16 @@ def test_a_call_never_answered_that_blocks_compaction_is_named_in_the_refusal(ma
              "messages": [tool("call_confirm", "yes"), assistant("confirmed")]}))
     filler(h, 12, start=12)
     assert ok(h.do({"type": "compact", "session_id": SID}))["status"] == "compacted"
+
+
+def test_info_names_the_calls_still_waiting_for_their_result(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    filler(h, 2)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user("confirm?"), assistant(None, calls=[("call_confirm", "confirm", "{}")])]}))
+    info = ok(h.do({"type": "get_context_usage", "session_id": SID}))
+    assert info["waiting_tool_calls"] == [{"tool_call_id": "call_confirm", "seq": 6}]
+    assert "Waiting tool calls" in info["text"] and "call_confirm" in info["text"]
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [tool("call_confirm", "yes")]}))
+    info = ok(h.do({"type": "get_context_usage", "session_id": SID}))
+    assert info["waiting_tool_calls"] == [] and "Waiting tool calls" not in info["text"]
