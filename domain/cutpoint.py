@@ -72,6 +72,10 @@ class NothingToCompact(Enum):
     NO_OLD_TURN = "no complete turn older than the ones that must be kept"
     BOUNDARY_WOULD_NOT_ADVANCE = "the boundary would not move past the active checkpoint"
     EMPTY = "no visible messages"
+    WAITING_CALL = (
+        "a tool call is still waiting for its result (a sub-agent, a confirmation): the boundary "
+        "cannot pass it until the result is appended (issue 42)"
+    )
 
 
 @dataclass
@@ -83,6 +87,9 @@ class CutPlan:
     summarized_tokens: int
     split_turn: bool = False
     notes: list[str] = field(default_factory=list)
+    waiting_call: tuple[str, int] | None = None
+    """(call id, seq) of a call still waiting for its result that held the boundary back
+    (issue 42): why a compaction that barely shrinks may be refused."""
 
 
 def plan_cut(
@@ -120,9 +127,13 @@ def plan_cut(
             cut_index, split = inner, True
     if cut_index == 0:
         return NothingToCompact.NO_OLD_TURN
+    answered_cut = _respect_tool_groups(records, cut_index, keep_waiting=False)
     cut_index = _respect_tool_groups(records, cut_index)
+    # Say so when a waiting call holds the boundary back: else a session whose call is
+    # never answered stops compacting without a word (review of issue 42).
+    waiting = _waiting_call(records, cut_index) if cut_index < answered_cut else None
     if cut_index == 0:
-        return NothingToCompact.NO_OLD_TURN
+        return NothingToCompact.WAITING_CALL if waiting else NothingToCompact.NO_OLD_TURN
     first_retained = records[cut_index]["seq"]
     if previous_first_retained is not None and first_retained <= previous_first_retained:
         return NothingToCompact.BOUNDARY_WOULD_NOT_ADVANCE
@@ -133,6 +144,7 @@ def plan_cut(
         kept_turns=kept_turns,
         kept_tokens=sum(tokens[cut_index:]),
         summarized_tokens=sum(tokens[:cut_index]),
+        waiting_call=waiting,
         split_turn=split,
     )
 
@@ -172,8 +184,9 @@ def _split_index(
     return best
 
 
-def _respect_tool_groups(records: Sequence[MessageRecord], cut_index: int) -> int:
-    """Spec §9.3: move the cut back to the assistant that issued calls answered after it."""
+def _respect_tool_groups(records: Sequence[MessageRecord], cut_index: int, keep_waiting: bool = True) -> int:
+    """Spec §9.3: move the cut back to the assistant that issued calls answered after it
+    (and, ``keep_waiting``, calls not answered yet)."""
     open_at: dict[str, int] = {}
     for index in range(cut_index):
         record = records[index]
@@ -184,10 +197,21 @@ def _respect_tool_groups(records: Sequence[MessageRecord], cut_index: int) -> in
     earliest = cut_index
     for record in records[cut_index:]:
         if record["role"] == "tool":
-            at = open_at.get(record.get("tool_call_id") or "")
+            at = open_at.pop(record.get("tool_call_id") or "", None)
             if at is not None:
                 earliest = min(earliest, at)
-    return earliest
+    # A call still waiting for its result (a tool, a sub-agent, a human confirmation)
+    # stays too: a result arriving after the compaction must find its call (issue 42).
+    return min(earliest, *open_at.values()) if open_at and keep_waiting else earliest
+
+
+def _waiting_call(records: Sequence[MessageRecord], cut_index: int) -> tuple[str, int] | None:
+    """The call issued at ``records[cut_index]`` that no record answers, with its seq."""
+    answered = {r.get("tool_call_id") for r in records if r["role"] == "tool"}
+    for call in records[cut_index].get("tool_calls") or []:
+        if call["id"] not in answered:
+            return call["id"], records[cut_index]["seq"]
+    return None
 
 
 #: For the partial planner (domain/partial.py, issue 43): the same tool-group rule.

@@ -104,6 +104,13 @@ class TurnInProgress(ContextCompactionError):
     code = "turn_in_progress"
 
 
+class SessionHasChildren(ContextCompactionError):
+    """Purging a session whose forks still read their inherited history from its events
+    (issue 42, ADR 0081): purge the forks first."""
+
+    code = "session_has_children"
+
+
 ALL_ERRORS: tuple[type[ContextCompactionError], ...] = (
     InvalidCommand,
     InvalidMessage,
@@ -120,4 +127,5 @@ ALL_ERRORS: tuple[type[ContextCompactionError], ...] = (
     TurnInProgress,
     IdempotencyConflict,
     CorruptEvent,
+    SessionHasChildren,
 )

@@ -177,6 +177,7 @@ def repair_tool_chains(
     """
     out: list[MessageRecord] = []
     notes: list[str] = []
+    messages = _pull_late_results(messages, notes)
     deferred: list[MessageRecord] = []
     open_ids: dict[str, None] = {}
     assistant_index = -1
@@ -218,6 +219,36 @@ def repair_tool_chains(
             answered = set()
     close_group()
     return out, notes
+
+
+def _pull_late_results(messages: Sequence[MessageRecord], notes: list[str]) -> Sequence[MessageRecord]:
+    """A result that arrived after later assistant messages (a sub-agent's, a human
+    confirmation's, issue 42) moves up to its call, so that it pairs with it instead
+    of being dropped with it; results that follow their group stay where they are."""
+    call_at: dict[str, int] = {}
+    late: dict[int, list[MessageRecord]] = {}
+    pulled: set[int] = set()
+    last_assistant = -1
+    for index, message in enumerate(messages):
+        if message["role"] == "assistant":
+            for call in message["tool_calls"] or ():
+                call_at[call["id"]] = index
+            last_assistant = index
+        elif message["role"] == "tool":
+            at = call_at.pop(message["tool_call_id"] or "", None)  # (its first result only)
+            if at is not None and at != last_assistant:
+                late.setdefault(at, []).append(message)
+                pulled.add(index)
+                notes.append(f"moved tool result seq {message['seq']} up to its call at seq {messages[at]['seq']}")
+    if not late:
+        return messages
+    out: list[MessageRecord] = []
+    for index, message in enumerate(messages):
+        if index in pulled:
+            continue
+        out.append(message)
+        out.extend(late.get(index, ()))
+    return out
 
 
 def _strip_unanswered(
@@ -296,22 +327,27 @@ def closed_prefix_length(messages: Sequence[MessageRecord]) -> int:
     projected once and kept (see :class:`ProjectionBuilder`).
     """
     open_ids: set[str] = set()
+    # Calls a later assistant message left unanswered: a result may still come and
+    # move up to its call (issue 42), so nothing after such a call is stable yet.
+    waiting: set[str] = set()
     deferred = False
     closed = 0
     for index, message in enumerate(messages):
         role = message["role"]
         if role == "tool":
             open_ids.discard(message["tool_call_id"] or "")
+            waiting.discard(message["tool_call_id"] or "")
             if not open_ids:
                 deferred = False
         elif open_ids and role == "user":
             deferred = True
         else:
             if open_ids:
+                waiting |= open_ids
                 open_ids, deferred = set(), False
             if role == "assistant" and message["tool_calls"]:
                 open_ids = {c["id"] for c in message["tool_calls"]}
-        if not open_ids and not deferred:
+        if not open_ids and not deferred and not waiting:
             closed = index + 1
     return closed
 

@@ -29,6 +29,7 @@ from .messages import Message
 from .pins import pin_scope, pins_of_append
 from .session_snapshot import snapshot_problem
 from .session_state import COMMAND_WINDOW, HistoryNeeded, SessionState
+from .tree import born_in_tree
 from .toolgroups import check_tool_chain, invalidation_ranges, merge_ranges, split_group_seq
 
 __all__ = [
@@ -65,7 +66,7 @@ class Session(SessionState, Aggregate):
     def start(
         cls,
         session_id: str, model: str, agent_token_limit: int | None, created_at: str,
-        command_id: str | None = None,
+        command_id: str | None = None, parent: dict[str, Any] | None = None,
     ) -> Session:
         if not session_id or len(session_id) > 256:
             raise InvalidCommand("session_id must be 1..256 characters")
@@ -74,7 +75,7 @@ class Session(SessionState, Aggregate):
         _check_limit(agent_token_limit)
         return cls(
             session_id=session_id, model=model, agent_token_limit=agent_token_limit,
-            created_at=created_at, command_id=command_id,
+            created_at=created_at, command_id=command_id, **({"parent": parent} if parent else {}),
         )
 
     @event("Started", topic="context_compaction:Session.Started")
@@ -82,6 +83,8 @@ class Session(SessionState, Aggregate):
         self,
         session_id: str, model: str, agent_token_limit: int | None, created_at: str,
         command_id: str | None,
+        parent: dict[str, Any] | None = None,  # issue 42: absent from older events
+        inherited: dict[str, Any] | None = None,  # issue 42: a fork's state at birth
     ) -> None:
         self.session_id = session_id
         self.start_command_id = command_id
@@ -99,6 +102,8 @@ class Session(SessionState, Aggregate):
         self._closed_groups = []  # (a slot: see SessionState)
         self.recent_commands = {}
         self.deleted = False
+        if parent is not None:
+            born_in_tree(self, parent, inherited)
 
     # ------------------------------------------------------------ configure
     def configure(
@@ -345,7 +350,11 @@ class Session(SessionState, Aggregate):
         provider: str, model: str, window: int, prompt_tokens: int | None,
         estimated_tokens: int | None, created_at: str,
     ) -> None:
-        pass  # read by budgets through the read model; nothing the aggregate enforces
+        # Kept for a fork, whose child starts with the windows learned so far (issue 42).
+        learned = dict(self.__dict__.get("learned", {}))
+        learned[model] = {"provider": provider, "model": model, "window": window,
+                          "prompt_tokens": prompt_tokens, "estimated_tokens": estimated_tokens}
+        self._keep_value("learned", learned)
 
     # ------------------------------------------------------ tool-result clearing
     def clear_tool_results(
@@ -417,6 +426,7 @@ class Session(SessionState, Aggregate):
     @event("Purged", topic="context_compaction:Session.Purged")
     def _purged(self, created_at: str) -> None:
         self.deleted = True
+        self.__dict__["purged"] = True  # (its forks' parent may be purged after it, ADR 0081)
 
 
 @dataclass(frozen=True)

@@ -334,7 +334,8 @@ def _services(
     services = Services(
         settings=settings,
         events=events,
-        read_model=read_model,
+        # Forks read their inherited prefix from their ancestors (issue 42, ADR 0081).
+        read_model=TreeReadModel(read_model, tree_rows_for(read_model)),
         clock=clock or SystemClock(),
         ids=ids or RandomIds(),
         catalog=catalog,
@@ -350,6 +351,8 @@ def _services(
     services.telemetry = overrides.pop("telemetry", None) or otel.telemetry()
     return services
 
+
+from .readmodel.tree import TreeReadModel, tree_rows_for  # noqa: E402 (issue 42: one hunk)
 
 log = logging.getLogger("context_compaction.bootstrap")
 

@@ -148,6 +148,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     from context_compaction.application.contracts import commands as c
 
+    if getattr(args, "tree", False):  # (issue 42)
+        from .cli_tree import cmd_sessions_tree
+
+        return cmd_sessions_tree(args)
     with _bus(args) as bus:
         result = bus.dispatch(c.ListSessions(limit=args.limit, offset=args.offset))
     rows = [
@@ -350,6 +354,12 @@ def _issue_43_commands() -> dict[str, Any]:
             "commit-candidate": cli_costs.cmd_commit_candidate, "simulate": cli_costs.cmd_simulate}
 
 
+def _issue_42_commands() -> dict[str, Any]:
+    from . import cli_tree
+
+    return {"fork": cli_tree.cmd_fork}
+
+
 COMMANDS = {
     "demo": cmd_demo,
     "dispatch": cmd_dispatch,
@@ -368,6 +378,7 @@ COMMANDS = {
     "events": cmd_events,
     "inspect": cmd_inspect,
     **_issue_43_commands(),
+    **_issue_42_commands(),
     "eval": cmd_eval,
 }
 

@@ -140,6 +140,9 @@ def build_parser(commands: Mapping[str, Callable[[argparse.Namespace], int]]) ->
     from .cli_costs import add_parsers  # (issue 43)
 
     add_parsers(add)
+    from .cli_tree import add_parsers as add_tree  # (issue 42)
+
+    add_tree(add)
     from .cli_eval import add_parser as add_eval
 
     add_eval(add)
@@ -158,6 +161,7 @@ def _session_commands(add: _Add) -> None:
     p = add("sessions", "list sessions", read_only=True)
     p.add_argument("--limit", type=_positive_int, default=100, help="sessions at most")
     p.add_argument("--offset", type=_non_negative_int, default=0, help="sessions to skip first")
+    p.add_argument("--tree", action="store_true", help="forks and sub-agents nested under their parents")
     p = add("history", "the raw message log of a session", session=True, read_only=True)
     p.add_argument("--all", action="store_true", help="include invalidated (hidden) messages")
     p.add_argument("--include-deleted", action="store_true", help="an audit read of a deleted session")

@@ -42,6 +42,7 @@ STATUS = {
     "session_exists": 409,
     "stale_candidate": 409,
     "turn_in_progress": 409,
+    "session_has_children": 409,
     "idempotency_conflict": 409,
     "session_deleted": 410,
     "fixed_context_exceeds_budget": 422,

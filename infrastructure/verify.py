@@ -71,11 +71,13 @@ class VerifyReport:
     damaged_snapshots: list[DamagedRow] = field(default_factory=list)
     search_index: str | None = None
     """What was wrong with the search index (rebuilt from ``rm_search`` by this run)."""
+    tree: list[str] = field(default_factory=list)
+    """Children whose parent or fork version is missing (issue 42)."""
 
     @property
     def ok(self) -> bool:
         return (not self.damaged and not self.damaged_snapshots and self.search_index is None
-                and all(t.ok for t in self.tables.values()))
+                and not self.tree and all(t.ok for t in self.tables.values()))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +88,7 @@ class VerifyReport:
             "read_model_position": self.position,
             "newest_notification": self.newest,
             "search_index": self.search_index,
+            "tree": self.tree[:100],
             "tables": {
                 name: {"live": t.live, "rebuilt": t.rebuilt, "missing": t.missing[:20],
                        "extra": t.extra[:20], "different": t.different[:20]}
@@ -116,6 +119,7 @@ class VerifyReport:
                     lines.append(f"    {label} ({len(keys)}): {shown}")
         if self.search_index:
             lines.append(f"SEARCH INDEX: {self.search_index}")
+        lines += [f"TREE: {problem}" for problem in self.tree[:20]]
         if self.damaged:
             lines.append("stored events are DAMAGED")
         lines.append(
@@ -184,11 +188,15 @@ def verify(
                     table: _diff(table, _rows(live, table), _rows(rebuilt, table))
                     for table in PROJECTED_TABLES
                 }
+            tree = tree_problems(app, live)  # (issue 42)
         finally:
             datastore.close()
     return VerifyReport(events=events, position=position, newest=newest, tables=tables, damaged=damaged,
                         damaged_snapshots=_damaged_snapshots(app, read_model, sessions),
-                        search_index=read_model.check_search_index())
+                        search_index=read_model.check_search_index(), tree=tree)
+
+
+from .readmodel.tree import tree_problems  # noqa: E402 (issue 42)
 
 
 def _search_rows(

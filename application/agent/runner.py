@@ -71,8 +71,12 @@ class TurnRunner:
         *,
         max_steps: int = 32,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        subagents: dict[str, Any] | None = None,
     ) -> None:
         self.bus = bus
+        #: tool name → ``subagents.SubagentSpec``: such a call runs a sub-agent session
+        #: through this runner, its answer the call's result (issue 42).
+        self.subagents = dict(subagents or {})
         self.provider = provider
         self.execute_tool = execute_tool
         self.max_steps = max_steps
@@ -252,6 +256,10 @@ class TurnRunner:
                     output = await asyncio.to_thread(run_recall, self.bus, session_id, flat["arguments"])
                 elif flat["name"] in self._offered.get(session_id, ()):
                     output = await self._budget_tool(session_id, flat["name"])
+                elif flat["name"] in self.subagents:  # (the parent's lease stays held, issue 42)
+                    from context_compaction.application.agent.subagents import run_subagent
+
+                    output = await run_subagent(self, session_id, flat, self.subagents[flat["name"]])
                 else:
                     output = await self.execute_tool(flat)
             except Exception as exc:  # noqa: BLE001 - a tool failure is a result for the model

@@ -90,7 +90,9 @@ def nothing_to_compact(
         kept_turns=0,
         degraded=False,
         trigger_reason=reason,
-        report="Nothing to compact",
+        # (the other reasons are the ordinary ones; a waiting call can hold a session
+        # back indefinitely, so the host is told which cause to clear, issue 42)
+        report=f"Nothing to compact: {why.value}" if why is NothingToCompact.WAITING_CALL else "Nothing to compact",
     )
 
 
@@ -221,7 +223,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
         provider_state=getattr(result, "provider_state", None),
     )
     after = turn.draft_with(svc, checkpoint)
-    _check_shrinks(turn, after)
+    _check_shrinks(turn, after, plan.waiting_call)
     return Candidate(
         ctx.session.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns,
         summary_usage=summary_usage_record(result.model, getattr(result, "usage", None)),
@@ -256,7 +258,7 @@ def summary_wait(svc: Services) -> float:
     return svc.settings.summary_timeout_seconds + 30.0
 
 
-def _check_shrinks(turn: TurnContext, after: Draft) -> None:
+def _check_shrinks(turn: TurnContext, after: Draft, waiting_call: tuple[str, int] | None = None) -> None:
     """Spec §10.4: no orphan tool result, smaller than before, under the threshold."""
     before, threshold = turn.draft, turn.budget.threshold
     orphans = [n for n in after.projection.diagnostics if n.startswith("dropped tool result")]
@@ -264,9 +266,14 @@ def _check_shrinks(turn: TurnContext, after: Draft) -> None:
         raise SummaryFailed(f"the candidate boundary leaves orphan tool results: {orphans[0]}")
     check_fixed_parts(after.breakdown, threshold)  # e.g. pinned messages alone (issue 16)
     if after.total >= before.total:
+        why, details = "", {"tokens_before": before.total, "tokens_after": after.total}
+        if waiting_call is not None:  # the cause the host can clear (issue 42)
+            why = (f": tool call {waiting_call[0]!r} at seq {waiting_call[1]} is still waiting for its "
+                   "result, and the boundary cannot pass it")
+            details.update(waiting_tool_call_id=waiting_call[0], waiting_seq=waiting_call[1])
         raise SummaryFailed(
-            f"compaction would not shrink the context ({before.total:,} -> {after.total:,} tokens)",
-            details={"tokens_before": before.total, "tokens_after": after.total},
+            f"compaction would not shrink the context ({before.total:,} -> {after.total:,} tokens){why}",
+            details=details,
         )
     if after.total > threshold:
         raise SummaryFailed(

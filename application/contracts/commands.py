@@ -120,6 +120,9 @@ class StartSession(Command[r.StartSessionResult]):
     model: ModelName
     agent_token_limit: PositiveInt | None = None
     command_id: CommandId | None = None
+    # A sub-agent's session (issue 42): linked to the parent's tool call that spawned it.
+    parent_session_id: SessionId | None = None
+    parent_tool_call_id: Annotated[str, StringConstraints(min_length=1, max_length=512), NoNul] | None = None
 
 
 @handled_by("history.sessions", "configure_session")
@@ -405,6 +408,33 @@ class ListSessions(Command[r.SessionsResult]):
     type: Literal["list_sessions"] = "list_sessions"
     limit: Annotated[StrictInt, Field(ge=1, le=10_000)] = 100
     offset: NonNegativeInt = 0
+    tree: StrictBool = False
+    """Also answer ``tree``: the root sessions of the page with their forks and
+    sub-agents nested (issue 42)."""
+
+
+@handled_by("history.forks", "fork_session")
+class ForkSession(Command[r.ForkSessionResult]):
+    """A new session born as ``session_id`` is at ``at_version`` (or right after
+    ``at_seq`` was appended; default: now). Nothing is copied: the child's reads resolve
+    the inherited history from the parent's events (issue 42, ADR 0081)."""
+
+    type: Literal["fork_session"] = "fork_session"
+    session_id: SessionId
+    new_session_id: SessionId
+    at_version: PositiveInt | None = None
+    at_seq: Seq | None = None
+    command_id: CommandId | None = None
+
+
+@handled_by("agent.subagents", "complete_subagent")
+class CompleteSubagent(Command[r.CompleteSubagentResult]):
+    """A sub-agent's result becomes its parent's tool result for the call that spawned
+    it (issue 42): one append on the parent, at most once."""
+
+    type: Literal["complete_subagent"] = "complete_subagent"
+    session_id: SessionId
+    result: Annotated[str, StringConstraints(max_length=10_000_000)]
 
 
 @handled_by("compacting.attemptlog", "list_compaction_attempts", reads=True)

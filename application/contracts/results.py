@@ -232,10 +232,49 @@ class SessionInfo(Result):
     deleted: bool
     created_at: str
     updated_at: str
+    parent_session_id: str | None = None
+    """The session this one was forked from or spawned by (issue 42); null: a root."""
 
 
 class SessionsResult(Result):
     sessions: list[SessionInfo]
+    tree: list[SessionTreeNode] | None = None
+    """With ``tree: true``: the page's root sessions, each with its children nested."""
+
+
+class ChildUsage(Result):
+    session_id: str
+    kind: str
+    """``fork`` or ``subagent``."""
+    used_tokens: int
+    children_tokens: int = 0
+
+
+class SessionTreeNode(Result):
+    session: SessionInfo
+    children: list[SessionTreeNode] = Field(default_factory=list)
+
+
+class ForkSessionResult(Result):
+    session_id: str
+    parent_session_id: str
+    fork_version: int
+    """The parent's version the child was born at."""
+    fork_seq: int
+    """The parent's last seq then: the child's seqs up to it are inherited."""
+    version: int
+    next_seq: int
+    context_generation: int
+    active_checkpoint_id: str | None
+
+
+class CompleteSubagentResult(Result):
+    session_id: str
+    parent_session_id: str
+    parent_tool_call_id: str
+    seq: int | None
+    """The parent's tool result's seq (null: the host had answered the call itself)."""
+    already_answered: bool
 
 
 class ToolResultsCleared(Result):
@@ -408,6 +447,16 @@ class ContextUsage(Result):
     """Set by /info: what the session's recorded usages and summary calls cost so far
     (``get_session_cost`` has the parts; issue 43); None while a model among them has
     no known price (unknown, not free)."""
+    children: list[ChildUsage] = Field(default_factory=list)
+    """The session's forks and sub-agents (issue 42), each with its own roll-up."""
+    children_tokens: int = 0
+    """``used_tokens`` of every descendant, summed (the tree's roll-up; not in
+    ``used_tokens``, which is this session's next request only)."""
+    waiting_tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    """Calls still waiting for their result ({tool_call_id, seq}, oldest first): the
+    compaction boundary never passes the oldest (issue 42), so a call never answered
+    stops compaction; /info says which one."""
+
 
 
 class TimelineEntryResult(Result):
@@ -549,6 +598,8 @@ class FeedEvent(Result):
     """ISO-8601 UTC."""
     payload: dict[str, Any]
     """The event's own fields."""
+    parent_session_id: str | None = None
+    """The session's parent in the tree (issue 42); null: a root."""
 
 
 class SessionEvent(Result):

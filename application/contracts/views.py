@@ -30,6 +30,8 @@ class SessionRow:
     """model → the window a provider reported in an overflow error (``WindowLearned``)."""
     cleared_count: int = 0
     """How many tool results have been cleared (``ToolResultsCleared``, issue 17)."""
+    parent_session_id: str | None = None
+    """The session this one was forked from or spawned by (issue 42)."""
 
 
 @dataclass(frozen=True)

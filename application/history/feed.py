@@ -22,6 +22,11 @@ def read_events(command: ReadEvents, services: Services) -> EventsResult:
     if feed is None:
         raise InvalidCommand("this bus has no event feed")
     events, more = feed.read(command.after, command.limit, command.max_bytes)
+    link = getattr(services.read_model, "link", None)  # (issue 42: each entry names its parent)
+    if link is not None:
+        for e in events:
+            parent = link(e["session_id"]) if e.get("session_id") else None
+            e["parent_session_id"] = parent.parent_session_id if parent is not None else None
     return EventsResult(events=[FeedEvent.model_validate(e) for e in events], more=more)
 
 

@@ -195,9 +195,16 @@ def session_info(row: SessionRow) -> r.SessionInfo:
         deleted=row.deleted,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        parent_session_id=row.parent_session_id,
     )
 
 
 def list_sessions(cmd: c.ListSessions, svc: Services) -> r.SessionsResult:
     rows = svc.read_model.sessions(limit=cmd.limit, offset=cmd.offset)
+    if cmd.tree:  # issue 42
+        from context_compaction.application.history.forks import session_tree
+
+        infos = [session_info(x) for x in rows]
+        roots = [i for i in infos if i.parent_session_id is None]
+        return r.SessionsResult(sessions=infos, tree=session_tree(svc, roots, session_info))
     return r.SessionsResult(sessions=[session_info(x) for x in rows])

@@ -25,6 +25,8 @@ from ..contracts.ports import CommandRecord, ConcurrencyConflict
 from .queries import live_row
 from ..runtime.services import AUTO_COMMAND_PREFIX, Services, mutate
 
+from context_compaction.application.history.forks import refuse_purge_with_forks, subagent_parent  # noqa: E402 (issue 42)
+
 log = logging.getLogger("context_compaction.sessions")
 
 
@@ -62,6 +64,7 @@ def _start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
             cmd.agent_token_limit,
             created_at=svc.now(),
             command_id=command_id,
+            parent=subagent_parent(cmd, svc),  # a sub-agent's session (issue 42)
         )
         try:
             svc.events.save(session)
@@ -386,6 +389,7 @@ def purge_session(cmd: c.PurgeSession, svc: Services) -> r.PurgeSessionResult:
     ``purge_session`` again completes (and ``ctxc verify`` names)."""
     if svc.eraser is None:
         raise InvalidCommand("this store cannot erase content (purge_session needs SQLite or PostgreSQL)")
+    refuse_purge_with_forks(svc, cmd.session_id)  # their history is in its events (issue 42)
     _, session, _ = mutate(svc, cmd.session_id, lambda s: s.purge(created_at=svc.now()))
     erased, scrubbed = svc.eraser.erase(cmd.session_id)
     svc.contexts.drop(cmd.session_id)

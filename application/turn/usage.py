@@ -135,6 +135,17 @@ def usage_text(u: r.ContextUsage) -> str:
     return "\n".join(lines)
 
 
+def _waiting_calls(records: Any) -> list[tuple[str, int]]:
+    """(call id, seq) of the visible calls no visible record answers, oldest first."""
+    issued: dict[str, int] = {}
+    for record in records:
+        for call in record.get("tool_calls") or ():
+            issued.setdefault(call["id"], record["seq"])
+        if record["role"] == "tool":
+            issued.pop(record.get("tool_call_id") or "", None)
+    return sorted(issued.items(), key=lambda item: item[1])
+
+
 def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     """The figures the next ``prepare_turn`` with the same inputs decides on."""
     turn = prepare_context(svc, cmd.session_id, inputs_of(cmd), cmd.model)
@@ -143,10 +154,19 @@ def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     _forecast_and_cost(svc, turn, decision.used, usage)
     state = breaker_state(svc, cmd.session_id, turn.records)
     usage.compaction_breaker = r.CompactionBreaker(**state.to_record())
+    roll_up_children(svc, usage, lambda sid: get_context_usage(c.GetContextUsage(session_id=sid), svc))
+    waiting = _waiting_calls(turn.ctx.records)
+    usage.waiting_tool_calls = [{"tool_call_id": call_id, "seq": seq} for call_id, seq in waiting]
+    if waiting:
+        usage.text += (f"\n{'Waiting tool calls':<22}{len(waiting)}; the compaction boundary stays at or "
+                       f"before seq {waiting[0][1]} until {waiting[0][0]!r} has its result")
     if state.open:
         usage.text += (f"\nAuto compaction     paused after {state.failures_in_a_row} failed attempts"
                        f" ({state.turns_left} more turns)")
     return usage
+
+
+from context_compaction.application.history.forks import roll_up_children  # noqa: E402 (issue 42)
 
 
 def _forecast_and_cost(svc: Services, turn: TurnContext, used: int, usage: r.ContextUsage) -> None:

@@ -145,6 +145,18 @@ class SqlEventStore:
         self.cache.put(aggregate_id, session)
         return session  # type: ignore[no-any-return]
 
+    def load_complete_at(self, session_id: str, version: int) -> Session:
+        """The session at ``version`` replayed from its first event (a fork needs the
+        closed tool groups a snapshot does not keep, issue 42); not the held copy."""
+        try:
+            with storage_errors():
+                session = replay(None, self.app.events.get(_aggregate_id(session_id), lte=version))
+        except CorruptEvent as exc:
+            raise naming_session(exc, session_id) from None
+        if session is None:
+            raise SessionNotFound(f"session {session_id!r} does not exist")
+        return session  # type: ignore[no-any-return]
+
     def is_current(self, session: Session) -> bool:
         """Has nothing been stored for this session after ``session.version``?"""
         try:

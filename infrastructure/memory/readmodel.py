@@ -31,7 +31,7 @@ from ..transcoding import PlainJSONTranscoder
 from .recorder import ProjectingMemoryRecorder
 
 #: rm_sessions without aggregate_id: the columns ``session_row`` reads.
-_SESSION_VIEW = (0, *range(2, 16))
+_SESSION_VIEW = (0, *range(2, 17))
 
 
 class MemoryReadModel:

@@ -18,6 +18,7 @@ from eventsourcing.persistence import IntegrityError
 from context_compaction.domain.session import Session
 from context_compaction.domain.summary import storable_text
 
+from . import tree
 from .ops import TableOps
 from .rows import dumps
 
@@ -119,7 +120,10 @@ class EventHandlers:
         ops.insert("rm_sessions", [(
             e.session_id, e.originator_id.hex, e.model, e.agent_token_limit, e.originator_version,
             1, 0, None, 0, 0, 0, 0, e.created_at, e.created_at, "{}", 0,
+            (getattr(e, "parent", None) or {}).get("parent_session_id"),
         )])
+        if getattr(e, "parent", None):  # a fork or a sub-agent (issue 42)
+            tree.project_started(ops, e)
         if e.command_id is not None:  # the host's (unique by contract) or ours (random)
             self._register_command(ops, e.command_id, e.session_id, "start_session", 0, 0, strict)
 
@@ -186,6 +190,7 @@ class EventHandlers:
                        between=("seq", lo, hi))
             excluded += max(ops.rowcount, 0)
             ops.delete("rm_pins", {"session_id": sid}, between=("seq", lo, hi))
+        tree.hide_inherited(ops, sid, e.ranges)  # (a fork's inherited seqs, issue 42)
         ops.insert("rm_invalidations", [(
             sid, e.originator_version, e.kind, dumps(e.ranges), excluded, storable_text(e.reason),
             e.generation, e.created_at,

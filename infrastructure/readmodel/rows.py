@@ -49,6 +49,7 @@ def session_row(row: Sequence[Any]) -> SessionRow:
         updated_at=row[12],
         learned_windows=learned_windows_of(row[13]),
         cleared_count=int(row[14] or 0),
+        parent_session_id=row[15] if len(row) > 15 else None,
     )
 
 

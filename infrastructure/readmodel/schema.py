@@ -21,7 +21,7 @@ POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
 #: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 #: The oldest version whose tables still have today's shape (later versions only added
 #: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
 SAME_SHAPE_SINCE = 5
@@ -36,6 +36,9 @@ ADDED_COLUMNS: tuple[tuple[int, str, str, str], ...] = (
     # Provider-native compaction state of a checkpoint (issue 17, ADR 0039); NULL is exact
     # for older databases: no checkpoint had one before.
     (10, "rm_checkpoints", "provider_state", "TEXT"),
+    # The session's parent (issue 42, ADR 0081); NULL is exact for older databases: no
+    # event named a parent before.
+    (14, "rm_sessions", "parent_session_id", "TEXT"),
 )
 #: 8 added rm_search (ADR 0033). Since 11 it lags the appends (ADR 0049): a search
 #: indexes its session's messages above the session's mark in ``SEARCH_MARKS`` first.
@@ -109,7 +112,7 @@ PROJECTED: tuple[Table, ...] = (
         ("message_count", "{INT} NOT NULL"), ("invalidated_count", "{INT} NOT NULL"),
         ("checkpoint_count", "{INT} NOT NULL"), ("deleted", "{INT} NOT NULL"), _CREATED,
         ("updated_at", "TEXT NOT NULL"), ("learned_windows", "TEXT NOT NULL DEFAULT '{{}}'"),
-        ("cleared_count", "{INT} NOT NULL DEFAULT 0"),
+        ("cleared_count", "{INT} NOT NULL DEFAULT 0"), ("parent_session_id", "TEXT"),
     ), ("session_id",), unique=(("aggregate_id",),)),
     # Only what queries select on and the event that holds the body (ADR 0016): short
     # rows keep the B-tree pages an append rewrites (and fsyncs) few.
@@ -152,6 +155,13 @@ PROJECTED: tuple[Table, ...] = (
         ("checkpoint_id", "TEXT"), _SID, _VERSION, ("now_active", "TEXT"), ("generation", "{INT} NOT NULL"),
         ("command_id", "TEXT"), _CREATED,
     ), ("checkpoint_id",), without_rowid=False),
+    # Sessions as a tree (issue 42, ADR 0081): a child's link to its parent, and for a
+    # fork the inherited seqs (``<= fork_seq``) the child hides (JSON ranges).
+    Table("rm_tree", (
+        _SID, ("parent_session_id", "TEXT NOT NULL"), ("kind", "TEXT NOT NULL"),
+        ("fork_version", "{INT} NOT NULL"), ("fork_seq", "{INT} NOT NULL"), ("parent_tool_call_id", "TEXT"),
+        ("hidden", "TEXT NOT NULL"), _CREATED,
+    ), ("session_id",)),
 )
 TABLES: dict[str, Table] = {table.name: table for table in PROJECTED}
 
@@ -182,6 +192,8 @@ SCHEMA: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
     # (a command_id is unique across all sessions and commands: appends look here too)
     "CREATE INDEX IF NOT EXISTS rm_reverts_command ON {t}rm_reverts (command_id)",
+    # A session's children (issue 42): list_sessions' tree, purge's refusal, usage roll-up.
+    "CREATE INDEX IF NOT EXISTS rm_tree_parent ON {t}rm_tree (parent_session_id)",
     DAMAGED_TABLE.ddl(),
     # How far rm_search is filled, per session (SEARCH_MARKS, ADR 0049).
     "CREATE TABLE IF NOT EXISTS {t}rm_search_marks ("
@@ -225,7 +237,7 @@ SEARCH_DERIVED = ("rm_search_fts",)
 SESSION_COLS = (
     "session_id, model, agent_token_limit, version, next_seq, context_generation,"
     " active_checkpoint_id, message_count, invalidated_count, checkpoint_count, deleted,"
-    " created_at, updated_at, learned_windows, cleared_count"
+    " created_at, updated_at, learned_windows, cleared_count, parent_session_id"
 )
 CHECKPOINT_COLS = ", ".join(TABLES["rm_checkpoints"].column_names)
 N_SESSION_COLS = len(SESSION_COLS.split(","))

@@ -170,7 +170,8 @@ def test_ctxc_events_prints_json_lines_after_a_position(tmp_path: Path) -> None:
     assert [e["position"] for e in lines] == [1, 2, 3, 4, 5, 6]
     two = _ctxc("events", "--db", url, "--limit", "2")  # --limit is the total (issue 35)
     assert [json.loads(line)["position"] for line in two.stdout.splitlines()] == [1, 2]
-    assert set(lines[0]) == {"position", "session_id", "version", "type", "at", "payload"}
+    assert set(lines[0]) == {"position", "session_id", "version", "type", "at", "payload",
+                             "parent_session_id"}  # (issue 42)
     later = _ctxc("events", "--db", url, "--after", "4")
     assert [json.loads(line)["position"] for line in later.stdout.splitlines()] == [5, 6]
     assert _ctxc("events", "--db", url, "--after", "-1").returncode == 2

@@ -145,6 +145,7 @@ def test_real_answers_conform_to_their_typed_envelopes(client: TestClient, docum
             _check(document, "list_compaction_attempts", _post(client, log))
             answered |= {"resummarize", "list_compaction_attempts"}
     answered |= _preview_and_cost(client, document, big)  # (issue 43)
+    answered |= _tree_commands(client, document)  # (issue 42)
     _check(document, "delete_session", _post(client, {"type": "delete_session", "session_id": sid}))
     _check(document, "purge_session", _post(client, {"type": "purge_session", "session_id": sid}))
     assert answered | {"delete_session", "purge_session"} == set(command_types())
@@ -196,3 +197,24 @@ def test_the_document_is_built_on_first_use(tmp_path: Path) -> None:
         assert app.openapi()["components"]["schemas"]["TurnRequest"]["title"] == "TurnRequest"
     finally:
         bus.close()
+
+
+def _tree_commands(client: Any, document: dict[str, Any]) -> set[str]:
+    """fork_session and complete_subagent (issue 42), on sessions of their own."""
+    root = "tree-root"
+    for step in (
+        {"type": "start_session", "session_id": root, "model": "gpt-4o"},
+        {"type": "append_messages", "session_id": root, "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "agent", "arguments": "{}"}}]}]},
+        {"type": "start_session", "session_id": "tree-sub", "model": "gpt-4o",
+         "parent_session_id": root, "parent_tool_call_id": "c1"},
+    ):
+        _check(document, step["type"], _post(client, step))
+    _check(document, "fork_session", _post(client, {"type": "fork_session", "session_id": root,
+                                                    "new_session_id": "tree-fork"}))
+    _check(document, "complete_subagent", _post(client, {"type": "complete_subagent", "session_id": "tree-sub",
+                                                         "result": "done"}))
+    _check(document, "list_sessions", _post(client, {"type": "list_sessions", "tree": True}))
+    return {"fork_session", "complete_subagent"}

@@ -98,7 +98,17 @@ class SessionMachine(RuleBasedStateMachine):
             m.get("tool_call_id") for m in last}
         complete = last[-1]["role"] == "assistant" and not last[-1].get("tool_calls") and not open_calls
         newest_complete = len(turns) - 1 if complete else len(turns) - 2
-        return turns[newest_complete][0] if newest_complete > 0 else None
+        if newest_complete <= 0:
+            return None
+        cut = turns[newest_complete][0]
+        # ADR 0082 (issue 42): the cut never passes a call still waiting for its result
+        # (a rewind or delete that hid a result reopens its call).
+        tail = [seq for turn in turns for seq in turn]
+        answered = {self.messages[seq - 1].get("tool_call_id") for seq in tail}
+        waiting = [seq for seq in tail if seq < cut and any(
+            c["id"] not in answered for c in self.messages[seq - 1].get("tool_calls") or [])]
+        cut = min([cut, *waiting])
+        return cut if cut > tail[0] else None
 
     def ok(self, command: dict) -> dict:
         envelope = self.h.do(command)

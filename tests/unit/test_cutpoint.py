@@ -121,3 +121,14 @@ def test_only_overflow_may_split_a_turn_at_a_completed_tool_batch() -> None:
     assert p.first_retained_seq == 5  # after the completed batch {p, q}; r stays with its call
     p = plan(big, keep=1, split=True)  # nothing fits: keep the last completed step
     assert isinstance(p, CutPlan) and p.first_retained_seq == 7
+
+
+def test_a_call_still_waiting_for_its_result_is_named_when_it_holds_the_boundary_back() -> None:
+    # review of issue 42: a call never answered stops compaction; the plan says why
+    waiting = [rec(1, "assistant", "w", calls=["w-1"], content=None)]
+    rest = turn(2, "a") + turn(4, "b") + turn(6, "c")
+    assert plan(waiting + rest, keep=20) is NothingToCompact.WAITING_CALL
+    held = plan([rec(0, "user", "w")] + waiting + rest, keep=20)
+    assert isinstance(held, CutPlan) and held.first_retained_seq == 1
+    assert held.waiting_call == ("w-1", 1)
+    assert plan(rest, keep=20).waiting_call is None  # (nothing held back)

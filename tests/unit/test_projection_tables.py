@@ -110,7 +110,7 @@ def test_each_table_operation_does_the_same_in_sql_and_in_memory() -> None:
             _run(ops, name, *args, **kwargs)
         _same(sql, memory, conn, rowcount=rowcount)
 
-    session = ("s", "agg", "m", None, 1, 1, 0, None, 0, 0, 0, 0, "t0", "t0", "{}", 0)
+    session = ("s", "agg", "m", None, 1, 1, 0, None, 0, 0, 0, 0, "t0", "t0", "{}", 0, None)
     both("insert", "rm_sessions", [session])
     both("insert", "rm_messages", [("s", seq, 1, seq + 10) for seq in range(1, 6)])
     both("insert", "rm_pins", [("s", 2), ("s", 3)], if_absent=True, rowcount=2)
@@ -139,11 +139,11 @@ def test_each_table_operation_does_the_same_in_sql_and_in_memory() -> None:
 
 @pytest.mark.parametrize(("table", "row", "taken"), [
     ("rm_messages", ("s", 1, 1, 9), "key"),
-    ("rm_sessions", ("s2", "agg", "m", None, 1, 1, 0, None, 0, 0, 0, 0, "t", "t", "{}", 0), "unique"),
+    ("rm_sessions", ("s2", "agg", "m", None, 1, 1, 0, None, 0, 0, 0, 0, "t", "t", "{}", 0, None), "unique"),
 ])
 def test_a_taken_key_or_unique_column_raises_in_both(table: str, row: tuple[Any, ...], taken: str) -> None:
     sql, memory, conn = _both()
-    session = ("s", "agg", "m", None, 1, 1, 0, None, 0, 0, 0, 0, "t0", "t0", "{}", 0)
+    session = ("s", "agg", "m", None, 1, 1, 0, None, 0, 0, 0, 0, "t0", "t0", "{}", 0, None)
     for ops in (sql, memory):
         ops.insert("rm_sessions", [session])
         ops.insert("rm_messages", [("s", 1, 1, 7)])
@@ -156,7 +156,7 @@ def test_a_taken_key_or_unique_column_raises_in_both(table: str, row: tuple[Any,
 
 def test_a_failed_memory_transaction_undoes_every_operation() -> None:
     memory = Tables()
-    session = ("s", "agg", "m", None, 1, 1, 0, None, 0, 0, 0, 0, "t0", "t0", "{}", 0)
+    session = ("s", "agg", "m", None, 1, 1, 0, None, 0, 0, 0, 0, "t0", "t0", "{}", 0, None)
     memory.insert("rm_sessions", [session])
     memory.insert("rm_pins", [("s", 1)])
     before = {name: memory.rows(name) for name in TABLES}

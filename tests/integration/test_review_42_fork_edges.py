@@ -1,0 +1,67 @@
+"""Review of issue 42: a fork retried with its command id, and a command id reused."""
+
+from __future__ import annotations
+
+from backends import MakeHarness
+from helpers import assistant, err, ok, tool, user
+from test_session_tree import SID, filler, fork, history, start
+
+BACKENDS = ("memory", "sqlite", "postgres")
+
+
+def test_a_fork_retried_with_its_command_id_answers_its_first_result(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    filler(h, 3)
+    command = {"type": "fork_session", "session_id": SID, "new_session_id": "c", "at_seq": 4,
+               "command_id": "cmd-fork-1"}
+    first = ok(h.do(command))
+    filler(h, 1, start=3)  # the parent moves on; the retry still answers the first fork
+    again = ok(h.do(command))
+    assert again == first
+    assert [m["seq"] for m in history(h, "c")] == [1, 2, 3, 4]
+
+
+def test_a_fork_command_id_reused_for_another_command_is_a_conflict(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    filler(h, 3)
+    fork(h, "c", command_id="cmd-fork-1")
+    # the same id for another fork (another child, or another fork point)
+    e = err(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "d",
+                  "command_id": "cmd-fork-1"}), "idempotency_conflict")
+    assert e["details"]["command_id"] == "cmd-fork-1"
+    err(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "c", "at_version": 2,
+              "command_id": "cmd-fork-1"}), "idempotency_conflict")
+    # an id an append used
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("x")], "command_id": "cmd-app"}))
+    err(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "e", "command_id": "cmd-app"}),
+        "idempotency_conflict")
+    sessions = {s["session_id"] for s in ok(h.do({"type": "list_sessions"}))["sessions"]}
+    assert sessions == {SID, "c"}  # nothing was created by a refusal
+
+
+def test_a_call_never_answered_that_blocks_compaction_is_named_in_the_refusal(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user("confirm?"), assistant(None, calls=[("call_confirm", "confirm", "{}")])]}))
+    filler(h, 12)
+    e = err(h.do({"type": "compact", "session_id": SID}), "summary_failed")
+    assert "call_confirm" in e["message"] and "waiting for its result" in e["message"], e
+    assert e["details"]["waiting_tool_call_id"] == "call_confirm" and e["details"]["waiting_seq"] == 2
+    # once answered (and the kept tail has moved past the late result), it compacts again
+    ok(h.do({"type": "append_messages", "session_id": SID,
+             "messages": [tool("call_confirm", "yes"), assistant("confirmed")]}))
+    filler(h, 12, start=12)
+    assert ok(h.do({"type": "compact", "session_id": SID}))["status"] == "compacted"
+
+
+def test_info_names_the_calls_still_waiting_for_their_result(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    filler(h, 2)
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user("confirm?"), assistant(None, calls=[("call_confirm", "confirm", "{}")])]}))
+    info = ok(h.do({"type": "get_context_usage", "session_id": SID}))
+    assert info["waiting_tool_calls"] == [{"tool_call_id": "call_confirm", "seq": 6}]
+    assert "Waiting tool calls" in info["text"] and "call_confirm" in info["text"]
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [tool("call_confirm", "yes")]}))
+    info = ok(h.do({"type": "get_context_usage", "session_id": SID}))
+    assert info["waiting_tool_calls"] == [] and "Waiting tool calls" not in info["text"]
