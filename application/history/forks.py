@@ -135,6 +135,16 @@ def _fork_version(svc: Services, now: Session, cmd: c.ForkSession) -> int:
                 f"at_seq {cmd.at_seq} is after the session's last seq {now.next_seq - 1}",
                 details={"max_seq": now.next_seq - 1},
             )
+        link = link_of(now)
+        if link is not None and link.kind == FORK and cmd.at_seq < link.fork_seq:
+            # This session was born holding seqs up to fork_seq: it never was "right after
+            # at_seq", and its version 1 would silently give the whole inherited prefix.
+            raise InvalidCommand(
+                f"at_seq {cmd.at_seq} is in the history {cmd.session_id!r} inherited from "
+                f"{link.parent_session_id!r} (seqs up to {link.fork_seq}); fork "
+                f"{link.parent_session_id!r} at that seq instead",
+                details={"parent_session_id": link.parent_session_id, "fork_seq": link.fork_seq},
+            )
         return _version_of_seq(svc, cmd.session_id, cmd.at_seq, now.version)
     return now.version
 

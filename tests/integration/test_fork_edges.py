@@ -65,3 +65,20 @@ def test_info_names_the_calls_still_waiting_for_their_result(make_harness: MakeH
     ok(h.do({"type": "append_messages", "session_id": SID, "messages": [tool("call_confirm", "yes")]}))
     info = ok(h.do({"type": "get_context_usage", "session_id": SID}))
     assert info["waiting_tool_calls"] == [] and "Waiting tool calls" not in info["text"]
+
+
+def test_a_fork_of_a_fork_at_a_seq_it_inherited_is_refused_not_given_the_whole_prefix(
+    make_harness: MakeHarness,
+) -> None:
+    h = start(make_harness)
+    filler(h, 6)
+    fork(h, "b")  # b is born holding seqs 1..12
+    filler(h, 2, start=10, sid="b")
+    e = err(h.do({"type": "fork_session", "session_id": "b", "new_session_id": "c", "at_seq": 4}),
+            "invalid_command")
+    assert e["details"] == {"parent_session_id": SID, "fork_seq": 12}
+    assert "c" not in {s["session_id"] for s in ok(h.do({"type": "list_sessions"}))["sessions"]}
+    # at the fork point itself and after it, and from the parent at 4, it works
+    assert fork(h, "c12", sid="b", at_seq=12)["fork_seq"] == 12
+    assert fork(h, "c14", sid="b", at_seq=14)["fork_seq"] == 14
+    assert [m["seq"] for m in history(h, fork(h, "c4", at_seq=4)["session_id"])] == [1, 2, 3, 4]
