@@ -12,7 +12,7 @@ import httpx
 from context_compaction import Settings, bootstrap
 from context_compaction.infrastructure.demo.scenario import coding_session
 from context_compaction.infrastructure.http import create_app
-from test_http import Server
+from http_server import Server
 
 TOKEN = "reported-window-token-0123"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -8,7 +8,7 @@ import pytest
 
 from backends import MakeHarness
 from helpers import RecordingSummarizer, assistant, ok, user
-from test_concurrent_retries import PROCESSES, _same_answers, released_together
+from concurrent_retries import PROCESSES, _same_answers, released_together
 
 
 def _parent(make_harness: MakeHarness):

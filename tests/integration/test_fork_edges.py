@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from backends import MakeHarness
 from helpers import assistant, err, ok, tool, user
-from test_session_tree import SID, filler, fork, history, start
+from tree_builders import SID, filler, fork, history, start
 
 BACKENDS = ("memory", "sqlite", "postgres")
 

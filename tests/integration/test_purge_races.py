@@ -76,7 +76,7 @@ def test_a_dry_run_candidate_keeps_no_content_after_a_purge(make_harness: MakeHa
     """A dry run's candidate (issue 43) holds its summary in the attempt log; the purge
     rewrote attempts' ledgers but left candidates whole (review of issue 35)."""
     from helpers import RecordingSummarizer
-    from test_purge import _dump
+    from purge_builders import _dump
 
     h = make_harness("candidate", adapters={"summarizer": RecordingSummarizer(text=f"## Goal\nKeep {SECRET}.")},
                      context_compaction={"keep_recent_tokens": 300})
@@ -97,7 +97,7 @@ def test_an_attempt_recorded_after_a_purge_keeps_no_content(make_harness: MakeHa
     ledger whose dropped items quote messages) after the erasure: the purge's rewrite
     missed it (review of issue 35)."""
     from context_compaction.domain.attempts import Attempt
-    from test_purge import _dump
+    from purge_builders import _dump
 
     h = make_harness("attempt")
     ok(h.do({"type": "start_session", "session_id": "p", "model": "gpt-4o"}))
