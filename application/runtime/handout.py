@@ -73,4 +73,9 @@ def hand_out(result: Any) -> Any:
     the JSON edge serializes the cached ones, never handing them out)."""
     if isinstance(result, SHARING_MESSAGES):
         result.messages = handed_out(result.messages)
+        if isinstance(result, TurnRequest) and result.tools:
+            # The tools are the command's, so the host's own and the ones an overflow
+            # retry is rebuilt from: a provider adapter cleaning a schema in place
+            # must change neither (issue 38).
+            result.tools = handed_out(result.tools)
     return result

@@ -13,35 +13,43 @@ IO_LIBRARIES = {
 }
 
 
+#: Source folder → the package it installs as (pyproject.toml, ADR 0002).
+PACKAGE_OF = {"facade": "context_compaction", "domain": "context_compaction.domain",
+              "application": "context_compaction.application",
+              "infrastructure": "context_compaction.infrastructure"}
+
+
 def imports_of(folder: str) -> list[tuple[str, int, str]]:
+    """(file, line, module) for every import in ``folder``; a relative import is resolved
+    to its absolute name, and ``from <package> import <name>`` also counts as an import
+    of ``<package>.<name>`` (``from ... import infrastructure`` names the layer only
+    there)."""
     found = []
     for path in sorted((ROOT / folder).rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        package = [*PACKAGE_OF[folder].split("."), *path.relative_to(ROOT / folder).parent.parts]
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            elif isinstance(node, ast.ImportFrom) and node.level > 0:
-                names = [f".{'.' * (node.level - 1)}{node.module or ''}"]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = ".".join(package[: len(package) - (node.level - 1)] + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                names = [base, *(f"{base}.{a.name}" for a in node.names if a.name != "*")]
             else:
                 continue
-            for name in names:
+            for name in dict.fromkeys(names):
                 found.append((path.relative_to(ROOT).as_posix(), node.lineno, name))
     return found
 
 
 def offending(folder: str, banned_prefixes: set[str]) -> list[str]:
-    bad = []
+    bad: dict[tuple[str, int], str] = {}  # one report per import statement
     for where, line, name in imports_of(folder):
-        top = name.split(".")[0]
-        if name.startswith("."):
-            if name.lstrip(".").split(".")[0] in {"application", "infrastructure"} and name.startswith(".."):
-                bad.append(f"{where}:{line} imports {name}")
-            continue
-        if top in banned_prefixes or any(name.startswith(p + ".") or name == p for p in banned_prefixes):
-            bad.append(f"{where}:{line} imports {name}")
-    return bad
+        if any(name == p or name.startswith(p + ".") for p in banned_prefixes):
+            bad.setdefault((where, line), f"{where}:{line} imports {name}")
+    return list(bad.values())
 
 
 def test_domain_imports_no_outer_layer_and_no_io() -> None:
@@ -78,6 +86,25 @@ def test_the_layer_check_itself_catches_a_bad_import(tmp_path: Path, monkeypatch
     (tmp_path / "domain" / "bad.py").write_text("import sqlite3\nfrom context_compaction.application import bus\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
     assert len(offending("domain", {"sqlite3", "context_compaction.application"})) == 2
+
+
+def test_the_layer_check_resolves_relative_imports_of_a_sibling_layer(tmp_path: Path, monkeypatch) -> None:
+    """``from ... import infrastructure`` in application/runtime/ (or ``from .. import
+    application`` in domain/) names the outer layer only in its alias: it is caught."""
+    (tmp_path / "application" / "runtime").mkdir(parents=True)
+    (tmp_path / "application" / "runtime" / "bad.py").write_text(
+        "def f():\n    from ... import infrastructure\n    return infrastructure\n"
+        "from . import services\n"  # (its own room: not reported)
+    )
+    (tmp_path / "domain").mkdir()
+    (tmp_path / "domain" / "bad.py").write_text("from .. import application\nfrom . import errors\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    assert offending("application", {"context_compaction.infrastructure"}) == [
+        "application/runtime/bad.py:2 imports context_compaction.infrastructure"
+    ]
+    assert offending("domain", {"context_compaction.application"}) == [
+        "domain/bad.py:1 imports context_compaction.application"
+    ]
 
 
 def test_private_eventsourcing_names_appear_in_one_module_only() -> None:

@@ -1,0 +1,69 @@
+"""A request's ``tools`` are the caller's own too (issue 38: a host or litellm that
+edits a request must never change the next one).
+
+``PrepareTurn(tools=TOOLS)`` kept the host's nested tool dicts in the request it handed
+out and in the remembered request an overflow retry is rebuilt from: litellm or a host
+that edited ``request.tools`` in place (a schema cleaned for a provider, a name
+rewritten) changed the host's ``TOOLS`` (so every later turn) and the retried request.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from helpers import Harness, ok, user, assistant
+
+from context_compaction.application.contracts.commands import AppendMessages, PrepareTurn, RecoverOverflow, StartSession
+
+SID = "tools-handout"
+
+
+def _tools() -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {
+        "name": "read_file", "description": "Read a file.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    }}]
+
+
+def _edit(tools: list[dict[str, Any]]) -> None:
+    """What a provider adapter does to a tool schema before sending it."""
+    tools[0]["function"]["name"] = "EDITED"
+    tools[0]["function"]["parameters"]["properties"]["path"]["type"] = "EDITED"
+    tools[0]["function"]["parameters"]["required"].append("EDITED")
+
+
+def _session(harness: Harness) -> None:
+    harness.bus.dispatch(StartSession(session_id=SID, model="gpt-4o"))
+    history = []
+    for i in range(12):
+        history += [user(f"question {i} " + "word " * 2000), assistant(f"answer {i} " + "text " * 2000)]
+    harness.bus.dispatch(AppendMessages(session_id=SID, messages=[*history, user("go on")]))
+
+
+def test_editing_the_request_s_tools_leaves_the_host_s_tools_and_the_next_turn_alone(harness: Harness) -> None:
+    _session(harness)
+    TOOLS = _tools()
+    request = harness.bus.dispatch(PrepareTurn(session_id=SID, tools=TOOLS))
+    _edit(request.completion_kwargs()["tools"])
+    assert TOOLS == _tools(), "editing the request changed the host's tools"
+    assert harness.bus.dispatch(PrepareTurn(session_id=SID, tools=TOOLS)).tools == _tools()
+
+
+def test_editing_the_request_s_tools_leaves_the_overflow_retry_alone(harness: Harness) -> None:
+    _session(harness)
+    request = harness.bus.dispatch(PrepareTurn(session_id=SID, tools=_tools()))
+    _edit(request.tools)
+    retried = harness.bus.dispatch(RecoverOverflow(session_id=SID, request_id=request.request_id))
+    assert retried.retry_of == request.request_id
+    assert retried.tools == _tools(), "the retried request carries the host's edit of the first one"
+
+
+def test_the_json_path_hands_out_tools_of_its_own(harness: Harness) -> None:
+    _session(harness)
+    TOOLS = _tools()
+    request = harness.bus.dispatch(PrepareTurn(session_id=SID, tools=TOOLS))
+    answer = ok(harness.do({"type": "prepare_turn", "session_id": SID, "tools": copy.deepcopy(TOOLS)}))
+    _edit(answer["tools"])
+    retried = harness.bus.dispatch(RecoverOverflow(session_id=SID, request_id=request.request_id))
+    assert retried.tools == _tools()
