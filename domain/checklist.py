@@ -247,6 +247,13 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         if a not in _STOP and b not in _STOP and a not in _FILLER and b not in _FILLER and "|" not in (a, b) \
                 and len(a) > 2 and len(b) > 2:
             out.add(f"{a} {b}")
+    # (a one-word qualifier behind "for"/"of" is part of the subject: "the retry limit for
+    # webhooks" and "... for the email sender" are two limits, not one)
+    for n, w in enumerate(words):
+        if w in ("for", "of"):
+            q = next((x for x in words[n + 1:n + 3] if x not in _STOP), "|")
+            if q != "|" and len(q) > 2 and q not in _FILLER and not any(q in a.split() for a in out):
+                out.add(q)
     # (acronyms, "the ORM"; never a unit, "180 KB")
     out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence)
             if w.upper() not in ("TBD", "OK", "I") and not _UNIT_ONLY.fullmatch(w)}

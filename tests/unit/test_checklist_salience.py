@@ -102,3 +102,15 @@ def test_the_scorer_counts_a_flagged_value_as_kept_and_not_current() -> None:
     assert kept(old, line) and flagged(old, line) and not stated_as_current(old, line)
     plain = "- amount: The cache TTL is 15 minutes. (seq 3)"
     assert kept(old, plain) and not flagged(old, plain) and stated_as_current(old, plain)
+
+
+def test_a_qualifier_behind_for_or_of_keeps_two_subjects_apart() -> None:
+    # (review of issue 44: "for webhooks" stood behind a stop word, so "retry limit" was
+    # the whole subject and the email sender's limit replaced the webhooks' current one)
+    ledger = merged("The retry limit for webhooks is 5 attempts.",
+                    "Actually the retry limit for webhooks is 8 attempts, not 5.",
+                    "The retry limit for the email sender is 3 attempts.")
+    current = {i.value for i in ledger.items}
+    assert "Actually the retry limit for webhooks is 8 attempts, not 5." in current
+    assert "The retry limit for the email sender is 3 attempts." in current
+    assert [i.value for i in ledger.superseded] == ["The retry limit for webhooks is 5 attempts."]
