@@ -54,7 +54,20 @@ _VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:==|\s+(?:to|at|is|on|ve
 _SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
 _NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|Team [A-Z]\w+|the [A-Z]\w+ team)\b")
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
-                   r"handles|in charge|took over|responsible|approver|assignee|assigned)\b", re.I)
+                   r"handles|in charge|took over|responsible|approver|approves|signs off|assignee|assigned)\b", re.I)
+_FIRST = re.compile(r"^([A-Z][a-z]{2,})\b(?!')")
+#: Capitalised only because they start a sentence: not a person's name.
+_NOT_NAMES = frozenset("everyone everybody someone somebody anyone anybody nobody nothing something anything "
+                       "everything each every another other others none".split())
+
+
+def _first_name(sentence: str) -> bool:
+    """A one-word name starting a sentence ("Priyanka owns billing."): a capitalised
+    first word that is no stop word, filler or pronoun (the role word decides)."""
+    m = _FIRST.match(sentence)
+    return bool(m) and (w := m.group(1).lower()) not in _STOP and w not in _FILLER and w not in _NOT_NAMES
+
+
 _CUES = (
     (QUESTION, re.compile(
         r"\b(open question|unresolved|undecided|haven't decided|not decided|not sure|unsure|tbd|to be decided|"
@@ -171,7 +184,7 @@ def classify(sentence: str) -> str | None:
             if kind == RULE and not (_has_value(sentence) or re.search(r"\b(never|always|do not|don't)\b", sentence, re.I)):
                 continue  # ("make sure the linter passes": a routine request, not a rule)
             return kind
-    if _NAME.search(sentence) and _ROLE.search(sentence):
+    if (_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence):
         return PERSON
     if _DATE.search(sentence):
         return DATE

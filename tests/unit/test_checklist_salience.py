@@ -114,3 +114,14 @@ def test_a_qualifier_behind_for_or_of_keeps_two_subjects_apart() -> None:
     assert "Actually the retry limit for webhooks is 8 attempts, not 5." in current
     assert "The retry limit for the email sender is 3 attempts." in current
     assert [i.value for i in ledger.superseded] == ["The retry limit for webhooks is 5 attempts."]
+
+
+def test_a_person_named_by_first_name_alone_at_the_start_is_a_person() -> None:
+    # (review of issue 44: only a two-word name was a name, and a capital at the start of
+    # a sentence was no entity, so "Priyanka owns ..." left the checklist unreported)
+    kinds = {v: k for k, v, _ in checklist_items(
+        "Priyanka owns the billing service; ask her before touching invoices. "
+        "Marguerite signs off the vendor invoices. Everyone owns their tests. Nothing handles retries.")}
+    assert kinds.get("Priyanka owns the billing service; ask her before touching invoices.") == "person"
+    assert kinds.get("Marguerite signs off the vendor invoices.") == "person"
+    assert "Everyone owns their tests." not in kinds and "Nothing handles retries." not in kinds
