@@ -10,7 +10,7 @@ from context_compaction.domain.budget import keep_with_checklist_room
 from context_compaction.domain.checklist import checklist_items, salient, sentences
 from context_compaction.domain.ledger import Ledger, LedgerItem, LedgerReport, extract
 from context_compaction.domain.summary import SourceEntry
-from helpers import Harness, err, ok
+from helpers import Harness, err, fingerprint, ok
 
 
 def said(seq: int, text: str, role: str = "assistant") -> SourceEntry:
@@ -86,10 +86,27 @@ def test_configure_session_refuses_a_window_no_compaction_serves_and_changes_not
                 "invalid_command")
     assert error["details"]["window"] == 300 and error["details"]["smallest_window"] > 300
     assert f"{error['details']['smallest_window']:,}" in error["message"]
-    info = ok(harness.do({"type": "get_history", "session_id": "s1"}))
-    assert info["agent_token_limit"] == 5000 if "agent_token_limit" in info else True
     r = ok(harness.do({"type": "configure_session", "session_id": "s1", "agent_token_limit": 1000}))
     assert r["agent_token_limit"] == 1000
+
+
+def test_the_refusal_boundary_is_the_smallest_window_and_a_refusal_records_nothing(harness: Harness) -> None:
+    ok(harness.do({"type": "start_session", "session_id": "s1", "model": "gpt-4o", "agent_token_limit": 5000}))
+    smallest = err(harness.do({"type": "configure_session", "session_id": "s1", "agent_token_limit": 1}),
+                   "invalid_command")["details"]["smallest_window"]
+    before = fingerprint(harness.bus)
+    error = err(harness.do({"type": "configure_session", "session_id": "s1", "agent_token_limit": smallest - 1}),
+                "invalid_command")
+    assert error["details"] == {"window": smallest - 1, "smallest_window": smallest}
+    # (a model whose counter needs a larger window is refused with the limit the session has)
+    err(harness.do({"type": "configure_session", "session_id": "s1", "model": "acme/no-tiktoken-model",
+                    "agent_token_limit": smallest}), "invalid_command")
+    assert fingerprint(harness.bus) == before
+    usage = ok(harness.do({"type": "get_context_usage", "session_id": "s1"}))
+    assert usage["model"] == "gpt-4o"
+    assert ok(harness.do({"type": "configure_session", "session_id": "s1",
+                          "agent_token_limit": smallest}))["agent_token_limit"] == smallest
+    assert fingerprint(harness.bus) != before
 
 
 def test_the_scorer_counts_a_flagged_value_as_kept_and_not_current() -> None:
