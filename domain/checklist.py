@@ -349,9 +349,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
             continue
+        theirs = set(other.anchors)
+        if not mine & theirs:
+            continue  # (no shared anchor: neither the same subject nor part of one; cheap first)
         if not carries and _carries_value(other.value):
             continue
-        theirs = set(other.anchors)
         if not _same_subject(mine, theirs):
             if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)

@@ -142,3 +142,20 @@ def test_a_person_named_by_first_name_alone_at_the_start_is_a_person() -> None:
     assert kinds.get("Priyanka owns the billing service; ask her before touching invoices.") == "person"
     assert kinds.get("Marguerite signs off the vendor invoices.") == "person"
     assert "Everyone owns their tests." not in kinds and "Nothing handles retries." not in kinds
+
+
+def test_merging_items_about_unrelated_subjects_tests_no_value_pairwise(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # (review of issue 44: 400 short fact messages took 10 s to compact, most of it the
+    # value regexes run on every earlier item for every new one, subjects unrelated)
+    from context_compaction.domain import checklist
+
+    calls = []
+    real = checklist._has_value
+    monkeypatch.setattr(checklist, "_has_value", lambda s: calls.append(s) or real(s))
+    nouns = ("billing", "search", "export", "import", "ledger", "mailer", "scheduler", "gateway", "uploader", "indexer",
+             "crawler", "renderer", "notifier", "archiver", "resolver", "tracker", "sampler", "planner", "builder",
+             "linter")
+    texts = [f"The {n} owner is unknown." for n in nouns] + [f"The {n} runs 4 replicas." for n in nouns]
+    ledger = merged(*texts)
+    assert len([i for i in ledger.items if i.value in texts]) == len(texts)
+    assert len(calls) < 5 * len(texts)
