@@ -396,5 +396,7 @@ def _same_subject(a: set[str], b: set[str]) -> bool:
 
 _ID = re.compile(r"[/_.\d]")
 _IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
-_STEP = re.compile(r"\bstep \d+(?: of \d+)?\b", re.I)  # ("Step 3 is done" updates "Step 3: start the migration")
+# ("Step 3 is done" updates "Step 3: start the migration"; "module 2" and "module 3" are two
+# units, not two values of one: the number names the unit)
+_STEP = re.compile(r"\b(?:step|phase|stage|module|part|ticket|milestone|batch) \d+(?: of \d+)?\b", re.I)
 _IDENT_MARK = re.compile(r"[/_]|\d|\.\w")

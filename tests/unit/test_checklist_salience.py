@@ -159,3 +159,13 @@ def test_merging_items_about_unrelated_subjects_tests_no_value_pairwise(monkeypa
     ledger = merged(*texts)
     assert len([i for i in ledger.items if i.value in texts]) == len(texts)
     assert len(calls) < 5 * len(texts)
+
+
+def test_progress_on_two_numbered_units_is_two_facts() -> None:
+    # (review of issue 44: "Done with module 3" superseded "Done with module 2": the
+    # number was taken out as a value, leaving one subject for every module)
+    ledger = merged("Done with module 2: the helpers moved and the tests passed.",
+                    "Done with module 3: the helpers moved and the tests passed.")
+    assert not ledger.superseded and len([i for i in ledger.items if "Done with module" in i.value]) == 2
+    ledger = merged("Step 3: migrate the invoices table.", "Step 3 is done: the invoices table is migrated.")
+    assert [i.value for i in ledger.superseded] == ["Step 3: migrate the invoices table."]
