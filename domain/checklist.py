@@ -264,7 +264,9 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     # webhooks" and "... for the email sender" are two limits, not one)
     for n, w in enumerate(words):
         if w in ("for", "of"):
-            q = next((x for x in words[n + 1:n + 3] if x not in _STOP), "|")
+            # (only "the" may stand between: "for this project" says where, not which one)
+            q = next((x for x in words[n + 1:n + 3] if x != "the"), "|")
+            q = "|" if q in _STOP else q
             if q != "|" and len(q) > 2 and q not in _FILLER and not any(q in a.split() for a in out):
                 out.add(q)
     # (acronyms, "the ORM"; never a unit, "180 KB")

@@ -131,6 +131,9 @@ def test_a_qualifier_behind_for_or_of_keeps_two_subjects_apart() -> None:
     assert "Actually the retry limit for webhooks is 8 attempts, not 5." in current
     assert "The retry limit for the email sender is 3 attempts." in current
     assert [i.value for i in ledger.superseded] == ["The retry limit for webhooks is 5 attempts."]
+    ledger = merged("Team Falcon is our release manager for this project.",
+                    "Mira Lopez is taking over as release manager starting today.")
+    assert [i.value for i in ledger.superseded] == ["Team Falcon is our release manager for this project."]
 
 
 def test_a_person_named_by_first_name_alone_at_the_start_is_a_person() -> None:
