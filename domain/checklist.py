@@ -14,6 +14,7 @@ languages matches no cue and is not cut: it is kept whole where it is kept at al
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import replace
@@ -371,6 +372,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     return item
 
 
+@functools.lru_cache(maxsize=4096)  # (asked of every earlier item for each new one: Ledger.merge)
 def _carries_value(sentence: str) -> bool:
     return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]))
 
