@@ -14,6 +14,7 @@ languages matches no cue and is not cut: it is kept whole where it is kept at al
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import replace
@@ -54,7 +55,20 @@ _VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:==|\s+(?:to|at|is|on|ve
 _SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
 _NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|Team [A-Z]\w+|the [A-Z]\w+ team)\b")
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
-                   r"handles|in charge|took over|responsible|approver|assignee|assigned)\b", re.I)
+                   r"handles|in charge|took over|responsible|approver|approves|signs off|assignee|assigned)\b", re.I)
+_FIRST = re.compile(r"^([A-Z][a-z]{2,})\b(?!')")
+#: Capitalised only because they start a sentence: not a person's name.
+_NOT_NAMES = frozenset("everyone everybody someone somebody anyone anybody nobody nothing something anything "
+                       "everything each every another other others none".split())
+
+
+def _first_name(sentence: str) -> bool:
+    """A one-word name starting a sentence ("Priyanka owns billing."): a capitalised
+    first word that is no stop word, filler or pronoun (the role word decides)."""
+    m = _FIRST.match(sentence)
+    return bool(m) and (w := m.group(1).lower()) not in _STOP and w not in _FILLER and w not in _NOT_NAMES
+
+
 _CUES = (
     (QUESTION, re.compile(
         r"\b(open question|unresolved|undecided|haven't decided|not decided|not sure|unsure|tbd|to be decided|"
@@ -171,7 +185,7 @@ def classify(sentence: str) -> str | None:
             if kind == RULE and not (_has_value(sentence) or re.search(r"\b(never|always|do not|don't)\b", sentence, re.I)):
                 continue  # ("make sure the linter passes": a routine request, not a rule)
             return kind
-    if _NAME.search(sentence) and _ROLE.search(sentence):
+    if (_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence):
         return PERSON
     if _DATE.search(sentence):
         return DATE
@@ -247,6 +261,15 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         if a not in _STOP and b not in _STOP and a not in _FILLER and b not in _FILLER and "|" not in (a, b) \
                 and len(a) > 2 and len(b) > 2:
             out.add(f"{a} {b}")
+    # (a one-word qualifier behind "for"/"of" is part of the subject: "the retry limit for
+    # webhooks" and "... for the email sender" are two limits, not one)
+    for n, w in enumerate(words):
+        if w in ("for", "of"):
+            # (only "the" may stand between: "for this project" says where, not which one)
+            q = next((x for x in words[n + 1:n + 3] if x != "the"), "|")
+            q = "|" if q in _STOP else q
+            if q != "|" and len(q) > 2 and q not in _FILLER and not any(q in a.split() for a in out):
+                out.add(q)
     # (acronyms, "the ORM"; never a unit, "180 KB")
     out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence)
             if w.upper() not in ("TBD", "OK", "I") and not _UNIT_ONLY.fullmatch(w)}
@@ -329,9 +352,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
             continue
+        theirs = set(other.anchors)
+        if not mine & theirs:
+            continue  # (no shared anchor: neither the same subject nor part of one; cheap first)
         if not carries and _carries_value(other.value):
             continue
-        theirs = set(other.anchors)
         if not _same_subject(mine, theirs):
             if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
@@ -347,6 +372,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     return item
 
 
+@functools.lru_cache(maxsize=4096)  # (asked of every earlier item for each new one: Ledger.merge)
 def _carries_value(sentence: str) -> bool:
     return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]))
 
@@ -374,5 +400,7 @@ def _same_subject(a: set[str], b: set[str]) -> bool:
 
 _ID = re.compile(r"[/_.\d]")
 _IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
-_STEP = re.compile(r"\bstep \d+(?: of \d+)?\b", re.I)  # ("Step 3 is done" updates "Step 3: start the migration")
+# ("Step 3 is done" updates "Step 3: start the migration"; "module 2" and "module 3" are two
+# units, not two values of one: the number names the unit)
+_STEP = re.compile(r"\b(?:step|phase|stage|module|part|ticket|milestone|batch) \d+(?: of \d+)?\b", re.I)
 _IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
