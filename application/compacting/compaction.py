@@ -156,6 +156,14 @@ def summary_budget_for(window: int, count: Callable[[str], int]) -> SummaryBudge
     return summary_budget
 
 
+#: Slack for the summary's own count against its count inside the request (token
+#: boundaries at the joins).
+_SUMMARY_MARGIN_TOKENS = 8
+#: Below this the room beside the tail is no summary at all: ask for the usual size and
+#: let the shrink check say why it cannot fit.
+_SMALLEST_SUMMARY = 64
+
+
 def summary_window(svc: Services, model: str, session_window: int) -> int:
     """The window a summary request must fit: the session's, and the summary model's
     own (configured or catalog) when ``summary_model`` names another model."""
@@ -181,12 +189,25 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
                           source_budget=summary_budget.source_budget,
                           output_reserve=summary_budget.output_reserve, count=count)  # issue 44
     source: SummarySource = built.source
+    # The tail the cut really keeps: at least the newest whole turn, which can be more than
+    # the keep budget (ADR 0083 shrinks that budget for the checklist's room). The summary
+    # is asked to fit beside it under the threshold, so that a summarizer that fills its
+    # output (the extractive one does) is not refused afterwards for a size it was allowed.
+    pins = set(ctx.pinned_seqs)
+    kept = sum(turn.tokens[m["seq"]] for m in ctx.records
+               if m["seq"] >= plan.first_retained_seq and m["seq"] not in pins)
+    # (measured, not guessed: the request with a one-character summary is the rest of it)
+    empty = turn.draft_with(svc, turn.candidate(
+        summary=".", first_retained_seq=plan.first_retained_seq, reason=reason, provider_kind="",
+        model=model, degraded=False, summary_source={}))
+    beside = budget.threshold - empty.total - _SUMMARY_MARGIN_TOKENS
+    max_output = min(summary_budget.output_reserve, beside) if beside >= _SMALLEST_SUMMARY else summary_budget.output_reserve
     request = SummaryRequest(
         session_id=ctx.session.session_id,
         model=model,
         prompt=built.prompt,
         source=source,
-        max_output_tokens=summary_budget.output_reserve,
+        max_output_tokens=max_output,
         previous_provider_state=ctx.checkpoint.provider_state if ctx.checkpoint else None,
         checklist=built.checklist, count_tokens=count,
     )
@@ -200,7 +221,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
             f"the summary has {summary_tokens:,} tokens, over its {summary_budget.output_reserve:,} limit",
             details={"summary_tokens": summary_tokens, "limit": summary_budget.output_reserve},
         )
-    room = (budget.threshold - turn.keep_beside_pins() - before.fixed - turn.pinned_history_tokens()
+    room = (budget.threshold - max(turn.keep_beside_pins(), kept) - before.fixed - turn.pinned_history_tokens()
             - summary_budget.output_reserve)
     verified = verify_summary(
         summary,
