@@ -103,6 +103,22 @@ def test_sqlite_search_cost_stays_near_a_one_term_query(harness: Harness, backen
         conn.close()
 
 
+def _vm_steps(conn: sqlite3.Connection, session_id: str, query: str) -> int:
+    """The SQLite VM steps (in hundreds) of one search as the read model runs it."""
+    terms, substrings = split_terms(query_terms(query))
+    counted = [0]
+
+    def tick() -> int:
+        counted[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 100)
+    conn.execute(search_sql("sqlite", False, len(terms), len(substrings)).replace("{t}", ""),
+                 search_params("sqlite", terms, substrings, session_id, 20)).fetchall()
+    conn.set_progress_handler(None, 0)
+    return counted[0]
+
+
 @pytest.mark.backends("sqlite")
 def test_sqlite_cost_of_many_distinct_terms_stays_near_one_term(harness: Harness, backend: str,
                                                                tmp_path: Path) -> None:
@@ -117,18 +133,7 @@ def test_sqlite_cost_of_many_distinct_terms_stays_near_one_term(harness: Harness
     conn = sqlite3.connect(str(tmp_path / "main.db"))
     try:
         def steps(query: str) -> int:
-            terms, substrings = split_terms(query_terms(query))
-            counted = [0]
-
-            def tick() -> int:
-                counted[0] += 1
-                return 0
-
-            conn.set_progress_handler(tick, 100)
-            conn.execute(search_sql("sqlite", False, len(terms), len(substrings)).replace("{t}", ""),
-                         search_params("sqlite", terms, substrings, "d", 20)).fetchall()
-            conn.set_progress_handler(None, 0)
-            return counted[0]
+            return _vm_steps(conn, "d", query)
 
         assert steps(" ".join(words)) <= 8 * steps("w1x")
     finally:
@@ -239,18 +244,7 @@ def test_sqlite_cost_of_a_long_phrase_stays_near_one_term(harness: Harness, back
     conn = sqlite3.connect(str(tmp_path / "main.db"))
     try:
         def steps(query: str) -> int:
-            terms, substrings = split_terms(query_terms(query))
-            counted = [0]
-
-            def tick() -> int:
-                counted[0] += 1
-                return 0
-
-            conn.set_progress_handler(tick, 100)
-            conn.execute(search_sql("sqlite", False, len(terms), len(substrings)).replace("{t}", ""),
-                         search_params("sqlite", terms, substrings, "l", 20)).fetchall()
-            conn.set_progress_handler(None, 0)
-            return counted[0]
+            return _vm_steps(conn, "l", query)
 
         base = steps("b")
         assert base > 0
