@@ -371,6 +371,12 @@ class ProjectionBuilder:
         self._sums: dict[str, tuple[int, int]] = {}
         self._chain: list[bytes] = []
 
+    @property
+    def open_records(self) -> Sequence[MessageRecord]:
+        """The records after the last point where every tool group was closed: the only
+        place a call can still wait for its result (ADR 0082)."""
+        return self._pending
+
     def extend(self, messages: Sequence[MessageRecord]) -> None:
         if not messages:
             return

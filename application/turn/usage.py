@@ -155,7 +155,8 @@ def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     state = breaker_state(svc, cmd.session_id, turn.records)
     usage.compaction_breaker = r.CompactionBreaker(**state.to_record())
     roll_up_children(svc, usage, lambda sid: get_context_usage(c.GetContextUsage(session_id=sid), svc))
-    waiting = _waiting_calls(turn.ctx.records)
+    # (only the builder's open tail can hold a waiting call: /info stays flat in N)
+    waiting = _waiting_calls(turn.ctx.builder(turn.identity).open_records)
     usage.waiting_tool_calls = [{"tool_call_id": call_id, "seq": seq} for call_id, seq in waiting]
     if waiting:
         usage.text += (f"\n{'Waiting tool calls':<22}{len(waiting)}; the compaction boundary stays at or "

@@ -91,7 +91,7 @@ def test_a_schema_11_database_gains_the_column_and_still_finds_its_messages(pg_d
     version = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'schema'")[0][0]
     from context_compaction.infrastructure.readmodel.schema import SCHEMA_VERSION
 
-    assert version == SCHEMA_VERSION == 13  # (13: bounded search rows, issue 36)
+    assert version == SCHEMA_VERSION == 14  # (13: bounded search rows, issue 36; 14: the session tree, issue 42)
     # found from the rows the old schema indexed (no re-indexing: same rows, same mark)
     assert seqs(h, "kiwi") == [1, 2] and seqs(h, "main.py") == [1]
     assert seqs(h, "数据库") == [2] and seqs(h, "café") == [3] and h.count("rm_search") == 3

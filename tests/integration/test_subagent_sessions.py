@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from backends import MakeHarness
+from harness import Inspect
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
 
 BACKENDS = ("memory", "sqlite", "postgres")
@@ -114,19 +115,19 @@ def test_verify_checks_the_tree_and_purge_refuses_a_parent_with_forks(make_harne
     h = start(make_harness)
     filler(h, 3)
     ok(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "f", "at_version": 4}))
-    report = verify(h.bus.services.extra["app"], h.bus.services.read_model)
+    report = verify(h.inspect.app, h.bus.services.read_model)
     assert report.ok and report.tree == [], report.to_dict()
     err(h.do({"type": "purge_session", "session_id": SID}), "session_has_children")
     assert ok(h.do({"type": "get_history", "session_id": "f"}))["messages"][0]["content"] == "step 0"
     # the parent's events from the fork version on are lost: verify names the fork
-    table = h.bus.services.extra["app"].projector.events_table.qualified
+    table = h.inspect.app.projector.events_table.qualified
     oid = session_aggregate_id(SID)
-    db = h.bus.services.extra["db"]
+    db = h.inspect.db
     with db.write() as cur:
         cur.execute(f"DELETE FROM {table} WHERE originator_id = ? AND originator_version >= ?",
                     (oid if h.is_postgres else oid.hex, 4))
     fresh = h.reopen()
-    report = verify(fresh.services.extra["app"], fresh.services.read_model)
+    report = verify(Inspect(fresh).app, fresh.services.read_model)
     assert not report.ok and any("has no version 4" in p for p in report.tree), report.tree
     # purging the fork first, then the parent, is allowed
     ok(h.do({"type": "purge_session", "session_id": "f"}))

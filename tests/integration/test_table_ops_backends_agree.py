@@ -36,7 +36,7 @@ def _sql_rows(conn: sqlite3.Connection, table: str) -> list[tuple[Any, ...]]:
 
 
 def _session(sid: str, agg: str, limit: int | None = None) -> tuple[Any, ...]:
-    return (sid, agg, "m", limit, 1, 1, 0, None, 0, 0, 0, 0, "t0", "t0", "{}", 0)
+    return (sid, agg, "m", limit, 1, 1, 0, None, 0, 0, 0, 0, "t0", "t0", "{}", 0, None)
 
 
 def test_an_update_of_a_key_column_moves_the_row_in_memory_as_in_sql() -> None:
