@@ -71,18 +71,23 @@ class SummaryInput:
     source: SummarySource
     prompt: list[dict[str, str]]
     checklist: tuple[LedgerItem, ...]
+    #: Tokens the ledger may write back into the summary (``ledger_budget``).
+    ledger_tokens: int
 
 
 def summary_input(previous_summary: str | None, previous_ledger: Mapping[str, Any] | None,
                   covered: Sequence[MessageRecord], *, source_budget: int, output_reserve: int,
-                  count: Count) -> SummaryInput:
+                  room: int, count: Count) -> SummaryInput:
     """The one way a compaction and ``resummarize`` build a summary call: the checklist
-    takes up to a third of the input budget as must-keep lines, the material the rest."""
+    takes up to a third of the input budget as must-keep lines, the material the rest;
+    ``room`` (what the window leaves beside the kept tail and the summary) bounds the
+    ledger's write-back."""
     checklist = checklist_for(previous_ledger, covered)
     must_keep = must_keep_lines(checklist, source_budget // 3, count)
     source = build_summary_source(previous_summary, covered, count=count,
                                   budget_tokens=source_budget - sum(count(ln) + 1 for ln in must_keep))
-    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep), checklist)
+    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep), checklist,
+                        ledger_budget(output_reserve, room))
 
 
 def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:
