@@ -24,7 +24,6 @@ from ..runtime import asyncbus
 from ..contracts import commands as c
 from ..contracts import results as r
 from .attemptlog import run_recorded
-from .attemptlog import summarizer_name as summarizer_label
 from ..history.costs import summary_cost, summary_usage_record
 from ..state.drafts import Draft
 from .ledgers import verify_summary
@@ -133,7 +132,7 @@ def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:
         previous_provider_state=previous.provider_state if previous else None,
         checklist=built.checklist, count_tokens=count,
     )
-    result = _summarize(svc, request, prepared.reason)
+    result = _summarize(svc, request, prepared.reason, prepared.summarizer)
     summary = storable_text(result.text).strip()
     if not summary:
         raise SummaryFailed("the summarizer returned an empty summary")
@@ -155,7 +154,7 @@ def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:
     checkpoint = candidate_checkpoint(
         turn,
         summary=verified.text,
-        ledger=verified.record(),
+        ledger=verified.record,
         first_retained_seq=plan.first_retained_seq,
         reason=prepared.reason,
         provider_kind=result.provider_kind,
@@ -172,9 +171,9 @@ def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:
     )
 
 
-def _summarize(svc: Services, request: SummaryRequest, reason: str) -> Any:
+def _summarize(svc: Services, request: SummaryRequest, reason: str, summarizer: str) -> Any:
     """The summary call in a ``ctxc.summary`` span, its latency in ``ctxc.summary.duration``."""
-    attributes = {"ctxc.session_id": request.session_id, "ctxc.summarizer": summarizer_label(svc),
+    attributes = {"ctxc.session_id": request.session_id, "ctxc.summarizer": summarizer,
                   "ctxc.reason": reason, GENAI_CONVERSATION_ID: request.session_id,
                   GENAI_OPERATION_NAME: "chat", GENAI_REQUEST_MODEL: request.model}
     started = time.perf_counter()

@@ -122,7 +122,7 @@ def _degraded_candidate(
         budget_tokens=0,
         count=lambda t: svc.tokens.count_text(t, turn.draft.encoding),
     )
-    checkpoint = replace(checkpoint, ledger=verified.record())
+    checkpoint = replace(checkpoint, ledger=verified.record)
     after = draft_with(svc, turn, checkpoint)
     return Candidate(
         turn.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns

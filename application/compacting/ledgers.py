@@ -29,10 +29,8 @@ class VerifiedSummary:
     ledger: Ledger
     report: LedgerReport
     citations_removed: int
-
-    def record(self) -> dict[str, Any]:
-        """What ``CheckpointCommitted.ledger`` stores."""
-        return {**self.ledger.to_record(), "report": self.report.to_record()}
+    #: What ``CheckpointCommitted.ledger`` stores.
+    record: dict[str, Any]
 
 
 def ledger_budget(output_reserve: int, room: int) -> int:
@@ -129,4 +127,5 @@ def verify_summary(
     report.items_total += len(evicted)
     before = {(i.kind, i.value) for i in Ledger.from_record(previous).superseded}
     report.superseded_items = [i for i in ledger.superseded if (i.kind, i.value) not in before]
-    return VerifiedSummary(verified.strip(), ledger, report, removed)
+    return VerifiedSummary(verified.strip(), ledger, report, removed,
+                           {**ledger.to_record(), "report": report.to_record()})

@@ -123,6 +123,12 @@ def draft_with(svc: Services, turn: TurnContext, checkpoint: Checkpoint) -> Draf
 
 
 # ------------------------------------------------------------ the summary's limits
+def summarizer_name(svc: Services) -> str:
+    """What ``svc.summarizer`` is called in the log: its ``provider_kind`` when it has
+    one (the extractive one, a plugged-in one), else the configured name."""
+    return str(getattr(svc.summarizer, "provider_kind", None) or svc.settings.summarizer)
+
+
 def summary_budget_for(window: int, count: Callable[[str], int]) -> SummaryBudget:
     """The summary call's limits in this window; ``SummaryFailed`` when it has none."""
     output_cap = min(SUMMARY_OUTPUT_CAP, window // 4)
@@ -172,8 +178,12 @@ class Preparation:
     plan: CutPlan
     #: The raw records from ``plan.first_retained_seq`` on (the tail the summary is read beside).
     retained: list[MessageRecord]
+    #: The checkpoint the candidate replaces (its summary, ledger, provider state), if any.
+    previous: Checkpoint | None
     #: The model that writes the summary (``summary_model``, else the session's).
     model: str
+    #: What the summarizer is called in spans, metrics and the attempt log.
+    summarizer: str
     #: Counts text in the draft's encoding.
     count: Callable[[str], int]
     #: The summary call's input budget and output reserve in the summary window.
@@ -183,10 +193,6 @@ class Preparation:
     #: The output asked for: what fits beside the kept tail under the threshold.
     max_output_tokens: int
 
-    @property
-    def previous(self) -> Checkpoint | None:
-        """The checkpoint the candidate replaces (its summary, ledger, provider state)."""
-        return self.turn.ctx.checkpoint
 
 
 def prepare_compaction(
@@ -242,6 +248,7 @@ def prepare_summary(
     beside = budget.threshold - empty.total - _SUMMARY_MARGIN_TOKENS
     max_output = min(limits.output_reserve, beside) if beside >= _SMALLEST_SUMMARY else limits.output_reserve
     return Preparation(
-        turn=turn, reason=reason, plan=plan, retained=retained, model=model, count=count, budget=limits,
+        turn=turn, reason=reason, plan=plan, retained=retained, previous=checkpoint, model=model,
+        summarizer=summarizer_name(svc), count=count, budget=limits,
         input=built, max_output_tokens=max_output,
     )

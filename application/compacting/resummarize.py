@@ -19,9 +19,8 @@ from context_compaction.domain.summary import storable_text
 from ..runtime import asyncbus
 from ..contracts import commands as c
 from ..contracts import results as r
-from .attemptlog import summarizer_name
 from .compaction import summary_wait
-from .prepare import summary_budget_for
+from .prepare import summarizer_name, summary_budget_for
 from .ledgers import summary_input, verify_summary
 from ..contracts.ports import SummaryRequest
 from ..runtime.services import Services
