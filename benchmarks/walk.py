@@ -5,7 +5,8 @@ A call profile (``sys.setprofile``) of one dispatch, read as a reader reads the 
 each function once, at its first call, then back to its caller (a function called
 again is not read again). Every frame is mapped to the application module it runs in
 (a frame outside ``application/`` — domain, infrastructure, libraries — counts as the
-innermost application frame below it). A *stay* is a run of the walk in one module; a
+innermost application frame below it; a comprehension counts as the function it is
+written in). A *stay* is a run of the walk in one module; a
 *return* is a stay in a module the walk had already left; *visits* counts a module's
 stays. Prints JSON:
 
@@ -28,6 +29,9 @@ from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+#: Code objects that are part of the function they are written in, not functions of their own.
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 
 
 def link_tree(tree: Path) -> Path:
@@ -87,7 +91,9 @@ def walk(bus, command, start: str | None, entries: list[str] | None = None) -> l
     def profile(frame, event, arg):  # noqa: ANN001
         if event == "call":
             code = frame.f_code
-            if code in read:  # read already: the reader does not go there again
+            # (a comprehension is read with the function it is written in: on 3.12+ most are
+            # inlined into it, PEP 709, and the walk must not depend on the interpreter)
+            if code in read or code.co_name in _COMPREHENSIONS:  # the reader does not go there again
                 stack.append(stack[-1])
                 functions.append(functions[-1])
                 return
