@@ -1,7 +1,8 @@
 """The compaction service (spec §7.3-7.4, §10-§12; DESIGN §4, §9-§10).
 
 ``compact_context`` is the only path that creates checkpoints: snapshot (version,
-generation) → plan the cut → one summary call, outside any lock or transaction →
+generation) → plan the cut and prepare the attempt once (``prepare.py``: one
+``Preparation``, ADR 0087) → one summary call, outside any lock or transaction →
 validate the candidate → commit under optimistic concurrency with the generation
 check → re-read the projection from the stored state.
 """
