@@ -30,6 +30,7 @@ from workload import MODEL, median, ms, unique_turns
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
+from context_compaction.application.compacting.prepare import record_counts  # noqa: E402
 from context_compaction.application.runtime.turncontext import TurnContext, prepare_context  # noqa: E402
 from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget  # noqa: E402
 from context_compaction.domain.cutpoint import CutPlan, plan_cut  # noqa: E402
@@ -88,7 +89,7 @@ def plan_and_source(svc: Any, turn: TurnContext) -> tuple[CutPlan, Any]:
     def count(text: str) -> int:
         return int(counter.count_text(text, encoding))
 
-    plan = plan_cut(turn.ctx.records, turn.record_counts(), keep_tokens=turn.budget.keep)
+    plan = plan_cut(turn.ctx.records, record_counts(turn), keep_tokens=turn.budget.keep)
     assert isinstance(plan, CutPlan), plan
     window = turn.budget.window
     summary_budget = SummaryBudget.compute(window, prompt_overhead(count, min(SUMMARY_OUTPUT_CAP, window // 4)))

@@ -5,12 +5,14 @@ A call profile (``sys.setprofile``) of one dispatch, read as a reader reads the 
 each function once, at its first call, then back to its caller (a function called
 again is not read again). Every frame is mapped to the application module it runs in
 (a frame outside ``application/`` — domain, infrastructure, libraries — counts as the
-innermost application frame below it). A *stay* is a run of the walk in one module; a
+innermost application frame below it; a comprehension counts as the function it is
+written in). A *stay* is a run of the walk in one module; a
 *return* is a stay in a module the walk had already left; *visits* counts a module's
 stays. Prints JSON:
 
     python benchmarks/walk.py            # the installed package, inside turn_request
     python benchmarks/walk.py --tree DIR # a checkout (e.g. ``git archive`` of main)
+    python benchmarks/walk.py --sequence # the stays one a line, with the function entered
 
 Targets (issue 38): returns at most a third of main's before the issue, no module
 visited more than 3 times.
@@ -27,6 +29,9 @@ from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+#: Code objects that are part of the function they are written in, not functions of their own.
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 
 
 def link_tree(tree: Path) -> Path:
@@ -62,11 +67,15 @@ def scenario() -> tuple[object, object]:
     return bus, prepare
 
 
-def walk(bus, command, start: str | None) -> list[str]:
+def walk(bus, command, start: str | None, entries: list[str] | None = None) -> list[str]:
     """The stays of the dispatch of ``command``; with ``start``, only those inside the
-    first call of the function of that name (the rest of the dispatch is not walked)."""
+    first call of the function of that name (the rest of the dispatch is not walked).
+    ``entries``, when given, receives for each stay how the walk got there: the function
+    first read there (``name``) or the function it came back to (``<- name``)."""
     marker = f"{os.sep}application{os.sep}"
     stack: list[str | None] = [None]
+    # the function each stack entry is read in (the application one for outside frames)
+    functions: list[str] = [""]
     inside = [start is None, 0]  # (walking?, the stack depth of ``start``'s frame)
     stays: list[str] = []
     names: dict[str, str | None] = {}
@@ -82,22 +91,32 @@ def walk(bus, command, start: str | None) -> list[str]:
     def profile(frame, event, arg):  # noqa: ANN001
         if event == "call":
             code = frame.f_code
-            if code in read:  # read already: the reader does not go there again
+            # (a comprehension is read with the function it is written in: on 3.12+ most are
+            # inlined into it, PEP 709, and the walk must not depend on the interpreter)
+            if code in read or code.co_name in _COMPREHENSIONS:  # the reader does not go there again
                 stack.append(stack[-1])
+                functions.append(functions[-1])
                 return
             read.add(code)
-            stack.append(module_of(code.co_filename) or stack[-1])
+            module = module_of(code.co_filename)
+            stack.append(module or stack[-1])
+            functions.append(code.co_name if module else functions[-1])
+            how = functions[-1]
             if start is not None and code.co_name == start and not stays:
                 inside[:] = [True, len(stack)]
         elif event == "return" and len(stack) > 1:
             if inside[0] and len(stack) == inside[1]:
                 inside[0] = False
             stack.pop()
+            functions.pop()
+            how = f"<- {functions[-1]}"
         else:
             return
         here = stack[-1]
         if inside[0] and here is not None and (not stays or stays[-1] != here):
             stays.append(here)
+            if entries is not None:
+                entries.append(how)
 
     sys.setprofile(profile)
     try:
@@ -127,11 +146,20 @@ def main() -> None:
                         help="walk only inside this function's first call (default: turn_request, "
                              "PrepareTurn's request building); '' walks the whole dispatch")
     parser.add_argument("--quiet", action="store_true", help="leave the walk itself out")
+    parser.add_argument("--sequence", action="store_true",
+                        help="print the ordered stays, one a line, with the function each was entered by, "
+                             "then the figures")
     args = parser.parse_args()
     if args.tree:
         sys.path.insert(0, str(link_tree(args.tree)))
     bus, command = scenario()
-    out = figures(walk(bus, command, args.start or None))
+    entries: list[str] = []
+    stays = walk(bus, command, args.start or None, entries)
+    out = figures(stays)
+    if args.sequence:
+        for number, (room, how) in enumerate(zip(stays, entries, strict=True)):
+            print(f"{number:3d}  {room:32s} {how}")
+        out.pop("walk")
     if args.quiet:
         out.pop("walk")
     print(json.dumps(out, indent=1))

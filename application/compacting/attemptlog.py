@@ -29,14 +29,9 @@ from ..history.queries import readable_row
 from ..runtime.services import Services
 from ..runtime.telemetry import COMPACTIONS, TOKENS_AFTER, TOKENS_BEFORE
 from ..runtime.turncontext import TurnContext
+from .prepare import summarizer_name
 
 log = logging.getLogger("context_compaction.attempts")
-
-
-def summarizer_name(svc: Services) -> str:
-    """What ``svc.summarizer`` is called in the log: its ``provider_kind`` when it has
-    one (the extractive one, a plugged-in one), else the configured name."""
-    return str(getattr(svc.summarizer, "provider_kind", None) or svc.settings.summarizer)
 
 
 class _Ended(NamedTuple):

@@ -28,6 +28,7 @@ from .attemptlog import run_recorded
 from ..state.background import BackgroundJob, Cancelled
 from .breaker import paused
 from .compaction import commit_candidate, nothing_to_compact, summarize_candidate
+from .prepare import record_counts
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext, decide_usage, prepare_context
 from ..state.drafts import inputs_of
@@ -84,7 +85,7 @@ def _summarize_and_commit(svc: Services, job: BackgroundJob, turn: TurnContext) 
     """``compact_context``'s steps, with the cancellation checked before the commit."""
     plan = plan_cut(
         turn.records,
-        turn.record_counts(),
+        record_counts(turn),
         keep_tokens=turn.budget.keep,
         previous_first_retained=turn.ctx.checkpoint.first_retained_seq if turn.ctx.checkpoint else None,
     )

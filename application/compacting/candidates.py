@@ -23,10 +23,11 @@ from context_compaction.domain.partial import check_up_to_seq
 from ..contracts import commands as c
 from ..contracts import results as r
 from .attemptlog import run_recorded
-from .compaction import Candidate, Part, commit_candidate, compact_part, compaction_report
+from .compaction import Candidate, commit_candidate, compact_part, compaction_report
 from .compaction import compact as compact_whole
 from ..history.costs import net_result, summary_cost
 from .forecasting import turn_growth
+from .prepare import Part, draft_with, record_counts
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext, prepare_context
 from ..runtime.turnlease import refuse_while_turn_runs
@@ -55,7 +56,7 @@ def prepared(svc: Services, turn: TurnContext, candidate: Candidate) -> r.Compac
         "candidate_id": candidate_id, "checkpoint": cp.to_record(), "kept_turns": candidate.kept_turns,
     })
     # Forecast: one request per turn until the compacted context grows back to the trigger.
-    ahead = forecast(turn_growth(turn), used=cp.tokens_after, threshold=turn.budget.threshold,
+    ahead = forecast(turn_growth(turn.records, record_counts(turn)), used=cp.tokens_after, threshold=turn.budget.threshold,
                      window=turn.budget.window)
     requests = ahead.turns_to_threshold or 0
     outcome = r.CompactOutcome(
@@ -96,9 +97,9 @@ def commit_prepared(cmd: c.CommitCandidate, svc: Services) -> r.CompactOutcome:
     # are in both (a generation that moved fails the commit before they matter).
     checkpoint = Checkpoint.from_record(found["checkpoint"])
     checkpoint = replace(checkpoint, tokens_before=turn.draft.total,
-                         tokens_after=turn.draft_with(svc, checkpoint).total)
+                         tokens_after=draft_with(svc, turn, checkpoint).total)
     records, boundary = turn.records, checkpoint.first_retained_seq
-    kept = sum(1 for t in group_turns(records, turn.record_counts()) if records[t.start]["seq"] >= boundary)
+    kept = sum(1 for t in group_turns(records, record_counts(turn)) if records[t.start]["seq"] >= boundary)
     candidate = Candidate(cmd.session_id, checkpoint, kept)
     return run_recorded(svc, turn, "manual", lambda: _committed(svc, candidate, cmd.candidate_id))
 

@@ -1,7 +1,8 @@
 """The compaction service (spec §7.3-7.4, §10-§12; DESIGN §4, §9-§10).
 
 ``compact_context`` is the only path that creates checkpoints: snapshot (version,
-generation) → plan the cut → one summary call, outside any lock or transaction →
+generation) → plan the cut and prepare the attempt once (``prepare.py``: one
+``Preparation``, ADR 0087) → one summary call, outside any lock or transaction →
 validate the candidate → commit under optimistic concurrency with the generation
 check → re-read the projection from the stored state.
 """
@@ -14,26 +15,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
-from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts, resolve_window
+from context_compaction.domain.budget import check_fixed_parts
 from context_compaction.domain.checkpoint import Checkpoint
-from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
+from context_compaction.domain.cutpoint import CutPlan, NothingToCompact
 from context_compaction.domain.errors import SessionDeleted, SessionNotFound, StaleCandidate, SummaryFailed
-from context_compaction.domain.partial import plan_partial_cut
-from context_compaction.domain.summary import (
-    SummarySource,
-    prompt_overhead,
-    smallest_window,
-    storable_text,
-)
+from context_compaction.domain.summary import storable_text
 
 from ..runtime import asyncbus
 from ..contracts import commands as c
 from ..contracts import results as r
 from .attemptlog import run_recorded
-from .attemptlog import summarizer_name as summarizer_label
 from ..history.costs import summary_cost, summary_usage_record
 from ..state.drafts import Draft
-from .ledgers import ledger_budget, summary_input, verify_summary
+from .ledgers import verify_summary
+from .prepare import Part, Preparation, candidate_checkpoint, draft_with, prepare_compaction, prepare_summary
 from ..contracts.ports import SummaryRequest
 from ..runtime.services import Services, mutate
 from ..state.session_context import SessionContext
@@ -112,148 +107,74 @@ def _compact_context(
 ) -> r.CompactOutcome:
     """``part`` limits the cut (issue 43); ``finish`` takes the candidate instead of
     committing it (a dry run)."""
-    ctx = turn.ctx
-    previous = ctx.checkpoint.first_retained_seq if ctx.checkpoint else None
-    plan = plan_partial_cut(
-        ctx.records, turn.record_counts(), up_to_seq=part.up_to_seq, fraction=part.fraction,
-        previous_first_retained=previous,
-    ) if part is not None and part.limited else plan_cut(
-        ctx.records,
-        turn.record_counts(),
-        keep_tokens=turn.keep_beside_pins(),
-        previous_first_retained=previous,
-        allow_turn_split=allow_turn_split,
-    )
-    if isinstance(plan, NothingToCompact):
-        return nothing_to_compact(ctx, reason, turn.draft.total, plan)
-    candidate = summarize_candidate(svc, turn, plan, reason)
+    prepared = prepare_compaction(svc, turn, reason, allow_turn_split=allow_turn_split, part=part)
+    if isinstance(prepared, NothingToCompact):
+        return nothing_to_compact(turn.ctx, reason, turn.draft.total, prepared)
+    candidate = summarize_prepared(svc, prepared)
     return (finish or (lambda found: commit_candidate(svc, found)))(candidate)
 
 
-@dataclass(frozen=True)
-class Part:
-    """What a manual ``compact`` asked for beyond the default cut (issue 43)."""
-
-    up_to_seq: int | None = None
-    fraction: float | None = None
-
-    @property
-    def limited(self) -> bool:
-        return self.up_to_seq is not None or self.fraction is not None
-
-
-def summary_budget_for(window: int, count: Callable[[str], int]) -> SummaryBudget:
-    """The summary call's limits in this window; ``SummaryFailed`` when it has none."""
-    output_cap = min(SUMMARY_OUTPUT_CAP, window // 4)
-    summary_budget = SummaryBudget.compute(window, prompt_overhead(count, output_cap))
-    if not summary_budget.feasible:
-        smallest = smallest_window(count, SUMMARY_OUTPUT_CAP)
-        raise SummaryFailed(
-            f"the {window:,}-token window leaves no room for a summary request; the smallest "
-            f"window that can compact is {smallest:,} tokens",
-            details={"window": window, "smallest_window": smallest},
-        )
-    return summary_budget
-
-
-#: Slack for the summary's own count against its count inside the request (token
-#: boundaries at the joins).
-_SUMMARY_MARGIN_TOKENS = 8
-#: Below this the room beside the tail is no summary at all: ask for the usual size and
-#: let the shrink check say why it cannot fit.
-_SMALLEST_SUMMARY = 64
-
-
-def summary_window(svc: Services, model: str, session_window: int) -> int:
-    """The window a summary request must fit: the session's, and the summary model's
-    own (configured or catalog) when ``summary_model`` names another model."""
-    config = svc.settings.model_config_for(model)
-    if config.token_limit is None and svc.catalog.max_input_tokens(model) is None:
-        return session_window  # nothing known of it: not the 128k default either
-    own = resolve_window(configured_limit=config.token_limit, catalog_limit=svc.catalog.max_input_tokens(model))
-    return min(session_window, own.hard_window)
-
-
 def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason: str) -> Candidate:
-    """One summary call and the §10.4 validation; raises ``SummaryFailed``."""
-    ctx, budget, before = turn.ctx, turn.budget, turn.draft
-    encoding = before.encoding
+    """One summary call for a cut planned by the caller (the background summary)."""
+    return summarize_prepared(svc, prepare_summary(svc, turn, plan, reason))
 
-    def count(text: str) -> int:
-        return svc.tokens.count_text(text, encoding)
 
-    model = svc.settings.summary_model_for(turn.model)
-    summary_budget = summary_budget_for(summary_window(svc, model, budget.window), count)
-    previous = ctx.checkpoint.summary if ctx.checkpoint else None
-    built = summary_input(previous, ctx.checkpoint.ledger if ctx.checkpoint else None, plan.summarize,
-                          source_budget=summary_budget.source_budget,
-                          output_reserve=summary_budget.output_reserve, count=count)  # issue 44
-    source: SummarySource = built.source
-    # The tail the cut really keeps: at least the newest whole turn, which can be more than
-    # the keep budget (ADR 0083 shrinks that budget for the checklist's room). The summary
-    # is asked to fit beside it under the threshold, so that a summarizer that fills its
-    # output (the extractive one does) is not refused afterwards for a size it was allowed.
-    pins = set(ctx.pinned_seqs)
-    kept = sum(turn.tokens[m["seq"]] for m in ctx.records
-               if m["seq"] >= plan.first_retained_seq and m["seq"] not in pins)
-    # (measured, not guessed: the request with a one-character summary is the rest of it)
-    empty = turn.draft_with(svc, turn.candidate(
-        summary=".", first_retained_seq=plan.first_retained_seq, reason=reason, provider_kind="",
-        model=model, degraded=False, summary_source={}))
-    beside = budget.threshold - empty.total - _SUMMARY_MARGIN_TOKENS
-    max_output = min(summary_budget.output_reserve, beside) if beside >= _SMALLEST_SUMMARY else summary_budget.output_reserve
+def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:
+    """One summary call and the §10.4 validation, all read from ``prepared``; raises
+    ``SummaryFailed``."""
+    turn, plan, count, limits, built = prepared.turn, prepared.plan, prepared.count, prepared.budget, prepared.input
+    previous = prepared.previous
     request = SummaryRequest(
-        session_id=ctx.session.session_id,
-        model=model,
+        session_id=turn.session_id,
+        model=prepared.model,
         prompt=built.prompt,
-        source=source,
-        max_output_tokens=max_output,
-        previous_provider_state=ctx.checkpoint.provider_state if ctx.checkpoint else None,
+        source=built.source,
+        max_output_tokens=prepared.max_output_tokens,
+        previous_provider_state=previous.provider_state if previous else None,
         checklist=built.checklist, count_tokens=count,
     )
-    result = _summarize(svc, request, reason)
+    result = _summarize(svc, request, prepared.reason, prepared.summarizer)
     summary = storable_text(result.text).strip()
     if not summary:
         raise SummaryFailed("the summarizer returned an empty summary")
     summary_tokens = count(summary)
-    if summary_tokens > summary_budget.output_reserve:
+    if summary_tokens > limits.output_reserve:
         raise SummaryFailed(
-            f"the summary has {summary_tokens:,} tokens, over its {summary_budget.output_reserve:,} limit",
-            details={"summary_tokens": summary_tokens, "limit": summary_budget.output_reserve},
+            f"the summary has {summary_tokens:,} tokens, over its {limits.output_reserve:,} limit",
+            details={"summary_tokens": summary_tokens, "limit": limits.output_reserve},
         )
-    room = (budget.threshold - max(turn.keep_beside_pins(), kept) - before.fixed - turn.pinned_history_tokens()
-            - summary_budget.output_reserve)
     verified = verify_summary(
         summary,
-        previous=ctx.checkpoint.ledger if ctx.checkpoint else None,
+        previous=previous.ledger if previous else None,
         covered=plan.summarize,
         last_seq=plan.summarize[-1]["seq"],
-        budget_tokens=ledger_budget(summary_budget.output_reserve, room),
+        budget_tokens=built.ledger_tokens,
         count=count,
-        retained=[m for m in ctx.records if m["seq"] >= plan.first_retained_seq],
+        retained=prepared.retained,
     )
-    checkpoint = turn.candidate(
+    checkpoint = candidate_checkpoint(
+        turn,
         summary=verified.text,
-        ledger=verified.record(),
+        ledger=verified.record,
         first_retained_seq=plan.first_retained_seq,
-        reason=reason,
+        reason=prepared.reason,
         provider_kind=result.provider_kind,
         model=result.model,
         degraded=False,
-        summary_source=source.metadata(),
+        summary_source=built.source.metadata(),
         provider_state=getattr(result, "provider_state", None),
     )
-    after = turn.draft_with(svc, checkpoint)
+    after = draft_with(svc, turn, checkpoint)
     _check_shrinks(turn, after, plan.waiting_call)
     return Candidate(
-        ctx.session.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns,
+        turn.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns,
         summary_usage=summary_usage_record(result.model, getattr(result, "usage", None)),
     )
 
 
-def _summarize(svc: Services, request: SummaryRequest, reason: str) -> Any:
+def _summarize(svc: Services, request: SummaryRequest, reason: str, summarizer: str) -> Any:
     """The summary call in a ``ctxc.summary`` span, its latency in ``ctxc.summary.duration``."""
-    attributes = {"ctxc.session_id": request.session_id, "ctxc.summarizer": summarizer_label(svc),
+    attributes = {"ctxc.session_id": request.session_id, "ctxc.summarizer": summarizer,
                   "ctxc.reason": reason, GENAI_CONVERSATION_ID: request.session_id,
                   GENAI_OPERATION_NAME: "chat", GENAI_REQUEST_MODEL: request.model}
     started = time.perf_counter()

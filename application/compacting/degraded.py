@@ -14,6 +14,7 @@ from ..contracts import results as r
 from .attemptlog import run_recorded
 from .compaction import Candidate, commit_candidate
 from .ledgers import verify_summary
+from .prepare import candidate_checkpoint, draft_with, pinned_history_tokens, record_counts
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext
 
@@ -43,7 +44,7 @@ def degraded_checkpoint(
 def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | None) -> r.CompactOutcome:
     turn = turn.with_window_cap(svc, window_cap)
     ctx, budget, before = turn.ctx, turn.budget, turn.draft
-    counts = turn.record_counts()
+    counts = record_counts(turn)
     previous = ctx.checkpoint.summary if ctx.checkpoint else None
     last_problem = "nothing older than the newest turn to drop"
     for keep_previous in ((True, False) if previous else (False,)):
@@ -53,7 +54,7 @@ def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | Non
             before.encoding,
         )
         # (pinned messages planned as history stay whatever the cut: not room for the tail)
-        room = max(budget.threshold - before.fixed - turn.pinned_history_tokens() - reserve, 0)
+        room = max(budget.threshold - before.fixed - pinned_history_tokens(turn) - reserve, 0)
         plan = plan_cut(
             ctx.records,
             counts,
@@ -92,7 +93,8 @@ def _degraded_candidate(
 ) -> Candidate:
     whole, partial, cut = describe_cut(plan.summarize, plan.split_turn)
     text = degraded_summary(omitted=cut, previous_summary=previous)
-    checkpoint = turn.candidate(
+    checkpoint = candidate_checkpoint(
+        turn,
         summary=text,
         first_retained_seq=plan.first_retained_seq,
         reason="overflow",
@@ -120,8 +122,8 @@ def _degraded_candidate(
         budget_tokens=0,
         count=lambda t: svc.tokens.count_text(t, turn.draft.encoding),
     )
-    checkpoint = replace(checkpoint, ledger=verified.record())
-    after = turn.draft_with(svc, checkpoint)
+    checkpoint = replace(checkpoint, ledger=verified.record)
+    after = draft_with(svc, turn, checkpoint)
     return Candidate(
         turn.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns
     )

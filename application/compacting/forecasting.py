@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from context_compaction.domain.cutpoint import group_turns
 from context_compaction.domain.forecast import LAST_TURNS, Forecast, forecast
+from context_compaction.domain.messages import MessageRecord
 
 from ..contracts import results as r
 from ..runtime.turncontext import TurnContext
+from .prepare import record_counts
 
 
-def turn_growth(turn: TurnContext, wanted: int = LAST_TURNS) -> list[int]:
+def turn_growth(records: Sequence[MessageRecord], counts: Sequence[int], wanted: int = LAST_TURNS) -> list[int]:
     """The tokens each of the last ``wanted`` (or more) complete visible turns added,
     oldest first. Only the tail is grouped, so /info stays flat in the session's length:
     grouping from a user message gives the full grouping's turns after the first group
-    (which may be the end of a longer turn, and is dropped)."""
-    records, counts = turn.records, turn.record_counts()
+    (which may be the end of a longer turn, and is dropped). ``counts``: each record's
+    tokens (``prepare.record_counts``)."""
     candidates = wanted + 2
     while True:
         start, seen = 0, 0
@@ -33,7 +37,7 @@ def turn_growth(turn: TurnContext, wanted: int = LAST_TURNS) -> list[int]:
 
 
 def context_forecast(turn: TurnContext, used: int) -> Forecast:
-    return forecast(turn_growth(turn), used=used, threshold=turn.budget.threshold, window=turn.budget.window)
+    return forecast(turn_growth(turn.records, record_counts(turn)), used=used, threshold=turn.budget.threshold, window=turn.budget.window)
 
 
 def forecast_result(found: Forecast) -> r.ContextForecast:

@@ -29,10 +29,8 @@ class VerifiedSummary:
     ledger: Ledger
     report: LedgerReport
     citations_removed: int
-
-    def record(self) -> dict[str, Any]:
-        """What ``CheckpointCommitted.ledger`` stores."""
-        return {**self.ledger.to_record(), "report": self.report.to_record()}
+    #: What ``CheckpointCommitted.ledger`` stores.
+    record: dict[str, Any]
 
 
 def ledger_budget(output_reserve: int, room: int) -> int:
@@ -71,18 +69,23 @@ class SummaryInput:
     source: SummarySource
     prompt: list[dict[str, str]]
     checklist: tuple[LedgerItem, ...]
+    #: Tokens the ledger may write back into the summary (``ledger_budget``).
+    ledger_tokens: int
 
 
 def summary_input(previous_summary: str | None, previous_ledger: Mapping[str, Any] | None,
                   covered: Sequence[MessageRecord], *, source_budget: int, output_reserve: int,
-                  count: Count) -> SummaryInput:
+                  room: int, count: Count) -> SummaryInput:
     """The one way a compaction and ``resummarize`` build a summary call: the checklist
-    takes up to a third of the input budget as must-keep lines, the material the rest."""
+    takes up to a third of the input budget as must-keep lines, the material the rest;
+    ``room`` (what the window leaves beside the kept tail and the summary) bounds the
+    ledger's write-back."""
     checklist = checklist_for(previous_ledger, covered)
     must_keep = must_keep_lines(checklist, source_budget // 3, count)
     source = build_summary_source(previous_summary, covered, count=count,
                                   budget_tokens=source_budget - sum(count(ln) + 1 for ln in must_keep))
-    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep), checklist)
+    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep), checklist,
+                        ledger_budget(output_reserve, room))
 
 
 def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:
@@ -124,4 +127,5 @@ def verify_summary(
     report.items_total += len(evicted)
     before = {(i.kind, i.value) for i in Ledger.from_record(previous).superseded}
     report.superseded_items = [i for i in ledger.superseded if (i.kind, i.value) not in before]
-    return VerifiedSummary(verified.strip(), ledger, report, removed)
+    return VerifiedSummary(verified.strip(), ledger, report, removed,
+                           {**ledger.to_record(), "report": report.to_record()})

@@ -19,9 +19,9 @@ from context_compaction.domain.summary import storable_text
 from ..runtime import asyncbus
 from ..contracts import commands as c
 from ..contracts import results as r
-from .attemptlog import summarizer_name
-from .compaction import summary_budget_for, summary_wait
-from .ledgers import ledger_budget, summary_input, verify_summary
+from .compaction import summary_wait
+from .prepare import summarizer_name, summary_budget_for
+from .ledgers import summary_input, verify_summary
 from ..contracts.ports import SummaryRequest
 from ..runtime.services import Services
 from ..runtime.turncontext import budget_for
@@ -71,8 +71,10 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
 
     budget = budget_for(svc, session, model)
     limits = summary_budget_for(budget.window, count)
+    room = budget.threshold - budget.keep - limits.output_reserve
     built = summary_input(parent.summary if parent else None, parent.ledger if parent else None, covered,
-                          source_budget=limits.source_budget, output_reserve=limits.output_reserve, count=count)
+                          source_budget=limits.source_budget, output_reserve=limits.output_reserve, room=room,
+                          count=count)
     source = built.source
     result = asyncbus.summarize(
         summarizer,
@@ -90,13 +92,12 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
     text = storable_text(result.text).strip()
     if not text:
         raise SummaryFailed("the summarizer returned an empty summary")
-    room = budget.threshold - budget.keep - limits.output_reserve
     verified = verify_summary(
         text,
         previous=parent.ledger if parent else None,
         covered=covered,
         last_seq=covered[-1]["seq"],
-        budget_tokens=ledger_budget(limits.output_reserve, room),
+        budget_tokens=built.ledger_tokens,
         count=count,
     )
     named = getattr(summarizer, "provider_kind", None) or cmd.summarizer or summarizer_name(svc)

@@ -106,15 +106,3 @@ def _cleared_outcome(turn: TurnContext, after: TurnContext, count: int, freed: i
         tool_results_cleared=r.ToolResultsCleared(count=count, tokens_freed=freed),
     )
 
-
-def with_clearing(outcome: r.CompactOutcome, cleared: Cleared | None) -> r.CompactOutcome:
-    """A summary's outcome that also reports the clearing done before it."""
-    if cleared is None:
-        return outcome
-    return outcome.model_copy(
-        update={
-            "tool_results_cleared": cleared.outcome.tool_results_cleared,
-            "tokens_before": cleared.outcome.tokens_before,
-            "report": cleared.outcome.report + "\n" + outcome.report,
-        }
-    )

@@ -12,15 +12,11 @@ learned). /info, prepare_turn and compaction all count through it (acceptance 10
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
-from context_compaction.domain.budget import Budget, keep_with_checklist_room, resolve_window
-from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
-from context_compaction.domain.clearing import apply_clearing
+from context_compaction.domain.budget import Budget, resolve_window
 from context_compaction.domain.messages import MessageRecord
-from context_compaction.domain.projection import ProviderIdentity, build_projection
+from context_compaction.domain.projection import ProviderIdentity
 
 from ..state.calibration import CalibrationKey, fixed_digest
 from ..state.drafts import Draft, TurnInputs, build_draft
@@ -88,31 +84,6 @@ class TurnContext:
         """seq → tokens in the draft's encoding, for every record."""
         return self.ctx.tokens[self.draft.encoding]
 
-    def record_counts(self) -> list[int]:
-        tokens = self.tokens
-        return [tokens[m["seq"]] for m in self.ctx.records]
-
-    def pinned_history_tokens(self) -> int:
-        """Tokens of pinned messages still in the history part (all of them before the
-        first checkpoint): whatever the cut, they stay in the request (issue 16)."""
-        pins = set(self.ctx.pinned_seqs)
-        if not pins:
-            return 0
-        tokens = self.tokens
-        return sum(tokens[m["seq"]] for m in self.ctx.records if m["seq"] in pins)
-
-    def keep_beside_pins(self) -> int:
-        """The keep window of a cut: ``budget.keep``, with pins at most half the room the
-        fixed parts and the pinned messages leave under the threshold (as ``budget.keep``
-        is at most half the threshold), so that pins still leave room for the summary."""
-        pinned = self.pinned_history_tokens() if self.ctx.pinned_seqs else 0
-        keep = self.budget.keep
-        if self.ctx.pinned_seqs:
-            keep = max(0, min(keep, (self.budget.threshold - self.draft.fixed - pinned) // 2))
-        # (the checklist's guaranteed room: the tail shrinks first, ADR 0083)
-        return keep_with_checklist_room(keep, threshold=self.budget.threshold, fixed=self.draft.fixed + pinned,
-                                        window=self.budget.window)
-
     def with_window_cap(self, svc: Services, window_cap: int | None) -> TurnContext:
         """The same request under a window tightened for one overflow recovery
         (arithmetic only: nothing is read again)."""
@@ -120,65 +91,6 @@ class TurnContext:
             return self
         budget = budget_for(svc, self.ctx.session, self.model, window_cap=window_cap)
         return replace(self, budget=budget)
-
-    def candidate(
-        self,
-        *,
-        summary: str,
-        first_retained_seq: int,
-        reason: str,
-        provider_kind: str,
-        model: str,
-        degraded: bool,
-        summary_source: Mapping[str, Any],
-        ledger: Mapping[str, Any] | None = None,
-        provider_state: Mapping[str, Any] | None = None,
-    ) -> Checkpoint:
-        """A checkpoint on top of this context, not stored yet: the next generation,
-        ``tokens_before`` this draft; ``tokens_after`` is measured by ``draft_with``."""
-        ctx = self.ctx
-        return Checkpoint(
-            checkpoint_id=CANDIDATE_ID,
-            generation=ctx.session.context_generation + 1,
-            parent_checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,
-            summary=summary,
-            first_retained_seq=first_retained_seq,
-            source_max_seq=ctx.session.next_seq - 1,
-            trigger_reason=reason,
-            provider_kind=provider_kind,
-            model=model,
-            tokens_before=self.draft.total,
-            tokens_after=0,
-            degraded=degraded,
-            summary_source=summary_source,
-            created_at="",
-            ledger=ledger,
-            provider_state=provider_state,
-        )
-
-    def draft_with(self, svc: Services, checkpoint: Checkpoint) -> Draft:
-        """The request as it would be with ``checkpoint`` active: what a compaction
-        candidate is measured by."""
-        boundary = checkpoint.first_retained_seq
-        kept = apply_clearing([m for m in self.ctx.records if m["seq"] >= boundary], self.ctx.cleared)
-        pins = set(self.ctx.pinned_seqs)
-        pinned = [*self.ctx.pinned, *(m for m in self.ctx.records if m["seq"] < boundary and m["seq"] in pins)]
-        projection = build_projection(
-            checkpoint=checkpoint,
-            messages=kept,
-            context_generation=checkpoint.generation,
-            identity=self.identity,
-            pinned=pinned,
-        )
-        tokens = self.tokens
-        history = sum(tokens.get(seq, 0) for seq in projection.included_seqs)
-        return build_draft(
-            svc.tokens,
-            projection,
-            self.inputs,
-            encoding=self.draft.encoding,
-            history_tokens=history,
-        )
 
     def history_digest(self, count: int) -> str:
         """Chained digest of the first ``count`` history messages of the draft."""

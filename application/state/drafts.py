@@ -55,14 +55,10 @@ class Draft:
     breakdown: dict[str, int]
     projection: ContextProjection
     encoding: str
-
-    @property
-    def total(self) -> int:
-        return sum(self.breakdown.values())
-
-    @property
-    def fixed(self) -> int:
-        return sum(self.breakdown[p] for p in FIXED_PARTS)
+    #: The whole request's tokens (the breakdown's sum), counted once with it.
+    total: int
+    #: Its fixed parts' tokens (``FIXED_PARTS``: what no compaction can shrink).
+    fixed: int
 
 
 def build_draft(
@@ -108,5 +104,6 @@ def build_draft(
         "history": history_tokens,
         "pinned": pinned,
     }
-    return Draft(messages, list(inputs.tools), breakdown, projection, encoding)
+    return Draft(messages, list(inputs.tools), breakdown, projection, encoding,
+                 total=sum(breakdown.values()), fixed=sum(breakdown[p] for p in FIXED_PARTS))
 

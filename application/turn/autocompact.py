@@ -30,7 +30,7 @@ from context_compaction.domain.errors import InvalidCommand, StaleCandidate, Sto
 from ..compacting.breaker import paused
 from ..compacting.compaction import compact_context
 from ..compacting.degraded import degraded_checkpoint
-from ..compacting.staged import Cleared, clear_tool_results, with_clearing
+from ..compacting.staged import Cleared, clear_tool_results
 from ..contracts import results as r
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
@@ -160,3 +160,16 @@ def _report(
     if outcome is not None and outcome.status == "compacted":
         usage = decide_usage(svc, turn)
     return AutoCompaction(turn, usage, outcome, warnings)
+
+
+def with_clearing(outcome: r.CompactOutcome, cleared: Cleared | None) -> r.CompactOutcome:
+    """A summary's outcome that also reports the clearing done before it."""
+    if cleared is None:
+        return outcome
+    return outcome.model_copy(
+        update={
+            "tool_results_cleared": cleared.outcome.tool_results_cleared,
+            "tokens_before": cleared.outcome.tokens_before,
+            "report": cleared.outcome.report + "\n" + outcome.report,
+        }
+    )

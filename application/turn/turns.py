@@ -30,7 +30,7 @@ from ..runtime.telemetry import record_token_usage
 from ..state.turnstate import IssuedRequest
 from ..history.costs import record_request_usage
 from ..state.drafts import inputs_of
-from .usage import context_usage, prompt_cache_usage
+from .usage import context_usage
 
 log = logging.getLogger("context_compaction.turns")
 
@@ -148,7 +148,7 @@ def _issue(
         model=turn.model,
         messages=messages,
         tools=list(turn.inputs.tools),
-        usage=context_usage(turn, usage, prompt_cache_usage(svc, turn.session_id)),
+        usage=context_usage(svc, turn, usage),
         compaction=compaction,
         warnings=warnings,
         checkpoint_id=ctx.checkpoint.checkpoint_id if ctx.checkpoint else None,

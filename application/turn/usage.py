@@ -41,10 +41,10 @@ def prompt_cache_usage(svc: Services, session_id: str) -> r.PromptCacheUsage | N
     )
 
 
-def context_usage(
-    turn: TurnContext, decision: UsageDecision, cache: r.PromptCacheUsage | None = None
-) -> r.ContextUsage:
-    """The §16 figures of ``turn``'s request, ``decision`` being what the trigger uses."""
+def context_usage(svc: Services, turn: TurnContext, decision: UsageDecision) -> r.ContextUsage:
+    """The §16 figures of ``turn``'s request, ``decision`` being what the trigger uses,
+    with the session's prompt-cache share."""
+    cache = prompt_cache_usage(svc, turn.session_id)
     ctx, draft, budget = turn.ctx, turn.draft, turn.budget
     used, usage_source = decision.used, decision.source
     cp = ctx.checkpoint
@@ -150,7 +150,7 @@ def get_context_usage(cmd: c.GetContextUsage, svc: Services) -> r.ContextUsage:
     """The figures the next ``prepare_turn`` with the same inputs decides on."""
     turn = prepare_context(svc, cmd.session_id, inputs_of(cmd), cmd.model)
     decision = decide_usage(svc, turn)
-    usage = context_usage(turn, decision, prompt_cache_usage(svc, cmd.session_id))
+    usage = context_usage(svc, turn, decision)
     _forecast_and_cost(svc, turn, decision.used, usage)
     state = breaker_state(svc, cmd.session_id, turn.records)
     usage.compaction_breaker = r.CompactionBreaker(**state.to_record())

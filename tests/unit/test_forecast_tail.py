@@ -21,7 +21,7 @@ record = st.fixed_dictionaries({
 
 
 class Tail:
-    """What ``turn_growth`` reads of a ``TurnContext``: the visible records and their counts."""
+    """What ``turn_growth`` is given: the visible records and their counts."""
 
     def __init__(self, records: list[dict[str, Any]]) -> None:
         self.records = [{**r, "seq": n + 1} for n, r in enumerate(records)]
@@ -35,7 +35,7 @@ class Tail:
 def test_the_tail_gives_the_last_complete_turns_of_the_whole_history(records: list[dict[str, Any]]) -> None:
     tail = Tail(records)
     whole = [t.tokens for t in group_turns(tail.records, tail.record_counts()) if t.complete]
-    assert turn_growth(tail)[-LAST_TURNS:] == whole[-LAST_TURNS:]
+    assert turn_growth(tail.records, tail.record_counts())[-LAST_TURNS:] == whole[-LAST_TURNS:]
 
 
 def test_a_long_history_is_grouped_only_near_its_end() -> None:
@@ -48,7 +48,7 @@ def test_a_long_history_is_grouped_only_near_its_end() -> None:
     original = forecasting.group_turns
     forecasting.group_turns = lambda records, counts: grouped.append(len(records)) or original(records, counts)
     try:
-        assert turn_growth(tail) == [12] * (LAST_TURNS + 1)
+        assert turn_growth(tail.records, tail.record_counts()) == [12] * (LAST_TURNS + 1)
     finally:
         forecasting.group_turns = original
     assert grouped and max(grouped) <= 2 * (LAST_TURNS + 2), grouped  # never the whole 10,000

@@ -25,8 +25,8 @@ def test_items_of_every_covered_message_are_written_back_and_bad_citations_remov
                          covered=covered, last_seq=2, budget_tokens=500, count=count)
     assert out.citations_removed == 1 and "(seq 40)" not in out.text and "- Did it (seq 1)." in out.text
     assert "- path: src/app/conf.py (seq 1)" in out.text and "- id: PAY-7 (seq 2)" in out.text
-    assert out.report.restored == 2 and out.record()["report"]["restored"] == 2
-    again = verify_summary("## Progress\nNone.", previous=out.record(), covered=[msg(3, "More.")],
+    assert out.report.restored == 2 and out.record["report"]["restored"] == 2
+    again = verify_summary("## Progress\nNone.", previous=out.record, covered=[msg(3, "More.")],
                            last_seq=3, budget_tokens=500, count=count)
     assert "src/app/conf.py" in again.text  # cumulative: carried from the previous ledger
 

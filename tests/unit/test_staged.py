@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from context_compaction.application.compacting.compaction import commit_candidate, summarize_candidate
+from context_compaction.application.compacting.prepare import record_counts
 from context_compaction.application.compacting.staged import clear_tool_results
 from context_compaction.application.runtime.turncontext import prepare_context
 from context_compaction.domain.cutpoint import plan_cut
@@ -84,7 +85,7 @@ def test_a_summary_in_flight_stays_valid_across_a_clearing(make_harness) -> None
     limit_just_over(h, below=-20_000)  # under the threshold: nothing automatic
     svc = h.bus.services
     turn = prepare_context(svc, SID)
-    plan = plan_cut(turn.records, turn.record_counts(), keep_tokens=turn.budget.keep,
+    plan = plan_cut(turn.records, record_counts(turn), keep_tokens=turn.budget.keep,
                     previous_first_retained=None)
     candidate = summarize_candidate(svc, turn, plan, "manual")  # made before the clearing...
     cleared = clear_tool_results(svc, prepare_context(svc, SID), reason="manual")
