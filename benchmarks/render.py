@@ -40,8 +40,9 @@ CAUSES: dict[str, str] = {
         "a message, nested tool calls still shared) alone is several times it: see the turn "
         "section's table (ADR 0088)"),
     "long session prepare_turn (compaction on)": (
-        "a fixed cost a turn that does not grow with N (the session view's reads, the bounded "
-        "request's copy, the result model): the ratio falls as N grows (ADR 0088)"),
+        "a fixed cost a turn that does not grow with N: of ~340 µs CPU, the session view's SQLite "
+        "read after the cached seq ~150 µs, counting the request's fixed parts ~35 µs, issuing "
+        "it ~40 µs, the bounded request's copy ~30 µs; the ratio falls as N grows (ADR 0088)"),
 }
 
 HEADER = """# Performance
