@@ -8,6 +8,9 @@ copied when it reaches each smaller size, so every size holds the same history
 prefix, compacted a moment ago. The scenario's turns are generated once and reused
 with fresh ids (the generator is the slow part of filling).
 
+Beside each turn, ``prepare_turn`` alone is set against one Python pass reading each
+message of a history of that size (issue 38's floor, ``handout_turn.py``; ADR 0088).
+
 Runs in its own process (``python benchmarks/longsession.py [--sizes 1000,10000,100000]``)
 and prints its report as JSON.
 """
@@ -94,20 +97,38 @@ def per_turn(work: Path, sizes: list[int], turns: list[list[dict[str, Any]]]) ->
         bus.dispatch(c.AppendMessages(session_id="s", messages=turns[0]))
         bus.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))
     turns = turns[1:]
+    histories = {n: history(n) for n in sizes}
     gc.collect()
     times: dict[int, list[float]] = {n: [] for n in sizes}
+    prepares: dict[int, list[float]] = {n: [] for n in sizes}
+    passes: dict[int, list[float]] = {n: [] for n in sizes}
     compactions: dict[int, int] = {n: 0 for n in sizes}
     for turn in turns:
         for n, bus in buses.items():
             t0 = time.perf_counter()
             bus.dispatch(c.AppendMessages(session_id="s", messages=turn))
+            t1 = time.perf_counter()
             request = bus.dispatch(c.PrepareTurn(session_id="s", system_prompt=SYSTEM, tools=TOOLS))
-            times[n].append(time.perf_counter() - t0)
+            t2 = time.perf_counter()
+            for m in histories[n]:  # the floor: one Python pass over a history of this size
+                m["role"]
+            t3 = time.perf_counter()
+            times[n].append(t2 - t0)
+            prepares[n].append(t2 - t1)
+            passes[n].append(t3 - t2)
             compactions[n] += request.compaction is not None and request.compaction.status == "compacted"
     for bus in buses.values():
         bus.close()
     return {str(n): {"median_ms": ms(median(t)), "mean_ms": ms(statistics.fmean(t)),
+                     "prepare_median_ms": ms(median(prepares[n])), "one_pass_ms": ms(median(passes[n])),
+                     "prepare_over_one_pass": round(median(prepares[n]) / median(passes[n]), 2),
                      "compactions": compactions[n], "turns": len(t)} for n, t in times.items()}
+
+
+def history(n: int) -> list[dict[str, Any]]:
+    """``n`` distinct message dicts of the filling scenario (its texts shared), for the floor."""
+    base = [m for t in islice(iter_turns(seed=7), 250) for m in t.messages()]
+    return [dict(base[i % len(base)]) for i in range(n)]
 
 
 def cold_restore(work: Path, sizes: list[int], repeats: int = 15) -> dict[str, Any]:
@@ -206,6 +227,11 @@ def targets(report: dict[str, Any]) -> list[tuple[str, Any, str, bool]]:
     ratio = round(report["first_write"][hi]["ms"] / report["first_write"][lo]["ms"], 2)
     out.append((f"long session first write after a restart, N={int(hi):,} / N={int(lo):,}", ratio, "<= 1.5",
                 ratio <= 1.5))
+    for n, entry in sorted(turn.items(), key=lambda kv: int(kv[0])):
+        if int(n) >= 10_000 and "prepare_over_one_pass" in entry:  # (issue 38's 10k reference and up)
+            ratio = entry["prepare_over_one_pass"]
+            out.append((f"long session prepare_turn (compaction on) at N={int(n):,} / one Python pass over the history",
+                        ratio, "<= 1.5", ratio <= 1.5))
     rss = report["restore_rss_mb"][hi]
     out.append((f"RSS of a process restoring the {int(hi):,}-message session (MB)", rss, "<= 50", rss <= 50))
     v = report["verify"]
@@ -224,16 +250,19 @@ def markdown(report: dict[str, Any]) -> list[str]:
     f = report["fill"]
     lines = [f"Filled {f['messages']:,} messages in {f['fill_s']} s (appends {f['append_s']} s, a compaction "
              f"per ~1,000 messages {f['compact_s']} s; {f['db_mb']} MB database).", "",
-             "| N messages | per turn: median / mean (compactions) | cold restore, compacted | "
-             "first write after restart | restore RSS | ctxc verify peak RSS (time) |", "|---|---|---|---|---|---|"]
+             "| N messages | per turn: median / mean (compactions) | prepare_turn alone (one Python pass over N) | "
+             "cold restore, compacted | first write after restart | restore RSS | ctxc verify peak RSS (time) |",
+             "|---|---|---|---|---|---|---|"]
     for n, t in report["per_turn"].items():
         r = report["restore"][n]
         rss = report["restore_rss_mb"].get(n)
         v = report["verify"].get(n)
         rss_text = f"{rss} MB" if rss else "-"
         verify_text = f"{v['peak_mb']} MB ({v['seconds']} s)" if v else "-"
+        alone = (f"{t['prepare_median_ms']:.2f} ms ({t['one_pass_ms']:.2f} ms, {t['prepare_over_one_pass']}x)"
+                 if "prepare_median_ms" in t else "-")
         lines.append(f"| {int(n):,} | {t['median_ms']:.1f} / {t['mean_ms']:.1f} ms ({t['compactions']} in "
-                     f"{t['turns']} turns) | {r['ms']:.2f} ms ({r['projection_messages']} messages) | "
+                     f"{t['turns']} turns) | {alone} | {r['ms']:.2f} ms ({r['projection_messages']} messages) | "
                      f"{report['first_write'][n]['ms']:.1f} ms | {rss_text} | {verify_text} |")
     return lines
 

@@ -6,12 +6,14 @@ few bytes to 30 KB, base64 screenshots, steering and corrections. Every comparis
 measured in the same run, so the ratios hold on a noisy machine. Prints a markdown
 table and writes JSON (``benchmarks/results/latest.json``).
 
-    python benchmarks/run.py [--sections core,pg,json,long,compaction,retention,staged,async,policies,integrations,eval] [--sizes 1000,5000,10000,20000]
+    python benchmarks/run.py [--sections core,pg,json,long,turn,compaction,retention,staged,async,policies,integrations,eval] [--sizes 1000,5000,10000,20000]
                              [--turns 15] [--out FILE]   (``make bench BENCH_ARGS="--sections pg"``)
 
 Sections: ``core`` (issue 6: per turn, peers, restore, SQLite append), ``pg``
 (PostgreSQL writers, ``pg.py``), ``json`` (the ``dispatch_json`` path, ``jsonpath.py``),
-``long`` (sessions up to 100k messages, ``longsession.py``), ``compaction`` (compaction
+``long`` (sessions up to 100k messages, ``longsession.py``), ``turn`` (issue 38:
+``prepare_turn`` at 10k uncompacted messages against one Python pass, on the bench
+interpreter and CPython 3.13, ``handout_turn.py``), ``compaction`` (compaction
 cost against tiktoken, ``compactcost.py``), ``retention`` (issue 16: what survives many
 compactions, ``retention.py``), ``eval`` (issue 44: typed canaries, ``ctxc eval``),
 ``staged`` (issue 17: summary calls and tokens sent with

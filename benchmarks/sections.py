@@ -7,8 +7,11 @@ Each section measures ours and its reference in the same minutes and reports rat
 from __future__ import annotations
 
 import argparse
+import glob
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +19,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
-ALL = ["core", "pg", "json", "long", "compaction", "retention", "staged", "async", "policies", "integrations",
-       "eval"]
+ALL = ["core", "pg", "json", "long", "turn", "compaction", "retention", "staged", "async", "policies",
+       "integrations", "eval"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json-turns", type=int, default=30, help="turns measured per size")
     parser.add_argument("--long-sizes", default="1000,10000,100000", help="long-session sizes")
     parser.add_argument("--long-turns", type=int, default=40, help="turns measured per long-session size")
+    parser.add_argument("--turn-messages", type=int, default=10_000, help="history size of the turn section")
+    parser.add_argument("--turn-repeats", type=int, default=31, help="interleaved repeats of the turn section")
     parser.add_argument("--staged-turns", type=int, default=300, help="turns of the staged-compaction section")
     parser.add_argument("--staged-delay", type=float, default=0.2, help="seconds per fake summary call")
     parser.add_argument("--policies-turns", type=int, default=60, help="turns of the policy-replay section")
@@ -56,15 +61,15 @@ def _target(name: str, value: Any, limit: str, ok: bool) -> dict[str, Any]:
 
 def run(name: str, args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     print(f"section {name} ...", file=sys.stderr, flush=True)
-    return {"pg": _pg, "json": _json, "long": _long, "compaction": _compaction,
+    return {"pg": _pg, "json": _json, "long": _long, "turn": _turn, "compaction": _compaction,
             "retention": _retention, "staged": _staged, "async": _async,
             "policies": _policies, "integrations": _integrations, "eval": _eval}[name](args, report, text)
 
 
-def _in_process(script: str, *argv: str) -> dict[str, Any]:
+def _in_process(script: str, *argv: str, python: str | None = None) -> dict[str, Any]:
     """A section module run as its own process: its heap, caches and collector state
     are its own (the core section leaves a large frozen heap behind)."""
-    out = subprocess.run([sys.executable, str(HERE / script), *argv], capture_output=True, text=True)
+    out = subprocess.run([python or sys.executable, str(HERE / script), *argv], capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"{script} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout)  # type: ignore[no-any-return]
@@ -148,6 +153,53 @@ def _long(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> 
              "summaries; per turn = append + prepare_turn, sizes interleaved turn by turn):", ""]
     text += longsession.markdown(result)
     return [_target(*t) for t in longsession.targets(result)]
+
+
+#: Where ``.ci/run`` keeps its CPython 3.13 venv; the turn section makes it the same way.
+VENV_313 = HERE.parent / ".venv-313"
+
+
+def python_313() -> str | None:
+    """The python of ``.venv-313``, a CPython 3.13 venv with this package; made when missing
+    from ``$PY313`` or the first python3.13 that runs, as ``.ci/run`` does; else ``None``."""
+    venv = VENV_313 / "bin" / "python"
+    if not venv.exists():
+        for candidate in [os.environ.get("PY313", ""), shutil.which("python3.13") or "",
+                          *sorted(glob.glob("/root/.pyenv/versions/3.13*/bin/python3.13")),
+                          "/usr/bin/python3.13", "/usr/local/bin/python3.13"]:
+            ok = candidate and subprocess.run([candidate, "-c", "import sys; assert sys.version_info[:2] == (3, 13)"],
+                                              capture_output=True).returncode == 0
+            if ok:
+                print(f"turn: making {VENV_313} from {candidate} ...", file=sys.stderr, flush=True)
+                subprocess.run([candidate, "-m", "venv", str(VENV_313)], check=True)
+                subprocess.run([str(venv), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                "-e", str(HERE.parent)], check=True)
+                break
+    return str(venv) if venv.exists() else None
+
+
+def _turn(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
+    """Issue 38's target (a): ``prepare_turn`` at 10,000 uncompacted messages against one
+    Python pass over them, on the bench interpreter (both hand-out paths) and CPython 3.13."""
+    import handout_turn
+
+    argv = ("--messages", str(args.turn_messages), "--repeats", str(args.turn_repeats))
+    results = [_in_process("handout_turn.py", *argv),
+               _in_process("handout_turn.py", *argv, "--without-lazy-tracking")]
+    found: list[dict[str, Any]] = []
+    py313 = None if sys.version_info[:2] == (3, 13) else python_313()
+    if py313 is None and sys.version_info[:2] != (3, 13):
+        found.append(_target("prepare_turn at 10,000 uncompacted / one Python pass over the history (CPython 3.13)",
+                             "not measured", "<= 2 (no CPython 3.13 found: set PY313)", False))
+    elif py313 is not None:
+        results.append(_in_process("handout_turn.py", *argv, python=py313))
+    report["turn"] = results
+    text += ["", f"`prepare_turn` of an uncompacted {args.turn_messages:,}-message session (`memory://`) against "
+             "one Python pass over the same messages, interleaved, medians (`handout_turn.py`, ADR 0088):", ""]
+    text += handout_turn.markdown(results)
+    for result in results:
+        found += [_target(*t) for t in handout_turn.targets(result)]
+    return found
 
 
 def _compaction(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:

@@ -47,8 +47,22 @@ def handed_out(messages: list[Any]) -> list[Any]:
     """A copy of JSON-shaped ``messages`` that shares no dict or list with them.
 
     Most messages are flat (role, string content, ids): one C-level ``dict.copy()`` each.
-    Only the dicts and lists that hold other dicts or lists are walked.
+    Only the dicts and lists that hold other dicts or lists are walked. The collector
+    waits while the copy is made (ADR 0088): a copy of N messages allocates more than N
+    containers, each young collection in between scans the half-made copy, and each
+    tenth one a generation that the library's cached messages are in; after the copy,
+    one young collection at most (none when the caller has dropped the copy by then).
     """
+    if not gc.isenabled():  # (the host's choice: never switched back on here)
+        return _copied(messages)
+    gc.disable()
+    try:
+        return _copied(messages)
+    finally:
+        gc.enable()
+
+
+def _copied(messages: list[Any]) -> list[Any]:
     if not LAZY_TRACKING:
         flat = _SCALARS.issuperset
         return [

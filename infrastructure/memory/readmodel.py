@@ -68,13 +68,21 @@ class MemoryReadModel:
 
     def _messages(
         self, session_id: str, from_seq: int, upto_seq: int | None, include_invalidated: bool,
-        limit: int | None = None,
+        limit: int | None = None, next_seq: int | None = None,
     ) -> list[MessageRecord]:
-        upper = upto_seq if upto_seq is not None else float("inf")
-        chosen = sorted(
-            (seq, visible) for (sid, seq), (_, _, visible, _) in self.t.data["rm_messages"].items()
-            if sid == session_id and from_seq <= seq <= upper and (include_invalidated or visible == 1)
-        )
+        rows = self.t.data["rm_messages"]
+        if next_seq is not None and next_seq - from_seq < len(rows):
+            # A session's seqs are below its next_seq: a turn's tail is looked up, not
+            # found by scanning every session's messages (O(N) a turn, issue 38).
+            stop = next_seq if upto_seq is None else min(next_seq, upto_seq + 1)
+            chosen = [(seq, row[2]) for seq in range(from_seq, stop)
+                      if (row := rows.get((session_id, seq))) is not None and (include_invalidated or row[2] == 1)]
+        else:
+            upper = upto_seq if upto_seq is not None else float("inf")
+            chosen = sorted(
+                (seq, visible) for (sid, seq), (_, _, visible, _) in rows.items()
+                if sid == session_id and from_seq <= seq <= upper and (include_invalidated or visible == 1)
+            )
         if limit is not None:
             chosen = chosen[: max(limit, 0)]
         return self._records(session_id, chosen)
@@ -103,7 +111,7 @@ class MemoryReadModel:
                 checkpoint = self._checkpoint(session.active_checkpoint_id)
             from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
             from_seq = max(from_seq, after_seq + 1)
-            messages = self._messages(session_id, from_seq, None, False)
+            messages = self._messages(session_id, from_seq, None, False, next_seq=session.next_seq)
             pinned_seqs = tuple(sorted(seq for sid, seq in self.t.data["rm_pins"] if sid == session_id))
             pinned: list[MessageRecord] = []
             if checkpoint is not None and tail_only and pinned_seqs and pinned_seqs[0] < checkpoint.first_retained_seq:
