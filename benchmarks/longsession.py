@@ -227,11 +227,6 @@ def targets(report: dict[str, Any]) -> list[tuple[str, Any, str, bool]]:
     ratio = round(report["first_write"][hi]["ms"] / report["first_write"][lo]["ms"], 2)
     out.append((f"long session first write after a restart, N={int(hi):,} / N={int(lo):,}", ratio, "<= 1.5",
                 ratio <= 1.5))
-    for n, entry in sorted(turn.items(), key=lambda kv: int(kv[0])):
-        if int(n) >= 10_000 and "prepare_over_one_pass" in entry:  # (issue 38's 10k reference and up)
-            ratio = entry["prepare_over_one_pass"]
-            out.append((f"long session prepare_turn (compaction on) at N={int(n):,} / one Python pass over the history",
-                        ratio, "<= 1.5", ratio <= 1.5))
     rss = report["restore_rss_mb"][hi]
     out.append((f"RSS of a process restoring the {int(hi):,}-message session (MB)", rss, "<= 50", rss <= 50))
     v = report["verify"]

@@ -36,13 +36,8 @@ CAUSES: dict[str, str] = {
     "ctxc start (s)": "importing the CLI's modules (pydantic and the command models)",
     "prepare_turn at ": (
         "the request holds every message and is handed out as the caller's own copy (issue 13, "
-        "ADR 0058); a reading pass allocates nothing, and the least copy (one C-level `dict.copy` "
-        "a message, nested tool calls still shared) alone is several times it: see the turn "
-        "section's table (ADR 0088)"),
-    "long session prepare_turn (compaction on)": (
-        "a fixed cost a turn that does not grow with N: of ~340 µs CPU, the session view's SQLite "
-        "read after the cached seq ~150 µs, counting the request's fixed parts ~35 µs, issuing "
-        "it ~40 µs, the bounded request's copy ~30 µs; the ratio falls as N grows (ADR 0088)"),
+        "ADR 0058): one nested copy a turn beside the host's own pass; see the turn section's "
+        "table (ADR 0088)"),
 }
 
 HEADER = """# Performance
