@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from context_compaction.domain.cutpoint import NothingToCompact, plan_cut
+from context_compaction.domain.cutpoint import NothingToCompact
 from context_compaction.domain.errors import ContextCompactionError
 
 from ..contracts import commands as c
@@ -27,8 +27,8 @@ from ..contracts import results as r
 from .attemptlog import run_recorded
 from ..state.background import BackgroundJob, Cancelled
 from .breaker import paused
-from .compaction import commit_candidate, nothing_to_compact, summarize_candidate
-from .prepare import record_counts
+from .compaction import commit_candidate, nothing_to_compact, summarize_prepared
+from .prepare import prepare_compaction
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext, decide_usage, prepare_context
 from ..state.drafts import inputs_of
@@ -83,16 +83,13 @@ def _attempt(svc: Services, job: BackgroundJob, prepare: c.PrepareTurn) -> r.Com
 
 def _summarize_and_commit(svc: Services, job: BackgroundJob, turn: TurnContext) -> r.CompactOutcome:
     """``compact_context``'s steps, with the cancellation checked before the commit."""
-    plan = plan_cut(
-        turn.records,
-        record_counts(turn),
-        keep_tokens=turn.budget.keep,
-        previous_first_retained=turn.ctx.checkpoint.first_retained_seq if turn.ctx.checkpoint else None,
-    )
-    if isinstance(plan, NothingToCompact):
-        return nothing_to_compact(turn.ctx, "auto", turn.draft.total, plan)
+    # (its cut too: the keep window beside the pins and the checklist's room, or a pinned
+    # session fails here for a cut the foreground would not make, feeding the breaker)
     try:
-        candidate = summarize_candidate(svc, turn, plan, "auto")
+        prepared = prepare_compaction(svc, turn, "auto")
+        if isinstance(prepared, NothingToCompact):
+            return nothing_to_compact(turn.ctx, "auto", turn.draft.total, prepared)
+        candidate = summarize_prepared(svc, prepared)
     except ContextCompactionError:
         if job.cancelled:  # the call was cut short by shutdown: nothing to record
             raise Cancelled from None

@@ -115,7 +115,8 @@ def _compact_context(
 
 
 def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason: str) -> Candidate:
-    """One summary call for a cut planned by the caller (the background summary)."""
+    """One summary call for a cut planned by the caller (the background summary plans
+    the one ``compact_context`` plans, ``prepare_compaction``: this is for any other)."""
     return summarize_prepared(svc, prepare_summary(svc, turn, plan, reason))
 
 
