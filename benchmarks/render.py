@@ -28,12 +28,37 @@ CAUSES: dict[str, str] = {
         "library's cache (issue 13); the copy and the collections it causes are most of the "
         "gap (ADR 0058, ADR 0062); with compaction on a request stays bounded"),
     "cold restore (compacted) / raw SELECT": (
-        "a fixed cost per bootstrap over a raw SELECT of a few rows: the connection and "
-        "schema, the eventsourcing `Application`, the session view's head query (ADR 0059)"),
+        "a fixed cost per bootstrap over a raw SELECT of a few rows (ADR 0059); measured "
+        "2026-12-05 at 10k messages: `bootstrap` 0.6 ms (SQLite connect, the library's "
+        "journal-mode PRAGMA, the first statement reading a schema of ~20 tables against "
+        "raw's one, the `Application`), `get_projection` 0.6 ms, raw's connect and SELECT "
+        "0.2-0.3 ms; imports are outside the timed region; on a loaded machine the file "
+        "opens and first reads stretch most"),
     "append throughput / raw INSERT": (
         "the ratio rides on the disk's flush: ours writes about twice the WAL frames per "
         "commit (ADR 0056, ADR 0062)"),
     "ctxc start (s)": "importing the CLI's modules (pydantic and the command models)",
+    "JSON append throughput / raw json.dumps + INSERT": (
+        "the typed append's costs plus parsing the command (ADR 0056, ADR 0062); the "
+        "library's row-by-row INSERT and the read-model rows and position in the same commit"),
+    # Issue 37's PostgreSQL targets (docs/storage.md, "Where an append's time goes").
+    **{f"{label}: distinct sessions, 1 writer(s): ours / raw INSERT": (
+        "the library's pipelined transaction waits on the server 5 times where raw waits "
+        "twice (ADR 0084), notifies at COMMIT (its `_notify_channel`), and writes the "
+        "read-model rows raw does not; client CPU is about a fifth of an append")
+       for label in ("PG (python psycopg)", "PG (binary psycopg)")},
+    **{f"{label}: distinct sessions, 8 writer(s): ours / raw INSERT + events lock": (
+        "the same per-append costs, all paid while holding the library's events lock, "
+        "which serializes every writer: raw holds it for 2 round trips, ours for 4")
+       for label in ("PG (python psycopg)", "PG (binary psycopg)")},
+    "PG peers, 8 writer(s)": (
+        "every append of ours takes the library's events lock (the gapless notification "
+        "order followers and `read_events` rely on); the peers take no table lock, so "
+        "their 8 writers run in parallel while ours queue"),
+    "PG restore of 10,000 messages: ours ms": (
+        "uncompacted, ours rebuilds the model's request from every event (decoding each, "
+        "converting each message to the provider's format, scanning tool calls) where the "
+        "peers hand back their stored JSON rows; compacted, ours reads the checkpoint and tail"),
 }
 
 HEADER = """# Performance
