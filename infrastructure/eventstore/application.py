@@ -125,12 +125,10 @@ class SessionsApplication(Application[UUID]):
         recorder = postgres_recorder_class()(
             datastore, self.projector, self._dialect, events_table_name=table
         )
-        # Always: besides creating tables it registers the composite type adapters,
-        # which only writes use. Not for a store opened read-only (issue 36, ADR 0071):
-        # a role that cannot write cannot run its DDL either.
-        if self.env.get("CREATE_TABLE") != "n":
-            with storage_errors():
-                recorder.create_table()
+        # The composite types' adapters, which writes use, for a database whose tables
+        # exist (``build_store`` creates them otherwise, which registers them too).
+        with storage_errors():
+            datastore.register_type_adapters()
         return recorder
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:

@@ -116,6 +116,16 @@ class SqlEventStore:
         session (ADR 0022). A damaged event is raised as such."""
         if self.app.snapshots is None:
             raise naming_session(damaged, session_id) from None
+        session = self._replayed(session_id, aggregate_id, version)
+        log.warning(
+            "damaged snapshot skipped, the session was replayed from its events",
+            extra={"session_id": session_id, "version": damaged.details.get("version"),
+                   "problem": damaged.details.get("problem")},
+        )
+        return session
+
+    def _replayed(self, session_id: str, aggregate_id: UUID, version: int | None = None) -> Session:
+        """The session at ``version`` (None: the newest) replayed from its first event."""
         try:
             with storage_errors():
                 session = replay(None, self.app.events.get(aggregate_id, lte=version))
@@ -123,11 +133,6 @@ class SqlEventStore:
             raise naming_session(exc, session_id) from None
         if session is None:
             raise SessionNotFound(f"session {session_id!r} does not exist")
-        log.warning(
-            "damaged snapshot skipped, the session was replayed from its events",
-            extra={"session_id": session_id, "version": damaged.details.get("version"),
-                   "problem": damaged.details.get("problem")},
-        )
         return session  # type: ignore[no-any-return]
 
     def load_complete(self, session_id: str) -> Session:
@@ -135,27 +140,14 @@ class SqlEventStore:
         not keep closed tool groups (ADR 0051); it becomes the held copy."""
         aggregate_id = _aggregate_id(session_id)
         self._evict(aggregate_id)
-        try:
-            with storage_errors():
-                session = replay(None, self.app.events.get(aggregate_id))
-        except CorruptEvent as exc:
-            raise naming_session(exc, session_id) from None
-        if session is None:
-            raise SessionNotFound(f"session {session_id!r} does not exist")
+        session = self._replayed(session_id, aggregate_id)
         self.cache.put(aggregate_id, session)
-        return session  # type: ignore[no-any-return]
+        return session
 
     def load_complete_at(self, session_id: str, version: int) -> Session:
         """The session at ``version`` replayed from its first event (a fork needs the
         closed tool groups a snapshot does not keep, issue 42); not the held copy."""
-        try:
-            with storage_errors():
-                session = replay(None, self.app.events.get(_aggregate_id(session_id), lte=version))
-        except CorruptEvent as exc:
-            raise naming_session(exc, session_id) from None
-        if session is None:
-            raise SessionNotFound(f"session {session_id!r} does not exist")
-        return session  # type: ignore[no-any-return]
+        return self._replayed(session_id, _aggregate_id(session_id), version)
 
     def is_current(self, session: Session) -> bool:
         """Has nothing been stored for this session after ``session.version``?"""

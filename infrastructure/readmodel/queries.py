@@ -388,22 +388,19 @@ class SqlReadModel:
         ]
 
     def reverts(self, session_id: str) -> list[RevertRecord]:
+        return self._reverts("session_id = ? ORDER BY version", session_id)
+
+    def revert_command(self, command_id: str) -> RevertRecord | None:
+        found = self._reverts("command_id = ?", command_id)
+        return found[0] if found else None
+
+    def _reverts(self, where: str, key: str) -> list[RevertRecord]:
         with self.fresh() as cur:
             rows = cur.execute(
                 "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
-                " FROM {t}rm_reverts WHERE session_id = ? ORDER BY version",
-                (session_id,),
+                " FROM {t}rm_reverts WHERE " + where, (key,),
             ).fetchall()
         return [RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) for r in rows]
-
-    def revert_command(self, command_id: str) -> RevertRecord | None:
-        with self.fresh() as cur:
-            r = cur.execute(
-                "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
-                " FROM {t}rm_reverts WHERE command_id = ?",
-                (command_id,),
-            ).fetchone()
-        return RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) if r is not None else None
 
     def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
         """Pinned visible messages with seq < ``below_seq``, in seq order."""
