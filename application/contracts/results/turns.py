@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from context_compaction.domain.forecast import Forecast
 from pydantic import Field, PrivateAttr, SecretStr
 
 from .base import Result
@@ -11,18 +12,11 @@ from .compaction import CompactOutcome
 from .tree import ChildUsage
 
 
-class ContextForecast(Result):
+class ContextForecast(Result, Forecast):
     """/info: when the trigger and the hard window will be reached (issue 43)."""
 
-    method: str
-    """How: ``median tokens added per turn over the last N turns`` (N named)."""
-    turns_observed: int
-    tokens_per_turn: int | None
-    tokens_to_threshold: int
-    turns_to_threshold: int | None
-    """None when the growth is unknown (no complete turn observed) or zero."""
-    tokens_to_window: int
-    turns_to_window: int | None
+    # The fields are the domain's ``Forecast`` (one declaration, the JSON names as they
+    # were); the handler builds this from the one ``domain/forecast.py`` computes.
 
 
 class PromptCacheUsage(Result):
