@@ -33,3 +33,16 @@ def test_every_class_of_a_topic_is_a_name_of_its_package() -> None:
 
 def test_every_routed_command_is_a_name_of_the_package() -> None:
     assert all(getattr(commands, kind.__name__) is kind for kind in commands.ROUTES)
+
+
+def test_the_checkpoint_answer_shows_every_stored_checkpoint_field() -> None:
+    # ``CheckpointInfo`` declares its own fields (ADR 0092: ``Checkpoint`` is the stored,
+    # slotted dataclass); this keeps the two lists from drifting apart. ``provider_state``
+    # stays in the event: the answer names who made it (``native_state``).
+    from dataclasses import fields
+
+    from context_compaction.domain.checkpoint import Checkpoint
+
+    stored = {f.name for f in fields(Checkpoint)} - {"provider_state"}
+    assert len(stored) >= 15
+    assert stored <= set(results.CheckpointInfo.model_fields)
