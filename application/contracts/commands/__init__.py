@@ -18,23 +18,8 @@ from pydantic import ConfigDict, Field, TypeAdapter
 # ``commands.r`` / ``commands.rc`` as the single module had them.
 from .. import results as r  # noqa: F401
 from .. import results_costs as rc  # noqa: F401
-from .base import (
-    ROUTES,
-    C,
-    Command,
-    CommandId,
-    MessageInput,
-    ModelName,
-    NonNegativeInt,
-    NoNul,
-    PositiveInt,
-    R,
-    RequestId,
-    Route,
-    Seq,
-    SessionId,
-    handled_by,
-)
+from .base import (ROUTES, C, Command, CommandId, MessageInput, ModelName, NonNegativeInt, NoNul,
+                   PositiveInt, R, RequestId, Route, Seq, SessionId, handled_by)
 
 # ``ROUTES`` keeps declaration order, the order of ``AnyCommand`` and of the OpenAPI
 # document: ``TOPICS``' order, then each topic's own. So these imports stay in this

@@ -8,17 +8,8 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictBool, StrictInt, StringConstraints, model_validator
 
 from .. import results as r
-from .base import (
-    Command,
-    CommandId,
-    ModelName,
-    NonNegativeInt,
-    NoNul,
-    PositiveInt,
-    Seq,
-    SessionId,
-    handled_by,
-)
+from .base import (Command, CommandId, ModelName, NonNegativeInt, NoNul,
+                   PositiveInt, Seq, SessionId, handled_by)
 
 
 @handled_by("history.queries", "get_history", reads=True)

@@ -9,15 +9,7 @@ from pydantic import Field, StrictBool, StrictInt, StringConstraints
 
 from .. import results as r
 from .. import results_costs as rc
-from .base import (
-    Command,
-    ModelName,
-    NonNegativeInt,
-    NoNul,
-    Seq,
-    SessionId,
-    handled_by,
-)
+from .base import Command, ModelName, NonNegativeInt, NoNul, Seq, SessionId, handled_by
 
 
 @handled_by("compacting.attemptlog", "list_compaction_attempts", reads=True)

@@ -10,18 +10,8 @@ from context_compaction.domain.messages import Message
 from pydantic import Field, StrictBool, StringConstraints
 
 from .. import results as r
-from .base import (
-    Command,
-    CommandId,
-    MessageInput,
-    ModelName,
-    NonNegativeInt,
-    NoNul,
-    PositiveInt,
-    Seq,
-    SessionId,
-    handled_by,
-)
+from .base import (Command, CommandId, MessageInput, ModelName, NonNegativeInt,
+                   NoNul, PositiveInt, Seq, SessionId, handled_by)
 
 
 @handled_by("history.sessions", "start_session")

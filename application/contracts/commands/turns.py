@@ -9,17 +9,7 @@ from context_compaction.domain.messages import json_problem
 from pydantic import Field, StrictBool, StrictInt, StringConstraints, model_validator
 
 from .. import results as r
-from .base import (
-    Command,
-    ModelName,
-    NonNegativeInt,
-    NoNul,
-    R,
-    RequestId,
-    Seq,
-    SessionId,
-    handled_by,
-)
+from .base import Command, ModelName, NonNegativeInt, NoNul, R, RequestId, Seq, SessionId, handled_by
 
 
 @handled_by("compacting.candidates", "compact")

@@ -82,7 +82,8 @@ class ProjectionResult(Result):
     diagnostics: list[str] = Field(default_factory=list)
 
 
-class ReplayResult(Result):
+class _ReplayedState(Result):
+    # What ``replay_session`` and ``replay_state`` both answer first, in this order.
     session_id: str
     version: int
     context_generation: int
@@ -90,6 +91,9 @@ class ReplayResult(Result):
     next_seq: int
     deleted: bool
     model: str
+
+
+class ReplayResult(_ReplayedState):
     projection: ProjectionResult
     pinned_seqs: list[int] = Field(default_factory=list)
     """The seqs pinned as of that version (issue 41)."""
@@ -97,16 +101,9 @@ class ReplayResult(Result):
     """Tool results whose content is replaced by a placeholder as of that version (issue 41)."""
 
 
-class ReplayStateResult(Result):
+class ReplayStateResult(_ReplayedState):
     """``replay_state``: ``replay_session``'s fields but the projection (issue 41)."""
 
-    session_id: str
-    version: int
-    context_generation: int
-    active_checkpoint_id: str | None
-    next_seq: int
-    deleted: bool
-    model: str
     pinned_seqs: list[int]
     cleared_seqs: list[int]
 
