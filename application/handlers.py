@@ -33,7 +33,7 @@ def _on_first_use(module: str, name: str) -> Handler:
 
 
 #: Command type → handler, from the commands' own declarations (``handled_by`` in
-#: ``contracts/commands.py``, issue 38): each handler's module is imported when the
+#: ``contracts/commands/``, issue 38): each handler's module is imported when the
 #: command first runs, so a ``ctxc`` command loads only its own code (ADR 0016).
 HANDLERS: dict[type[c.Command[Any]], Handler] = {
     kind: _on_first_use(route.module, route.function) for kind, route in c.ROUTES.items()

@@ -10,18 +10,26 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
 
 LAST_TURNS = 8
 
 
-@dataclass(frozen=True)
-class Forecast:
+class Forecast(BaseModel):
+    """Turns and tokens until the threshold and the window. Its fields are /info's
+    ``forecast`` as they are (``results.ContextForecast`` is this model, named for the
+    contract), so they are declared here once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
     method: str
+    """How: ``median tokens added per turn over the last N turns`` (N named)."""
     turns_observed: int
     tokens_per_turn: int | None
     tokens_to_threshold: int
     turns_to_threshold: int | None
+    """None when the growth is unknown (no complete turn observed) or zero."""
     tokens_to_window: int
     turns_to_window: int | None
 

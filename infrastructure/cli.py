@@ -16,103 +16,36 @@ Exit codes:
 from __future__ import annotations
 
 import argparse
-import json
 import errno
+import json
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+from . import cli_reads as reads
+from .cli_common import (
+    EXIT_CLOSED_PIPE,
+    EXIT_DIFFERENT,
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    emit,
+    open_bus,
+    shown,
+)
 from .cli_eval import cmd_eval
-from .cli_setup import USAGE_ERRORS, UsageError, require_database, run_subcommand, settings_for
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DIFFERENT, EXIT_INTERNAL = 0, 1, 2, 3, 4
-EXIT_CLOSED_PIPE = 128 + 13  # what a shell reports for a process killed by SIGPIPE
-EXIT_INTERRUPTED = 128 + 2  # Ctrl-C, as a shell reports SIGINT
-READ_EVENTS_PAGE = 1000  # read_events' own bound
-
-
-# ------------------------------------------------------------------ helpers
-def _bus(args: argparse.Namespace, **extra: Any) -> Any:
-    from .bootstrap import bootstrap
-
-    settings = settings_for(args, **extra)
-    if getattr(args, "read_only", False):
-        require_database(settings, args.command)
-    bus = bootstrap(settings)
-    reason = bus.services.store.read_only if bus.services.store else None
-    # Detected at start (issue 36): a subcommand that always writes is refused before it
-    # reads its input; ``dispatch`` and ``serve`` run queries, the bus refuses their writes.
-    if reason and args.command in ("compact", "import-legacy", "demo"):
-        from context_compaction.domain.errors import StorageError
-
-        bus.close()
-        raise StorageError(f"the database is open read-only ({reason}): `ctxc {args.command}` writes",
-                           details={"cause": "read_only"})
-    return bus
-
-
-# What a terminal acts on instead of showing: C0 controls (newline aside), DEL, C1
-# controls, bidi embeddings, overrides and isolates. Stored text (messages, ids, tool
-# names) is data: it reaches the operator's terminal escaped, never as a command to it.
-_SHOWN = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
-_SHOWN.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
-
-
-def _shown(text: str) -> str:
-    return text.translate(_SHOWN)
-
-
-def _emit(args: argparse.Namespace, result: Any, text: str) -> int:
-    if args.json:
-        data = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
-        print(json.dumps(data, ensure_ascii=False, indent=2))
-    else:
-        print(_shown(text))
-    return EXIT_OK
-
-
-def _table(rows: list[list[Any]], header: list[str]) -> str:
-    """A table as text (rich): a header, its rule, one line per row, never wrapped.
-    Cells are ``Text``: stored text is shown as it is, never read as rich markup."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(*header, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="")
-    for row in rows:
-        table.add_row(*(Text("" if c is None else _shown(str(c))) for c in row))
-    console = Console(width=100_000, no_color=True, highlight=False, emoji=False, legacy_windows=False)
-    with console.capture() as captured:
-        console.print(table)
-    return "\n".join(line.rstrip() for line in str(captured.get()).splitlines())
-
-
-def _preview(value: Any, width: int = 60) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        parts = []
-        for part in value:
-            kind = part.get("type")
-            parts.append(part.get("text", "") if kind == "text" else f"[{kind}]")
-        value = " ".join(parts)
-    value = " ".join(value.split())
-    return value if len(value) <= width else value[: width - 1] + "…"
-
-
-def _chars(value: Any) -> int:
-    return len(value) if isinstance(value, str) else len(json.dumps(value or "", ensure_ascii=False))
+from .cli_setup import USAGE_ERRORS, UsageError, run_subcommand, settings_for
 
 
 # ------------------------------------------------------------------ commands
 def cmd_dispatch(args: argparse.Namespace) -> int:
     """JSON lines in (stdin), one envelope per line out (stdout); exit 1 when any line
     failed, so that a script notices without parsing every envelope."""
-    bus = _bus(args)
+    bus = open_bus(args)
     failed = 0
     try:
         for line in sys.stdin:
@@ -145,51 +78,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_sessions(args: argparse.Namespace) -> int:
-    from context_compaction.application.contracts import commands as c
-
-    if getattr(args, "tree", False):  # (issue 42)
-        from .cli_tree import cmd_sessions_tree
-
-        return cmd_sessions_tree(args)
-    with _bus(args) as bus:
-        result = bus.dispatch(c.ListSessions(limit=args.limit, offset=args.offset))
-    rows = [
-        [s.session_id, s.model, s.message_count, s.invalidated_count, s.context_generation,
-         s.active_checkpoint_id or "-", "deleted" if s.deleted else "", s.updated_at[:19]]
-        for s in result.sessions
-    ]
-    text = _table(rows, ["session", "model", "messages", "hidden", "gen", "checkpoint", "state", "updated"])
-    return _emit(args, result, text if rows else "no sessions")
-
-
-def cmd_history(args: argparse.Namespace) -> int:
-    from context_compaction.application.contracts import commands as c
-
-    with _bus(args) as bus:
-        result = bus.dispatch(c.GetHistory(session_id=args.session, include_invalidated=args.all,
-                                           include_deleted=args.include_deleted))
-    rows = []
-    for m in result.messages:
-        calls = ",".join(call.function.name for call in m.tool_calls)
-        rows.append([
-            m.seq, m.role + (" (steer)" if m.steering else ""), m.turn_id or "",
-            calls or (m.tool_call_id or ""), _chars(m.content),
-            "hidden" if m.invalidated else "", _preview(m.content),
-        ])
-    text = _table(rows, ["seq", "role", "turn", "tools", "chars", "state", "content"])
-    return _emit(args, result, text if rows else "no messages")
-
-
-def cmd_info(args: argparse.Namespace) -> int:
-    from context_compaction.application.contracts import commands as c
-
-    system = Path(args.system_prompt_file).read_text(encoding="utf-8") if args.system_prompt_file else args.system_prompt
-    with _bus(args) as bus:
-        result = bus.dispatch(c.GetContextUsage(session_id=args.session, system_prompt=system, model=args.model))
-    return _emit(args, result, f"{args.session} ({result.model})\n{result.text}")
-
-
 def cmd_compact(args: argparse.Namespace) -> int:
     from context_compaction.application.contracts import commands as c
 
@@ -197,77 +85,24 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
     # A summary call can take a minute: a spinner with the elapsed time on a terminal.
     # (A failed call's message ends with the credentials hint: failure_causes.)
-    with _bus(args) as bus, Progress(f"compacting {_shown(args.session)}: summary call", counts=False,
+    with open_bus(args) as bus, Progress(f"compacting {shown(args.session)}: summary call", counts=False,
                                      enabled=not args.json):
         result = bus.dispatch(c.Compact(session_id=args.session, model=args.model))
-    return _emit(args, result, result.report)
-
-
-def cmd_checkpoints(args: argparse.Namespace) -> int:
-    from context_compaction.application.contracts import commands as c
-
-    with _bus(args) as bus:
-        result = bus.dispatch(c.ListCheckpoints(session_id=args.session,
-                                                 include_deleted=args.include_deleted))
-    rows = [
-        [cp.generation, cp.checkpoint_id, cp.trigger_reason, cp.provider_kind,
-         f"{cp.tokens_before:,} -> {cp.tokens_after:,}", cp.first_retained_seq,
-         ", ".join(s for s, on in (("active", cp.active), ("degraded", cp.degraded)) if on), cp.created_at[:19]]
-        for cp in result.checkpoints
-    ]
-    text = _table(rows, ["gen", "checkpoint", "reason", "summarizer", "tokens", "first seq", "state", "created"])
-    return _emit(args, result, text if rows else "no checkpoints")
-
-
-def _projection_text(projection: Any) -> str:
-    rows = [[i, m["role"], _chars(m.get("content")), ",".join(t["function"]["name"] for t in m.get("tool_calls") or []),
-             _preview(m.get("content"))] for i, m in enumerate(projection.messages)]
-    head = (f"checkpoint {projection.checkpoint_id or '-'}, generation {projection.context_generation}, "
-            f"raw seqs {projection.first_raw_seq or '-'}..{projection.max_raw_seq}, version {projection.version}")
-    notes = "".join(f"\nnote: {d}" for d in projection.diagnostics)
-    return head + notes + "\n" + _table(rows, ["#", "role", "chars", "tool calls", "content"])
-
-
-def cmd_projection(args: argparse.Namespace) -> int:
-    from context_compaction.application.contracts import commands as c
-
-    with _bus(args) as bus:
-        result = bus.dispatch(c.GetProjection(session_id=args.session, model=args.model))
-    return _emit(args, result, _projection_text(result))
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    from context_compaction.application.contracts import commands as c
-
-    with _bus(args) as bus:
-        result = bus.dispatch(c.ReplaySession(session_id=args.session, at_version=args.at_version,
-                                              include_deleted=args.include_deleted))
-    head = (f"{args.session} as of version {result.version}: model {result.model}, next seq {result.next_seq}"
-            f"{', deleted' if result.deleted else ''}")
-    return _emit(args, result, head + "\n" + _projection_text(result.projection))
-
-
-def cmd_timeline(args: argparse.Namespace) -> int:
-    from context_compaction.application.contracts import commands as c
-
-    with _bus(args) as bus:
-        result = bus.dispatch(c.RecallTimeline(session_id=args.session, query=args.query, limit=args.limit))
-    blocks = [f"{e.key}  ({e.created_at[:19]})\n{e.content}" for e in result.entries]
-    return _emit(args, result, "\n\n".join(blocks) if blocks else "no timeline entries")
+    return emit(args, result, result.report)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from .progress import Progress
     from .verify import verify
 
-    with _bus(args) as bus, Progress("verify", enabled=not args.json) as progress:
+    with open_bus(args) as bus, Progress("verify", enabled=not args.json) as progress:
         from .bootstrap import store_of
 
         report = verify(store_of(bus).app, bus.services.read_model, on_progress=progress.update)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(_shown(report.text()))
+        print(shown(report.text()))
     return EXIT_OK if report.ok else EXIT_DIFFERENT
 
 
@@ -277,12 +112,12 @@ def cmd_import_legacy(args: argparse.Namespace) -> int:
 
     if not Path(args.file).exists():  # an input file named on the command line: exit 2, as everywhere
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.file)
-    with _bus(args) as bus, Progress("import", enabled=not args.json) as progress:
+    with open_bus(args) as bus, Progress("import", enabled=not args.json) as progress:
         report = import_legacy(bus, Path(args.file), default_model=args.model, on_progress=progress.update)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        print(_shown(report.text()))
+        print(shown(report.text()))
     return EXIT_OK
 
 
@@ -296,54 +131,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from .cli_inspect import cmd_inspect as inspect
 
     return inspect(args)
-
-
-def cmd_resummarize(args: argparse.Namespace) -> int:
-    from context_compaction.application.contracts import commands as c
-
-    with _bus(args) as bus:
-        # (``--summarizer``, a global option, picks the summarizer through the settings)
-        result = bus.dispatch(c.Resummarize(session_id=args.session, checkpoint_id=args.checkpoint,
-                                            model=args.model))
-    lg = result.ledger
-    text = "\n".join([
-        f"== committed summary of {result.checkpoint_id} ==",
-        result.committed_summary,
-        "",
-        f"== resummarized ({result.summarizer}, {result.model}, {result.tokens:,} tokens; nothing stored) ==",
-        result.summary,
-        "",
-        f"ledger: {lg['items_total']:,} items, {lg['in_summary']:,} in summary, "
-        f"{lg['restored']:,} restored, {lg['dropped']:,} dropped",
-    ])
-    return _emit(args, result, text)
-
-
-def cmd_events(args: argparse.Namespace) -> int:
-    """The event feed as JSON lines; ``--follow`` polls for more until interrupted."""
-    from context_compaction.application.contracts import commands as c
-
-    after, left = args.after, args.limit  # --limit: events in all (None: every one)
-    try:
-        with _bus(args) as bus:
-            while left is None or left > 0:
-                size = READ_EVENTS_PAGE if left is None else min(left, READ_EVENTS_PAGE)
-                page = bus.dispatch(c.ReadEvents(after=after, limit=size))
-                events = page.events
-                for event in events:
-                    print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False))
-                if events:
-                    after = events[-1].position
-                    left = None if left is None else left - len(events)
-                    sys.stdout.flush()
-                    if page.more:
-                        continue  # (stopped at its count or bytes: more may be waiting, no sleep)
-                if not args.follow:
-                    return EXIT_OK
-                time.sleep(args.interval)
-            return EXIT_OK
-    except KeyboardInterrupt:  # how a follower is stopped: not a failure
-        return EXIT_OK
 
 
 # ------------------------------------------------------------------- parser
@@ -363,19 +150,19 @@ def _issue_42_commands() -> dict[str, Any]:
 COMMANDS = {
     "demo": cmd_demo,
     "dispatch": cmd_dispatch,
-    "sessions": cmd_sessions,
-    "history": cmd_history,
-    "info": cmd_info,
+    "sessions": reads.cmd_sessions,
+    "history": reads.cmd_history,
+    "info": reads.cmd_info,
     "compact": cmd_compact,
-    "checkpoints": cmd_checkpoints,
-    "projection": cmd_projection,
-    "replay": cmd_replay,
-    "timeline": cmd_timeline,
+    "checkpoints": reads.cmd_checkpoints,
+    "projection": reads.cmd_projection,
+    "replay": reads.cmd_replay,
+    "timeline": reads.cmd_timeline,
     "verify": cmd_verify,
     "import-legacy": cmd_import_legacy,
     "serve": cmd_serve,
-    "resummarize": cmd_resummarize,
-    "events": cmd_events,
+    "resummarize": reads.cmd_resummarize,
+    "events": reads.cmd_events,
     "inspect": cmd_inspect,
     **_issue_43_commands(),
     **_issue_42_commands(),
@@ -404,20 +191,20 @@ def main(argv: list[str] | None = None) -> int:
         cause = exc.details.get("cause")
         # a failed call's own words (a provider's, redacted), which its message leaves out
         if "error_class" in exc.details and isinstance(cause, str) and cause not in exc.message:
-            print(_shown(f"cause: {cause}"), file=sys.stderr)  # (before: the error stays the last line)
-        print(_shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
+            print(shown(f"cause: {cause}"), file=sys.stderr)  # (before: the error stays the last line)
+        print(shown(f"error: {exc.code}: {exc.message}"), file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, USAGE_ERRORS) else EXIT_FAILED
     except UsageError as exc:
-        print(_shown(f"error: {exc}"), file=sys.stderr)
+        print(shown(f"error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:  # a file named on the command line
         where = f"{exc.filename}: " if exc.filename else ""
-        print(_shown(f"error: {where}{exc.strerror or exc}"), file=sys.stderr)
+        print(shown(f"error: {where}{exc.strerror or exc}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - one line for an operator, the traceback with -v
-        print(_shown(f"error: internal_error: unexpected {type(exc).__name__}: {_first_line(exc)}"),
+        print(shown(f"error: internal_error: unexpected {type(exc).__name__}: {_first_line(exc)}"),
               file=sys.stderr)
         if getattr(args, "verbose", False):
             raise

@@ -8,29 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .cli_setup import UsageError, require_database, settings_for
-
-# As cli.py's ``_shown`` (which this module may not import: cli imports it): stored text
-# reaches the terminal with C0/C1 controls and bidi controls escaped.
-_SHOWN = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
-_SHOWN.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
-
-
-def _bus(args: argparse.Namespace) -> Any:
-    from .bootstrap import bootstrap
-
-    settings = settings_for(args)
-    if getattr(args, "read_only", False):
-        require_database(settings, args.command)
-    return bootstrap(settings)
-
-
-def _emit(args: argparse.Namespace, result: Any, text: str) -> int:
-    if args.json:
-        print(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
-    else:
-        print(text.translate(_SHOWN))
-    return 0
+from .cli_common import emit, open_bus
+from .cli_setup import UsageError
 
 
 def add_parsers(add: Any) -> None:
@@ -59,9 +38,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
     from context_compaction.application.contracts import commands as c
 
 
-    with _bus(args) as bus:
+    with open_bus(args) as bus:
         result = bus.dispatch(c.GetSessionCost(session_id=args.session))
-    return _emit(args, result, cost_text(result))
+    return emit(args, result, cost_text(result))
 
 
 def cost_text(result: Any) -> str:
@@ -95,11 +74,11 @@ def _sum(model: Any) -> Any:
 def cmd_preview(args: argparse.Namespace) -> int:
     from context_compaction.application.contracts import commands as c
 
-    with _bus(args) as bus:
+    with open_bus(args) as bus:
         result = bus.dispatch(c.Compact(session_id=args.session, model=args.model, dry_run=True,
                                         up_to_seq=args.up_to_seq, fraction=args.fraction))
     if result.status != "candidate":
-        return _emit(args, result, result.report)
+        return emit(args, result, result.report)
     net = result.net
     cost = "unknown" if result.summary_cost_usd is None else f"${result.summary_cost_usd:,.6f}"
     text = [result.report, "", result.summary or "", "",
@@ -108,16 +87,16 @@ def cmd_preview(args: argparse.Namespace) -> int:
         text.append(f"Forecast balance     saves {_money(net.saved_usd)} over ~{net.requests} requests, "
                     f"spends {_money(net.spent_usd)}: net {_money(net.net_usd)}")
     text.append(f"Commit it with       ctxc commit-candidate {args.session} {result.candidate_id}")
-    return _emit(args, result, "\n".join(text))
+    return emit(args, result, "\n".join(text))
 
 
 def cmd_commit_candidate(args: argparse.Namespace) -> int:
     from context_compaction.application.contracts import commands as c
 
 
-    with _bus(args) as bus:
+    with open_bus(args) as bus:
         result = bus.dispatch(c.CommitCandidate(session_id=args.session, candidate_id=args.candidate))
-    return _emit(args, result, result.report)
+    return emit(args, result, result.report)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -126,9 +105,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     policies = [Policy(Path(f).stem, f"settings file {f}", _json_file(f, dict)) for f in args.settings]
     system = Path(args.system_prompt_file).read_text(encoding="utf-8") if args.system_prompt_file else None
     tools = _json_file(args.tools_file, list) if args.tools_file else None
-    with _bus(args) as bus:
+    with open_bus(args) as bus:
         result = simulate(bus, args.session, policies, system_prompt=system, tools=tools, peers=not args.no_peers)
-    return _emit(args, result, result.text)
+    return emit(args, result, result.text)
 
 
 def _json_file(path: str, kind: type) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .cli_costs import _bus, _emit
+from .cli_common import emit, open_bus
 
 
 def add_parsers(add: Any) -> None:
@@ -22,18 +22,18 @@ def add_parsers(add: Any) -> None:
 def cmd_fork(args: argparse.Namespace) -> int:
     from context_compaction.application.contracts import commands as c
 
-    with _bus(args) as bus:
+    with open_bus(args) as bus:
         result = bus.dispatch(c.ForkSession(session_id=args.session, new_session_id=args.new_session,
                                             at_version=args.at_version, at_seq=args.at_seq))
     text = (f"{result.session_id}: forked from {result.parent_session_id} at version {result.fork_version} "
             f"(seq {result.fork_seq}); checkpoint {result.active_checkpoint_id or '-'}, next seq {result.next_seq}")
-    return _emit(args, result, text)
+    return emit(args, result, text)
 
 
 def cmd_sessions_tree(args: argparse.Namespace) -> int:
     from context_compaction.application.contracts import commands as c
 
-    with _bus(args) as bus:
+    with open_bus(args) as bus:
         result = bus.dispatch(c.ListSessions(limit=args.limit, offset=args.offset, tree=True))
     lines: list[str] = []
 
@@ -46,4 +46,4 @@ def cmd_sessions_tree(args: argparse.Namespace) -> int:
             walk(node.children, depth + 1)
 
     walk(result.tree or [], 0)
-    return _emit(args, result, "\n".join(lines) if lines else "no sessions")
+    return emit(args, result, "\n".join(lines) if lines else "no sessions")

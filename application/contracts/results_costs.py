@@ -1,5 +1,5 @@
-"""Results of the cost and simulation queries (issue 43); beside results.py, which is
-at its size (ADR 0055). Names and fields are a promise: add, never rename."""
+"""Results of the cost and simulation queries (issue 43); beside the results
+package (results.py was at its size then, ADR 0055). Names and fields are a promise: add, never rename."""
 
 from __future__ import annotations
 

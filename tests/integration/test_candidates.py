@@ -10,10 +10,10 @@ import pytest
 from backends import MakeHarness
 from context_compaction.domain.forecast import forecast
 from context_compaction.infrastructure.demo.scenario import coding_session
-from helpers import Harness, assistant, err, ok, tool, user
+from helpers import Harness, assistant, err, ok, user
+from candidate_builders import SID, projection, tool_session
 
 BACKENDS = ("memory", "sqlite", "postgres")
-SID = "p"
 
 
 def _session(make_harness: MakeHarness, turns: int = 8, **settings) -> Harness:
@@ -25,23 +25,19 @@ def _session(make_harness: MakeHarness, turns: int = 8, **settings) -> Harness:
     return h
 
 
-def _projection(h: Harness) -> dict:
-    return ok(h.do({"type": "get_projection", "session_id": SID}))
-
-
 # ------------------------------------------------------------ dry run, commit
 def test_a_dry_run_commits_nothing_and_its_candidate_commits_later(make_harness: MakeHarness) -> None:
     h = _session(make_harness)
-    before = _projection(h)
+    before = projection(h)
     events = h.events()
     dry = ok(h.do({"type": "compact", "session_id": SID, "dry_run": True}))
     assert dry["status"] == "candidate" and dry["candidate_id"] and dry["checkpoint_id"] is None
     assert dry["summary"] and dry["tokens_after"] < dry["tokens_before"]
     assert dry["ledger"] is not None and dry["net"]["measured"] is False
-    assert _projection(h) == before and h.events() == events  # nothing committed
+    assert projection(h) == before and h.events() == events  # nothing committed
     done = ok(h.do({"type": "commit_candidate", "session_id": SID, "candidate_id": dry["candidate_id"]}))
     assert done["status"] == "compacted" and done["first_retained_seq"] == dry["first_retained_seq"]
-    p = _projection(h)
+    p = projection(h)
     assert p["checkpoint_id"] == done["checkpoint_id"]
     assert dry["summary"] in p["messages"][0]["content"]
     outcomes = [a["outcome"] for a in ok(h.do({"type": "list_compaction_attempts", "session_id": SID}))["attempts"]]
@@ -59,7 +55,7 @@ def test_an_append_after_the_dry_run_does_not_stale_the_candidate(make_harness: 
                      "messages": [user("one more question"), assistant("one more answer")]}))
     done = ok(h.do({"type": "commit_candidate", "session_id": SID, "candidate_id": dry["candidate_id"]}))
     assert done["status"] == "compacted"
-    p = _projection(h)
+    p = projection(h)
     assert p["messages"][-1]["content"] == "one more answer"  # the new message stays in the tail
     h.close()
 
@@ -71,7 +67,7 @@ def test_a_clear_after_the_dry_run_makes_the_candidate_stale(make_harness: MakeH
     events = h.events()
     err(h.do({"type": "commit_candidate", "session_id": SID, "candidate_id": dry["candidate_id"]}),
         "stale_candidate")
-    assert h.events() == events and _projection(h)["checkpoint_id"] is None
+    assert h.events() == events and projection(h)["checkpoint_id"] is None
     h.close()
 
 
@@ -83,41 +79,27 @@ def test_an_unknown_candidate_is_refused(make_harness: MakeHarness) -> None:
 
 
 # ------------------------------------------------------------------- partial
-def _tool_session(make_harness: MakeHarness) -> Harness:
-    """Turns of user → assistant(tool call) → tool → assistant; seqs 4k+1 .. 4k+4."""
-    h = make_harness("part", context_compaction={"keep_recent_tokens": 100})
-    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    for k in range(6):
-        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
-            user(f"step {k}: read the file"),
-            assistant(calls=[(f"c{k}", "read_file", '{"path": "a.py"}')]),
-            tool(f"c{k}", f"contents {k} " + "x " * 300, name="read_file"),
-            assistant(f"done with step {k}"),
-        ]}))
-    return h
-
-
 @pytest.mark.parametrize("up_to_seq, first_retained", [(8, 9), (10, 9), (13, 13), (4, 5)])
 def test_up_to_seq_summarizes_only_whole_turns_up_to_it(make_harness: MakeHarness, up_to_seq: int,
                                                          first_retained: int) -> None:
-    h = _tool_session(make_harness)
+    h = tool_session(make_harness)
     done = ok(h.do({"type": "compact", "session_id": SID, "up_to_seq": up_to_seq}))
     # A seq inside a turn (10: the tool call of turn 3) keeps that whole turn, its tool group with it.
     assert done["status"] == "compacted" and done["first_retained_seq"] == first_retained
-    p = _projection(h)
+    p = projection(h)
     assert p["first_raw_seq"] == first_retained
     assert p["messages"][1]["role"] == "user"
     h.close()
 
 
 def test_up_to_seq_inside_the_first_turn_compacts_nothing(make_harness: MakeHarness) -> None:
-    h = _tool_session(make_harness)
+    h = tool_session(make_harness)
     assert ok(h.do({"type": "compact", "session_id": SID, "up_to_seq": 3}))["status"] == "nothing_to_compact"
     h.close()
 
 
 def test_a_fraction_summarizes_the_oldest_share_in_whole_turns(make_harness: MakeHarness) -> None:
-    h = _tool_session(make_harness)
+    h = tool_session(make_harness)
     done = ok(h.do({"type": "compact", "session_id": SID, "fraction": 0.5}))
     # Six equal turns: half of them is three, the fourth starts at seq 13.
     assert done["first_retained_seq"] == 13 and done["kept_turns"] == 3
@@ -125,7 +107,7 @@ def test_a_fraction_summarizes_the_oldest_share_in_whole_turns(make_harness: Mak
 
 
 def test_a_partial_dry_run_then_commit(make_harness: MakeHarness) -> None:
-    h = _tool_session(make_harness)
+    h = tool_session(make_harness)
     dry = ok(h.do({"type": "compact", "session_id": SID, "up_to_seq": 8, "dry_run": True}))
     assert dry["status"] == "candidate" and dry["first_retained_seq"] == 9
     done = ok(h.do({"type": "commit_candidate", "session_id": SID, "candidate_id": dry["candidate_id"]}))

@@ -10,10 +10,10 @@ import pytest
 
 from backends import MakeHarness
 from context_compaction.infrastructure.demo.scenario import coding_session
-from helpers import Harness, assistant, err, ok, tool, user
+from helpers import Harness, assistant, err, ok, user
+from candidate_builders import SID, projection, tool_session
 
 BACKENDS = ("memory", "sqlite", "postgres")
-SID = "p"
 
 
 def _session(make_harness: MakeHarness, sid: str = SID, turns: int = 8, h: Harness | None = None) -> Harness:
@@ -22,10 +22,6 @@ def _session(make_harness: MakeHarness, sid: str = SID, turns: int = 8, h: Harne
     for t in coding_session(turns, big_output_chars=3_000):
         ok(h.do({"type": "append_messages", "session_id": sid, "messages": t.messages()}))
     return h
-
-
-def _projection(h: Harness, sid: str = SID) -> dict:
-    return ok(h.do({"type": "get_projection", "session_id": sid}))
 
 
 def _dry(h: Harness, sid: str = SID, **extra) -> dict:
@@ -39,9 +35,9 @@ def _commit(h: Harness, dry: dict, sid: str = SID) -> dict:
 
 
 def _stale_and_unchanged(h: Harness, dry: dict) -> None:
-    before, events = _projection(h), h.events()
+    before, events = projection(h), h.events()
     err(_commit(h, dry), "stale_candidate")
-    assert _projection(h) == before and h.events() == events
+    assert projection(h) == before and h.events() == events
 
 
 # ------------------------------------------------- what moves the generation
@@ -95,7 +91,7 @@ def test_a_pin_and_an_unpin_after_the_dry_run_keep_it(make_harness: MakeHarness)
     done = ok(_commit(h, dry))
     assert done["status"] == "compacted"
     assert done["first_retained_seq"] > 2  # seq 1 is summarized ...
-    p = _projection(h)
+    p = projection(h)
     assert p["checkpoint_id"] == done["checkpoint_id"]
     first = coding_session(8, big_output_chars=3_000)[0].messages()[0]["content"]
     shown = [m["content"] for m in p["messages"]]
@@ -132,7 +128,7 @@ def test_a_candidate_commits_once(make_harness: MakeHarness) -> None:
     events = h.events()
     err(_commit(h, dry), "stale_candidate")
     assert h.events() == events
-    assert _projection(h)["checkpoint_id"] == first["checkpoint_id"]
+    assert projection(h)["checkpoint_id"] == first["checkpoint_id"]
     h.close()
 
 
@@ -166,9 +162,9 @@ def test_a_candidate_of_another_session_is_refused(make_harness: MakeHarness) ->
     h = _session(make_harness)
     _session(make_harness, sid="other", h=h)
     dry = _dry(h, sid="other")
-    before, events = _projection(h), h.events()
+    before, events = projection(h), h.events()
     err(_commit(h, dry, sid=SID), "invalid_command")
-    assert _projection(h) == before and h.events() == events
+    assert projection(h) == before and h.events() == events
     # ... and still commits in its own session
     assert ok(_commit(h, dry, sid="other"))["status"] == "compacted"
     h.close()
@@ -181,24 +177,11 @@ def test_a_dry_run_writes_no_session_event(make_harness: MakeHarness) -> None:
         _dry(h)
     _dry(h, fraction=0.3)
     assert h.events() == events
-    assert _projection(h)["checkpoint_id"] is None
+    assert projection(h)["checkpoint_id"] is None
     h.close()
 
 
 # --------------------------------------------------------- partial, bad input
-def _tool_session(make_harness: MakeHarness) -> Harness:
-    h = make_harness("part", context_compaction={"keep_recent_tokens": 100})
-    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    for k in range(6):
-        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
-            user(f"step {k}: read the file"),
-            assistant(calls=[(f"c{k}", "read_file", '{"path": "a.py"}')]),
-            tool(f"c{k}", f"contents {k} " + "x " * 300, name="read_file"),
-            assistant(f"done with step {k}"),
-        ]}))
-    return h
-
-
 @pytest.mark.parametrize("bad", [
     {"fraction": 0}, {"fraction": 1}, {"fraction": -0.5}, {"fraction": 1.5},
     {"fraction": float("nan")}, {"fraction": float("inf")}, {"fraction": "half"}, {"fraction": True},
@@ -207,46 +190,46 @@ def _tool_session(make_harness: MakeHarness) -> Harness:
     {"up_to_seq": 8, "fraction": None, "dry_run": "yes"},
 ])
 def test_bad_partial_input_is_invalid_command_and_changes_nothing(make_harness: MakeHarness, bad: dict) -> None:
-    h = _tool_session(make_harness)
-    before, events = _projection(h), h.events()
+    h = tool_session(make_harness)
+    before, events = projection(h), h.events()
     err(h.do({"type": "compact", "session_id": SID, **bad}), "invalid_command")
-    assert _projection(h) == before and h.events() == events
+    assert projection(h) == before and h.events() == events
     assert ok(h.do({"type": "list_compaction_attempts", "session_id": SID}))["attempts"] == []
     h.close()
 
 
 def test_up_to_seq_before_the_active_boundary_is_refused(make_harness: MakeHarness) -> None:
-    h = _tool_session(make_harness)
+    h = tool_session(make_harness)
     done = ok(h.do({"type": "compact", "session_id": SID, "up_to_seq": 12}))
     assert done["first_retained_seq"] == 13
-    before, events = _projection(h), h.events()
+    before, events = projection(h), h.events()
     for seq in (4, 12):
         answer = h.do({"type": "compact", "session_id": SID, "up_to_seq": seq})
         err(answer, "invalid_command")
         assert "13" in answer["error"]["message"]
-    assert _projection(h) == before and h.events() == events
+    assert projection(h) == before and h.events() == events
     h.close()
 
 
 def test_up_to_seq_after_the_last_message_is_refused(make_harness: MakeHarness) -> None:
-    h = _tool_session(make_harness)
-    before, events = _projection(h), h.events()
+    h = tool_session(make_harness)
+    before, events = projection(h), h.events()
     answer = h.do({"type": "compact", "session_id": SID, "up_to_seq": 25})
     err(answer, "invalid_command")
     assert "24" in answer["error"]["message"]
-    assert _projection(h) == before and h.events() == events
+    assert projection(h) == before and h.events() == events
     h.close()
 
 
 def test_up_to_the_last_seq_keeps_the_newest_turn(make_harness: MakeHarness) -> None:
-    h = _tool_session(make_harness)
+    h = tool_session(make_harness)
     done = ok(h.do({"type": "compact", "session_id": SID, "up_to_seq": 24}))
     assert done["status"] == "compacted" and done["first_retained_seq"] == 21 and done["kept_turns"] == 1
     h.close()
 
 
 def test_a_tiny_fraction_still_takes_the_oldest_turn_whole(make_harness: MakeHarness) -> None:
-    h = _tool_session(make_harness)
+    h = tool_session(make_harness)
     done = ok(h.do({"type": "compact", "session_id": SID, "fraction": 1e-9}))
     assert done["first_retained_seq"] == 5  # the oldest turn with its tool group
     done = ok(h.do({"type": "compact", "session_id": SID, "fraction": 0.999999}))

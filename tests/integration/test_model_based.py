@@ -17,19 +17,17 @@ succeeds without a change (its event dropped before the save: the generation che
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import event
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import invariant, rule
 
-from backends import Databases, postgres_reachable
+from backends import postgres_reachable
 from context_compaction.application.contracts.ports import SummaryResult
 from context_compaction.domain.errors import SummaryFailed
-from helpers import Harness
+from model_machines import HarnessMachine, run_until_every_rule_ran
 
 SID = "m"
 KEEP_RECENT_TOKENS = 60
@@ -50,17 +48,13 @@ class FlakySummarizer:
         return SummaryResult(text=f"Earlier turns, summary {self.calls}.", provider_kind="flaky", model="flaky")
 
 
-class SessionMachine(RuleBasedStateMachine):
+class SessionMachine(HarnessMachine):
     backend = "sqlite"
 
     def __init__(self) -> None:
-        super().__init__()
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dbs = Databases(self.backend, Path(self.tmp.name))
         self.summarizer = FlakySummarizer()
-        self.h: Harness = self.dbs.harness("model", adapters={"summarizer": self.summarizer},
-                                           context_compaction={"keep_recent_tokens": KEEP_RECENT_TOKENS,
-                                                               "reserve_tokens": 16384})
+        super().__init__("model", adapters={"summarizer": self.summarizer},
+                         context_compaction={"keep_recent_tokens": KEEP_RECENT_TOKENS, "reserve_tokens": 16384})
         self.ok({"type": "start_session", "session_id": SID, "model": "gpt-4o"})
         self.messages: list[dict] = []  # every appended message, as the raw log must show it
         self.visible: set[int] = set()
@@ -68,7 +62,6 @@ class SessionMachine(RuleBasedStateMachine):
         self.first_retained: int | None = None
         self.turn = 0
         self.calls = 0
-        self.done: Counter[str] = Counter()
         for tools in (1, 0):  # two complete turns: the first compaction can commit
             self.append_turn(tools, 80)
 
@@ -77,8 +70,7 @@ class SessionMachine(RuleBasedStateMachine):
         tally["examples"] += 1
         tally.update(self.done)
         tally["examples_compacted"] += bool(self.done["compacted"])
-        self.dbs.cleanup()
-        self.tmp.cleanup()
+        self.close()
 
     def visible_turns(self) -> list[list[int]]:
         """Visible seqs past the active boundary, grouped by turn (turn ids are unique)."""
@@ -109,11 +101,6 @@ class SessionMachine(RuleBasedStateMachine):
             c["id"] not in answered for c in self.messages[seq - 1].get("tool_calls") or [])]
         cut = min([cut, *waiting])
         return cut if cut > tail[0] else None
-
-    def ok(self, command: dict) -> dict:
-        envelope = self.h.do(command)
-        assert envelope["ok"], (command, envelope)
-        return envelope["result"]
 
     # ----------------------------------------------------------------- rules
     @rule(tools=st.integers(0, 2), words=st.integers(80, 120), turns=st.integers(1, 3))
@@ -249,12 +236,7 @@ def run_and_check_every_rule_ran(machine: type[SessionMachine], backend: str, re
     tally = TALLY[backend]
     tally.clear()
     wanted = ("compacted", "clear", "rewind", "delete")
-    for _ in range(3):
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
-        if all(tally[what] for what in wanted):
-            break
+    run_until_every_rule_ran(machine, tally, wanted, examples, steps)
     for name, value in sorted(tally.items()):
         record_property(f"model_{name}", value)
     print(f"\nFIGURE model test[{backend}]: {dict(sorted(tally.items()))}")

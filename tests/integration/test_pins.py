@@ -6,6 +6,7 @@ import pytest
 
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
+from rv_builders import RV, rv_session, rv_filler
 
 #: Issue 16's done-when asks for these on SQLite and PostgreSQL; memory:// answers alike
 #: (ADR 0045). Tests marked ``backends(...)`` pick their own.
@@ -154,22 +155,6 @@ def test_deleting_a_pinned_message_ends_its_pin(make_harness: MakeHarness) -> No
 
 
 # Pins near or under the compaction threshold, and a pinned message is not reported as compacted.
-RV = "rv"
-
-
-def _rv_session(make_harness: MakeHarness, **settings) -> Harness:
-    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
-    h = make_harness("rev16", **settings)
-    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
-    return h
-
-
-def _rv_filler(h: Harness, n: int, start: int = 0, sid: str = RV) -> None:
-    for i in range(start, start + n):
-        ok(h.do({"type": "append_messages", "session_id": sid,
-                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 40)]}))
-
-
 def pinned_session(make_harness: MakeHarness, pin_words: int) -> Harness:
     h = make_harness("pins", summarizer="extractive", models={"gpt-4o": {"token_limit": 9_000}},
                      context_compaction={"keep_recent_tokens": 1500, "reserve_tokens": 2000})
@@ -212,10 +197,10 @@ def test_pins_near_the_threshold_never_leave_the_session_stuck(make_harness: Mak
 
 @pytest.mark.backends("sqlite", "postgres")
 def test_a_pinned_message_is_not_reported_as_compacted(make_harness: MakeHarness) -> None:
-    h = _rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    h = rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
     ok(h.do({"type": "append_messages", "session_id": RV,
              "messages": [user("the canary word is bluefinch", pinned=True), user("and the other is redwing")]}))
-    _rv_filler(h, 10)
+    rv_filler(h, 10)
     ok(h.do({"type": "compact", "session_id": RV}))
     hits = ok(h.do({"type": "search_history", "session_id": RV, "query": "bluefinch"}))["hits"]
     assert [(hit["seq"], hit["compacted"]) for hit in hits] == [(1, False)]  # verbatim in the projection

@@ -8,6 +8,7 @@ import threading
 
 from backends import MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, err, event_count, ok, user
+from rv_builders import RV, rv_session, rv_filler
 
 #: Issue 16's done-when asks for these on SQLite and PostgreSQL; memory:// answers alike
 #: (ADR 0045). Tests marked ``backends(...)`` pick their own.
@@ -156,7 +157,6 @@ def test_pins_and_reverts_survive_snapshots_and_a_restart(make_harness: MakeHarn
     assert after["checkpoint_id"] == first["checkpoint_id"] and after["messages"][1]["content"] == "keep this"
     h.reopen()
     assert projection(h) == after
-    from context_compaction.infrastructure.verify import verify
 
     report = h.inspect.verify()
     assert all(t.ok for t in report.tables.values()), report.tables
@@ -165,28 +165,12 @@ def test_pins_and_reverts_survive_snapshots_and_a_restart(make_harness: MakeHarn
 
 # A revert's command id is unique across commands and sessions; revert then compact again
 # builds on the parent.
-RV = "rv"
-
-
-def _rv_session(make_harness: MakeHarness, **settings) -> Harness:
-    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
-    h = make_harness("rev16", **settings)
-    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
-    return h
-
-
-def _rv_filler(h: Harness, n: int, start: int = 0, sid: str = RV) -> None:
-    for i in range(start, start + n):
-        ok(h.do({"type": "append_messages", "session_id": sid,
-                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 40)]}))
-
-
 @pytest.mark.backends("sqlite", "postgres")
 def test_a_revert_command_id_is_unique_across_commands_and_sessions(make_harness: MakeHarness) -> None:
-    h = _rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    h = rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
     ok(h.do({"type": "start_session", "session_id": "other", "model": "gpt-4o"}))
     for sid in (RV, "other"):
-        _rv_filler(h, 10, sid=sid)
+        rv_filler(h, 10, sid=sid)
     ok(h.do({"type": "append_messages", "session_id": RV, "command_id": "append-1", "messages": [user("x")]}))
     mine = ok(h.do({"type": "compact", "session_id": RV}))["checkpoint_id"]
     theirs = ok(h.do({"type": "compact", "session_id": "other"}))["checkpoint_id"]
@@ -213,10 +197,10 @@ def test_a_revert_command_id_is_unique_across_commands_and_sessions(make_harness
 
 @pytest.mark.backends("sqlite", "postgres")
 def test_revert_then_compact_again_builds_on_the_parent_and_reverts_back_to_it(make_harness: MakeHarness) -> None:
-    h = _rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
-    _rv_filler(h, 10)
+    h = rv_session(make_harness, adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")})
+    rv_filler(h, 10)
     first = ok(h.do({"type": "compact", "session_id": RV}))
-    _rv_filler(h, 10, start=10)
+    rv_filler(h, 10, start=10)
     second = ok(h.do({"type": "compact", "session_id": RV}))
     ok(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": second["checkpoint_id"]}))
     third = ok(h.do({"type": "compact", "session_id": RV}))

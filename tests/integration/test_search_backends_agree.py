@@ -10,6 +10,7 @@ import pytest
 
 from backends import Databases, MakeHarness
 from helpers import Harness, RecordingSummarizer, assistant, err, event_count, ok, tool, user
+from rv_builders import RV, rv_session, rv_search
 
 SID = "sb"
 
@@ -73,21 +74,6 @@ def test_search_answers_alike_on_every_backend(tmp_path: Path, request: Any) -> 
 
 # Search finds file names, parts of paths and words inside Chinese or Japanese text, and
 # no query text is syntax, on SQLite and PostgreSQL alike.
-RV = "rv"
-
-
-def _rv_session(make_harness: MakeHarness, **settings) -> Harness:
-    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
-    h = make_harness("rev16", **settings)
-    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
-    return h
-
-
-def _rv_search(h: Harness, query: str, **extra) -> list[int]:
-    found = ok(h.do({"type": "search_history", "session_id": RV, "query": query, **extra}))
-    return [hit["seq"] for hit in found["hits"]]
-
-
 BODY = ("Edit src/app/main.py and lib/util-helpers.ts; see https://example.com/docs/page, "
         "ticket ABC-123, release v1.2.3.")
 
@@ -98,9 +84,9 @@ BODY = ("Edit src/app/main.py and lib/util-helpers.ts; see https://example.com/d
      "ABC-123", "abc-123", "v1.2.3", "main", "helpers", "EDIT SRC"],
 )
 def test_search_finds_a_file_name_or_part_of_a_path_on_both_backends(make_harness: MakeHarness, query: str) -> None:
-    h = _rv_session(make_harness)
+    h = rv_session(make_harness)
     ok(h.do({"type": "append_messages", "session_id": RV, "messages": [user(BODY), assistant("ok")]}))
-    assert _rv_search(h, query) == [1]
+    assert rv_search(h, query) == [1]
 
 
 @pytest.mark.parametrize(
@@ -111,10 +97,10 @@ def test_search_finds_a_file_name_or_part_of_a_path_on_both_backends(make_harnes
 def test_search_finds_a_word_inside_chinese_or_japanese_text(
     make_harness: MakeHarness, query: str, expected: list[int]
 ) -> None:
-    h = _rv_session(make_harness)
+    h = rv_session(make_harness)
     ok(h.do({"type": "append_messages", "session_id": RV, "messages": [
         user("请继续"), assistant("我们的数据库连接失败了 (timeout)"), user("データベースの接続に失敗しました")]}))
-    assert _rv_search(h, query) == expected
+    assert rv_search(h, query) == expected
 
 
 NASTY = ['"', "a\"b", "NEAR(x y)", "col:val", "^start", "-neg", "(", "a AND", "\\", "&", "|", "!",
@@ -123,12 +109,12 @@ NASTY = ['"', "a\"b", "NEAR(x y)", "col:val", "^start", "-neg", "(", "a AND", "\
 
 
 def test_no_query_text_is_syntax_on_either_backend(make_harness: MakeHarness) -> None:
-    h = _rv_session(make_harness)
+    h = rv_session(make_harness)
     ok(h.do({"type": "append_messages", "session_id": RV, "messages": [user("foo and bar"), assistant("数据库")]}))
     events = event_count(h)
     for query in NASTY:
-        assert _rv_search(h, query) == [], query
-    assert _rv_search(h, "foo* bar") == [1] and _rv_search(h, "数据库 \"") == [2]
+        assert rv_search(h, query) == [], query
+    assert rv_search(h, "foo* bar") == [1] and rv_search(h, "数据库 \"") == [2]
     assert event_count(h) == events
     err(h.do({"type": "search_history", "session_id": RV, "query": ""}), "invalid_command")
     err(h.do({"type": "search_history", "session_id": "nobody", "query": "x"}), "session_not_found")

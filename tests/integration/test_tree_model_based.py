@@ -14,19 +14,16 @@ past version, compacted and rewound, else it fails.
 from __future__ import annotations
 
 import copy
-import tempfile
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import invariant, rule
 
-from backends import Databases, postgres_reachable
+from backends import postgres_reachable
 from context_compaction.application.contracts.ports import SummaryResult
-from helpers import Harness
+from model_machines import HarnessMachine, run_until_every_rule_ran
 
 TALLY: dict[str, Counter[str]] = {"memory": Counter(), "sqlite": Counter(), "postgres": Counter()}
 
@@ -40,19 +37,15 @@ class ShortSummarizer:
         return SummaryResult(text=f"Summary {self.calls}.", provider_kind="short", model="short")
 
 
-class TreeMachine(RuleBasedStateMachine):
+class TreeMachine(HarnessMachine):
     backend = "memory"
 
     def __init__(self) -> None:
-        super().__init__()
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dbs = Databases(self.backend, Path(self.tmp.name))
-        self.h: Harness = self.dbs.harness("tree", adapters={"summarizer": ShortSummarizer()},
-                                           context_compaction={"keep_recent_tokens": 60, "reserve_tokens": 16384})
+        super().__init__("tree", adapters={"summarizer": ShortSummarizer()},
+                         context_compaction={"keep_recent_tokens": 60, "reserve_tokens": 16384})
         self.ref: dict[str, dict[str, Any]] = {}  # session → its reference now
         self.past: dict[str, dict[int, dict[str, Any]]] = {}  # session → version → reference then
         self.names = 0
-        self.done: Counter[str] = Counter()
         self.ok({"type": "start_session", "session_id": "s0", "model": "gpt-4o"})
         self.ref["s0"] = {"raw": [], "hidden": set(), "checkpoint": None, "boundary": None}
         self.remember("s0")
@@ -61,12 +54,7 @@ class TreeMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         TALLY[self.backend].update(self.done)
         TALLY[self.backend]["examples"] += 1
-        self.dbs.cleanup()
-
-    def ok(self, command: dict[str, Any]) -> dict[str, Any]:
-        envelope = self.h.do(command)
-        assert envelope["ok"], envelope
-        return envelope["result"]
+        self.close()
 
     def version(self, sid: str) -> int:
         return int(self.ok({"type": "replay_state", "session_id": sid})["version"])
@@ -164,12 +152,7 @@ class PostgresTreeMachine(TreeMachine):
 def run(machine: type[TreeMachine], record_property: Any, examples: int, steps: int) -> None:
     tally = TALLY[machine.backend]
     wanted = ("forked", "forked_past", "compacted", "rewound")
-    for _ in range(3):  # (a run that drew no rewind, say, runs again; else it fails)
-        run_state_machine_as_test(machine, settings=settings(
-            max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
-        if all(tally[what] for what in wanted):
-            break
+    run_until_every_rule_ran(machine, tally, wanted, examples, steps)
     for name, value in sorted(tally.items()):
         record_property(f"tree_model_{name}", value)
     assert all(tally[what] for what in wanted), dict(tally)

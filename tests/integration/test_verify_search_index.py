@@ -6,6 +6,7 @@ import pytest
 
 from backends import MakeHarness
 from helpers import Harness, assistant, ok, user
+from rv_builders import RV, rv_session, rv_search
 
 from context_compaction.domain.session import session_aggregate_id
 from context_compaction.infrastructure.verify import verify
@@ -67,35 +68,18 @@ def test_verify_reports_a_search_row_above_the_mark_as_unexpected(make_harness: 
 
 
 # verify finds and rebuilds a derived full-text index that lost its rows (SQLite's FTS table).
-RV = "rv"
-
-
-def _rv_session(make_harness: MakeHarness, **settings) -> Harness:
-    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
-    h = make_harness("rev16", **settings)
-    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
-    return h
-
-
-def _rv_search(h: Harness, query: str, **extra) -> list[int]:
-    found = ok(h.do({"type": "search_history", "session_id": RV, "query": query, **extra}))
-    return [hit["seq"] for hit in found["hits"]]
-
-
 def test_verify_finds_and_rebuilds_a_search_index_out_of_step(make_harness: MakeHarness) -> None:
-    from context_compaction.infrastructure.verify import verify
-
-    h = _rv_session(make_harness)
+    h = rv_session(make_harness)
     ok(h.do({"type": "append_messages", "session_id": RV, "messages": [user("bluefinch is the host"), assistant("ok")]}))
-    assert _rv_search(h, "bluefinch") == [1]
+    assert rv_search(h, "bluefinch") == [1]
     app, rm = h.inspect.app, h.bus.services.read_model
     assert verify(app, rm).ok
     if h.is_postgres:
         return  # (PostgreSQL keeps its GIN index in step itself: there is no separate table to lose)
     h.execute("INSERT INTO rm_search_fts (rm_search_fts) VALUES ('delete-all')")
-    assert _rv_search(h, "bluefinch") == []  # the derived index lost its rows, rm_search did not
+    assert rv_search(h, "bluefinch") == []  # the derived index lost its rows, rm_search did not
     report = verify(app, rm)
     assert not report.ok and report.search_index and "rebuilt" in report.text()
     assert report.to_dict()["search_index"] == report.search_index
-    assert _rv_search(h, "bluefinch") == [1]
+    assert rv_search(h, "bluefinch") == [1]
     assert verify(app, rm).ok

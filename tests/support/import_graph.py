@@ -62,7 +62,7 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
                 if target in files and target != module:
                     graph[module].add(target)
     # A command names its handler's module where it is declared (``handled_by`` in
-    # contracts/commands.py); the registry (application/handlers.py) imports it.
+    # contracts/commands/); the registry (application/handlers.py) imports it.
     registry = "context_compaction.application.handlers"
     if registry in graph:
         for module, path in files.items():

@@ -192,4 +192,4 @@ def test_the_installed_package_is_visible_to_mypy_with_its_types(tmp_path: Path)
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
     assert "Cannot find implementation" not in run.stdout, run.stdout
-    assert 'Revealed type is "context_compaction.application.contracts.results.TurnRequest"' in run.stdout, run.stdout
+    assert 'Revealed type is "context_compaction.application.contracts.results.turns.TurnRequest"' in run.stdout, run.stdout

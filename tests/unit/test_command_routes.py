@@ -57,3 +57,17 @@ def test_the_route_check_catches_a_misspelt_or_mismatched_route() -> None:
         "Compact → turn.turns.prepare_turn",
     ]
     assert problems[0].endswith("no such function")
+
+
+def test_routes_keep_the_topics_order_then_each_topics_own() -> None:
+    # ``AnyCommand`` and the OpenAPI document list the commands in ``ROUTES``' order,
+    # which is the import order of the topic modules: an import sorter reordering
+    # commands/__init__.py would reorder the published document.
+    from context_compaction.application.contracts import commands
+
+    def place(kind: type[Command[Any]]) -> tuple[int, int]:
+        return commands.TOPICS.index(kind.__module__.rsplit(".", 1)[1]), inspect.getsourcelines(kind)[1]
+
+    assert {kind.__module__.rsplit(".", 1)[1] for kind in ROUTES} == set(commands.TOPICS)
+    assert list(ROUTES) == sorted(ROUTES, key=place)
+    assert [kind.__name__ for kind in ROUTES][:2] == ["StartSession", "ConfigureSession"]
