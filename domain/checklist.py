@@ -20,6 +20,8 @@ import unicodedata
 from dataclasses import replace
 from typing import Any
 
+from .splitting import split_raw
+
 Item = Any  # a ledger.LedgerItem (that module imports this one)
 
 RULE, DECISION, PERSON, DATE, AMOUNT = "rule", "decision", "person", "date", "amount"
@@ -36,8 +38,6 @@ CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMO
 HEADING = "Fact Checklist"
 SENTENCE_CHARS = 280
 
-# (CJK full stops end a sentence with no space after them)
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|(?<=[\u3002\uff01\uff1f])|\n+")
 _NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
              r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
 _UNIT = (r"(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|"
@@ -76,11 +76,13 @@ _CUES = (
     (DECISION, re.compile(
         r"\b(went with|go(?:ing)? with|settled on|decided|decision|chose|chosen|picked|opted for|switch(?:ed)? "
         r"(?:\w+ ){0,3}to|lock in|final call|wins for|we(?:'ll| will) use|reversing course|the fix is|"
-        r"root cause)\b", re.I)),
+        r"root cause|makes the most sense|let's (?:just )?go|we're doing|we are doing|ended up (?:with|going|using|picking))\b",
+        re.I)),
     (PREFERENCE, re.compile(
         r"\b(i(?: \w+ly)? prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
         r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r|how i like|can't stand|"
-        r"whenever you can|ever\b)", re.I)),
+        r"whenever you can|ever\b|stick (?:to|with)|(?:big )?fan of|personally|can we not|let's not|please no|"
+        r"keep (?:\w+ ){1,3}out of)", re.I)),
     (RULE, re.compile(
         r"\b(must|never|do not|don't|always|at most|no more than|at least|hard constraint|constraint|rule|"
         r"non-negotiable|not negotiable|stay within|tops out|sign-off|approval|exceed|go over|limit|cap|"
@@ -88,7 +90,8 @@ _CUES = (
     (TASK, re.compile(
         r"\b(step \d+(?: of \d+)?|\d+ ?(?:/|out of|of) ?\d+ (?:steps?|tasks?|are|done)|checked off|wrapped up|"
         r"still to do|left to do|remaining|next step|blocked on|(?:is|are|now) (?:done|finished|complete)|"
-        r"finished|completed)\b", re.I)),
+        r"finished|completed|wraps?(?: up)?|(?:is|are|'s) (?:sorted|shipped|merged|landed)|ticked off|crossed off|"
+        r"\d+ (?:out )?of (?:the )?\d+)\b", re.I)),
 )
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
                      r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward)\b", re.I)
@@ -119,14 +122,23 @@ def sentences(text: str) -> list[str]:
     sentence with a value and no subject of its own ("So, $500.") and a neighbour with
     the subject and no value ("That's the budget cap.") are one statement; so is a
     value-less rule that points back at the value before it."""
-    raw = [s.strip(" -*\t") for s in _SPLIT.split(text) if s and s.strip(" -*\t")]
+    raw = [s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")]
     out: list[str] = []
-    for s in raw:
-        if out and _belongs_to(out[-1], s):
+    for n, s in enumerate(raw):
+        if out and _belongs_to(out[-1], s) and not (n + 1 < len(raw) and _leads(s, raw[n + 1], out[-1])):
             out[-1] = f"{out[-1]} {s}"
         else:
             out.append(s)
     return out
+
+
+def _leads(s: str, after: str, before: str) -> bool:
+    """Whether a value without a subject belongs to the sentence after it rather than the
+    one before ("I think it was June 3? For the audit, yes."): the next one has the
+    subject and no value, and the one before is not a subject asked as a question
+    ("Log retention? Roughly 90 days.")."""
+    return (not before.rstrip().endswith("?") and _has_value(s) and not subject_words(s)
+            and not _has_value(after) and bool(subject_words(after)))
 
 
 def _belongs_to(before: str, s: str) -> bool:
@@ -139,7 +151,12 @@ def _belongs_to(before: str, s: str) -> bool:
         return bool(subject_words(s)) or _value_less_rule(s)
     if value_here and not subject_words(s) and not value_before:
         return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
-    return False
+    # (a count of steps says how far the task before it is: "The export is done. That
+    # makes 4 of 6.")
+    return bool(_PROGRESS.search(s)) and dict(_CUES)[TASK].search(before) is not None and not _PROGRESS.search(before)
+
+
+_PROGRESS = re.compile(r"\b\d+ (?:out )?of (?:the )?\d+\b")
 
 
 def subject_words(s: str) -> list[str]:

@@ -191,11 +191,18 @@ class LedgerReport:
             "in_summary": self.in_summary,
             "restored": self.restored,
             "dropped": self.dropped,
-            "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items],
+            "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq, **_by(i)} for i in self.dropped_items],
             **({"superseded_items": [{"kind": i.kind, "value": i.value, "seq": i.seq,
                                       **({"by": i.key} if (i.key or "").startswith("seq ") else {})}
                                      for i in self.superseded_items]} if self.superseded_items else {}),
         }
+
+
+def _by(item: LedgerItem) -> dict[str, int]:
+    """A dropped item that a later statement replaced names it (ADR 0091): the loss is
+    reported, and a reader can tell a replaced value from one that did not fit."""
+    key = item.key or ""
+    return {"superseded_by": int(key[4:])} if key.startswith("seq ") and key[4:].isdigit() else {}
 
 
 def priority(item: LedgerItem) -> tuple[int, int, int, str]:

@@ -231,6 +231,7 @@ def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason:
         budget_tokens=ledger_budget(summary_budget.output_reserve, room),
         count=count,
         retained=[m for m in ctx.records if m["seq"] >= plan.first_retained_seq],
+        previous_summary=previous,
     )
     checkpoint = turn.candidate(
         summary=verified.text,

@@ -119,6 +119,7 @@ def _degraded_candidate(
         last_seq=plan.summarize[-1]["seq"],
         budget_tokens=0,
         count=lambda t: svc.tokens.count_text(t, turn.draft.encoding),
+        previous_summary=turn.ctx.checkpoint.summary if turn.ctx.checkpoint else None,
     )
     checkpoint = replace(checkpoint, ledger=verified.record())
     after = turn.draft_with(svc, checkpoint)

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.ledger import Count, Ledger, LedgerItem, LedgerReport, extract, priority, verify
+from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, present, priority,
+                                              stated_text, verify)
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
 from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
@@ -100,6 +101,7 @@ def verify_summary(
     budget_tokens: int,
     count: Count,
     retained: Sequence[MessageRecord] = (),
+    previous_summary: str | None = None,
 ) -> VerifiedSummary:
     """``text`` with invalid citations removed and missing ledger items written back.
 
@@ -124,4 +126,13 @@ def verify_summary(
     report.items_total += len(evicted)
     before = {(i.kind, i.value) for i in Ledger.from_record(previous).superseded}
     report.superseded_items = [i for i in ledger.superseded if (i.kind, i.value) not in before]
+    # A replaced value that leaves the context is a loss like any other (ADR 0091): the
+    # supersession may be wrong, and a host only sees what ``dropped_items`` names. Left:
+    # superseded now, or stated by the previous summary, and not stated (even marked) now.
+    stated = stated_text(verified)
+    leaving = [i for i in ledger.superseded
+               if ((i.kind, i.value) not in before or (previous_summary and present(previous_summary, i)))
+               and not present(stated, i) and not present(verified, i)]
+    report.dropped_items.extend(leaving)
+    report.items_total += len(leaving)
     return VerifiedSummary(verified.strip(), ledger, report, removed)

@@ -1,0 +1,117 @@
+"""The checklist on chat-style text (ADR 0091): sentences that end without a capital or
+without a stop, a value that belongs to the sentence after it, everyday cue phrases,
+clauses with their own subjects, and every replaced value that leaves reported.
+
+The sentences here are this module's own (not any ``ctxc eval`` phrasing set)."""
+
+from __future__ import annotations
+
+from context_compaction.application.compacting.ledgers import verify_summary
+from context_compaction.domain.checklist import checklist_items, sentences
+from context_compaction.domain.ledger import Ledger, extract
+from context_compaction.domain.splitting import split_raw
+from context_compaction.domain.summary import SourceEntry
+
+
+def count(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def msg(seq: int, text: str, role: str = "user") -> dict:
+    return {"seq": seq, "role": role, "content": text, "tool_calls": [], "steering": False}
+
+
+def test_a_sentence_ends_at_a_stop_or_a_question_whatever_case_follows() -> None:
+    assert sentences("the vendor call moved to Thursday. after that we freeze the schema") == [
+        "the vendor call moved to Thursday.", "after that we freeze the schema"]
+    assert sentences("do we keep the old importer? nobody has said so far") == [
+        "do we keep the old importer?", "nobody has said so far"]
+    # (abbreviations and a version number are not the end of a sentence)
+    assert len(sentences("we keep small helpers, e.g. the date parser, in one module")) == 1
+    assert len(sentences("pin it at approx. 3 retries for now")) == 1
+
+
+def test_a_sentence_without_its_stop_ends_before_a_word_that_opens_sentences() -> None:
+    text = "the shard count is 14 across regions Please rerun the flaky suite afterwards."
+    assert split_raw(text) == ["the shard count is 14 across regions", "Please rerun the flaky suite afterwards."]
+    # (a name, a month or "I" inside a sentence is no opener)
+    assert len(split_raw("ask Rosalind Park about it since I wrote the March plan")) == 1
+
+
+def test_a_statement_glued_to_a_routine_request_is_its_own_item() -> None:
+    items = checklist_items("Could you tidy up jobs/sync.py a little. the vendor call moved to Thursday btw")
+    values = [v for _, v, _ in items]
+    assert "the vendor call moved to Thursday btw" in values
+    assert not any("jobs/sync.py" in v and "vendor" in v for v in values)
+
+
+def test_a_value_without_a_subject_joins_the_sentence_after_it_that_names_it() -> None:
+    assert sentences("Please trim the logs. Maybe 7 nodes? For the search cluster, if memory serves.") == [
+        "Please trim the logs.", "Maybe 7 nodes? For the search cluster, if memory serves."]
+    # (a subject asked as a question still takes the value after it)
+    assert sentences("Disk quota? About 40 GB.") == ["Disk quota? About 40 GB."]
+
+
+def test_a_count_of_steps_stays_with_the_task_it_counts() -> None:
+    assert sentences("Great, the invoice exporter is wrapped up. That puts us at 2 of 6 overall.") == [
+        "Great, the invoice exporter is wrapped up. That puts us at 2 of 6 overall."]
+
+
+def test_everyday_phrases_name_their_kinds() -> None:
+    kinds = {v: k for k, v, _ in checklist_items(
+        "Keycloak makes the most sense for the identity provider, it is already deployed. "
+        "for timestamps can we stick with UTC everywhere? "
+        "The onboarding wizard is shipped, 3 of 4 through. "
+        "let's keep global state out of the plugin loader.")}
+    assert kinds["Keycloak makes the most sense for the identity provider, it is already deployed."] == "decision"
+    assert kinds["for timestamps can we stick with UTC everywhere?"] == "preference"
+    assert kinds["The onboarding wizard is shipped, 3 of 4 through."] == "task"
+    assert kinds["let's keep global state out of the plugin loader."] == "preference"
+
+
+def test_a_routine_request_glued_on_no_longer_supersedes_a_fact() -> None:
+    first = extract([SourceEntry(seq=1, role="user",
+                                 text="fyi Oskar Lind is the billing approver now Make sure the formatter runs on api/a.py.")])
+    second = extract([SourceEntry(seq=2, role="user", text="Make sure the formatter runs on api/b.py after your change.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    assert any("Oskar Lind" in i.value for i in ledger.items)
+    assert not any("Oskar Lind" in i.value for i in ledger.superseded)
+
+
+def test_a_replaced_value_that_leaves_the_context_is_reported_dropped_with_what_replaced_it() -> None:
+    covered = [msg(1, "The nightly import window is 45 minutes."),
+               msg(2, "ok update: the nightly import window is 70 minutes now.")]
+    out = verify_summary("## Progress\nNone.", previous=None, covered=covered, last_seq=2,
+                         budget_tokens=500, count=count)
+    dropped = out.record()["report"]["dropped_items"]
+    assert [(d["value"], d.get("superseded_by")) for d in dropped] == [
+        ("The nightly import window is 45 minutes.", 2)]
+    report = out.report
+    assert report.items_total == report.in_summary + report.restored + report.dropped
+    # (one the summary still states, marked, has not left: not dropped)
+    kept = verify_summary("## Progress\n- The nightly import window is 45 minutes. (seq 1)", previous=None,
+                          covered=covered, last_seq=2, budget_tokens=500, count=count)
+    assert kept.record()["report"]["dropped_items"] == []
+    assert "(superseded at seq 2) The nightly import window is 45 minutes." in kept.text
+
+
+def test_a_replaced_value_the_previous_summary_stated_is_reported_when_the_next_one_drops_it() -> None:
+    covered = [msg(1, "The nightly import window is 45 minutes."),
+               msg(2, "ok update: the nightly import window is 70 minutes now.")]
+    first = verify_summary("## Progress\n- The nightly import window is 45 minutes. (seq 1)", previous=None,
+                           covered=covered, last_seq=2, budget_tokens=500, count=count)
+    again = verify_summary("## Progress\nNone.", previous=first.record(), covered=[msg(3, "Thanks.")],
+                           last_seq=3, budget_tokens=500, count=count, previous_summary=first.text)
+    assert [d["value"] for d in again.record()["report"]["dropped_items"]] == [
+        "The nightly import window is 45 minutes."]
+    # (without a previous summary stating it, a value replaced earlier is not reported twice)
+    quiet = verify_summary("## Progress\nNone.", previous=first.record(), covered=[msg(3, "Thanks.")],
+                           last_seq=3, budget_tokens=500, count=count, previous_summary="## Progress\nNone.")
+    assert quiet.record()["report"]["dropped_items"] == []
+
+
+def test_text_in_a_script_without_case_is_never_cut_inside_a_sentence() -> None:
+    text = "配置文件在服务器上，请不要修改它。预算上限是五百美元"
+    parts = split_raw(text)
+    assert "".join(parts) == text and parts == ["配置文件在服务器上，请不要修改它。", "预算上限是五百美元"]
