@@ -94,7 +94,10 @@ _CUES = (
         r"\d+ (?:out )?of (?:the )?\d+)\b", re.I)),
 )
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
-                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward)\b", re.I)
+                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward|"
+                     # (chat: "scrap that, ...", "we ended up ...", "no longer", "... for X now")
+                     r"scrap that|scratch that|ended up|no longer|not anymore|changed (?:my|our) minds?|"
+                     r"(?:for|on|to) the \w+(?: \w+)? now)\b", re.I)
 _REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|the reason)\b|;", re.I)
 _STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
 this that these those we our you your they them their i me my he she his her not no nor so than then there here
@@ -137,7 +140,7 @@ def _leads(s: str, after: str, before: str) -> bool:
     one before ("I think it was June 3? For the audit, yes."): the next one has the
     subject and no value, and the one before is not a subject asked as a question
     ("Log retention? Roughly 90 days.")."""
-    return (not before.rstrip().endswith("?") and _has_value(s) and not subject_words(s)
+    return (not (before.rstrip().endswith("?") and not _REQUEST.match(before)) and _has_value(s) and not subject_words(s)
             and not _has_value(after) and bool(subject_words(after)))
 
 
@@ -268,6 +271,18 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         if found:
             return frozenset(found)
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
+    # (a compound sentence is about the clause that holds its value: "Ines is the approver
+    # now, the previous one moved teams" is about the approver, not about moving teams)
+    clauses = [c for c in re.split(r",\s+|\s+-\s+|;\s*", sentence) if c.strip()]
+    if len(clauses) > 1 and _has_value(sentence):
+        own = [c for c in clauses if _has_value(c)]
+        if len(own) == 1 and (mine := _plain_anchors(own[0])):
+            return frozenset(out | mine)
+    return frozenset(out | _plain_anchors(sentence))
+
+
+def _plain_anchors(sentence: str) -> set[str]:
+    out: set[str] = set()
     # (the subject is stated before the reason: "... for the queue backend because the team
     # knows it" — two decisions with the same reason are about different things)
     sentence = _REASON.split(sentence, maxsplit=1)[0]
@@ -290,12 +305,13 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     # (acronyms, "the ORM"; never a unit, "180 KB")
     out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence)
             if w.upper() not in ("TBD", "OK", "I") and not _UNIT_ONLY.fullmatch(w)}
-    return frozenset(out)
+    return out
 
 
 _UNIT_ONLY = re.compile(_UNIT, re.I)
 # (a capitalised word within a sentence or a mixed-case name: a value, not a subject)
-_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b")
+_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|"
+                           r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")  # ("RabbitMQ", "GraphQL": a product, a value)
 _VERSION_WORDS = frozenset("version versions stay stays stayed staying pin pins pinned pinning bump bumps bumped "
                            "bumping lock locks locked upgrade upgrades upgraded upgrading downgrade downgraded roll "
                            "rolled rolling forward moved move keep kept hold held sits lockfile we're running runs "

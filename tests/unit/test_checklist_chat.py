@@ -115,3 +115,33 @@ def test_text_in_a_script_without_case_is_never_cut_inside_a_sentence() -> None:
     text = "配置文件在服务器上，请不要修改它。预算上限是五百美元"
     parts = split_raw(text)
     assert "".join(parts) == text and parts == ["配置文件在服务器上，请不要修改它。", "预算上限是五百美元"]
+
+
+def test_a_compound_sentence_is_about_the_clause_that_holds_its_value() -> None:
+    first = extract([SourceEntry(seq=1, role="user", text="Yusuf Demir owns the payments runbook now, the old owner left.")])
+    second = extract([SourceEntry(seq=2, role="user", text="Hanna Berg is the incident commander now, the old owner left.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    assert {i.value for i in ledger.items if i.kind == "person"} >= {
+        "Yusuf Demir owns the payments runbook now, the old owner left.",
+        "Hanna Berg is the incident commander now, the old owner left."}
+    # (the same subject in the value's clause still replaces: the newer owner is current)
+    third = extract([SourceEntry(seq=3, role="user", text="Lior Ben owns the payments runbook now, the old owner left.")])
+    ledger, _ = ledger.merge(third)
+    assert any(i.value.startswith("Yusuf Demir") for i in ledger.superseded)
+
+
+def test_a_value_after_a_request_question_joins_the_sentence_that_names_it() -> None:
+    assert sentences("Could you rerun the linter? Maybe May 9? For the vendor review, I believe.")[-1] == (
+        "Maybe May 9? For the vendor review, I believe.")
+
+
+def test_a_chat_update_without_a_matching_subject_marks_the_old_value_possibly_superseded() -> None:
+    first = extract([SourceEntry(seq=1, role="assistant",
+                                 text="Honestly Meilisearch makes the most sense for the search engine, it indexed fastest.")])
+    second = extract([SourceEntry(seq=2, role="assistant",
+                                  text="scratch that, we're doing Typesense for the search engine since ops prefer it")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    old = [i for i in (*ledger.items, *ledger.superseded) if "Meilisearch" in i.value]
+    assert old and (old[0] in ledger.superseded or old[0].doubt == 2)
