@@ -215,6 +215,24 @@ def priority(item: LedgerItem) -> tuple[int, int, int, str]:
     return (group, -item.seq, -item.count, item.value)
 
 
+def fair_order(items: Iterable[LedgerItem]) -> list[LedgerItem]:
+    """Write-back order (ADR 0091): corrections, then constraints and rules, as
+    ``priority``; then the other kinds taken in turns, each kind's newest first, so that
+    a kind said every turn ("Step 12 is done.") does not push out the kinds said now and
+    then (a port, a date, an owner) by recency alone."""
+    ranked = sorted(items, key=priority)
+    seen: dict[str, int] = {}
+    keyed = []
+    for n, item in enumerate(ranked):
+        group = priority(item)[0]
+        turn = 0
+        if group == 2:
+            turn = seen.get(item.kind, 0)
+            seen[item.kind] = turn + 1
+        keyed.append(((group, turn, n), item))
+    return [item for _, item in sorted(keyed, key=lambda x: x[0])]
+
+
 def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
     """The must-keep items of these messages, in seq order.
 
@@ -303,7 +321,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tu
     spent = 0
     headings = {ln.strip() for ln in text.splitlines() if ln.startswith("## ")}
     written = ""  # the lines written back so far
-    for item in sorted(missing, key=priority):
+    for item in fair_order(missing):
         line = item.line()
         heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(line) + 1

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, present, priority,
+from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
                                               stated_text, verify)
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
@@ -47,7 +47,7 @@ def checklist_for(previous: Mapping[str, Any] | None, covered: Sequence[MessageR
     """The cumulative checklist a summarizer is given (issue 44): the previous ledger with
     every covered message's items merged in, in write-back priority order."""
     ledger, _ = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
-    return tuple(sorted(ledger.items, key=priority))
+    return tuple(fair_order(ledger.items))
 
 
 def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: Count) -> list[str]:

@@ -145,3 +145,16 @@ def test_a_chat_update_without_a_matching_subject_marks_the_old_value_possibly_s
     ledger, _ = ledger.merge(second)
     old = [i for i in (*ledger.items, *ledger.superseded) if "Meilisearch" in i.value]
     assert old and (old[0] in ledger.superseded or old[0].doubt == 2)
+
+
+def test_the_write_back_takes_kinds_in_turns_so_a_frequent_kind_does_not_crowd_out_the_rest() -> None:
+    from context_compaction.domain.ledger import LedgerItem, fair_order
+
+    steps = [LedgerItem("task", f"Step {n} is done.", n, n, anchors=(f"step {n}",)) for n in range(10, 20)]
+    port = LedgerItem("port", "20011", 11, 11)
+    owner = LedgerItem("person", "Noor Aziz approves the releases.", 3, 3, anchors=("releases",))
+    rule = LedgerItem("constraint", "Never touch the vendored SDK.", 1, 1)
+    order = fair_order([*steps, port, owner, rule])
+    assert order[0] is rule  # (constraints and rules first, as before)
+    assert set(order[1:4]) == {steps[-1], port, owner}  # (each kind's newest, then the next round)
+    assert order[4:] == sorted(steps[:-1], key=lambda i: -i.seq)
