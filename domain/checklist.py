@@ -20,6 +20,7 @@ import unicodedata
 from dataclasses import replace
 from typing import Any
 
+from .followups import is_follow_up
 from .splitting import split_raw
 
 Item = Any  # a ledger.LedgerItem (that module imports this one)
@@ -29,6 +30,9 @@ VERSIONED, SETTING_TEXT, PREFERENCE, TASK, QUESTION = "versioned", "setting_text
 #: A sentence that changes something ("the ORM is now Tortoise") without another kind's
 #: cue: it takes the kind of the item it supersedes (``Ledger.merge``).
 UPDATE = "update"
+#: A pronoun follow-up ("that moved to Friday", ADR 0091) before ``ledger.extract`` gives
+#: it the subject of the item before it; one with nothing before it is an update as is.
+FOLLOW_UP = "follow_up"
 #: A salient sentence no cue names (ADR 0083): it carries a value or a named entity, a
 #: commitment or a reason, and a subject of its own. People say facts without cue words.
 STATEMENT = "statement"
@@ -98,7 +102,8 @@ _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of pl
                      # (chat: "scrap that, ...", "we ended up ...", "no longer", "... for X now")
                      r"scrap that|scratch that|ended up|no longer|not anymore|changed (?:my|our) minds?|"
                      r"(?:for|on|to) the \w+(?: \w+)? now)\b", re.I)
-_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|the reason)\b|;", re.I)
+# ("so that's 2 of 5" is no purpose clause: "so that" followed by 's is a statement)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that(?!'s)|as it|the reason)\b|;", re.I)
 _STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
 this that these those we our you your they them their i me my he she his her not no nor so than then there here
 now new old all any some each every only also just very too more most less least into over under about after
@@ -323,6 +328,9 @@ def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
     out = []
     for s in sentences(text):
         if len(s) < 8:
+            continue
+        if not _PROGRESS.search(s) and is_follow_up(s, _has_value(s), subject_words(s)):
+            out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
             continue
         kind = classify(s)
         if kind is not None:

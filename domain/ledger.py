@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items, clip, sentences, supersede
+from .checklist import (CHECKLIST_KINDS, FOLLOW_UP, SUPERSEDING, UPDATE, anchors, checklist_items, clip, sentences,
+                        supersede)
+from .followups import resolve
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
@@ -242,14 +244,21 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
     paths are not what a user expects the agent to remember.
     """
     found: list[LedgerItem] = []
+    last: LedgerItem | None = None  # (the statement a pronoun follow-up is about, ADR 0091)
     for e in entries:
         said = _user_items(e) if e.role == "user" else []
         found += said
         if e.role in ("user", "assistant") and not e.steering:
             # (a user's rule is one of their constraints, under that heading)
-            found += [LedgerItem(_kind_of(kind, value, e.role), value, e.seq, e.seq, anchors=tuple(sorted(a)))
-                      for kind, value, a in checklist_items(e.text)
-                      if _squash(value) not in {_squash(i.value) for i in said if i.kind == CORRECTION}]
+            corrections = {_squash(i.value) for i in said if i.kind == CORRECTION}
+            for kind, value, a in checklist_items(e.text):
+                if _squash(value) in corrections:
+                    continue
+                item = LedgerItem(_kind_of(kind, value, e.role), value, e.seq, e.seq, anchors=tuple(sorted(a)))
+                if kind == FOLLOW_UP:
+                    item = resolve(replace(item, kind=UPDATE), last)
+                found.append(item)
+                last = item  # (only the statement just before: one without a subject ends the chain)
         if e.role in ("user", "assistant", "system", "developer"):
             found += facts(e.text, e.seq)
         for _, _, arguments in e.tool_calls:

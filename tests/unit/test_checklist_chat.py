@@ -158,3 +158,24 @@ def test_the_write_back_takes_kinds_in_turns_so_a_frequent_kind_does_not_crowd_o
     assert order[0] is rule  # (constraints and rules first, as before)
     assert set(order[1:4]) == {steps[-1], port, owner}  # (each kind's newest, then the next round)
     assert order[4:] == sorted(steps[:-1], key=lambda i: -i.seq)
+
+
+def test_a_pronoun_follow_up_updates_the_statement_before_it() -> None:
+    entries = [SourceEntry(seq=1, role="user", text="The pen test is on March 3. Please rerun the suite."),
+               SourceEntry(seq=2, role="assistant", text="All green."),
+               SourceEntry(seq=3, role="user", text="ok so that moved to March 10."),
+               SourceEntry(seq=4, role="assistant", text="The nightly build takes 9 minutes."),
+               SourceEntry(seq=5, role="user", text="hmm, it's now 14 minutes.")]
+    ledger, _ = Ledger().merge(extract(entries))
+    current = {i.value for i in ledger.items}
+    assert "ok so that moved to March 10. (about: pen test)" in current
+    assert "hmm, it's now 14 minutes. (about: build takes, nightly build)" in current
+    assert {i.value for i in ledger.superseded} >= {"The pen test is on March 3.", "The nightly build takes 9 minutes."}
+
+
+def test_a_pronoun_sentence_with_a_subject_of_its_own_or_nothing_before_it_is_no_follow_up() -> None:
+    alone = extract([SourceEntry(seq=1, role="user", text="that moved to March 10.")])
+    assert [i.anchors for i in alone if "March 10" in i.value] == [()]  # (no subject to replace)
+    own = extract([SourceEntry(seq=1, role="user", text="The pen test is on March 3."),
+                   SourceEntry(seq=2, role="user", text="it's 4 hours for the load test though.")])
+    assert not any("(about:" in i.value for i in own)
