@@ -333,9 +333,29 @@ def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
             out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
             continue
         kind = classify(s)
+        if kind is None and _caseless_fact(s):
+            kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
+            out.append((kind, clip(s), frozenset()))
+            continue
         if kind is not None:
             out.append((kind, clip(s), anchors(s, kind)))
     return out
+
+
+# (a script without letter case — Chinese, Japanese, Korean, Thai: no cue of ours reads it)
+_CASELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# (what makes such a sentence a fact rather than talk: a digit, a Latin name, a numeral,
+# a date or a unit character)
+_CASELESS_VALUE = re.compile(r"\d|[A-Za-z]{2,}|[一二三四五六七八九十百千万亿两年月日号点分秒元％]")
+
+
+def _caseless_fact(sentence: str) -> bool:
+    """A sentence mostly in a caseless script that carries a value (ADR 0091): kept as a
+    statement, whole, so that its loss is reported like any other; the English cues
+    would read nothing in it."""
+    letters = [ch for ch in sentence if ch.isalpha()]
+    caseless = sum(1 for ch in letters if _CASELESS.match(ch))
+    return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))
 
 
 def clip(text: str) -> str:

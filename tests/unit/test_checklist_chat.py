@@ -179,3 +179,16 @@ def test_a_pronoun_sentence_with_a_subject_of_its_own_or_nothing_before_it_is_no
     own = extract([SourceEntry(seq=1, role="user", text="The pen test is on March 3."),
                    SourceEntry(seq=2, role="user", text="it's 4 hours for the load test though.")])
     assert not any("(about:" in i.value for i in own)
+
+
+def test_a_fact_in_a_caseless_script_is_kept_whole_and_its_loss_reported() -> None:
+    text = "预算上限是五百美元，不能超过。好的，谢谢。发布日期改到3月14日。"
+    values = [v for _, v, _ in checklist_items(text)]
+    assert values == ["预算上限是五百美元，不能超过。", "发布日期改到3月14日。"]  # (whole; talk without a value is not a fact)
+    covered = [msg(1, text)]
+    kept = verify_summary("## Progress\nNone.", previous=None, covered=covered, last_seq=1,
+                          budget_tokens=500, count=count)
+    assert all(v in kept.text for v in values)
+    lost = verify_summary("## Progress\nNone.", previous=None, covered=covered, last_seq=1,
+                          budget_tokens=0, count=count)
+    assert {d["value"] for d in lost.record()["report"]["dropped_items"]} >= set(values)
