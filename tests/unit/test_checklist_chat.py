@@ -192,3 +192,10 @@ def test_a_fact_in_a_caseless_script_is_kept_whole_and_its_loss_reported() -> No
     lost = verify_summary("## Progress\nNone.", previous=None, covered=covered, last_seq=1,
                           budget_tokens=0, count=count)
     assert {d["value"] for d in lost.record()["report"]["dropped_items"]} >= set(values)
+
+
+def test_a_task_marked_done_after_a_dash_or_colon_keeps_its_count() -> None:
+    assert checklist_items("The billing migration: finished. That is 2 of 5.") == [
+        ("task", "The billing migration: finished. That is 2 of 5.", frozenset({"billing migration"}))]
+    assert [k for k, _, _ in checklist_items("Search reindex \u2014 done. 4/7 steps complete.")] == ["task"]
+    assert checklist_items("Run the migration - see the docs.") == []
