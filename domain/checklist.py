@@ -329,7 +329,7 @@ def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
     for s in sentences(text):
         if len(s) < 8:
             continue
-        if not _PROGRESS.search(s) and is_follow_up(s, _has_value(s), subject_words(s)):
+        if is_follow_up(s, _has_value, subject_words) and not _PROGRESS.search(s):
             out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
             continue
         kind = classify(s)
@@ -353,6 +353,8 @@ def _caseless_fact(sentence: str) -> bool:
     """A sentence mostly in a caseless script that carries a value (ADR 0091): kept as a
     statement, whole, so that its loss is reported like any other; the English cues
     would read nothing in it."""
+    if not _CASELESS.search(sentence):
+        return False  # (cheap first: most sentences are in a cased script)
     letters = [ch for ch in sentence if ch.isalpha()]
     caseless = sum(1 for ch in letters if _CASELESS.match(ch))
     return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))

@@ -12,6 +12,7 @@ subject in its value, so that a summary line of it still says what changed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -29,9 +30,11 @@ _CHANGE_WORDS = frozenset("moved slipped changed dropped rose grew became become
                           "lowered ended turned came went got back now".split())
 
 
-def is_follow_up(sentence: str, has_value: bool, subject: list[str]) -> bool:
-    """A sentence with a value whose only subject is a pronoun."""
-    return has_value and bool(_FOLLOW.match(sentence)) and not [w for w in subject if w not in _CHANGE_WORDS]
+def is_follow_up(sentence: str, has_value: Callable[[str], bool], subject: Callable[[str], list[str]]) -> bool:
+    """A sentence with a value whose only subject is a pronoun (the pronoun test first:
+    it is asked of every sentence, the other two are dearer)."""
+    return bool(_FOLLOW.match(sentence)) and has_value(sentence) and not [
+        w for w in subject(sentence) if w not in _CHANGE_WORDS]
 
 
 def resolve(item: Item, antecedent: Item | None) -> Item:
