@@ -120,7 +120,7 @@ step steps finished complete completed wrapped checked
 behind through along across between within without above below beyond under until since onto upon
 us ours yours mine theirs him himself herself itself ourselves themselves one ones
 isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
-you'll they'll let's gonna""".split())
+you'll they'll let's gonna things thing stuff list lists items tasks""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
 
@@ -145,8 +145,14 @@ def _leads(s: str, after: str, before: str) -> bool:
     one before ("I think it was June 3? For the audit, yes."): the next one has the
     subject and no value, and the one before is not a subject asked as a question
     ("Log retention? Roughly 90 days.")."""
-    return (not (before.rstrip().endswith("?") and not _REQUEST.match(before)) and _has_value(s) and not subject_words(s)
-            and not _has_value(after) and bool(subject_words(after)))
+    return (not (before.rstrip().endswith("?") and not _REQUEST.match(before)) and _has_value(s)
+            and not subject_words(s) and not _has_value(after) and bool(subject_words(after))
+            # (the value is asked, or the next sentence points back at it: "For the audit,
+            # yes." — not any next sentence: "3 of 7 are done now The function is split")
+            and (s.rstrip().endswith("?") or bool(_POINTS_BACK.match(after))))
+
+
+_POINTS_BACK = re.compile(r"^(?:that's|that is|this is|it's|it is|for|as for|re:?|about|on)\b", re.I)
 
 
 def _belongs_to(before: str, s: str) -> bool:

@@ -199,3 +199,15 @@ def test_a_task_marked_done_after_a_dash_or_colon_keeps_its_count() -> None:
         ("task", "The billing migration: finished. That is 2 of 5.", frozenset({"billing migration"}))]
     assert [k for k, _, _ in checklist_items("Search reindex \u2014 done. 4/7 steps complete.")] == ["task"]
     assert checklist_items("Run the migration - see the docs.") == []
+
+
+def test_a_count_is_not_pulled_into_a_routine_sentence_after_it_nor_merged_by_generic_nouns() -> None:
+    text = ("great, that closes out the csv importer. 4 of the 9 items on the list are finished now "
+            "The parser in etl/read.py is split in two; nothing else changes.")
+    values = [v for _, v, _ in checklist_items(text)]
+    assert "great, that closes out the csv importer. 4 of the 9 items on the list are finished now" in values
+    one = extract([SourceEntry(seq=1, role="assistant", text="the csv importer is wrapped up, 4 of the 9 items on the list")])
+    two = extract([SourceEntry(seq=2, role="assistant", text="the pdf exporter is wrapped up, 5 of the 9 items on the list")])
+    ledger, _ = Ledger().merge(one)
+    ledger, _ = ledger.merge(two)
+    assert not ledger.superseded  # ("items on the list" is no subject: two tasks)
