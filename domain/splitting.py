@@ -29,6 +29,15 @@ _OPENERS = ("The This That These Those There Then We You They It It's Its Please
 _MISSING_STOP = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:%s)\b(?!-))" % "|".join(re.escape(w) for w in _OPENERS))
 
 
+# (with no stop either: an aside marker opens a new statement — "the limit is 10 MB now
+# fwiw TIMEOUT is 75s"; "I" and a verb after a word that ends a clause — "fine honestly
+# I traced it"; not "the thing I traced", "so I think")
+_ASIDE = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:fwiw|btw|fyi|ps|anyway)\b(?!-),?\s+\S)")
+_I_AFTER = re.compile(r"\b(\w+)\s+(?=I\s+[a-z]+ed\b|I'(?:ve|ll|m)\b)")
+_CLAUSE_ENDS = frozenset("now honestly basically btw fyi lol tbh though anyway too ok okay thanks possible "
+                         "matters there them it well yesterday today again fine".split())
+
+
 def split_raw(text: str) -> list[str]:
     """The sentences of ``text``, unjoined (``checklist.sentences`` joins a value to its subject)."""
     out: list[str] = []
@@ -37,7 +46,19 @@ def split_raw(text: str) -> list[str]:
             continue
         for part in _AFTER_MARK.split(piece):
             for sub in _split_stops(part):
-                out += _MISSING_STOP.split(sub)
+                for bit in _MISSING_STOP.split(sub):
+                    for aside in _ASIDE.split(bit):
+                        out += _split_before_i(aside)
+    return out
+
+
+def _split_before_i(text: str) -> list[str]:
+    out, last = [], 0
+    for m in _I_AFTER.finditer(text):
+        if m.group(1).lower() in _CLAUSE_ENDS:
+            out.append(text[last : m.end(1)])
+            last = m.end()
+    out.append(text[last:])
     return out
 
 

@@ -211,3 +211,12 @@ def test_a_count_is_not_pulled_into_a_routine_sentence_after_it_nor_merged_by_ge
     ledger, _ = Ledger().merge(one)
     ledger, _ = ledger.merge(two)
     assert not ledger.superseded  # ("items on the list" is no subject: two tasks)
+
+
+def test_an_aside_marker_or_a_first_person_report_opens_a_new_statement_without_a_stop() -> None:
+    assert split_raw("the disk quota is 80 GB now fyi NODE_POOL is 6 on staging") == [
+        "the disk quota is 80 GB now", "fyi NODE_POOL is 6 on staging"]
+    assert split_raw("the error budget is 0.5 percent honestly I patched the alert rule.") == [
+        "the error budget is 0.5 percent honestly", "I patched the alert rule."]
+    assert len(split_raw("the query I patched was slow")) == 1  # ("I" inside a clause)
+    assert sentences("the cutover btw is June 9") == ["the cutover btw is June 9"]  # (value rejoins its subject)
