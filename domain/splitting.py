@@ -32,8 +32,12 @@ _MISSING_STOP = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:%s)\b(?!-))" % "|".join(re.e
 # (with no stop either: an aside marker opens a new statement — "the limit is 10 MB now
 # fwiw TIMEOUT is 75s"; "I" and a verb after a word that ends a clause — "fine honestly
 # I traced it"; not "the thing I traced", "so I think")
-_ASIDE = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:fwiw|btw|fyi|ps|anyway)\b(?!-),?\s+\S)")
-_I_AFTER = re.compile(r"\b(\w+)\s+(?=I\s+[a-z]+ed\b|I'(?:ve|ll|m)\b)")
+_ASIDE = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:fwiw|btw|fyi|ps|anyway|oh)\b(?!-),?\s+\S)")
+_I_AFTER = re.compile(r"\b(\w+)\s+(?=I\s+[a-z]+ed\b|I'(?:ve|ll|m|d)\b)")
+# ("I think", "I guess" open a sentence unless a conjunction leads into them: "so I think")
+_I_THINK = re.compile(r"\b(\w+)\s+(?=I\s+(?:think|guess|believe|reckon|suppose)\b)")
+_LEADS_INTO = frozenset("so and but or that which what because if when as then where why how who than since "
+                        "until unless while before after whether though although cause".split())
 _CLAUSE_ENDS = frozenset("now honestly basically btw fyi lol tbh though anyway too ok okay thanks possible "
                          "matters there them it well yesterday today again fine".split())
 
@@ -53,11 +57,12 @@ def split_raw(text: str) -> list[str]:
 
 
 def _split_before_i(text: str) -> list[str]:
+    cuts = sorted({m.end(1) for m in _I_AFTER.finditer(text) if m.group(1).lower() in _CLAUSE_ENDS}
+                  | {m.end(1) for m in _I_THINK.finditer(text) if m.group(1).lower() not in _LEADS_INTO})
     out, last = [], 0
-    for m in _I_AFTER.finditer(text):
-        if m.group(1).lower() in _CLAUSE_ENDS:
-            out.append(text[last : m.end(1)])
-            last = m.end()
+    for at in cuts:
+        out.append(text[last:at])
+        last = at + len(text[at:]) - len(text[at:].lstrip())
     out.append(text[last:])
     return out
 

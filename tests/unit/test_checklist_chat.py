@@ -220,3 +220,10 @@ def test_an_aside_marker_or_a_first_person_report_opens_a_new_statement_without_
         "the error budget is 0.5 percent honestly", "I patched the alert rule."]
     assert len(split_raw("the query I patched was slow")) == 1  # ("I" inside a clause)
     assert sentences("the cutover btw is June 9") == ["the cutover btw is June 9"]  # (value rejoins its subject)
+
+
+def test_i_think_opens_a_sentence_unless_a_conjunction_leads_into_it() -> None:
+    assert split_raw("Oskar signs the invoices now, the old approver left I think it was May 2?") == [
+        "Oskar signs the invoices now, the old approver left", "I think it was May 2?"]
+    assert len(split_raw("we can ship today so I think the freeze holds")) == 1
+    assert len(split_raw("the flaky test I patched is green again")) == 1
