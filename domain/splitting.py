@@ -57,6 +57,8 @@ def split_raw(text: str) -> list[str]:
 
 
 def _split_before_i(text: str) -> list[str]:
+    if " I" not in text:
+        return [text]  # (cheap first: asked of every piece)
     cuts = sorted({m.end(1) for m in _I_AFTER.finditer(text) if m.group(1).lower() in _CLAUSE_ENDS}
                   | {m.end(1) for m in _I_THINK.finditer(text) if m.group(1).lower() not in _LEADS_INTO})
     out, last = [], 0
@@ -68,6 +70,8 @@ def _split_before_i(text: str) -> list[str]:
 
 
 def _split_stops(text: str) -> list[str]:
+    if ". " not in text:
+        return [text]
     out, last = [], 0
     for m in _AFTER_STOP.finditer(text):
         word = m.group(1)
