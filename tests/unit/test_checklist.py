@@ -133,3 +133,15 @@ def test_every_canary_is_kept_by_its_own_sentence_in_both_phrasing_sets() -> Non
         for seed in (1, 2, 3, 44):
             session = generate(phrasings, seed, rounds=5, turns_per_round=8, per_kind=1, tool_chars=100)
             assert [c.text for c in session.canaries if not kept(c, c.text)] == []
+
+
+def test_a_mark_or_flag_on_the_line_above_does_not_unsay_a_canary() -> None:
+    """The scorer reads a superseded mark or a doubt flag on the canary's own line only
+    (ADR 0091): the line above is about another statement."""
+    from context_compaction.infrastructure.evaluation.canaries import Canary, kept
+
+    c = Canary("task", "invoice exporter", ("invoice exporter",), ("done",), "The invoice exporter is done.")
+    above = "- decision: The ORM is Peewee. (seq 28; possibly superseded at seq 72)\n"
+    assert kept(c, above + "- task: The invoice exporter is done. (seq 8)")
+    assert kept(c, "- x: (superseded at seq 5) old plan (seq 3)\n- task: The invoice exporter is done. (seq 8)")
+    assert not kept(c, "- task: (superseded at seq 9) The invoice exporter is done. (seq 8)")
