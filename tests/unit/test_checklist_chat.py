@@ -84,7 +84,7 @@ def test_a_replaced_value_that_leaves_the_context_is_reported_dropped_with_what_
                msg(2, "ok update: the nightly import window is 70 minutes now.")]
     out = verify_summary("## Progress\nNone.", previous=None, covered=covered, last_seq=2,
                          budget_tokens=500, count=count)
-    dropped = out.record()["report"]["dropped_items"]
+    dropped = out.record["report"]["dropped_items"]
     assert [(d["value"], d.get("superseded_by")) for d in dropped] == [
         ("The nightly import window is 45 minutes.", 2)]
     report = out.report
@@ -92,7 +92,7 @@ def test_a_replaced_value_that_leaves_the_context_is_reported_dropped_with_what_
     # (one the summary still states, marked, has not left: not dropped)
     kept = verify_summary("## Progress\n- The nightly import window is 45 minutes. (seq 1)", previous=None,
                           covered=covered, last_seq=2, budget_tokens=500, count=count)
-    assert kept.record()["report"]["dropped_items"] == []
+    assert kept.record["report"]["dropped_items"] == []
     assert "(superseded at seq 2) The nightly import window is 45 minutes." in kept.text
 
 
@@ -101,14 +101,14 @@ def test_a_replaced_value_the_previous_summary_stated_is_reported_when_the_next_
                msg(2, "ok update: the nightly import window is 70 minutes now.")]
     first = verify_summary("## Progress\n- The nightly import window is 45 minutes. (seq 1)", previous=None,
                            covered=covered, last_seq=2, budget_tokens=500, count=count)
-    again = verify_summary("## Progress\nNone.", previous=first.record(), covered=[msg(3, "Thanks.")],
+    again = verify_summary("## Progress\nNone.", previous=first.record, covered=[msg(3, "Thanks.")],
                            last_seq=3, budget_tokens=500, count=count, previous_summary=first.text)
-    assert [d["value"] for d in again.record()["report"]["dropped_items"]] == [
+    assert [d["value"] for d in again.record["report"]["dropped_items"]] == [
         "The nightly import window is 45 minutes."]
     # (without a previous summary stating it, a value replaced earlier is not reported twice)
-    quiet = verify_summary("## Progress\nNone.", previous=first.record(), covered=[msg(3, "Thanks.")],
+    quiet = verify_summary("## Progress\nNone.", previous=first.record, covered=[msg(3, "Thanks.")],
                            last_seq=3, budget_tokens=500, count=count, previous_summary="## Progress\nNone.")
-    assert quiet.record()["report"]["dropped_items"] == []
+    assert quiet.record["report"]["dropped_items"] == []
 
 
 def test_text_in_a_script_without_case_is_never_cut_inside_a_sentence() -> None:
@@ -191,7 +191,7 @@ def test_a_fact_in_a_caseless_script_is_kept_whole_and_its_loss_reported() -> No
     assert all(v in kept.text for v in values)
     lost = verify_summary("## Progress\nNone.", previous=None, covered=covered, last_seq=1,
                           budget_tokens=0, count=count)
-    assert {d["value"] for d in lost.record()["report"]["dropped_items"]} >= set(values)
+    assert {d["value"] for d in lost.record["report"]["dropped_items"]} >= set(values)
 
 
 def test_a_task_marked_done_after_a_dash_or_colon_keeps_its_count() -> None:
