@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 KINDS = ("rule", "decision", "person", "date", "amount", "version", "setting",
          "preference", "task", "question")
 
-_NEGATION = re.compile(r"\b(no|not|never|do not|dont|without|avoid)\b|n't\b|\bleave\b.*\bout\b", re.I)
-DONE_WORDS = ("done", "finished", "complete", "completed", "wrapped up", "landed", "checked off")
+# ("keep X out of Y" and "is sorted" are the spoken set's: its self-check, which every set
+# now has, found the scorer could not read them even in the canary's own sentence)
+_NEGATION = re.compile(r"\b(no|not|never|do not|dont|without|avoid)\b|n't\b|\b(leave|keep)\b.*\bout\b", re.I)
+DONE_WORDS = ("done", "finished", "complete", "completed", "wrapped up", "landed", "checked off", "sorted")
 OPEN_WORDS = ("to do", "todo", "remaining", "still open", "not started", "pending", "left to")
 
 
