@@ -20,6 +20,9 @@ import unicodedata
 from dataclasses import replace
 from typing import Any
 
+from .followups import is_follow_up
+from .splitting import split_raw
+
 Item = Any  # a ledger.LedgerItem (that module imports this one)
 
 RULE, DECISION, PERSON, DATE, AMOUNT = "rule", "decision", "person", "date", "amount"
@@ -27,6 +30,9 @@ VERSIONED, SETTING_TEXT, PREFERENCE, TASK, QUESTION = "versioned", "setting_text
 #: A sentence that changes something ("the ORM is now Tortoise") without another kind's
 #: cue: it takes the kind of the item it supersedes (``Ledger.merge``).
 UPDATE = "update"
+#: A pronoun follow-up ("that moved to Friday", ADR 0091) before ``ledger.extract`` gives
+#: it the subject of the item before it; one with nothing before it is an update as is.
+FOLLOW_UP = "follow_up"
 #: A salient sentence no cue names (ADR 0083): it carries a value or a named entity, a
 #: commitment or a reason, and a subject of its own. People say facts without cue words.
 STATEMENT = "statement"
@@ -36,8 +42,6 @@ CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMO
 HEADING = "Fact Checklist"
 SENTENCE_CHARS = 280
 
-# (CJK full stops end a sentence with no space after them)
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|(?<=[\u3002\uff01\uff1f])|\n+")
 _NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
              r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
 _UNIT = (r"(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|"
@@ -76,11 +80,13 @@ _CUES = (
     (DECISION, re.compile(
         r"\b(went with|go(?:ing)? with|settled on|decided|decision|chose|chosen|picked|opted for|switch(?:ed)? "
         r"(?:\w+ ){0,3}to|lock in|final call|wins for|we(?:'ll| will) use|reversing course|the fix is|"
-        r"root cause)\b", re.I)),
+        r"root cause|makes the most sense|let's (?:just )?go|we're doing|we are doing|ended up (?:with|going|using|picking))\b",
+        re.I)),
     (PREFERENCE, re.compile(
         r"\b(i(?: \w+ly)? prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
         r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r|how i like|can't stand|"
-        r"whenever you can|ever\b)", re.I)),
+        r"whenever you can|ever\b|stick (?:to|with)|(?:big )?fan of|personally|can we not|let's not|please no|"
+        r"keep (?:\w+ ){1,3}out of)", re.I)),
     (RULE, re.compile(
         r"\b(must|never|do not|don't|always|at most|no more than|at least|hard constraint|constraint|rule|"
         r"non-negotiable|not negotiable|stay within|tops out|sign-off|approval|exceed|go over|limit|cap|"
@@ -88,11 +94,16 @@ _CUES = (
     (TASK, re.compile(
         r"\b(step \d+(?: of \d+)?|\d+ ?(?:/|out of|of) ?\d+ (?:steps?|tasks?|are|done)|checked off|wrapped up|"
         r"still to do|left to do|remaining|next step|blocked on|(?:is|are|now) (?:done|finished|complete)|"
-        r"finished|completed)\b", re.I)),
+        r"finished|completed|wraps?(?: up)?|(?:is|are|'s) (?:sorted|shipped|merged|landed)|ticked off|crossed off|"
+        r"\d+ (?:out )?of (?:the )?\d+|(?<=\w)\s*[\u2014\u2013:-]+\s*(?:done|finished|complete|completed))\b", re.I)),
 )
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
-                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward)\b", re.I)
-_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|the reason)\b|;", re.I)
+                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward|"
+                     # (chat: "scrap that, ...", "we ended up ...", "no longer", "... for X now")
+                     r"scrap that|scratch that|ended up|no longer|not anymore|changed (?:my|our) minds?|"
+                     r"(?:for|on|to) the \w+(?: \w+)? now)\b", re.I)
+# ("so that's 2 of 5" is no purpose clause: "so that" followed by 's is a statement)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that(?!'s)|as it|the reason)\b|;", re.I)
 _STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
 this that these those we our you your they them their i me my he she his her not no nor so than then there here
 now new old all any some each every only also just very too more most less least into over under about after
@@ -109,7 +120,7 @@ step steps finished complete completed wrapped checked
 behind through along across between within without above below beyond under until since onto upon
 us ours yours mine theirs him himself herself itself ourselves themselves one ones
 isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
-you'll they'll let's gonna""".split())
+you'll they'll let's gonna things thing stuff list lists items tasks""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
 
@@ -119,14 +130,29 @@ def sentences(text: str) -> list[str]:
     sentence with a value and no subject of its own ("So, $500.") and a neighbour with
     the subject and no value ("That's the budget cap.") are one statement; so is a
     value-less rule that points back at the value before it."""
-    raw = [s.strip(" -*\t") for s in _SPLIT.split(text) if s and s.strip(" -*\t")]
+    raw = [s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")]
     out: list[str] = []
-    for s in raw:
-        if out and _belongs_to(out[-1], s):
+    for n, s in enumerate(raw):
+        if out and _belongs_to(out[-1], s) and not (n + 1 < len(raw) and _leads(s, raw[n + 1], out[-1])):
             out[-1] = f"{out[-1]} {s}"
         else:
             out.append(s)
     return out
+
+
+def _leads(s: str, after: str, before: str) -> bool:
+    """Whether a value without a subject belongs to the sentence after it rather than the
+    one before ("I think it was June 3? For the audit, yes."): the next one has the
+    subject and no value, and the one before is not a subject asked as a question
+    ("Log retention? Roughly 90 days.")."""
+    return (not (before.rstrip().endswith("?") and not _REQUEST.match(before)) and _has_value(s)
+            and not subject_words(s) and not _has_value(after) and bool(subject_words(after))
+            # (the value is asked, or the next sentence points back at it: "For the audit,
+            # yes." — not any next sentence: "3 of 7 are done now The function is split")
+            and (s.rstrip().endswith("?") or bool(_POINTS_BACK.match(after))))
+
+
+_POINTS_BACK = re.compile(r"^(?:that's|that is|this is|it's|it is|for|as for|re:?|about|on)\b", re.I)
 
 
 def _belongs_to(before: str, s: str) -> bool:
@@ -139,7 +165,12 @@ def _belongs_to(before: str, s: str) -> bool:
         return bool(subject_words(s)) or _value_less_rule(s)
     if value_here and not subject_words(s) and not value_before:
         return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
-    return False
+    # (a count of steps says how far the task before it is: "The export is done. That
+    # makes 4 of 6.")
+    return bool(_PROGRESS.search(s)) and dict(_CUES)[TASK].search(before) is not None and not _PROGRESS.search(before)
+
+
+_PROGRESS = re.compile(r"\b\d+ (?:out )?of (?:the )?\d+\b|\b\d+/\d+ (?:steps?|tasks?|items?|things?|done|complete)")
 
 
 def subject_words(s: str) -> list[str]:
@@ -251,6 +282,18 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         if found:
             return frozenset(found)
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
+    # (a compound sentence is about the clause that holds its value: "Ines is the approver
+    # now, the previous one moved teams" is about the approver, not about moving teams)
+    clauses = [c for c in re.split(r",\s+|\s+-\s+|;\s*", sentence) if c.strip()]
+    if len(clauses) > 1 and _has_value(sentence):
+        own = [c for c in clauses if _has_value(c)]
+        if len(own) == 1 and (mine := _plain_anchors(own[0])):
+            return frozenset(out | mine)
+    return frozenset(out | _plain_anchors(sentence))
+
+
+def _plain_anchors(sentence: str) -> set[str]:
+    out: set[str] = set()
     # (the subject is stated before the reason: "... for the queue backend because the team
     # knows it" — two decisions with the same reason are about different things)
     sentence = _REASON.split(sentence, maxsplit=1)[0]
@@ -273,12 +316,13 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     # (acronyms, "the ORM"; never a unit, "180 KB")
     out |= {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", sentence)
             if w.upper() not in ("TBD", "OK", "I") and not _UNIT_ONLY.fullmatch(w)}
-    return frozenset(out)
+    return out
 
 
 _UNIT_ONLY = re.compile(_UNIT, re.I)
 # (a capitalised word within a sentence or a mixed-case name: a value, not a subject)
-_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b")
+_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|"
+                           r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")  # ("RabbitMQ", "GraphQL": a product, a value)
 _VERSION_WORDS = frozenset("version versions stay stays stayed staying pin pins pinned pinning bump bumps bumped "
                            "bumping lock locks locked upgrade upgrades upgraded upgrading downgrade downgraded roll "
                            "rolled rolling forward moved move keep kept hold held sits lockfile we're running runs "
@@ -291,10 +335,35 @@ def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
     for s in sentences(text):
         if len(s) < 8:
             continue
+        if is_follow_up(s, _has_value, subject_words) and not _PROGRESS.search(s):
+            out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
+            continue
         kind = classify(s)
+        if kind is None and _caseless_fact(s):
+            kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
+            out.append((kind, clip(s), frozenset()))
+            continue
         if kind is not None:
             out.append((kind, clip(s), anchors(s, kind)))
     return out
+
+
+# (a script without letter case — Chinese, Japanese, Korean, Thai: no cue of ours reads it)
+_CASELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+# (what makes such a sentence a fact rather than talk: a digit, a Latin name, a numeral,
+# a date or a unit character)
+_CASELESS_VALUE = re.compile(r"\d|[A-Za-z]{2,}|[一二三四五六七八九十百千万亿两年月日号点分秒元％]")
+
+
+def _caseless_fact(sentence: str) -> bool:
+    """A sentence mostly in a caseless script that carries a value (ADR 0091): kept as a
+    statement, whole, so that its loss is reported like any other; the English cues
+    would read nothing in it."""
+    if not _CASELESS.search(sentence):
+        return False  # (cheap first: most sentences are in a cased script)
+    letters = [ch for ch in sentence if ch.isalpha()]
+    caseless = sum(1 for ch in letters if _CASELESS.match(ch))
+    return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))
 
 
 def clip(text: str) -> str:

@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items, clip, sentences, supersede
+from .checklist import (CHECKLIST_KINDS, FOLLOW_UP, SUPERSEDING, UPDATE, anchors, checklist_items, clip, sentences,
+                        supersede)
+from .followups import resolve
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
@@ -191,11 +193,18 @@ class LedgerReport:
             "in_summary": self.in_summary,
             "restored": self.restored,
             "dropped": self.dropped,
-            "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq} for i in self.dropped_items],
+            "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq, **_by(i)} for i in self.dropped_items],
             **({"superseded_items": [{"kind": i.kind, "value": i.value, "seq": i.seq,
                                       **({"by": i.key} if (i.key or "").startswith("seq ") else {})}
                                      for i in self.superseded_items]} if self.superseded_items else {}),
         }
+
+
+def _by(item: LedgerItem) -> dict[str, int]:
+    """A dropped item that a later statement replaced names it (ADR 0091): the loss is
+    reported, and a reader can tell a replaced value from one that did not fit."""
+    key = item.key or ""
+    return {"superseded_by": int(key[4:])} if key.startswith("seq ") and key[4:].isdigit() else {}
 
 
 def priority(item: LedgerItem) -> tuple[int, int, int, str]:
@@ -208,6 +217,24 @@ def priority(item: LedgerItem) -> tuple[int, int, int, str]:
     return (group, -item.seq, -item.count, item.value)
 
 
+def fair_order(items: Iterable[LedgerItem]) -> list[LedgerItem]:
+    """Write-back order (ADR 0091): corrections, then constraints and rules, as
+    ``priority``; then the other kinds taken in turns, each kind's newest first, so that
+    a kind said every turn ("Step 12 is done.") does not push out the kinds said now and
+    then (a port, a date, an owner) by recency alone."""
+    ranked = sorted(items, key=priority)
+    seen: dict[str, int] = {}
+    keyed = []
+    for n, item in enumerate(ranked):
+        group = priority(item)[0]
+        turn = 0
+        if group == 2:
+            turn = seen.get(item.kind, 0)
+            seen[item.kind] = turn + 1
+        keyed.append(((group, turn, n), item))
+    return [item for _, item in sorted(keyed, key=lambda x: x[0])]
+
+
 def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
     """The must-keep items of these messages, in seq order.
 
@@ -217,14 +244,21 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
     paths are not what a user expects the agent to remember.
     """
     found: list[LedgerItem] = []
+    last: LedgerItem | None = None  # (the statement a pronoun follow-up is about, ADR 0091)
     for e in entries:
         said = _user_items(e) if e.role == "user" else []
         found += said
         if e.role in ("user", "assistant") and not e.steering:
             # (a user's rule is one of their constraints, under that heading)
-            found += [LedgerItem(_kind_of(kind, value, e.role), value, e.seq, e.seq, anchors=tuple(sorted(a)))
-                      for kind, value, a in checklist_items(e.text)
-                      if _squash(value) not in {_squash(i.value) for i in said if i.kind == CORRECTION}]
+            corrections = {_squash(i.value) for i in said if i.kind == CORRECTION}
+            for kind, value, a in checklist_items(e.text):
+                if _squash(value) in corrections:
+                    continue
+                item = LedgerItem(_kind_of(kind, value, e.role), value, e.seq, e.seq, anchors=tuple(sorted(a)))
+                if kind == FOLLOW_UP:
+                    item = resolve(replace(item, kind=UPDATE), last)
+                found.append(item)
+                last = item  # (only the statement just before: one without a subject ends the chain)
         if e.role in ("user", "assistant", "system", "developer"):
             found += facts(e.text, e.seq)
         for _, _, arguments in e.tool_calls:
@@ -296,7 +330,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tu
     spent = 0
     headings = {ln.strip() for ln in text.splitlines() if ln.startswith("## ")}
     written = ""  # the lines written back so far
-    for item in sorted(missing, key=priority):
+    for item in fair_order(missing):
         line = item.line()
         heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(line) + 1

@@ -152,6 +152,7 @@ def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:
         budget_tokens=built.ledger_tokens,
         count=count,
         retained=prepared.retained,
+        previous_summary=previous.summary if previous else None,
     )
     checkpoint = candidate_checkpoint(
         turn,

@@ -121,6 +121,7 @@ def _degraded_candidate(
         last_seq=plan.summarize[-1]["seq"],
         budget_tokens=0,
         count=lambda t: svc.tokens.count_text(t, turn.draft.encoding),
+        previous_summary=turn.ctx.checkpoint.summary if turn.ctx.checkpoint else None,
     )
     checkpoint = replace(checkpoint, ledger=verified.record)
     after = draft_with(svc, turn, checkpoint)

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.ledger import Count, Ledger, LedgerItem, LedgerReport, extract, priority, verify
+from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
+                                              stated_text, verify)
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
 from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
@@ -44,7 +45,7 @@ def checklist_for(previous: Mapping[str, Any] | None, covered: Sequence[MessageR
     """The cumulative checklist a summarizer is given (issue 44): the previous ledger with
     every covered message's items merged in, in write-back priority order."""
     ledger, _ = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
-    return tuple(sorted(ledger.items, key=priority))
+    return tuple(fair_order(ledger.items))
 
 
 def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: Count) -> list[str]:
@@ -103,6 +104,7 @@ def verify_summary(
     budget_tokens: int,
     count: Count,
     retained: Sequence[MessageRecord] = (),
+    previous_summary: str | None = None,
 ) -> VerifiedSummary:
     """``text`` with invalid citations removed and missing ledger items written back.
 
@@ -127,5 +129,14 @@ def verify_summary(
     report.items_total += len(evicted)
     before = {(i.kind, i.value) for i in Ledger.from_record(previous).superseded}
     report.superseded_items = [i for i in ledger.superseded if (i.kind, i.value) not in before]
+    # A replaced value that leaves the context is a loss like any other (ADR 0091): the
+    # supersession may be wrong, and a host only sees what ``dropped_items`` names. Left:
+    # superseded now, or stated by the previous summary, and not stated (even marked) now.
+    stated = stated_text(verified)
+    leaving = [i for i in ledger.superseded
+               if ((i.kind, i.value) not in before or (previous_summary and present(previous_summary, i)))
+               and not present(stated, i) and not present(verified, i)]
+    report.dropped_items.extend(leaving)
+    report.items_total += len(leaving)
     return VerifiedSummary(verified.strip(), ledger, report, removed,
                            {**ledger.to_record(), "report": report.to_record()})

@@ -99,6 +99,7 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
         last_seq=covered[-1]["seq"],
         budget_tokens=built.ledger_tokens,
         count=count,
+        previous_summary=parent.summary if parent else None,
     )
     named = getattr(summarizer, "provider_kind", None) or cmd.summarizer or summarizer_name(svc)
     return r.ResummarizeResult(

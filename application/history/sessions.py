@@ -58,6 +58,9 @@ def _start_session(cmd: c.StartSession, svc: Services) -> r.StartSessionResult:
                 _check_start_payload(svc, cmd)
                 return r.StartSessionResult(session_id=cmd.session_id, version=existing.version)
             raise SessionExists(f"session {cmd.session_id!r} already exists")
+        # (the same check as configure_session: a window no compaction can serve is refused
+        # before the session exists, not at its first compaction; ADR 0091)
+        _window_serves(svc, cmd.model, cmd.agent_token_limit)
         session = Session.start(
             cmd.session_id,
             cmd.model,

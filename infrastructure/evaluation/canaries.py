@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 KINDS = ("rule", "decision", "person", "date", "amount", "version", "setting",
          "preference", "task", "question")
 
-_NEGATION = re.compile(r"\b(no|not|never|do not|dont|without|avoid)\b|n't\b|\bleave\b.*\bout\b", re.I)
-DONE_WORDS = ("done", "finished", "complete", "completed", "wrapped up", "landed", "checked off")
+# ("keep X out of Y" and "is sorted" are the spoken set's: its self-check, which every set
+# now has, found the scorer could not read them even in the canary's own sentence)
+_NEGATION = re.compile(r"\b(no|not|never|do not|dont|without|avoid)\b|n't\b|\b(leave|keep)\b.*\bout\b", re.I)
+DONE_WORDS = ("done", "finished", "complete", "completed", "wrapped up", "landed", "checked off", "sorted")
 OPEN_WORDS = ("to do", "todo", "remaining", "still open", "not started", "pending", "left to")
 
 
@@ -52,7 +54,10 @@ def _spans(canary: Canary, context: str) -> list[str]:
         for a in anchors:
             lo, hi = min(v, a), max(v, a)
             if hi - lo <= reach and "\n" not in text[lo:hi]:
-                out.append(_marked_before(text, lo, reach) + _doubted(text, hi) + text[max(0, lo - 30) : hi + 15])
+                # (the 30 characters before stop at the line's start: a mark or a flag on the
+                # line above is about another statement)
+                start = max(0, lo - 30, text.rfind("\n", 0, lo) + 1)
+                out.append(_marked_before(text, lo, reach) + _doubted(text, hi) + text[start : hi + 15])
     return out
 
 
@@ -95,7 +100,7 @@ def flagged(canary: Canary, context: str) -> bool:
 
 def _marked_before(text: str, at: int, reach: int) -> str:
     """"superseded " when the sentence holding ``at`` opens with a superseded mark."""
-    before = text[max(0, at - reach - 30) : at]
+    before = text[max(0, at - reach - 30, text.rfind("\n", 0, at) + 1) : at]  # (this line's marks only)
     marks = list(_MARK.finditer(before))
     if marks and not re.search(r"[.!?]\s", before[marks[-1].end() :]):
         return "superseded "

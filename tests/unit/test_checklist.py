@@ -121,15 +121,28 @@ def test_a_checklist_item_that_does_not_fit_is_reported_with_kind_value_and_seq(
     assert any("Priya Raman" in d["value"] for d in report.to_record()["dropped_items"]) or "Priya Raman" in text
 
 
-def test_every_canary_is_kept_by_its_own_sentence_in_both_phrasing_sets() -> None:
+def test_every_canary_is_kept_by_its_own_sentence_in_every_phrasing_set() -> None:
     """The scorer's self-check: a canary's own text states it (else a 'loss' would be the
     scorer's, not the summarizer's)."""
     from context_compaction.infrastructure.evaluation.canaries import kept
     from context_compaction.infrastructure.evaluation.heldout import HELD_OUT
     from context_compaction.infrastructure.evaluation.phrasings import TUNING
     from context_compaction.infrastructure.evaluation.sessions import generate
+    from context_compaction.infrastructure.evaluation.spoken import SPOKEN
 
-    for phrasings in (TUNING, HELD_OUT):
+    for phrasings in (TUNING, HELD_OUT, SPOKEN):
         for seed in (1, 2, 3, 44):
             session = generate(phrasings, seed, rounds=5, turns_per_round=8, per_kind=1, tool_chars=100)
             assert [c.text for c in session.canaries if not kept(c, c.text)] == []
+
+
+def test_a_mark_or_flag_on_the_line_above_does_not_unsay_a_canary() -> None:
+    """The scorer reads a superseded mark or a doubt flag on the canary's own line only
+    (ADR 0091): the line above is about another statement."""
+    from context_compaction.infrastructure.evaluation.canaries import Canary, kept
+
+    c = Canary("task", "invoice exporter", ("invoice exporter",), ("done",), "The invoice exporter is done.")
+    above = "- decision: The ORM is Peewee. (seq 28; possibly superseded at seq 72)\n"
+    assert kept(c, above + "- task: The invoice exporter is done. (seq 8)")
+    assert kept(c, "- x: (superseded at seq 5) old plan (seq 3)\n- task: The invoice exporter is done. (seq 8)")
+    assert not kept(c, "- task: (superseded at seq 9) The invoice exporter is done. (seq 8)")

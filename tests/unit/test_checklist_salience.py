@@ -187,3 +187,12 @@ def test_merging_items_that_share_an_anchor_tests_each_value_once(monkeypatch) -
     ledger = merged(*texts)
     assert len([i for i in ledger.items if i.value in texts]) == len(texts)
     assert len(calls) < 5 * len(texts)
+
+
+def test_start_session_refuses_a_window_no_compaction_serves_and_records_nothing(harness: Harness) -> None:
+    before = fingerprint(harness.bus)
+    error = err(harness.do({"type": "start_session", "session_id": "s2", "model": "gpt-4o", "agent_token_limit": 300}),
+                "invalid_command")
+    assert error["details"]["window"] == 300 and error["details"]["smallest_window"] > 300
+    assert fingerprint(harness.bus) == before
+    ok(harness.do({"type": "start_session", "session_id": "s2", "model": "gpt-4o", "agent_token_limit": 1000}))

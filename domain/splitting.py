@@ -1,0 +1,83 @@
+"""Where one sentence of chat text ends and the next begins (ADR 0091). Pure.
+
+People in a chat often skip the capital after a full stop ("done. next up is the
+freeze"), skip the full stop before a capital ("give or take The suite ran twice"), and
+ask a question and go on in lower case ("can we stick to pathlib? it reads better").
+Splitting only before ``. X`` glued such a statement to a routine request, whose words
+then made it look like (and be superseded by) another statement. Text in scripts
+without case (CJK) splits only at its own full stops and at line breaks: never inside a
+run of characters, so it is kept whole.
+"""
+
+from __future__ import annotations
+
+import re
+
+# (CJK full stops end a sentence with no space after them)
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|(?<=[\u3002\uff01\uff1f])|\n+")
+# ("? it", "! so": a question or exclamation ends its sentence whatever case follows)
+_AFTER_MARK = re.compile(r"(?<=[?!])\s+(?=[a-z])")
+# (". next": a full stop after a word of three letters or more, or after a path, ends a
+# sentence; "e.g. the", "approx. 5", "v1.2. then" do not)
+_AFTER_STOP = re.compile(r"(\S+)\.\s+(?=[a-z])")
+_ABBREVIATIONS = frozenset("etc approx incl excl misc resp vs cf al fig ca est".split())
+# (a capitalised word that opens sentences, right after a lower-case word with no stop:
+# "... give or take The suite ran twice" — names, months and "I" are never openers)
+_OPENERS = ("The This That These Those There Then We You They It It's Its Please Can Could Would Should "
+            "Make Use Run Add Fix Check Look Let's So But Also Anyway Nice Thanks Ok Okay Oh Hmm Btw Fyi "
+            "Just Maybe What Why How When Where If Now Next Great Sure Yes Yeah Otherwise").split()
+_MISSING_STOP = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:%s)\b(?!-))" % "|".join(re.escape(w) for w in _OPENERS))
+
+
+# (with no stop either: an aside marker opens a new statement — "the limit is 10 MB now
+# fwiw TIMEOUT is 75s"; "I" and a verb after a word that ends a clause — "fine honestly
+# I traced it"; not "the thing I traced", "so I think")
+_ASIDE = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:fwiw|btw|fyi|ps|anyway|oh)\b(?!-),?\s+\S)")
+_I_AFTER = re.compile(r"\b(\w+)\s+(?=I\s+[a-z]+ed\b|I'(?:ve|ll|m|d)\b)")
+# ("I think", "I guess" open a sentence unless a conjunction leads into them: "so I think")
+_I_THINK = re.compile(r"\b(\w+)\s+(?=I\s+(?:think|guess|believe|reckon|suppose)\b)")
+_LEADS_INTO = frozenset("so and but or that which what because if when as then where why how who than since "
+                        "until unless while before after whether though although cause".split())
+_CLAUSE_ENDS = frozenset("now honestly basically btw fyi lol tbh though anyway too ok okay thanks possible "
+                         "matters there them it well yesterday today again fine".split())
+
+
+def split_raw(text: str) -> list[str]:
+    """The sentences of ``text``, unjoined (``checklist.sentences`` joins a value to its subject)."""
+    out: list[str] = []
+    for piece in _SPLIT.split(text):
+        if not piece:
+            continue
+        for part in _AFTER_MARK.split(piece):
+            for sub in _split_stops(part):
+                for bit in _MISSING_STOP.split(sub):
+                    for aside in _ASIDE.split(bit):
+                        out += _split_before_i(aside)
+    return out
+
+
+def _split_before_i(text: str) -> list[str]:
+    if " I" not in text:
+        return [text]  # (cheap first: asked of every piece)
+    cuts = sorted({m.end(1) for m in _I_AFTER.finditer(text) if m.group(1).lower() in _CLAUSE_ENDS}
+                  | {m.end(1) for m in _I_THINK.finditer(text) if m.group(1).lower() not in _LEADS_INTO})
+    out, last = [], 0
+    for at in cuts:
+        out.append(text[last:at])
+        last = at + len(text[at:]) - len(text[at:].lstrip())
+    out.append(text[last:])
+    return out
+
+
+def _split_stops(text: str) -> list[str]:
+    if ". " not in text:
+        return [text]
+    out, last = [], 0
+    for m in _AFTER_STOP.finditer(text):
+        word = m.group(1)
+        bare = word.strip("\"')]").lower()
+        if "/" in bare or (bare.isalpha() and len(bare) >= 3 and bare not in _ABBREVIATIONS):
+            out.append(text[last : m.end(1) + 1])
+            last = m.end()
+    out.append(text[last:])
+    return out
