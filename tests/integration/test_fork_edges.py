@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from backends import MakeHarness
-from helpers import assistant, err, ok, tool, user
+from helpers import RecordingSummarizer, assistant, err, ok, tool, user
 from tree_builders import SID, filler, fork, history, start
 
 BACKENDS = ("memory", "sqlite", "postgres")
@@ -82,3 +82,33 @@ def test_a_fork_of_a_fork_at_a_seq_it_inherited_is_refused_not_given_the_whole_p
     assert fork(h, "c12", sid="b", at_seq=12)["fork_seq"] == 12
     assert fork(h, "c14", sid="b", at_seq=14)["fork_seq"] == 14
     assert [m["seq"] for m in history(h, fork(h, "c4", at_seq=4)["session_id"])] == [1, 2, 3, 4]
+
+
+def test_a_fork_refuses_a_compaction_that_would_not_shrink_as_a_plain_session_does(make_harness: MakeHarness) -> None:
+    # The tree model found a fork whose compaction was refused ("would not shrink"); a
+    # plain session holding the same visible messages is refused alike, so the refusal
+    # is spec §10.4's, not the fork's. The old part (one leftover user message and one
+    # short turn) is as small as the summary block with its fact checklist.
+    h = make_harness("tree", adapters={"summarizer": RecordingSummarizer(text="Summary 1.")},
+                     context_compaction={"keep_recent_tokens": 60})
+
+    def turns(sid: str, speaker: str, first: int, n: int) -> None:
+        for seq in range(first, first + 2 * n, 2):
+            ok(h.do({"type": "append_messages", "session_id": sid, "messages": [
+                user(f"{speaker} asks {seq}"), assistant(f"{speaker} answers {seq} " + "words " * 30)]}))
+
+    outcomes = []
+    for sid, parent in (("forked", "parent"), ("plain", None)):
+        ok(h.do({"type": "start_session", "session_id": parent or sid, "model": "gpt-4o"}))
+        turns(parent or sid, "s0", 1, 2)
+        if parent:
+            fork(h, sid, sid=parent)
+        ok(h.do({"type": "invalidate_history", "session_id": sid, "kind": "rewind", "to_seq": 1}))
+        turns(sid, "s1", 5, 2)
+        before = ok(h.do({"type": "get_projection", "session_id": sid}))
+        e = err(h.do({"type": "compact", "session_id": sid}), "summary_failed")
+        assert "would not shrink" in e["message"], e
+        assert e["details"]["tokens_after"] >= e["details"]["tokens_before"], e
+        assert ok(h.do({"type": "get_projection", "session_id": sid})) == before  # nothing changed
+        outcomes.append(e["details"])
+    assert outcomes[0] == outcomes[1]

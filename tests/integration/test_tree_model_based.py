@@ -81,7 +81,18 @@ class TreeMachine(HarnessMachine):
     @rule(data=st.data())
     def compact(self, data: st.DataObject) -> None:
         sid = data.draw(st.sampled_from(sorted(self.ref)))
-        got = self.ok({"type": "compact", "session_id": sid})
+        envelope = self.h.do({"type": "compact", "session_id": sid})
+        if not envelope["ok"]:
+            # Spec §10.4: a summary that does not shrink the context is refused. The
+            # summary is short, but the fact checklist beside it can outgrow a small old
+            # part (a plain session with these messages is refused alike); the invariant
+            # then checks that nothing changed.
+            error = envelope["error"]
+            assert error["code"] == "summary_failed", (sid, envelope)
+            assert error["details"]["tokens_after"] >= error["details"]["tokens_before"], (sid, envelope)
+            self.done["compact_would_not_shrink"] += 1
+            return
+        got = envelope["result"]
         self.done["compact_" + got["status"]] += 1
         if got["status"] == "compacted":
             self.ref[sid]["checkpoint"] = got["checkpoint_id"]
@@ -139,6 +150,34 @@ class TreeMachine(HarnessMachine):
                 assert got[0].startswith("[Historical conversation summary"), sid
                 got = got[1:]
             assert got == want, sid
+
+
+def test_a_fork_rewound_to_one_message_whose_compaction_would_not_shrink_changes_nothing() -> None:
+    """Replay of a run the machine found: fork s0 → s1, rewind s1 to seq 1, two turns,
+    compact. The old part (seqs 1, 5, 6) is as small as the summary with its fact
+    checklist ("s0 asks 1" is not superseded by "s1 asks 5"), so the compaction is refused
+    (spec §10.4) and both sessions stay as they were. The reference used to expect every
+    compaction to succeed."""
+    m = TreeMachine()
+    try:
+        m.fork(_Draws("s0"), past=False)
+        m.rewind(_Draws("s1", 1))
+        m.append(_Draws("s1"), turns=2)
+        m.compact(_Draws("s1"))
+        assert m.done["compact_would_not_shrink"] == 1 and m.ref["s1"]["checkpoint"] is None
+        m.every_session_matches_its_reference()
+    finally:
+        m.close()
+
+
+class _Draws:
+    """Stands for hypothesis's ``data``: answers the draws in order."""
+
+    def __init__(self, *values: Any) -> None:
+        self.values = list(values)
+
+    def draw(self, strategy: Any) -> Any:
+        return self.values.pop(0)
 
 
 class SqliteTreeMachine(TreeMachine):
