@@ -131,13 +131,28 @@ class SqlReadModel:
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""
+        return self.schema_state()[0]
+
+    def schema_state(self, table: str | None = None) -> tuple[int | None, bool]:
+        """(``schema_version()``, is ``table`` there), in the one read a start makes:
+        a table the schema mark does not vouch for, the snapshots' of a database made
+        with ``snapshot_interval=0`` (review of ADR 0090). ``table`` is qualified on
+        PostgreSQL; None: nothing to look for (True)."""
+        if table is None:
+            there = "1"
+        elif self.db.dialect.is_postgres:
+            there = "to_regclass(?) IS NOT NULL"
+        else:
+            there = "EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)"
         try:
             row = self.db.query_one(
-                "SELECT notification_id FROM {t}rm_position WHERE name = ?", (SCHEMA_MARK,)
+                "SELECT (SELECT notification_id FROM {t}rm_position WHERE name = ?), " + there,
+                (SCHEMA_MARK,) if table is None else (SCHEMA_MARK, table),
             )
         except (StorageError, StorageBusy):
-            return None
-        return int(row[0]) if row is not None else None
+            return None, False
+        assert row is not None
+        return (int(row[0]) if row[0] is not None else None), bool(row[1])
 
     # ----------------------------------------------------------- catch-up
     def lag(self, cur: Cur) -> tuple[int, int]:
