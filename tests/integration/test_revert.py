@@ -233,3 +233,22 @@ def test_revert_then_compact_again_builds_on_the_parent_and_reverts_back_to_it(m
     assert projection["first_raw_seq"] == first["first_retained_seq"]
     err(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": second["checkpoint_id"]}),
         "invalid_command")
+
+
+@pytest.mark.xfail(strict=True, reason="a fork's list_checkpoints reads only its own rm_reverts rows "
+                   "(review of ADR 0090, found, not fixed: pre-existing, not the query merge)")
+def test_a_fork_lists_a_checkpoint_its_parent_reverted_before_the_fork_as_reverted(
+    make_harness: MakeHarness,
+) -> None:
+    h = start(make_harness)
+    filler(h, 10)
+    compact(h)
+    filler(h, 10, start=10)
+    second = compact(h)
+    ok(revert(h, second["checkpoint_id"]))
+    ok(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "f"}))
+    listed = {c["checkpoint_id"]: c["reverted"]
+              for c in ok(h.do({"type": "list_checkpoints", "session_id": "f"}))["checkpoints"]}
+    # the fork refuses to revert it as the parent does (it is not active): the listing
+    # must not offer it as a live, never-reverted checkpoint
+    assert listed[second["checkpoint_id"]] is True
