@@ -43,14 +43,21 @@ def build_store(
         snapshots = app.snapshots.recorder.events_table_name  # type: ignore[attr-defined]
         if dialect.is_postgres:
             snapshots = f"{quote_identifier(postgres_schema or 'public')}.{quote_identifier(snapshots)}"
-    version, snapshots_there = read_model.schema_state(snapshots)
+    events = app.projector.events_table.qualified
+    version, missing = read_model.schema_state(events, *([snapshots] if snapshots else []))
+    if version is not None and events in missing:
+        # A read model of events that are gone: creating an empty table would number
+        # new events from 1 again, below the read model's position.
+        cause = (f"the events table {events} is missing from a database whose read model is at "
+                 f"schema {version} (dropped by hand?): restore it from a backup; nothing was created")
+        raise StorageError(cause, details={"cause": cause})
     if read_only:
         read_model.read_only = True
         if version is None or version < SCHEMA_VERSION:
             cause = (f"it is read-only and its schema is {'missing' if version is None else version}; this "
                      f"release reads {SCHEMA_VERSION}: open it once with a role or file that can write")
             raise StorageError(cause, details={"cause": cause})
-    elif version is None or version < SCHEMA_VERSION or not snapshots_there:
+    elif version is None or version < SCHEMA_VERSION or snapshots in missing:
         # One marker read instead of ~20 DDL statements on every start (cold restore);
         # the snapshots' table, too, when a database made without snapshots gets them.
         with storage_errors():
