@@ -315,6 +315,17 @@ class TreeReadModel:
                      or cp.session_id != link.parent_session_id]
         return [*inherited, *own]
 
+    def reverts(self, session_id: str) -> list[Any]:
+        """The session's reverts, its ancestors' up to the fork point first (a checkpoint
+        it inherits already reverted is listed so; review of ADR 0090)."""
+        own = self.inner.reverts(session_id)
+        link = self.link(session_id)
+        if link is None or link.kind != FORK:
+            return own  # type: ignore[no-any-return]
+        inherited = [r for r in self.reverts(link.parent_session_id) if r.version <= link.fork_version
+                     or r.session_id != link.parent_session_id]
+        return [*inherited, *own]
+
 
 def tree_rows_for(read_model: Any) -> Any:
     """The ``rm_tree`` reader for this backend's read model."""
