@@ -120,7 +120,8 @@ class ReadModel(Protocol):
         ...
 
     def reverts(self, session_id: str) -> list[RevertRecord]:
-        """The session's reverted checkpoints, oldest revert first (issue 16)."""
+        """The session's reverted checkpoints, oldest revert first (issue 16); a fork's
+        include its ancestors' up to the fork point."""
         ...
 
     def revert_command(self, command_id: str) -> RevertRecord | None:

@@ -38,15 +38,28 @@ def build_store(
     db = Database(app.factory.datastore, dialect)  # type: ignore[attr-defined]
     assert app.projector is not None
     read_model = SqlReadModel(db, app.projector)
-    version = read_model.schema_version()
+    snapshots = None
+    if app.snapshots is not None:
+        snapshots = app.snapshots.recorder.events_table_name  # type: ignore[attr-defined]
+        if dialect.is_postgres:
+            snapshots = f"{quote_identifier(postgres_schema or 'public')}.{quote_identifier(snapshots)}"
+    events = app.projector.events_table.qualified
+    version, missing = read_model.schema_state(events, *([snapshots] if snapshots else []))
+    if version is not None and events in missing:
+        # A read model of events that are gone: creating an empty table would number
+        # new events from 1 again, below the read model's position.
+        cause = (f"the events table {events} is missing from a database whose read model is at "
+                 f"schema {version} (dropped by hand?): restore it from a backup; nothing was created")
+        raise StorageError(cause, details={"cause": cause})
     if read_only:
         read_model.read_only = True
         if version is None or version < SCHEMA_VERSION:
             cause = (f"it is read-only and its schema is {'missing' if version is None else version}; this "
                      f"release reads {SCHEMA_VERSION}: open it once with a role or file that can write")
             raise StorageError(cause, details={"cause": cause})
-    elif version is None or version < SCHEMA_VERSION:
-        # One marker read instead of ~20 DDL statements on every start (cold restore).
+    elif version is None or version < SCHEMA_VERSION or snapshots in missing:
+        # One marker read instead of ~20 DDL statements on every start (cold restore);
+        # the snapshots' table, too, when a database made without snapshots gets them.
         with storage_errors():
             app.recorder.create_table()
             if app.snapshots is not None:
@@ -59,9 +72,8 @@ def build_store(
             read_model.catch_up()
         if dialect.is_postgres:  # (new, or an upgrade: this step already alters the schema)
             tables = [app.projector.events_table.qualified]
-            if app.snapshots is not None:
-                name = app.snapshots.recorder.events_table_name  # type: ignore[attr-defined]
-                tables.append(f"{quote_identifier(postgres_schema or 'public')}.{quote_identifier(name)}")
+            if snapshots is not None:
+                tables.append(snapshots)
             _fast_toast(db, tables)
     return app, SqlEventStore(app, db), read_model, db
 

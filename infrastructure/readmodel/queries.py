@@ -131,13 +131,28 @@ class SqlReadModel:
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""
+        return self.schema_state()[0]
+
+    def schema_state(self, *tables: str) -> tuple[int | None, list[str]]:
+        """(``schema_version()``, which of ``tables`` are missing), in the one read a
+        start makes: tables the schema mark does not vouch for, the snapshots' of a
+        database made with ``snapshot_interval=0``, the events' dropped by hand (review
+        of ADR 0090). ``tables`` are qualified on PostgreSQL."""
+        if self.db.dialect.is_postgres:
+            there = "to_regclass(?) IS NOT NULL"
+        else:
+            there = "EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)"
         try:
             row = self.db.query_one(
-                "SELECT notification_id FROM {t}rm_position WHERE name = ?", (SCHEMA_MARK,)
+                "SELECT (SELECT notification_id FROM {t}rm_position WHERE name = ?)"
+                + "".join(", " + there for _ in tables),
+                (SCHEMA_MARK, *tables),
             )
         except (StorageError, StorageBusy):
-            return None
-        return int(row[0]) if row is not None else None
+            return None, list(tables)
+        assert row is not None
+        version = int(row[0]) if row[0] is not None else None
+        return version, [table for table, ok in zip(tables, row[1:]) if not ok]
 
     # ----------------------------------------------------------- catch-up
     def lag(self, cur: Cur) -> tuple[int, int]:

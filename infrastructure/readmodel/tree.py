@@ -307,12 +307,22 @@ class TreeReadModel:
 
     def checkpoints(self, session_id: str) -> list[Any]:
         """The session's checkpoints, its ancestors' up to the fork point first."""
-        own = self.inner.checkpoints(session_id)
+        return self._with_inherited("checkpoints", session_id)
+
+    def reverts(self, session_id: str) -> list[Any]:
+        """The session's reverts, its ancestors' up to the fork point first (a checkpoint
+        it inherits already reverted is listed so; review of ADR 0090)."""
+        return self._with_inherited("reverts", session_id)
+
+    def _with_inherited(self, query: str, session_id: str) -> list[Any]:
+        """``query``'s rows of the session, after its ancestors' up to the fork point
+        (rows with ``session_id`` and ``version``)."""
+        own = getattr(self.inner, query)(session_id)
         link = self.link(session_id)
         if link is None or link.kind != FORK:
             return own  # type: ignore[no-any-return]
-        inherited = [cp for cp in self.checkpoints(link.parent_session_id) if cp.version <= link.fork_version
-                     or cp.session_id != link.parent_session_id]
+        inherited = [row for row in self._with_inherited(query, link.parent_session_id)
+                     if row.version <= link.fork_version or row.session_id != link.parent_session_id]
         return [*inherited, *own]
 
 

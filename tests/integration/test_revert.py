@@ -217,3 +217,40 @@ def test_revert_then_compact_again_builds_on_the_parent_and_reverts_back_to_it(m
     assert projection["first_raw_seq"] == first["first_retained_seq"]
     err(h.do({"type": "revert_checkpoint", "session_id": RV, "checkpoint_id": second["checkpoint_id"]}),
         "invalid_command")
+
+
+def test_a_fork_lists_a_checkpoint_its_parent_reverted_before_the_fork_as_reverted(
+    make_harness: MakeHarness,
+) -> None:
+    h = start(make_harness)
+    filler(h, 10)
+    first = compact(h)
+    filler(h, 10, start=10)
+    second = compact(h)
+    ok(revert(h, second["checkpoint_id"]))
+    ok(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "f"}))
+
+    def listed(sid: str) -> dict[str, bool]:
+        return {c["checkpoint_id"]: c["reverted"]
+                for c in ok(h.do({"type": "list_checkpoints", "session_id": sid}))["checkpoints"]}
+
+    # the fork refuses to revert it as the parent does (it is not active): the listing
+    # must not offer it as a live, never-reverted checkpoint
+    assert listed("f") == {first["checkpoint_id"]: False, second["checkpoint_id"]: True}
+    # the parent's revert after the fork is not the fork's
+    ok(revert(h, first["checkpoint_id"]))
+    assert listed("f") == {first["checkpoint_id"]: False, second["checkpoint_id"]: True}
+    assert listed(SID) == {first["checkpoint_id"]: True, second["checkpoint_id"]: True}
+
+
+@pytest.mark.xfail(strict=True, reason="rm_reverts' key is checkpoint_id alone (before forks): a fork "
+                   "and its parent cannot both revert a checkpoint they share (found in review of ADR "
+                   "0090, not fixed: the key's change is a schema version)")
+def test_a_fork_and_its_parent_both_revert_the_checkpoint_they_share(make_harness: MakeHarness) -> None:
+    h = start(make_harness)
+    filler(h, 10)
+    first = compact(h)
+    ok(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "f"}))
+    ok(revert(h, first["checkpoint_id"]))
+    answer = h.do({"type": "revert_checkpoint", "session_id": "f", "checkpoint_id": first["checkpoint_id"]})
+    assert answer["ok"], answer  # (storage_error: SQLITE_CONSTRAINT_PRIMARYKEY / IntegrityError)

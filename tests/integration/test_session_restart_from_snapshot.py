@@ -245,3 +245,21 @@ def old_shape_answers_equal_the_held_copy(make_harness: MakeHarness, held: list[
     assert len(held) == len(out)
     for a, b in zip(held, out):
         assert a == b
+
+
+def test_snapshots_switched_on_for_a_database_made_without_them(make_harness: MakeHarness) -> None:
+    """A database created with ``snapshot_interval=0`` has no snapshots table; a start
+    with snapshots on creates it, though the schema mark is current (review of ADR
+    0090: every command failed with UndefinedTable / SQLITE_ERROR)."""
+    h: Harness = make_harness(snapshot_interval=0)
+    assert h.do({"type": "start_session", "session_id": "a", "model": "gpt-4o"})["ok"]
+    h.bus.close()
+    h.settings["snapshot_interval"] = 2
+    h.bus = h.new_bus()
+    assert h.do({"type": "start_session", "session_id": "b", "model": "gpt-4o"})["ok"]
+    for i in range(5):
+        answer = h.do({"type": "append_messages", "session_id": "a", "messages": [user(f"m{i}")]})
+        assert answer["ok"], answer
+    h.bus = h.reopen()
+    answer = h.do({"type": "get_history", "session_id": "a"})
+    assert answer["ok"] and len(answer["result"]["messages"]) == 5, answer

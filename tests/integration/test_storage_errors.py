@@ -146,3 +146,21 @@ def test_a_schema_name_from_configuration_is_never_interpolated_into_sql() -> No
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {canary} CASCADE")
+
+
+def test_an_events_table_dropped_by_hand_is_named_at_start_and_nothing_is_created(make_harness: Any) -> None:
+    """The schema mark is current but the events are gone (review of ADR 0090): the
+    start refuses and names the table; before, every command failed with a bare
+    UndefinedTable / SQLITE_ERROR (and PostgreSQL's starts had made an empty one)."""
+    h: Harness = make_harness("dropped")
+    _session(h)
+    table = h.inspect.events_table.qualified
+    h.execute(f"DROP TABLE {table}")
+    h.bus.close()
+    with pytest.raises(StorageError) as raised:
+        h.new_bus()
+    assert raised.value.code == "storage_error"
+    assert "events table" in raised.value.message and "missing" in raised.value.message
+    assert table in raised.value.message
+    with pytest.raises(StorageError):  # (nothing was created: the next start says the same)
+        h.new_bus()
