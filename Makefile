@@ -37,8 +37,11 @@ demo: $(DEMO_STAMP)
 # Bytecode on: these machines set PYTHONDONTWRITEBYTECODE, so every worker and every
 # `ctxc` the tests start recompiled our modules and re-rewrote the test modules' asserts
 # (~40 s of a 6-minute suite, ADR 0060); __pycache__ is ignored by git and the sdist.
+# --dist worksteal: each worker starts on a contiguous half (a module's tests, and its
+# module-scoped fixture, stay on one worker) and an idle worker takes tests from the other,
+# so a slow test drawn last no longer leaves one core idle for a minute (ADR 0089).
 test: $(STAMP)
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --durations=15 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist worksteal --durations=15 $(PYTEST_ARGS)
 
 # The wheel and the sdist to install from (the package is on no index yet): built
 # offline with the backend the test extra installs.

@@ -6,7 +6,6 @@ of the source tree, with the build backend already installed (no isolation)."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -14,31 +13,24 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from built_dist import built_dist
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "context_compaction-0.1.0"
-_JUNK = shutil.ignore_patterns(".venv*", ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis",
-                               "*.egg-info", "build", "dist", "*.db", "*.db-wal", "*.db-shm", "ctxc-demo",
-                               "results", ".mypy_cache")
-
-
-def _build(kind: str, source: Path, out: Path) -> Path:
-    proc = subprocess.run([sys.executable, "-m", "build", f"--{kind}", "--no-isolation", "--outdir", str(out), "."],
-                          cwd=source, capture_output=True, text=True, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    (built,) = out.glob("*.tar.gz" if kind == "sdist" else "*.whl")
-    return built
 
 
 @pytest.fixture(scope="module")
-def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("packaging")
-    source = work / "checkout"
-    shutil.copytree(ROOT, source, ignore=_JUNK)
-    archive = _build("sdist", source, work / "dist")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return built_dist(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def sdist(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    (archive,) = dist.glob("*.tar.gz")
+    unpacked = tmp_path_factory.mktemp("unpacked")
     with tarfile.open(archive) as tar:
-        tar.extractall(work / "unpacked", filter="data")
-    return work / "unpacked" / NAME
+        tar.extractall(unpacked, filter="data")
+    return unpacked / NAME
 
 
 def _tests_in(root: Path) -> set[str]:
@@ -73,8 +65,8 @@ def test_the_sdist_collects_and_runs_its_own_tests(sdist: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_wheel_built_from_the_sdist_has_the_license(sdist: Path, tmp_path: Path) -> None:
-    wheel = _build("wheel", sdist, tmp_path / "wheel")
+def test_the_wheel_built_from_the_sdist_has_the_license(dist: Path) -> None:
+    (wheel,) = dist.glob("*.whl")  # (``python -m build`` builds it from the sdist)
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         metadata = zf.read(f"{NAME}.dist-info/METADATA").decode()
@@ -98,7 +90,7 @@ def test_the_readme_has_no_links_that_break_on_pypi() -> None:
     # PyPI renders the README without the repository: a relative link (adr/..., docs/...)
     # leads nowhere there. Links must be absolute https URLs; files are named as paths.
     text = (ROOT / "README.md").read_text()
-    links = re.findall(r"\]\(([^)]*)\)", text) + re.findall(r"^\[[^\]]+\]:\s*(\S+)", text, re.M)
+    links = re.findall(r"\]\(([^)]*)\)", text) + re.findall(r"^\[[^\]]+\]:\s*(\S+)", text, re.MULTILINE)
     # The inspector's two screenshots (issue 41 asks for PNGs under docs/ shown in the
     # README) are the one exception while the project has no public URL to make them
     # absolute: they must exist, and the sdist carries docs/.

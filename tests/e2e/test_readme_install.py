@@ -7,17 +7,16 @@ and installs it into a fresh virtual environment whose ``ctxc`` runs from the wh
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
 import zipfile
 from pathlib import Path
 
+import pytest
+from built_dist import built_dist
+
 ROOT = Path(__file__).resolve().parents[2]
-_JUNK = shutil.ignore_patterns(".venv*", ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis",
-                               "*.egg-info", "build", "dist", "*.db", "*.db-wal", "*.db-shm", "ctxc-demo",
-                               "results", ".mypy_cache")
 
 
 def _install_block() -> str:
@@ -27,7 +26,7 @@ def _install_block() -> str:
     return match.group(1)
 
 
-def test_the_readme_installs_what_make_dist_builds(tmp_path: Path) -> None:
+def test_the_readme_installs_what_make_dist_builds(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     block = _install_block()
     assert "make dist" in block
     # no command that needs the package on an index
@@ -36,13 +35,8 @@ def test_the_readme_installs_what_make_dist_builds(tmp_path: Path) -> None:
         if command.startswith("pip install"):
             target = command.removeprefix("pip install").strip().strip("'")
             assert "/" in target or "@" in target, f"needs an index: {line}"
-    source = tmp_path / "checkout"
-    shutil.copytree(ROOT, source, ignore=_JUNK)
-    out = tmp_path / "dist"
-    proc = subprocess.run(["make", "-o", ".venv/.installed", "dist", f"BIN={Path(sys.executable).parent}",
-                           f"DIST={out}"], cwd=source, capture_output=True, text=True, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    (wheel,) = out.glob("*.whl")
+    # ``make dist`` on a copy of the tree, once for this and the packaging tests
+    (wheel,) = built_dist(tmp_path_factory).glob("*.whl")
     assert f"dist/{wheel.name}" in block, (wheel.name, block)
     with zipfile.ZipFile(wheel) as archive:
         metadata = next(archive.read(n).decode() for n in archive.namelist() if n.endswith("/METADATA"))
