@@ -177,12 +177,16 @@ def subject_words(s: str) -> list[str]:
     """The content words of a sentence once its values, names, fillers and reason are
     taken out: what it is about."""
     s = _REASON.split(s, maxsplit=1)[0]
+    # (an amount's rate is part of the value: "$40 an hour" is about nothing called "hour")
+    s = _RATE.sub(" ", s)
     bare = _DATE.sub(" ", _AMOUNT.sub(" ", _NAME.sub(" ", _VERSION_ANY.sub(" ", s))))
     return [w for w in (x.lower() for x in re.findall(r"[A-Za-z][A-Za-z'-]+", bare))
             if len(w) > 2 and w not in _STOP and w not in _FILLER]
 
 
 _VERSION_ANY = re.compile(r"\bv?\d+(?:\.\d+)+\b")
+_RATE = re.compile(rf"(?:{_AMOUNT.pattern})\s+(?:a|an|per|each|every)\s+"
+                   r"(?:second|minute|hour|day|night|week|month|quarter|year|user|seat|request|run)s?\b", re.I)
 #: Words of talk, not of a subject ("yeah", "honestly", "pretty sure").
 _FILLER = frozenset("""yeah yep yes nope okay ok hmm ugh well really honestly basically literally
 think guess pretty sure maybe probably roughly about around like give take btw fyi lol tbh

@@ -227,3 +227,13 @@ def test_i_think_opens_a_sentence_unless_a_conjunction_leads_into_it() -> None:
         "Oskar signs the invoices now, the old approver left", "I think it was May 2?"]
     assert len(split_raw("we can ship today so I think the freeze holds")) == 1
     assert len(split_raw("the flaky test I patched is green again")) == 1
+
+
+def test_an_amounts_rate_is_part_of_the_value_not_a_subject_so_an_asked_subject_keeps_it() -> None:
+    # ("per hour" made "hour" a subject of its own: the asked subject went alone and the
+    # amount was an item nobody could tell what it was about)
+    text = "Contractor rate? Around $120 per hour, give or take."
+    assert sentences(text) == [text]
+    (kind, value, anchors), = checklist_items(text)
+    assert kind == "amount" and "Contractor rate" in value and "$120 per hour" in value
+    assert any("contractor" in a for a in anchors)
