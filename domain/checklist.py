@@ -288,7 +288,9 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
     # (a compound sentence is about the clause that holds its value: "Ines is the approver
     # now, the previous one moved teams" is about the approver, not about moving teams)
-    clauses = [c for c in re.split(r",\s+|\s+-\s+|;\s*", sentence) if c.strip()]
+    # (a dash sets off a clause too: "Cap X at 5 — anything over that gets bounced" is about
+    # X, not about what gets bounced, which every such rule says)
+    clauses = [c for c in re.split(r",\s+|\s+-\s+|\s*[\u2013\u2014]\s*|;\s*", sentence) if c.strip()]
     if len(clauses) > 1 and _has_value(sentence):
         own = [c for c in clauses if _has_value(c)]
         if len(own) == 1 and (mine := _plain_anchors(own[0])):

@@ -237,3 +237,18 @@ def test_an_amounts_rate_is_part_of_the_value_not_a_subject_so_an_asked_subject_
     (kind, value, anchors), = checklist_items(text)
     assert kind == "amount" and "Contractor rate" in value and "$120 per hour" in value
     assert any("contractor" in a for a in anchors)
+
+
+def test_a_clause_after_a_dash_does_not_make_two_limits_one_subject() -> None:
+    # (two limits with the same consequence after a dash: the shared consequence was
+    # counted as subject and the second limit replaced the first)
+    first = extract([SourceEntry(seq=1, role="user", text="Hold the cold start budget below 800 ms — going over that fails the release gate.")])
+    second = extract([SourceEntry(seq=2, role="user", text="Hold the warm start budget below 300 ms—going over that fails the release gate.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    assert not ledger.superseded
+    assert sum(1 for i in ledger.items if "release gate" in i.value) == 2
+    # (the same limit stated again after a dash still replaces the old value)
+    third = extract([SourceEntry(seq=3, role="user", text="Hold the cold start budget below 650 ms – going over that fails the release gate.")])
+    ledger, _ = ledger.merge(third)
+    assert [i.value for i in ledger.superseded] == [first[0].value]
