@@ -39,7 +39,11 @@ _I_THINK = re.compile(r"\b(\w+)\s+(?=I\s+(?:think|guess|believe|reckon|suppose)\
 _LEADS_INTO = frozenset("so and but or that which what because if when as then where why how who than since "
                         "until unless while before after whether though although cause".split())
 _CLAUSE_ENDS = frozenset("now honestly basically btw fyi lol tbh though anyway too ok okay thanks possible "
-                         "matters there them it well yesterday today again fine".split())
+                         "matters there them it well yesterday today again fine "
+                         # (a state or a particle that closes a report: "we're 2 of 3 through I
+                         # moved the ...", "all done I've pushed it")
+                         "through done already yet finished sorted shipped complete ready later soon "
+                         "tomorrow".split())
 
 
 def split_raw(text: str) -> list[str]:

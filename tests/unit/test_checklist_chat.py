@@ -252,3 +252,14 @@ def test_a_clause_after_a_dash_does_not_make_two_limits_one_subject() -> None:
     third = extract([SourceEntry(seq=3, role="user", text="Hold the cold start budget below 650 ms – going over that fails the release gate.")])
     ledger, _ = ledger.merge(third)
     assert [i.value for i in ledger.superseded] == [first[0].value]
+
+
+def test_a_first_person_report_after_a_finished_state_opens_a_new_statement() -> None:
+    # ("... 2 of 3 through I moved ..." glued a task to the next report, whose words later
+    # replaced it)
+    assert split_raw("The invoice export is finished, 2 of 3 through I moved the retries into jobs/retry.py") == [
+        "The invoice export is finished, 2 of 3 through", "I moved the retries into jobs/retry.py"]
+    assert split_raw("the docs build is all done I've pushed the fix too") == [
+        "the docs build is all done", "I've pushed the fix too"]
+    # (not after a word inside a clause: "the file I edited")
+    assert len(split_raw("check the file I edited before lunch")) == 1
