@@ -120,7 +120,7 @@ step steps finished complete completed wrapped checked
 behind through along across between within without above below beyond under until since onto upon
 us ours yours mine theirs him himself herself itself ourselves themselves one ones
 isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
-you'll they'll let's gonna things thing stuff list lists items tasks""".split())
+you'll they'll let's gonna things thing stuff list lists items tasks role roles""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
 
@@ -449,7 +449,12 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
 
 @functools.lru_cache(maxsize=4096)  # (asked of every earlier item for each new one: Ledger.merge)
 def _carries_value(sentence: str) -> bool:
-    return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]))
+    # (a product name ending in capitals is a value as in ``anchors``: "it's RabbitMQ now"
+    # replaces the old choice)
+    return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]) or _PRODUCT.search(sentence))
+
+
+_PRODUCT = re.compile(r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")
 
 
 def _partly_same(a: set[str], b: set[str]) -> bool:

@@ -263,3 +263,20 @@ def test_a_first_person_report_after_a_finished_state_opens_a_new_statement() ->
         "the docs build is all done", "I've pushed the fix too"]
     # (not after a word inside a clause: "the file I edited")
     assert len(split_raw("check the file I edited before lunch")) == 1
+
+
+def test_a_product_name_in_capitals_is_the_new_value_that_replaces_an_old_choice() -> None:
+    first = extract([SourceEntry(seq=1, role="assistant", text="The search index will be Apache Solr; ops already runs it.")])
+    second = extract([SourceEntry(seq=2, role="assistant", text="New plan for the search index: it's MeiliDB now, as the licence is cleaner.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    assert [i.value for i in ledger.superseded] == [first[0].value]
+
+
+def test_the_word_role_after_a_subject_does_not_make_it_another_subject() -> None:
+    first = extract([SourceEntry(seq=1, role="user", text="Whatever it is, Noor Haddad acts as release captain for mobile.")])
+    second = extract([SourceEntry(seq=2, role="user", text="Starting today Tomas Ruiz takes the release captain for mobile role.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    assert [i.value for i in ledger.superseded] == [first[0].value]
+    assert any(i.value == second[0].value for i in ledger.items)
