@@ -280,3 +280,19 @@ def test_the_word_role_after_a_subject_does_not_make_it_another_subject() -> Non
     ledger, _ = ledger.merge(second)
     assert [i.value for i in ledger.superseded] == [first[0].value]
     assert any(i.value == second[0].value for i in ledger.items)
+
+
+def test_a_wish_in_the_first_person_opens_a_new_statement_without_a_stop() -> None:
+    assert split_raw("Lena Wu runs the data platform now, the old lead left I'd prefer smaller commits from here") == [
+        "Lena Wu runs the data platform now, the old lead left", "I'd prefer smaller commits from here"]
+    assert len(split_raw("so I'd rather wait for the review")) == 1  # (a conjunction leads into it)
+
+
+def test_when_a_change_takes_effect_is_not_part_of_its_subject() -> None:
+    first = extract([SourceEntry(seq=1, role="user", text="Omar Sayed is the incident lead for payments.")])
+    second = extract([SourceEntry(seq=2, role="user", text="Jana Novak becomes incident lead for payments effective Monday.")])
+    third = extract([SourceEntry(seq=3, role="user", text="Kofi Mensah is incident lead for payments starting tomorrow.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    ledger, _ = ledger.merge(third)
+    assert sorted(i.value for i in ledger.superseded) == sorted([first[0].value, second[0].value])
