@@ -296,3 +296,16 @@ def test_when_a_change_takes_effect_is_not_part_of_its_subject() -> None:
     ledger, _ = ledger.merge(second)
     ledger, _ = ledger.merge(third)
     assert sorted(i.value for i in ledger.superseded) == sorted([first[0].value, second[0].value])
+
+
+def test_a_second_change_of_a_subject_replaces_the_first_change() -> None:
+    # (the first change found no typed item to replace and stayed an update; the next
+    # change of the same subject must still replace it)
+    texts = ["The mobile team says the build tool could be Bazel at some point.",
+             "Change of plan on the build tool: Buck now, it caches better.",
+             "Change of plan on the build tool: Gradle now, the team already knows it."]
+    ledger = Ledger()
+    for n, t in enumerate(texts, 1):
+        ledger, _ = ledger.merge(extract([SourceEntry(seq=n, role="assistant", text=t)]))
+    current = [i.value for i in ledger.items if "build tool" in i.value]
+    assert current == [texts[2]], current
