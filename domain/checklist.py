@@ -120,7 +120,7 @@ step steps finished complete completed wrapped checked
 behind through along across between within without above below beyond under until since onto upon
 us ours yours mine theirs him himself herself itself ourselves themselves one ones
 isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
-you'll they'll let's gonna things thing stuff list lists items tasks""".split())
+you'll they'll let's gonna things thing stuff list lists items tasks role roles starting effective""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
 
@@ -177,12 +177,16 @@ def subject_words(s: str) -> list[str]:
     """The content words of a sentence once its values, names, fillers and reason are
     taken out: what it is about."""
     s = _REASON.split(s, maxsplit=1)[0]
+    # (an amount's rate is part of the value: "$40 an hour" is about nothing called "hour")
+    s = _RATE.sub(" ", s)
     bare = _DATE.sub(" ", _AMOUNT.sub(" ", _NAME.sub(" ", _VERSION_ANY.sub(" ", s))))
     return [w for w in (x.lower() for x in re.findall(r"[A-Za-z][A-Za-z'-]+", bare))
             if len(w) > 2 and w not in _STOP and w not in _FILLER]
 
 
 _VERSION_ANY = re.compile(r"\bv?\d+(?:\.\d+)+\b")
+_RATE = re.compile(rf"(?:{_AMOUNT.pattern})\s+(?:a|an|per|each|every)\s+"
+                   r"(?:second|minute|hour|day|night|week|month|quarter|year|user|seat|request|run)s?\b", re.I)
 #: Words of talk, not of a subject ("yeah", "honestly", "pretty sure").
 _FILLER = frozenset("""yeah yep yes nope okay ok hmm ugh well really honestly basically literally
 think guess pretty sure maybe probably roughly about around like give take btw fyi lol tbh
@@ -284,7 +288,9 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
     # (a compound sentence is about the clause that holds its value: "Ines is the approver
     # now, the previous one moved teams" is about the approver, not about moving teams)
-    clauses = [c for c in re.split(r",\s+|\s+-\s+|;\s*", sentence) if c.strip()]
+    # (a dash sets off a clause too: "Cap X at 5 — anything over that gets bounced" is about
+    # X, not about what gets bounced, which every such rule says)
+    clauses = [c for c in re.split(r",\s+|\s+-\s+|\s*[\u2013\u2014]\s*|;\s*", sentence) if c.strip()]
     if len(clauses) > 1 and _has_value(sentence):
         own = [c for c in clauses if _has_value(c)]
         if len(own) == 1 and (mine := _plain_anchors(own[0])):
@@ -443,7 +449,12 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
 
 @functools.lru_cache(maxsize=4096)  # (asked of every earlier item for each new one: Ledger.merge)
 def _carries_value(sentence: str) -> bool:
-    return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]))
+    # (a product name ending in capitals is a value as in ``anchors``: "it's RabbitMQ now"
+    # replaces the old choice)
+    return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]) or _PRODUCT.search(sentence))
+
+
+_PRODUCT = re.compile(r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")
 
 
 def _partly_same(a: set[str], b: set[str]) -> bool:

@@ -158,7 +158,9 @@ class Ledger:
                         del by_key[other_k]
                         superseded[other_k] = other
             if item.anchors:
-                item = supersede(item, by_key, superseded, (*SUPERSEDING, CONSTRAINT, CORRECTION))
+                # (an update is a value too: a change that found no typed item to replace
+                # stays an update, and the next change of that subject replaces it)
+                item = supersede(item, by_key, superseded, (*SUPERSEDING, UPDATE, CONSTRAINT, CORRECTION))
                 k = (item.kind, _norm(item))
             superseded.pop(k, None)
             by_key[k] = item

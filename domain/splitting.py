@@ -35,11 +35,17 @@ _MISSING_STOP = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:%s)\b(?!-))" % "|".join(re.e
 _ASIDE = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:fwiw|btw|fyi|ps|anyway|oh)\b(?!-),?\s+\S)")
 _I_AFTER = re.compile(r"\b(\w+)\s+(?=I\s+[a-z]+ed\b|I'(?:ve|ll|m|d)\b)")
 # ("I think", "I guess" open a sentence unless a conjunction leads into them: "so I think")
-_I_THINK = re.compile(r"\b(\w+)\s+(?=I\s+(?:think|guess|believe|reckon|suppose)\b)")
+# (so do "I'd rather", "I'd prefer": a wish opens its own statement — "... moved teams I'd
+# rather keep the old parser")
+_I_THINK = re.compile(r"\b(\w+)\s+(?=I\s+(?:think|guess|believe|reckon|suppose)\b|I'd\s+(?:rather|prefer)\b)")
 _LEADS_INTO = frozenset("so and but or that which what because if when as then where why how who than since "
                         "until unless while before after whether though although cause".split())
 _CLAUSE_ENDS = frozenset("now honestly basically btw fyi lol tbh though anyway too ok okay thanks possible "
-                         "matters there them it well yesterday today again fine".split())
+                         "matters there them it well yesterday today again fine "
+                         # (a state or a particle that closes a report: "we're 2 of 3 through I
+                         # moved the ...", "all done I've pushed it")
+                         "through done already yet finished sorted shipped complete ready later soon "
+                         "tomorrow".split())
 
 
 def split_raw(text: str) -> list[str]:

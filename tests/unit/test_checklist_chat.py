@@ -227,3 +227,85 @@ def test_i_think_opens_a_sentence_unless_a_conjunction_leads_into_it() -> None:
         "Oskar signs the invoices now, the old approver left", "I think it was May 2?"]
     assert len(split_raw("we can ship today so I think the freeze holds")) == 1
     assert len(split_raw("the flaky test I patched is green again")) == 1
+
+
+def test_an_amounts_rate_is_part_of_the_value_not_a_subject_so_an_asked_subject_keeps_it() -> None:
+    # ("per hour" made "hour" a subject of its own: the asked subject went alone and the
+    # amount was an item nobody could tell what it was about)
+    text = "Contractor rate? Around $120 per hour, give or take."
+    assert sentences(text) == [text]
+    (kind, value, anchors), = checklist_items(text)
+    assert kind == "amount" and "Contractor rate" in value and "$120 per hour" in value
+    assert any("contractor" in a for a in anchors)
+
+
+def test_a_clause_after_a_dash_does_not_make_two_limits_one_subject() -> None:
+    # (two limits with the same consequence after a dash: the shared consequence was
+    # counted as subject and the second limit replaced the first)
+    first = extract([SourceEntry(seq=1, role="user", text="Hold the cold start budget below 800 ms — going over that fails the release gate.")])
+    second = extract([SourceEntry(seq=2, role="user", text="Hold the warm start budget below 300 ms—going over that fails the release gate.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    assert not ledger.superseded
+    assert sum(1 for i in ledger.items if "release gate" in i.value) == 2
+    # (the same limit stated again after a dash still replaces the old value)
+    third = extract([SourceEntry(seq=3, role="user", text="Hold the cold start budget below 650 ms – going over that fails the release gate.")])
+    ledger, _ = ledger.merge(third)
+    assert [i.value for i in ledger.superseded] == [first[0].value]
+
+
+def test_a_first_person_report_after_a_finished_state_opens_a_new_statement() -> None:
+    # ("... 2 of 3 through I moved ..." glued a task to the next report, whose words later
+    # replaced it)
+    assert split_raw("The invoice export is finished, 2 of 3 through I moved the retries into jobs/retry.py") == [
+        "The invoice export is finished, 2 of 3 through", "I moved the retries into jobs/retry.py"]
+    assert split_raw("the docs build is all done I've pushed the fix too") == [
+        "the docs build is all done", "I've pushed the fix too"]
+    # (not after a word inside a clause: "the file I edited")
+    assert len(split_raw("check the file I edited before lunch")) == 1
+
+
+def test_a_product_name_in_capitals_is_the_new_value_that_replaces_an_old_choice() -> None:
+    first = extract([SourceEntry(seq=1, role="assistant", text="The search index will be Apache Solr; ops already runs it.")])
+    second = extract([SourceEntry(seq=2, role="assistant", text="New plan for the search index: it's MeiliDB now, as the licence is cleaner.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    assert [i.value for i in ledger.superseded] == [first[0].value]
+
+
+def test_the_word_role_after_a_subject_does_not_make_it_another_subject() -> None:
+    first = extract([SourceEntry(seq=1, role="user", text="Whatever it is, Noor Haddad acts as release captain for mobile.")])
+    second = extract([SourceEntry(seq=2, role="user", text="Starting today Tomas Ruiz takes the release captain for mobile role.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    assert [i.value for i in ledger.superseded] == [first[0].value]
+    assert any(i.value == second[0].value for i in ledger.items)
+
+
+def test_a_wish_in_the_first_person_opens_a_new_statement_without_a_stop() -> None:
+    assert split_raw("Lena Wu runs the data platform now, the old lead left I'd prefer smaller commits from here") == [
+        "Lena Wu runs the data platform now, the old lead left", "I'd prefer smaller commits from here"]
+    assert len(split_raw("so I'd rather wait for the review")) == 1  # (a conjunction leads into it)
+
+
+def test_when_a_change_takes_effect_is_not_part_of_its_subject() -> None:
+    first = extract([SourceEntry(seq=1, role="user", text="Omar Sayed is the incident lead for payments.")])
+    second = extract([SourceEntry(seq=2, role="user", text="Jana Novak becomes incident lead for payments effective Monday.")])
+    third = extract([SourceEntry(seq=3, role="user", text="Kofi Mensah is incident lead for payments starting tomorrow.")])
+    ledger, _ = Ledger().merge(first)
+    ledger, _ = ledger.merge(second)
+    ledger, _ = ledger.merge(third)
+    assert sorted(i.value for i in ledger.superseded) == sorted([first[0].value, second[0].value])
+
+
+def test_a_second_change_of_a_subject_replaces_the_first_change() -> None:
+    # (the first change found no typed item to replace and stayed an update; the next
+    # change of the same subject must still replace it)
+    texts = ["The mobile team says the build tool could be Bazel at some point.",
+             "Change of plan on the build tool: Buck now, it caches better.",
+             "Change of plan on the build tool: Gradle now, the team already knows it."]
+    ledger = Ledger()
+    for n, t in enumerate(texts, 1):
+        ledger, _ = ledger.merge(extract([SourceEntry(seq=n, role="assistant", text=t)]))
+    current = [i.value for i in ledger.items if "build tool" in i.value]
+    assert current == [texts[2]], current
