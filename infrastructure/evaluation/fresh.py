@@ -21,8 +21,8 @@ FRESH = Phrasings(
         ),
         "decision": (
             "ok going with {v} for the {s} — {r}",
-            "After a fair bit of back and forth (and one very long thread) we've picked {v} as our {s}, "
-            "mainly because {r}.",
+            ("After a fair bit of back and forth (and one very long thread) we've picked {v} as our {s}, "
+             "mainly because {r}."),
             "{S}: {v}. Reason: {r}.",
             "so the {s} question is closed, it's {v}; {r}, and nobody objected",
             "Why {v} for the {s}? Because {r}. That's final.",
