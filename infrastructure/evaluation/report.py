@@ -7,6 +7,7 @@ from typing import Any
 
 from .canaries import KINDS
 from .harness import Bootstrap, run_conversation, run_rounds
+from .fresh import FRESH
 from .heldout import HELD_OUT
 from .review3 import REVIEW
 from .spoken import SPOKEN
@@ -14,7 +15,7 @@ from .phrasings import TUNING
 
 SHARES = (0.1, 0.2, 0.3)
 WINDOWS = (8_000, 32_000, 128_000)
-SETS = {"tuning": TUNING, "held-out": HELD_OUT, "review": REVIEW, "spoken": SPOKEN}
+SETS = {"tuning": TUNING, "held-out": HELD_OUT, "review": REVIEW, "spoken": SPOKEN, "fresh": FRESH}
 
 
 def evaluate(bootstrap: Bootstrap, *, summarizer: str = "extractive", shares: Sequence[float] = SHARES,

@@ -125,12 +125,13 @@ def test_every_canary_is_kept_by_its_own_sentence_in_every_phrasing_set() -> Non
     """The scorer's self-check: a canary's own text states it (else a 'loss' would be the
     scorer's, not the summarizer's)."""
     from context_compaction.infrastructure.evaluation.canaries import kept
+    from context_compaction.infrastructure.evaluation.fresh import FRESH
     from context_compaction.infrastructure.evaluation.heldout import HELD_OUT
     from context_compaction.infrastructure.evaluation.phrasings import TUNING
     from context_compaction.infrastructure.evaluation.sessions import generate
     from context_compaction.infrastructure.evaluation.spoken import SPOKEN
 
-    for phrasings in (TUNING, HELD_OUT, SPOKEN):
+    for phrasings in (TUNING, HELD_OUT, SPOKEN, FRESH):
         for seed in (1, 2, 3, 44):
             session = generate(phrasings, seed, rounds=5, turns_per_round=8, per_kind=1, tool_chars=100)
             assert [c.text for c in session.canaries if not kept(c, c.text)] == []
