@@ -19,9 +19,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-JUNK = shutil.ignore_patterns(".venv*", ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis",
-                              "*.egg-info", "build", "dist", "*.db", "*.db-wal", "*.db-shm", "ctxc-demo",
-                              "results", ".mypy_cache")
+_JUNK = shutil.ignore_patterns(".venv*", ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis",
+                               "*.egg-info", "build", "dist", "*.db", "*.db-wal", "*.db-shm", "ctxc-demo",
+                               ".mypy_cache")
+
+
+def JUNK(folder: str, names: list[str]) -> set[str]:  # noqa: N802 (used as copytree's ignore)
+    # (the bench's results only: a bare "results" pattern also left out the package
+    # application/contracts/results, and the copy could not be built)
+    skipped = set(_JUNK(folder, names))
+    if Path(folder).name == "benchmarks" and "results" in names:
+        skipped.add("results")
+    return skipped
 
 
 def built_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
