@@ -25,7 +25,7 @@ from ..transcoding import corrupt_event
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
 from .search import (
-    BEHIND_SQL, GAP, INDEXED_HEAD, INDEXED_TAIL, MAX_INDEXED_CHARS, index_session, is_truncated, query_terms,
+    BEHIND_SQL, index_session, is_truncated, query_terms,
     search_params, search_sql, snippet, split_terms,
 )
 from .schema import (
@@ -34,17 +34,13 @@ from .schema import (
     N_SESSION_COLS,
     POSITION,
     PROJECTED_TABLES,
-    ADDED_COLUMNS,
-    BOUNDED_SEARCH_SINCE,
     SAME_SHAPE_SINCE,
     SCHEMA,
     SCHEMA_MARK,
     SCHEMA_VERSION,
     SEARCH_DERIVED,
     SEARCH_INDEX,
-    SEARCH_LAG_SINCE,
     SEARCH_MARKS,
-    SEARCH_SINCE,
     SESSION_COLS,
     SESSION_SQL,
     lag_of,
@@ -71,8 +67,8 @@ class SqlReadModel:
         with self.db.connection_cursor() as cur:
             if previous is not None and previous < SAME_SHAPE_SINCE:
                 # The read model is a projection: tables of an older shape are dropped
-                # and the next read replays the events into the new ones (catch-up
-                # from position 0), exactly as after losing them.
+                # and the events replayed into the new ones (catch-up from position 0),
+                # exactly as after losing them. Never altered in place (issue 37).
                 for table in (*SEARCH_DERIVED, *PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
                     cur.execute(f"DROP TABLE IF EXISTS {{t}}{table}")
                 cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
@@ -82,52 +78,13 @@ class SqlReadModel:
                 )
             for statement in SCHEMA:
                 cur.execute(statement)
-            if previous is not None and previous >= SAME_SHAPE_SINCE:
-                self._add_columns(cur, previous)
             for statement in SEARCH_INDEX[self.db.dialect.name]:
                 cur.execute(statement)
-            if previous is not None and SEARCH_SINCE <= previous < SEARCH_LAG_SINCE:
-                self._mark_indexed(cur)
-            if previous is not None and SEARCH_SINCE <= previous < BOUNDED_SEARCH_SINCE:
-                self._bound_search_rows(cur)
             cur.execute(
                 "INSERT INTO {t}rm_position (name, notification_id) VALUES (?, ?)"
                 " ON CONFLICT (name) DO UPDATE SET notification_id = excluded.notification_id",
                 (SCHEMA_MARK, SCHEMA_VERSION),
             )
-
-    def _add_columns(self, cur: Cur, previous: int) -> None:
-        for version, table, column, kind in ADDED_COLUMNS:
-            if version <= previous:
-                continue
-            if self.db.dialect.is_postgres:
-                cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN IF NOT EXISTS {column} {kind}")
-                continue
-            names = [row[1] for row in cur.execute(f"PRAGMA table_info({table})").fetchall()]
-            if column not in names:  # (another process may have added it first)
-                cur.execute(f"ALTER TABLE {{t}}{table} ADD COLUMN {column} {kind}")
-
-    def _bound_search_rows(self, cur: Cur) -> None:
-        """Rows indexed whole before version 13 get ``bounded_text``'s form (SQL's
-        ``substr`` and ``length`` count characters, as Python does), so that ``verify``
-        compares them equal; SQLite's FTS5 index, kept by insert and delete triggers
-        only, is rebuilt when any changed."""
-        changed = cur.execute(
-            "UPDATE {t}rm_search SET body = substr(body, 1, ?) || ? || substr(body, length(body) - ?)"
-            " WHERE length(body) > ?",
-            (INDEXED_HEAD, GAP, INDEXED_TAIL - 1, MAX_INDEXED_CHARS),
-        ).rowcount
-        if changed and not self.db.dialect.is_postgres:
-            cur.execute("INSERT INTO rm_search_fts (rm_search_fts) VALUES ('rebuild')")
-
-    @staticmethod
-    def _mark_indexed(cur: Cur) -> None:
-        """A database of version 8-10 indexed every message inline (ADR 0049)."""
-        cur.execute(
-            f"INSERT INTO {{t}}{SEARCH_MARKS} (session_id, seq)"
-            " SELECT session_id, next_seq - 1 FROM {t}rm_sessions WHERE next_seq > 1"
-            " ON CONFLICT (session_id) DO NOTHING"
-        )
 
     def schema_version(self) -> int | None:
         """The read-model schema version this database was created with (None: none)."""

@@ -20,35 +20,14 @@ from .search import PG_TSVECTOR
 POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
-#: events (``SqlReadModel.create_tables``).
-SCHEMA_VERSION = 14
-#: The oldest version whose tables still have today's shape (later versions only added
-#: tables, which ``create_tables`` creates): from it on, nothing is dropped or rebuilt.
-SAME_SHAPE_SINCE = 5
-#: Columns added since ``SAME_SHAPE_SINCE``: (schema version, table, column definition).
-#: A database marked older gains them in place. Exact, not approximate: the events
-#: stored before a column existed have no value for it (NULL).
-ADDED_COLUMNS: tuple[tuple[int, str, str, str], ...] = (
-    (7, "rm_checkpoints", "ledger", "TEXT"),  # the checkpoint's must-keep ledger (issue 16)
-    # How many tool results are cleared (issue 17); 0 is exact for older databases: the
-    # event that raises it did not exist before.
-    (9, "rm_sessions", "cleared_count", "{INT} NOT NULL DEFAULT 0"),
-    # Provider-native compaction state of a checkpoint (issue 17, ADR 0039); NULL is exact
-    # for older databases: no checkpoint had one before.
-    (10, "rm_checkpoints", "provider_state", "TEXT"),
-    # The session's parent (issue 42, ADR 0081); NULL is exact for older databases: no
-    # event named a parent before.
-    (14, "rm_sessions", "parent_session_id", "TEXT"),
-)
-#: 8 added rm_search (ADR 0033). Since 11 it lags the appends (ADR 0049): a search
-#: indexes its session's messages above the session's mark in ``SEARCH_MARKS`` first.
-#: A database of version 8-10 indexed every message inline: its marks start at each
-#: session's last seq. An older one has no rows and no marks: searches fill it.
-SEARCH_SINCE = 8
-SEARCH_LAG_SINCE = 11
-#: 13 bounds each rm_search body (issue 36, ADR 0071): a longer row indexed before is
-#: cut to its head and tail at the upgrade, as a search indexes it now.
-BOUNDED_SEARCH_SINCE = 13
+#: events (``SqlReadModel.create_tables``). 15: rm_reverts keyed by (session_id,
+#: checkpoint_id), as a fork and its parent may both revert a checkpoint they share
+#: (ADR 0093).
+SCHEMA_VERSION = 15
+#: The oldest version whose tables have today's shape: a database marked older is
+#: rebuilt from the events, never altered in place (the project is unreleased, issue
+#: 37: no in-place migration of databases written by earlier commits).
+SAME_SHAPE_SINCE = 15
 #: Per session, the highest seq whose rm_search row exists (ADR 0049). Not projected
 #: from the events (it is how far searches have indexed), so ``verify`` compares
 #: rm_search up to it instead of comparing it.
@@ -150,11 +129,13 @@ PROJECTED: tuple[Table, ...] = (
           ("session_id", "seq"), without_rowid=False),
     # Pinned messages (issue 16): kept verbatim after the summary block.
     Table("rm_pins", (_SID, _SEQ), ("session_id", "seq")),
-    # Reverted checkpoints (issue 16): one revert per checkpoint at most.
+    # Reverted checkpoints (issue 16): one revert per checkpoint and session at most. A
+    # fork shares its parent's checkpoints up to the fork point, and each may revert
+    # one of them (ADR 0093).
     Table("rm_reverts", (
         ("checkpoint_id", "TEXT"), _SID, _VERSION, ("now_active", "TEXT"), ("generation", "{INT} NOT NULL"),
         ("command_id", "TEXT"), _CREATED,
-    ), ("checkpoint_id",), without_rowid=False),
+    ), ("session_id", "checkpoint_id"), without_rowid=False),
     # Sessions as a tree (issue 42, ADR 0081): a child's link to its parent, and for a
     # fork the inherited seqs (``<= fork_seq``) the child hides (JSON ranges).
     Table("rm_tree", (
@@ -217,15 +198,8 @@ SEARCH_INDEX: dict[str, tuple[str, ...]] = {
         " VALUES ('delete', old.rowid, old.body); END",
     ),
     "postgres": (
-        # (rm_search_body indexed the text as the parser reads it: a path was one
-        # token, so a file name in it was not found; review of issue 16)
-        "DROP INDEX IF EXISTS {t}rm_search_body",
-        # (rm_search_words, schema 8-11, indexed the expression: ranking parsed every
-        # matching body again at query time; dropped before the column's rewrite)
-        "DROP INDEX IF EXISTS {t}rm_search_words",
-        # The tsvector stored once, when the row is written (ADR 0054). Generated, so
-        # the upgrade fills it for the rows already there, and a process of an older
-        # schema that still inserts (body only) writes rows that are right.
+        # The tsvector stored once, when the row is written (ADR 0054); a generated
+        # column, added after the table (its expression is per engine).
         f"ALTER TABLE {{t}}rm_search ADD COLUMN IF NOT EXISTS words tsvector"
         f" GENERATED ALWAYS AS ({PG_TSVECTOR}) STORED",
         "CREATE INDEX IF NOT EXISTS rm_search_tsv ON {t}rm_search USING GIN (words)",

@@ -288,20 +288,6 @@ def test_a_damaged_row_met_while_the_read_model_catches_up_stops_only_its_sessio
         assert (error["details"]["session_id"], error["details"]["version"]) == ("s", version), error
 
 
-def test_a_version_5_read_model_gains_the_damage_table_without_a_rebuild(
-    harness: Harness, caplog: pytest.LogCaptureFixture
-) -> None:
-    _fill(harness, "s")
-    harness.execute("DROP TABLE {t}rm_damaged")
-    harness.execute("UPDATE {t}rm_position SET notification_id = 5 WHERE name = 'schema'")
-    position = harness.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")
-    bus = harness.reopen()
-    assert len(ok(bus.dispatch_json({"type": "get_history", "session_id": "s"}))["messages"]) == 16
-    assert harness.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'") == position
-    assert harness.count("rm_damaged") == 0
-    assert "rebuilding" not in caplog.text
-
-
 def test_verify_lists_a_row_that_does_not_fit_its_sessions_earlier_events(
     harness: Harness, capsys: pytest.CaptureFixture[str]
 ) -> None:

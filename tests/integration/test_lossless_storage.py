@@ -39,18 +39,6 @@ PLANTED = (
 # ------------------------------------------------------------------ ledger
 
 
-def test_an_older_read_model_gains_the_ledger_column_in_place(make_harness: MakeHarness) -> None:
-    h = make_harness("u", summarizer="extractive", context_compaction={"keep_recent_tokens": 2000})
-    build(h)
-    compact(h)
-    h.execute("ALTER TABLE {t}rm_checkpoints DROP COLUMN ledger")
-    h.execute("UPDATE {t}rm_position SET notification_id = 6 WHERE name = 'schema'")
-    bus = h.reopen()
-    cps = ok(bus.dispatch_json({"type": "list_checkpoints", "session_id": SID}))["checkpoints"]
-    assert len(cps) == 1 and cps[0]["ledger"] is None  # (events before it had none)
-    h.close()
-
-
 # ------------------------------------------------------------ attempt log
 
 

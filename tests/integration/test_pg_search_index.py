@@ -72,28 +72,3 @@ def test_rm_search_stores_the_tsvector_and_the_search_ranks_with_it(pg_databases
     assert [x["seq"] for x in hits] == [2, 3] and hits[0]["score"] > hits[1]["score"]
 
 
-def test_a_schema_11_database_gains_the_column_and_still_finds_its_messages(pg_databases: Any) -> None:
-    h = start(pg_databases, "from-11")
-    ok(h.do({"type": "append_messages", "session_id": SID,
-             "messages": [user("kiwi in src/app/main.py"), assistant("数据库 kiwi"), user("café naïve")]}))
-    assert seqs(h, "kiwi") == [1, 2]
-    # What schema 11 had: no column, a GIN index on the expression.
-    h.execute("DROP INDEX {t}rm_search_tsv")
-    h.execute("ALTER TABLE {t}rm_search DROP COLUMN words")
-    h.execute("CREATE INDEX rm_search_words ON {t}rm_search USING GIN"
-              " (to_tsvector('simple', translate(body, '/.-_:@=+~#&', '           ')))")
-    h.execute("UPDATE {t}rm_position SET notification_id = 11 WHERE name = 'schema'")
-    h.reopen()
-    assert h.query("SELECT COUNT(*) FROM {t}rm_search WHERE words IS NULL") == [(0,)]
-    names = {r[0] for r in h.query("SELECT indexname FROM pg_indexes WHERE schemaname = ?",
-                                   (h.url.split("schema=")[1],))}
-    assert "rm_search_tsv" in names and "rm_search_words" not in names
-    version = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'schema'")[0][0]
-    from context_compaction.infrastructure.readmodel.schema import SCHEMA_VERSION
-
-    assert version == SCHEMA_VERSION == 14  # (13: bounded search rows, issue 36; 14: the session tree, issue 42)
-    # found from the rows the old schema indexed (no re-indexing: same rows, same mark)
-    assert seqs(h, "kiwi") == [1, 2] and seqs(h, "main.py") == [1]
-    assert seqs(h, "数据库") == [2] and seqs(h, "café") == [3] and h.count("rm_search") == 3
-    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user("kiwi after the upgrade")]}))
-    assert seqs(h, "kiwi") == [1, 2, 4]

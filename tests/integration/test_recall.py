@@ -177,24 +177,6 @@ def test_search_index_is_rebuilt_from_the_events(make_harness: MakeHarness) -> N
     assert report.tables["rm_search"].ok and report.tables["rm_search"].rebuilt == 2
 
 
-@pytest.mark.backends("sqlite", "postgres")  # (its subject is the storage)
-def test_a_version_6_read_model_gains_its_search_index_without_a_rebuild(make_harness: MakeHarness, caplog) -> None:
-    h = start(make_harness)
-    append(h, user("the cache lives in /var/cache/ctxc"), assistant("understood"))
-    if not h.is_postgres:
-        h.execute("DROP TABLE rm_search_fts")
-    h.execute("DROP TABLE {t}rm_search")
-    h.execute("UPDATE {t}rm_position SET notification_id = 6 WHERE name = 'schema'")
-    position = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")
-    h.reopen()
-    hits = ok(h.do({"type": "search_history", "session_id": SID, "query": "/var/cache/ctxc"}))["hits"]
-    assert [x["seq"] for x in hits] == [1]
-    assert h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'") == position
-    assert "rebuilding" not in caplog.text
-    append(h, user("a later /var/cache/ctxc note"))
-    assert len(ok(h.do({"type": "search_history", "session_id": SID, "query": "/var/cache/ctxc"}))["hits"]) == 2
-
-
 # The recall tool answers any bad arguments with an error for the model, changing nothing.
 RV = "rv"
 

@@ -243,9 +243,6 @@ def test_a_fork_lists_a_checkpoint_its_parent_reverted_before_the_fork_as_revert
     assert listed(SID) == {first["checkpoint_id"]: True, second["checkpoint_id"]: True}
 
 
-@pytest.mark.xfail(strict=True, reason="rm_reverts' key is checkpoint_id alone (before forks): a fork "
-                   "and its parent cannot both revert a checkpoint they share (found in review of ADR "
-                   "0090, not fixed: the key's change is a schema version)")
 def test_a_fork_and_its_parent_both_revert_the_checkpoint_they_share(make_harness: MakeHarness) -> None:
     h = start(make_harness)
     filler(h, 10)
@@ -253,4 +250,14 @@ def test_a_fork_and_its_parent_both_revert_the_checkpoint_they_share(make_harnes
     ok(h.do({"type": "fork_session", "session_id": SID, "new_session_id": "f"}))
     ok(revert(h, first["checkpoint_id"]))
     answer = h.do({"type": "revert_checkpoint", "session_id": "f", "checkpoint_id": first["checkpoint_id"]})
-    assert answer["ok"], answer  # (storage_error: SQLITE_CONSTRAINT_PRIMARYKEY / IntegrityError)
+    assert answer["ok"], answer  # (was storage_error: rm_reverts keyed by checkpoint_id alone)
+
+    def reverted(sid: str) -> dict[str, bool]:
+        return {c["checkpoint_id"]: c["reverted"]
+                for c in ok(h.do({"type": "list_checkpoints", "session_id": sid}))["checkpoints"]}
+
+    assert reverted(SID) == reverted("f") == {first["checkpoint_id"]: True}
+    if not h.is_memory:  # (the rows as replayed from the events: one per session)
+        report = h.inspect.verify()
+        assert all(t.ok for t in report.tables.values()), report.tables
+        assert report.tables["rm_reverts"].rebuilt == 2

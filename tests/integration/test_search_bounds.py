@@ -140,26 +140,6 @@ def test_sqlite_cost_of_many_distinct_terms_stays_near_one_term(harness: Harness
         conn.close()
 
 
-@pytest.mark.backends("sqlite", "postgres")
-def test_rows_indexed_whole_before_are_bounded_at_the_upgrade(harness: Harness, backend: str) -> None:
-    """A database of schema 12 may hold a long message's whole text in rm_search (up to
-    ~1 MB of tsvector on PostgreSQL, any size on SQLite): the upgrade cuts it as a search
-    indexes it now, so ``verify`` compares equal and the hit says ``truncated``."""
-    from context_compaction.infrastructure.readmodel.schema import SCHEMA_MARK
-    from context_compaction.infrastructure.verify import verify
-
-    text = "walrushead " + "plain words " * 20_000 + " walrustail"
-    ok(harness.do({"type": "start_session", "session_id": "old", "model": "gpt-4o"}))
-    ok(harness.do({"type": "append_messages", "session_id": "old", "messages": [user(text)]}))
-    ok(harness.do({"type": "search_history", "session_id": "old", "query": "walrushead"}))
-    harness.execute("UPDATE {t}rm_search SET body = ? WHERE session_id = ?", (text, "old"))  # (as 12 wrote it)
-    harness.execute("UPDATE {t}rm_position SET notification_id = 12 WHERE name = ?", (SCHEMA_MARK,))
-    harness.reopen()
-    (hit,) = ok(harness.do({"type": "search_history", "session_id": "old", "query": "walrustail"}))["hits"]
-    assert hit["truncated"] is True
-    assert harness.inspect.verify().ok
-
-
 def test_a_path_at_the_tail_of_a_long_message_of_short_words_is_found(harness: Harness) -> None:
     """PostgreSQL keeps word positions up to 16,383 and gives every later word that one
     (a tsvector limit), so a phrase term (a path: words joined by ``/`` and ``.``) past

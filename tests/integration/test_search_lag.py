@@ -174,21 +174,6 @@ def test_verify_compares_the_index_up_to_the_mark_and_finds_a_deleted_row(make_h
 
 
 @pytest.mark.backends("sqlite", "postgres")
-def test_a_version_10_database_keeps_its_index_and_gains_marks_at_each_last_seq(
-    make_harness: MakeHarness,
-) -> None:
-    h = start(make_harness)
-    append(h, "kiwi one", "kiwi two")
-    h.bus.services.read_model.index_search(SID)  # what a version-10 append wrote inline
-    h.execute("DROP TABLE {t}rm_search_marks")
-    h.execute("UPDATE {t}rm_position SET notification_id = 10 WHERE name = 'schema'")
-    h.reopen()
-    assert mark(h) == 2  # set by the upgrade, before any search
-    append(h, "kiwi three")
-    assert seqs(h, "kiwi") == [1, 2, 3] and h.count("rm_search") == 3
-
-
-@pytest.mark.backends("sqlite", "postgres")
 def test_a_rebuild_empties_the_index_and_its_marks(make_harness: MakeHarness) -> None:
     h = start(make_harness)
     append(h, "kiwi one", "kiwi two")

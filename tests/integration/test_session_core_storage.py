@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from context_compaction import ContextCompactionError, commands
+from context_compaction.infrastructure.readmodel.schema import SCHEMA_VERSION
 from helpers import Harness, assistant, err, fingerprint, ok, tool, user
 from session_core_builders import start, append, history, projection, coding_turn
 
@@ -61,15 +62,17 @@ def test_a_read_model_of_an_older_schema_is_rebuilt_from_the_events(harness: Har
     start(harness)
     append(harness, "s1", *coding_turn(1), command_id="k1")
     live, history = projection(harness), harness.do({"type": "get_history", "session_id": "s1"})
-    # The version-3 shape of rm_messages, empty, and the schema mark of that version.
-    harness.execute("DROP TABLE {t}rm_messages")
+    # What schema 14 left: rm_reverts keyed by checkpoint_id alone (ADR 0093), and its
+    # mark. Nothing is altered in place (issue 37): the read model is rebuilt from the
+    # events, so an emptied table comes back whole.
+    harness.execute("DROP TABLE {t}rm_reverts")
     harness.execute(
-        "CREATE TABLE {t}rm_messages (session_id TEXT NOT NULL, seq {INT} NOT NULL,"
-        " role TEXT NOT NULL, turn_id TEXT, tool_call_id TEXT, steering {INT} NOT NULL,"
-        " visible {INT} NOT NULL, command_id TEXT, notification_id {INT} NOT NULL,"
-        " created_at TEXT NOT NULL, version {INT} NOT NULL, PRIMARY KEY (session_id, seq))"
+        "CREATE TABLE {t}rm_reverts (checkpoint_id TEXT PRIMARY KEY, session_id TEXT NOT NULL,"
+        " version {INT} NOT NULL, now_active TEXT, generation {INT} NOT NULL, command_id TEXT,"
+        " created_at TEXT NOT NULL)"
     )
-    harness.execute("UPDATE {t}rm_position SET notification_id = 3 WHERE name = 'schema'")
+    harness.execute("DELETE FROM {t}rm_messages")
+    harness.execute("UPDATE {t}rm_position SET notification_id = ? WHERE name = 'schema'", (SCHEMA_VERSION - 1,))
     harness.reopen()
     assert projection(harness) == live
     assert harness.do({"type": "get_history", "session_id": "s1"}) == history
@@ -77,6 +80,11 @@ def test_a_read_model_of_an_older_schema_is_rebuilt_from_the_events(harness: Har
     assert append(harness, "s1", *coding_turn(1), command_id="k1") == list(
         range(1, len(history["result"]["messages"]) + 1)
     )  # the command ids were rebuilt too
+    assert harness.query("SELECT notification_id FROM {t}rm_position WHERE name = 'schema'") == [(SCHEMA_VERSION,)]
+    # the new key: one revert row per (session, checkpoint)
+    for sid in ("s1", "s2"):
+        harness.execute("INSERT INTO {t}rm_reverts VALUES ('c', ?, 1, NULL, 0, NULL, 'now')", (sid,))
+    assert harness.count("rm_reverts") == 2
 
 
 def test_cache_writes_skip_the_flush_and_hand_the_connection_back_durable(harness: Harness) -> None:

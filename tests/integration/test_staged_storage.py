@@ -74,20 +74,3 @@ def test_clearing_alone_skips_the_summary_and_restores_byte_identically(make_har
     assert history(prepare(h)["messages"]) == history(first["messages"])
 
 
-def test_a_version_8_read_model_gains_the_cleared_column_in_place(make_harness, caplog) -> None:
-    h = make_harness("m", context_compaction=clearing())
-    build(h)
-    h.execute("ALTER TABLE {t}rm_sessions DROP COLUMN cleared_count")
-    h.execute("DROP TABLE {t}rm_cleared")
-    h.execute("UPDATE {t}rm_position SET notification_id = 8 WHERE name = 'schema'")
-    position = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")
-    h.reopen()
-    assert h.query("SELECT cleared_count FROM {t}rm_sessions") == [(0,)]
-    assert h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'") == position
-    assert "rebuilding" not in caplog.text
-    limit_just_over(h)
-    assert prepare(h)["compaction"]["stage"] == "cleared"
-    h.reopen()  # a second start finds the column there and adds nothing
-    assert h.query("SELECT cleared_count FROM {t}rm_sessions")[0][0] > 0
-
-
