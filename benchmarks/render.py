@@ -74,6 +74,13 @@ CAUSES: dict[str, str] = {
         "machine that start swings most: six restore-only runs of `pg_peers.py --writers "
         "''` on 2026-12-05 put ours at 0.18-0.48 of the Agents SDK's time and 0.11-0.20 "
         "of LangGraph's"),
+    # Issue 44 on the one phrasing set never used to tune the checklist (2026-12-05).
+    **{f"fresh {drive}": (
+        "wording the checklist was not written for: soft preferences (\"for X I'd rather we "
+        "use Y\"), question-then-answer (\"When's the X? Y, last I heard\") and value-first "
+        "sentences are not extracted as items, so their loss is neither kept nor reported, "
+        "and a value-first update does not supersede (ADR 0091)")
+       for drive in ("rounds", "conversation")},
 }
 
 HEADER = """# Performance
