@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from dataclasses import replace
 from typing import Any
 
 from .followups import is_follow_up
-from .splitting import split_raw
+from .splitting import SENTENCE_CHARS, clip, split_raw
 
 Item = Any  # a ledger.LedgerItem (that module imports this one)
 
@@ -40,7 +39,6 @@ STATEMENT = "statement"
 CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
                    UPDATE, STATEMENT)
 HEADING = "Fact Checklist"
-SENTENCE_CHARS = 280
 
 _NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
              r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
@@ -370,43 +368,6 @@ def _caseless_fact(sentence: str) -> bool:
     letters = [ch for ch in sentence if ch.isalpha()]
     caseless = sum(1 for ch in letters if _CASELESS.match(ch))
     return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))
-
-
-def clip(text: str) -> str:
-    """A sentence within about ``SENTENCE_CHARS``, its values never cut off: the head,
-    then each value of the rest with the few words before it ("... the hard budget cap we
-    agreed on is $500 per month" keeps "$500"); never ends inside a character sequence."""
-    text = " ".join(text.split())
-    if len(text) <= SENTENCE_CHARS:
-        return text
-    at = _boundary(text, SENTENCE_CHARS - 3)
-    head, rest = text[:at], text[at:]
-    out, last = head + "...", 0
-    for m in _DIGITS.finditer(rest):  # (a value keeps its rule: issue 44, mechanism 4)
-        if m.start() < last:
-            continue
-        lo, hi = max(last, m.start() - 48), min(len(rest), m.end() + 24)
-        if lo > last and " " in rest[lo:m.start()]:  # (whole words around the value)
-            lo = rest.index(" ", lo, m.start()) + 1
-        if hi < len(rest) and " " in rest[m.end():hi]:
-            hi = rest.rindex(" ", m.end(), hi)
-        snip = rest[_boundary(rest, lo):_boundary(rest, hi) if hi < len(rest) else hi].strip()
-        if len(out) + len(snip) + 4 > 3 * SENTENCE_CHARS:
-            break
-        out, last = out + f" {snip}...", hi
-    return out
-
-
-def _boundary(text: str, at: int) -> int:
-    """``at`` moved back to where a cut splits no grapheme (a joiner, a combining mark,
-    a variation selector belongs with the character before it)."""
-    while at > 0 and (unicodedata.combining(text[at]) or text[at] in _JOINERS or text[at - 1] == "\u200d"):
-        at -= 1
-    return at
-
-
-_JOINERS = frozenset("\u200d\ufe0e\ufe0f") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
-_DIGITS = re.compile(r"\d[\d,.:/-]*")
 
 
 def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item],

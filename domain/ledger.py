@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .checklist import (CHECKLIST_KINDS, FOLLOW_UP, SUPERSEDING, UPDATE, anchors, checklist_items, clip, sentences,
+from .checklist import (CHECKLIST_KINDS, FOLLOW_UP, SUPERSEDING, UPDATE, anchors, checklist_items, sentences,
                         supersede)
 from .followups import resolve
+from .splitting import clip
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 

@@ -6,12 +6,14 @@ ask a question and go on in lower case ("can we stick to pathlib? it reads bette
 Splitting only before ``. X`` glued such a statement to a routine request, whose words
 then made it look like (and be superseded by) another statement. Text in scripts
 without case (CJK) splits only at its own full stops and at line breaks: never inside a
-run of characters, so it is kept whole.
+run of characters, so it is kept whole. ``clip`` shortens one sentence without cutting
+off its values or a grapheme.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # (CJK full stops end a sentence with no space after them)
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$])|(?<=[\u3002\uff01\uff1f])|\n+")
@@ -87,3 +89,44 @@ def _split_stops(text: str) -> list[str]:
             last = m.end()
     out.append(text[last:])
     return out
+
+
+#: About how long one checklist sentence may be before ``clip`` shortens it.
+SENTENCE_CHARS = 280
+
+
+def clip(text: str) -> str:
+    """A sentence within about ``SENTENCE_CHARS``, its values never cut off: the head,
+    then each value of the rest with the few words before it ("... the hard budget cap we
+    agreed on is $500 per month" keeps "$500"); never ends inside a character sequence."""
+    text = " ".join(text.split())
+    if len(text) <= SENTENCE_CHARS:
+        return text
+    at = _boundary(text, SENTENCE_CHARS - 3)
+    head, rest = text[:at], text[at:]
+    out, last = head + "...", 0
+    for m in _DIGITS.finditer(rest):  # (a value keeps its rule: issue 44, mechanism 4)
+        if m.start() < last:
+            continue
+        lo, hi = max(last, m.start() - 48), min(len(rest), m.end() + 24)
+        if lo > last and " " in rest[lo:m.start()]:  # (whole words around the value)
+            lo = rest.index(" ", lo, m.start()) + 1
+        if hi < len(rest) and " " in rest[m.end():hi]:
+            hi = rest.rindex(" ", m.end(), hi)
+        snip = rest[_boundary(rest, lo):_boundary(rest, hi) if hi < len(rest) else hi].strip()
+        if len(out) + len(snip) + 4 > 3 * SENTENCE_CHARS:
+            break
+        out, last = out + f" {snip}...", hi
+    return out
+
+
+def _boundary(text: str, at: int) -> int:
+    """``at`` moved back to where a cut splits no grapheme (a joiner, a combining mark,
+    a variation selector belongs with the character before it)."""
+    while at > 0 and (unicodedata.combining(text[at]) or text[at] in _JOINERS or text[at - 1] == "\u200d"):
+        at -= 1
+    return at
+
+
+_JOINERS = frozenset("\u200d\ufe0e\ufe0f") | {chr(c) for c in range(0x1F3FB, 0x1F400)}
+_DIGITS = re.compile(r"\d[\d,.:/-]*")

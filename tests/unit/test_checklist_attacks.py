@@ -94,7 +94,7 @@ def test_cjk_text_is_split_at_its_own_full_stops_and_kept_whole() -> None:
 
 
 def test_a_clipped_sentence_never_ends_inside_an_emoji_sequence() -> None:
-    from context_compaction.domain.checklist import clip
+    from context_compaction.domain.splitting import clip
 
     family = "\U0001F468\u200d\U0001F469\u200d\U0001F467"
     for pad in range(270, 285):
@@ -126,7 +126,7 @@ def test_ctxc_eval_bad_options_are_usage_errors_before_anything_runs(capsys) -> 
 def test_clipping_a_huge_token_stays_linear() -> None:
     """(Counted, not timed: the clip of a 200,000-character token is no longer than its cap,
     and its digits' context is taken by positions, not by a backtracking pattern.)"""
-    from context_compaction.domain.checklist import SENTENCE_CHARS, clip
+    from context_compaction.domain.splitting import SENTENCE_CHARS, clip
 
     out = clip("Never do this. " + "a" * 200_000 + " cap 42 " + "b" * 1_000)
     assert "42" in out and len(out) <= 3 * SENTENCE_CHARS
