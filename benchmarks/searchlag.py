@@ -17,19 +17,17 @@ import json
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from workload import MODEL  # noqa: E402
+from workload import MODEL, throwaway_schema  # noqa: E402
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
 from context_compaction.infrastructure.demo.scenario import session_messages  # noqa: E402
 
-PG = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def _settings(url: str) -> Settings:
@@ -88,14 +86,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             out["sqlite"] = measure(f"sqlite:///{Path(tmp) / 'lag.db'}", args.messages, args.index_apart)
     if not args.no_pg:
-        schema = f"ctxc_searchlag_{uuid.uuid4().hex[:8]}"
-        try:
-            out["postgres"] = measure(f"{PG}?schema={schema}", args.messages, args.index_apart)
-        finally:
-            import psycopg
-
-            with psycopg.connect(PG, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        with throwaway_schema("ctxc_searchlag") as url:
+            out["postgres"] = measure(url, args.messages, args.index_apart)
     print(json.dumps(out, indent=2))
 
 

@@ -16,20 +16,18 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from workload import MODEL  # noqa: E402
+from workload import MODEL, throwaway_schema  # noqa: E402
 
 from context_compaction import Settings, bootstrap  # noqa: E402
 from context_compaction import commands as c  # noqa: E402
 from context_compaction.infrastructure.demo.scenario import session_messages  # noqa: E402
 
-PG = "postgresql://postgres@127.0.0.1:5432/test"
 PHRASE = "-".join(chr(ord("a") + i % 26) for i in range(499))
 DISTINCT = " ".join(f"w{i}" for i in range(200))
 
@@ -85,14 +83,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out["sqlite"] = measure(f"sqlite:///{Path(tmp) / 'q.db'}", args.messages, args.repeat)
     if not args.no_pg:
-        schema = f"ctxc_searchquery_{uuid.uuid4().hex[:8]}"
-        try:
-            out["postgres"] = measure(f"{PG}?schema={schema}", args.messages, args.repeat)
-        finally:
-            import psycopg
-
-            with psycopg.connect(PG, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        with throwaway_schema("ctxc_searchquery") as url:
+            out["postgres"] = measure(url, args.messages, args.repeat)
     print(json.dumps(out, indent=2))
 
 

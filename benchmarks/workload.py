@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import statistics
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import islice
 from typing import Any
 
@@ -59,3 +62,20 @@ def turn_stream(tag: str, seed: int = 4242, cycle: int = 200) -> Any:
         for turn in base:
             yield relabel(turn, f"{tag}.{n // cycle}")
             n += 1
+
+
+PG = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+@contextmanager
+def throwaway_schema(prefix: str) -> Iterator[str]:
+    """A database URL in a PostgreSQL schema of its own, dropped afterwards whatever
+    happened (a bench must not leave tables behind in the shared test database)."""
+    schema = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    try:
+        yield f"{PG}?schema={schema}"
+    finally:
+        import psycopg
+
+        with psycopg.connect(PG, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
