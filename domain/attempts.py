@@ -55,6 +55,10 @@ class Attempt:
     candidate_id: str | None = None
     """A dry run's candidate (issue 43): on its ``candidate`` attempt (which holds the
     summary call) and on the attempt that committed it (which made no call)."""
+    checkpoint_id: str | None = None
+    """The checkpoint a committed attempt made; None on other outcomes and on records
+    written before it was kept (matching by numbers and time then picked the wrong one
+    of two same-sized checkpoints)."""
 
     def to_record(self) -> dict[str, Any]:
         return dict(self.__dict__)

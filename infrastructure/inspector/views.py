@@ -239,15 +239,19 @@ def checkpoint_page(bus: Any, session_id: str, checkpoint_id: str, history_url: 
 
 
 def _attempt_of(cp: dict[str, Any], attempts: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The attempt that made ``cp``: no attempt names its checkpoint, so one with the same
-    tokens, and of those (a checkpoint made again after a revert has the same numbers)
-    the one recorded nearest the checkpoint's commit."""
+    """The attempt that made ``cp``: the one that names it. Records written before
+    attempts named their checkpoint: one with the same tokens, and of those (a checkpoint
+    made again after a revert has the same numbers) the one recorded nearest its commit."""
     from datetime import datetime
+
+    named = [a for a in attempts if a.get("checkpoint_id") == cp["checkpoint_id"]]
+    if named:
+        return named[0]
 
     def apart(a: dict[str, Any]) -> float:
         return abs((datetime.fromisoformat(a["at"]) - datetime.fromisoformat(cp["created_at"])).total_seconds())
 
-    same = [a for a in attempts if a["outcome"] in ("compacted", "degraded")
+    same = [a for a in attempts if a["outcome"] in ("compacted", "degraded") and not a.get("checkpoint_id")
             and a["tokens_before"] == cp["tokens_before"] and a["tokens_after"] == cp["tokens_after"]]
     return min(same, key=apart, default=None)
 

@@ -419,6 +419,7 @@ def test_each_checkpoint_shows_its_own_attempt_when_two_have_the_same_tokens(mak
         cps[second]["tokens_before"], cps[second]["tokens_after"])  # the case this test is about
     attempts = q(bus, type="list_compaction_attempts", session_id="twice")["attempts"]
     assert len(attempts) == 2 and attempts[0]["at"] != attempts[1]["at"]
+    assert [a["checkpoint_id"] for a in attempts] == [second, first]  # each names what it made
     c = client(bus)
     for cp, attempt in ((second, attempts[0]), (first, attempts[1])):  # newest first
         page = c.get(f"/ui/checkpoint?id=twice&cp={cp}").text

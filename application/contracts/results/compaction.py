@@ -125,6 +125,8 @@ class AttemptInfo(Result):
     """Committed compactions: the balance (issue 43)."""
     candidate_id: str | None = None
     """The dry run's candidate this attempt made (``candidate``) or committed (issue 43)."""
+    checkpoint_id: str | None = None
+    """The checkpoint a ``compacted`` or ``degraded`` attempt committed (None on older records)."""
 
 
 class ResummarizeResult(Result):
