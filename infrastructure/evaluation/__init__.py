@@ -4,7 +4,8 @@ Typed canaries (rules with their values, decisions with reasons, people, dates,
 amounts, versions, settings, preferences, task state, open questions) are planted with
 varied wording in generated sessions: multi-round runs at output budgets of 10, 20 and
 30 % of the session, and long coding conversations at 8K, 32K and 128K windows driven
-like the README's host loop. Two phrasing sets: ``canaries.TUNING`` (the one the
-checklist was tuned against) and ``heldout.HELD_OUT`` (separate templates, reported
-separately, never used to tune; ADR 0077).
+like the README's host loop. Phrasing sets (``report.SETS``): ``phrasings.TUNING`` (the
+one the checklist was tuned against), ``heldout.HELD_OUT`` (separate templates, reported
+separately; ADR 0077), and later sets each reported apart; ``blind`` was written without
+reading the extractor and is frozen (ADR 0097).
 """

@@ -5,17 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .blind import BLIND
 from .canaries import KINDS
-from .harness import Bootstrap, run_conversation, run_rounds
 from .fresh import FRESH
+from .harness import Bootstrap, run_conversation, run_rounds
 from .heldout import HELD_OUT
+from .phrasings import TUNING
 from .review3 import REVIEW
 from .spoken import SPOKEN
-from .phrasings import TUNING
 
 SHARES = (0.1, 0.2, 0.3)
 WINDOWS = (8_000, 32_000, 128_000)
-SETS = {"tuning": TUNING, "held-out": HELD_OUT, "review": REVIEW, "spoken": SPOKEN, "fresh": FRESH}
+SETS = {"tuning": TUNING, "held-out": HELD_OUT, "review": REVIEW, "spoken": SPOKEN, "fresh": FRESH,
+        "blind": BLIND}
 
 
 def evaluate(bootstrap: Bootstrap, *, summarizer: str = "extractive", shares: Sequence[float] = SHARES,

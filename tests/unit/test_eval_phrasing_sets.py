@@ -1,0 +1,130 @@
+"""The phrasing sets of ``ctxc eval`` (issue 44): every template of every set is readable
+by the scorer; ``blind`` (ADR 0097), written without reading the extractor, plants every
+kind in wording of its own and is run by ``ctxc eval --sets blind`` and by the bench."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from context_compaction.infrastructure.cli_setup import UsageError
+from context_compaction.infrastructure.evaluation import report
+from context_compaction.infrastructure.evaluation.blind import BLIND
+from context_compaction.infrastructure.evaluation.canaries import KINDS, Phrasings, Planter, kept
+from context_compaction.infrastructure.evaluation.fresh import FRESH
+from context_compaction.infrastructure.evaluation.sessions import generate
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _unreadable(p: Phrasings) -> list[str]:
+    """Canaries the scorer cannot find in their own sentence, over every template and
+    every subject of its kind (a "loss" there would be the scorer's, not the summarizer's)."""
+    bad = []
+    for kind in KINDS:
+        for t in p.templates[kind]:
+            planter = Planter(replace(p, templates={**p.templates, kind: (t,)}), seed=0)
+            bad += [c.text for c in (planter.plant(kind) for _ in range(8)) if not c.negated and not kept(c, c.text)]
+    for t in p.negated:
+        planter = Planter(replace(p, negated=(t,)), seed=0)
+        bad += [c.text for c in (planter.plant("preference") for _ in range(8)) if c.negated and not kept(c, c.text)]
+    for kind, updates in p.updates.items():
+        for t in updates:
+            planter = Planter(replace(p, updates={kind: (t,)}), seed=0)
+            for _ in range(6):
+                new = planter.update(planter.plant(kind), 1)
+                assert new is not None, (kind, t)
+                bad += [] if kept(new, new.text) else [new.text]
+    return bad
+
+
+@pytest.mark.parametrize("name", sorted(report.SETS))
+def test_every_template_of_every_phrasing_set_is_readable_by_the_scorer(name: str) -> None:
+    assert _unreadable(report.SETS[name]) == []
+
+
+def test_the_scorer_self_check_fails_on_a_template_that_hides_the_value() -> None:
+    hidden = replace(BLIND, templates={**BLIND.templates, "rule": ("the {s} is whatever ops said",)})
+    assert _unreadable(hidden)
+
+
+def _phrases(p: Phrasings) -> list[str]:
+    return [t for ts in p.templates.values() for t in ts] + list(p.negated) + [t for ts in p.updates.values() for t in ts]
+
+
+def test_blind_has_at_least_as_many_templates_per_kind_as_fresh() -> None:
+    assert set(BLIND.templates) == set(KINDS) and set(BLIND.updates) == set(FRESH.updates)
+    assert all(len(BLIND.templates[k]) >= len(FRESH.templates[k]) for k in KINDS)
+    assert len(BLIND.negated) >= len(FRESH.negated)
+    assert all(len(BLIND.updates[k]) >= len(FRESH.updates[k]) for k in FRESH.updates)
+
+
+def test_blind_wording_is_its_own() -> None:
+    """No template repeated within the set, nor shared with another set (compared without
+    case, punctuation or spacing)."""
+
+    def norm(t: str) -> str:
+        return re.sub(r"[\W_]+", " ", t.casefold()).strip()
+
+    ours = [norm(t) for t in _phrases(BLIND)]
+    assert len(ours) == len(set(ours))
+    others = {norm(t) for name, p in report.SETS.items() if name != "blind" for t in _phrases(p)}
+    assert set(ours) & others == set()
+
+
+def test_blind_plants_every_kind_and_supersedes_every_updatable_kind() -> None:
+    planted, negations, updated = set(), set(), set()
+    for seed in (1, 2, 3, 44):
+        session = generate(BLIND, seed, rounds=4, turns_per_round=30, per_kind=1, tool_chars=100)
+        planted |= {c.kind for c in session.canaries}
+        negations |= {c.negated for c in session.canaries if c.kind == "preference"}
+        updated |= {c.kind for c in session.canaries if c.superseded_by is not None}
+    assert planted == set(KINDS) and negations == {True, False}
+    assert updated == set(BLIND.updates)
+
+
+def test_blind_carries_whole_sentences_in_other_languages() -> None:
+    phrases = _phrases(BLIND)
+    assert [t for t in phrases if re.search(r"[\u4e00-\u9fff]", t)]  # Chinese
+    assert [t for t in phrases if re.search(r"\b(porque|por favor|prefiero)\b", t)]  # Spanish
+    assert [t for t in phrases if re.search(r"\b(bitte|zuständig|höchstens)\b", t)]  # German
+
+
+def _args(sets: str) -> argparse.Namespace:
+    return argparse.Namespace(seeds="1,2", seed=44, shares="0.3", windows="", sets=sets)
+
+
+def test_ctxc_eval_takes_the_blind_set() -> None:
+    from context_compaction.infrastructure.cli_eval import _options
+
+    assert report.SETS["blind"] is BLIND
+    assert _options(_args("blind,fresh"), report.SETS)[3] == ["blind", "fresh"]
+    with pytest.raises(UsageError, match="blinder"):
+        _options(_args("blinder"), report.SETS)
+
+
+def test_the_bench_eval_section_runs_blind_beside_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not (BENCHMARKS / "sections.py").exists():
+        pytest.skip("the sdist ships no benchmarks/ (make bench runs from the repository)")
+    sys.path.append(str(BENCHMARKS))  # (after ours: no shadowing)
+    import sections  # type: ignore[import-not-found]
+    from render import cause  # type: ignore[import-not-found]
+
+    asked: list[Any] = []
+
+    def evaluate(_bootstrap: Any, **kwargs: Any) -> dict[str, Any]:
+        asked.append(kwargs["sets"])
+        return {"summarizer": kwargs["summarizer"], "seed": 44, "rounds": [], "conversations": []}
+
+    monkeypatch.setattr(report, "evaluate", evaluate)
+    sections._eval(argparse.Namespace(), {}, [])
+    assert asked and {"fresh", "blind"} <= set(asked[0])
+    missed = {"target": "blind rounds 30%: worst kind after 5 rounds >= 95%", "ok": False, "value": "80% (date)",
+              "limit": "issue 44"}
+    assert "ADR 0097" in cause(missed)
