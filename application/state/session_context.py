@@ -182,6 +182,11 @@ class SessionContext:
         with self._shared.lock:
             return self.builder(identity).history_tokens(projection, self.tokens[encoding], encoding)
 
+    def history_digest(self, projection: ContextProjection, identity: ProviderIdentity | None, count: int) -> str:
+        """Chained digest of the first ``count`` history messages of ``projection``."""
+        with self._shared.lock:
+            return self.builder(identity).history_digest(projection, count)
+
 
 def _usable(session: SessionRow, cached: _Cached) -> bool:
     """May ``cached`` be extended to ``session`` by appends alone?"""
