@@ -69,6 +69,11 @@ def compaction_report(before: int, after: int, kept_turns: int, first_retained: 
     )
 
 
+#: The reasons a host is told: a cause it can clear, or one that a bare "nothing" would hide
+#: behind a threshold that keeps being crossed.
+_CLEARABLE = frozenset({NothingToCompact.WAITING_CALL, NothingToCompact.SUMMARY_NOT_SMALLER})
+
+
 def nothing_to_compact(
     ctx: SessionContext, reason: str, tokens: int, why: NothingToCompact
 ) -> r.CompactOutcome:
@@ -88,7 +93,7 @@ def nothing_to_compact(
         trigger_reason=reason,
         # (the other reasons are the ordinary ones; a waiting call can hold a session
         # back indefinitely, so the host is told which cause to clear, issue 42)
-        report=f"Nothing to compact: {why.value}" if why is NothingToCompact.WAITING_CALL else "Nothing to compact",
+        report=f"Nothing to compact: {why.value}" if why in _CLEARABLE else "Nothing to compact",
     )
 
 
