@@ -76,6 +76,10 @@ class NothingToCompact(Enum):
         "a tool call is still waiting for its result (a sub-agent, a confirmation): the boundary "
         "cannot pass it until the result is appended (issue 42)"
     )
+    SUMMARY_NOT_SMALLER = (
+        "the summary block with the checklist it must carry would already be as large as the part it "
+        "replaces: wait for more history to compact"
+    )
 
 
 @dataclass

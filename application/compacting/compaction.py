@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from context_compaction.domain.budget import check_fixed_parts
 from context_compaction.domain.checkpoint import Checkpoint
+from context_compaction.domain.costs import Usage
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact
 from context_compaction.domain.errors import SessionDeleted, SessionNotFound, StaleCandidate, SummaryFailed
 from context_compaction.domain.summary import storable_text
@@ -25,7 +26,7 @@ from ..runtime import asyncbus
 from ..contracts import commands as c
 from ..contracts import results as r
 from .attemptlog import run_recorded
-from ..history.costs import summary_cost, summary_usage_record
+from ..history.costs import summary_cost
 from ..state.drafts import Draft
 from .ledgers import verify_summary
 from .prepare import Part, Preparation, candidate_checkpoint, draft_with, prepare_compaction, prepare_summary
@@ -68,6 +69,11 @@ def compaction_report(before: int, after: int, kept_turns: int, first_retained: 
     )
 
 
+#: The reasons a host is told: a cause it can clear, or one that a bare "nothing" would hide
+#: behind a threshold that keeps being crossed.
+_CLEARABLE = frozenset({NothingToCompact.WAITING_CALL, NothingToCompact.SUMMARY_NOT_SMALLER})
+
+
 def nothing_to_compact(
     ctx: SessionContext, reason: str, tokens: int, why: NothingToCompact
 ) -> r.CompactOutcome:
@@ -87,7 +93,7 @@ def nothing_to_compact(
         trigger_reason=reason,
         # (the other reasons are the ordinary ones; a waiting call can hold a session
         # back indefinitely, so the host is told which cause to clear, issue 42)
-        report=f"Nothing to compact: {why.value}" if why is NothingToCompact.WAITING_CALL else "Nothing to compact",
+        report=f"Nothing to compact: {why.value}" if why in _CLEARABLE else "Nothing to compact",
     )
 
 
@@ -168,9 +174,10 @@ def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:
     )
     after = draft_with(svc, turn, checkpoint)
     _check_shrinks(turn, after, plan.waiting_call)
+    usage = getattr(result, "usage", None)
     return Candidate(
         turn.session_id, replace(checkpoint, tokens_after=after.total), plan.kept_turns,
-        summary_usage=summary_usage_record(result.model, getattr(result, "usage", None)),
+        summary_usage=None if usage is None else {"model": result.model, **Usage.from_record(usage).to_record()},
     )
 
 

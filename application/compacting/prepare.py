@@ -27,6 +27,7 @@ from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SummaryFailed
+from context_compaction.domain.ledger import FACTS_HEADING, HEADING, LedgerItem
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.projection import build_projection
@@ -192,6 +193,9 @@ class Preparation:
     input: SummaryInput
     #: The output asked for: what fits beside the kept tail under the threshold.
     max_output_tokens: int
+    #: The request with the smallest summary the candidate can carry: the summary block
+    #: and the values of the checklist items its write-back has room for.
+    smallest_after: int
 
 
 
@@ -211,7 +215,12 @@ def prepare_compaction(
     )
     if isinstance(plan, NothingToCompact):
         return plan
-    return prepare_summary(svc, turn, plan, reason, pinned=pinned)
+    prepared = prepare_summary(svc, turn, plan, reason, pinned=pinned)
+    # No summary could pass §10.4's shrink check: say so before the call. (A call still
+    # waiting held the boundary back: its refusal names it, the cause the host can clear.)
+    if prepared.smallest_after >= turn.draft.total and plan.waiting_call is None:
+        return NothingToCompact.SUMMARY_NOT_SMALLER
+    return prepared
 
 
 def prepare_summary(
@@ -251,4 +260,22 @@ def prepare_summary(
         turn=turn, reason=reason, plan=plan, retained=retained, previous=checkpoint, model=model,
         summarizer=summarizer_name(svc), count=count, budget=limits,
         input=built, max_output_tokens=max_output,
+        smallest_after=empty.total + carried_floor(built.checklist, built.ledger_tokens, count),
     )
+
+
+def carried_floor(checklist: tuple[LedgerItem, ...], budget_tokens: int, count: Callable[[str], int]) -> int:
+    """Tokens the checklist adds to any summary at least: an item the write-back has room
+    for is either stated by the summary (its value, at least) or written back (its line).
+    The room is counted as ``verify`` spends it, each heading as new: never more items
+    than it could restore."""
+    spent, floor, headings = 0, 0, set()
+    for item in checklist:
+        heading = HEADING.get(item.kind, FACTS_HEADING)
+        cost = count(item.line()) + 1 + (0 if heading in headings else count(f"## {heading}") + 2)
+        if spent + cost > budget_tokens:
+            continue
+        spent += cost
+        headings.add(heading)
+        floor += count(item.value)
+    return floor

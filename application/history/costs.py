@@ -81,10 +81,6 @@ def record_request_usage(svc: Services, session_id: str, usage: RecordedUsage) -
         log.warning("usage not recorded", extra={"session_id": session_id, "error_class": type(exc).__name__})
 
 
-def summary_usage_record(model: str, usage: dict[str, int] | None) -> dict[str, Any] | None:
-    return None if usage is None else {"model": model, **Usage.from_record(usage).to_record()}
-
-
 def summary_cost(svc: Services, usage: dict[str, Any] | None) -> float | None:
     if not usage:
         return None

@@ -12,13 +12,16 @@ learned). /info, prepare_turn and compaction all count through it (acceptance 10
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, replace
+from typing import Any
 
 from context_compaction.domain.budget import Budget, resolve_window
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.projection import ProviderIdentity
 
-from ..state.calibration import CalibrationKey, fixed_digest
+from ..state.calibration import CalibrationKey
 from ..state.drafts import Draft, TurnInputs, build_draft
 from ..contracts.ports import SessionRow
 from .services import Services
@@ -92,11 +95,6 @@ class TurnContext:
         budget = budget_for(svc, self.ctx.session, self.model, window_cap=window_cap)
         return replace(self, budget=budget)
 
-    def history_digest(self, count: int) -> str:
-        """Chained digest of the first ``count`` history messages of the draft."""
-        with self.ctx.lock:
-            return self.ctx.builder(self.identity).history_digest(self.draft.projection, count)
-
 
 def prepare_context(
     svc: Services,
@@ -118,6 +116,13 @@ def prepare_context(
     return TurnContext(ctx, model, identity, inputs, budget, draft)
 
 
+def fixed_digest(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+    """Digest of a request's fixed parts: its system message and tool schemas."""
+    fixed = [m for m in messages[:1] if m.get("role") == "system"]
+    payload = json.dumps([fixed, tools], sort_keys=True, ensure_ascii=False)
+    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
 def decide_usage(svc: Services, turn: TurnContext) -> UsageDecision:
     """The used tokens of ``turn``'s request: ``measured + estimate(suffix)`` when the
     calibration key matches and what was sent is an exact prefix of what will be sent;
@@ -135,7 +140,7 @@ def decide_usage(svc: Services, turn: TurnContext) -> UsageDecision:
     included = draft.projection.included_seqs
     if cal is None or cal.key != key or cal.history_count > len(included):
         return UsageDecision(key, draft.total, "estimated")
-    if turn.history_digest(cal.history_count) != cal.history_digest:
+    if ctx.history_digest(draft.projection, turn.identity, cal.history_count) != cal.history_digest:
         return UsageDecision(key, draft.total, "estimated")
     tokens = turn.tokens
     suffix = sum(tokens.get(seq, 0) for seq in included[cal.history_count :])

@@ -8,11 +8,8 @@ exact prefix of what will be sent. In memory only: a restart estimates afresh.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -37,13 +34,6 @@ class Calibration:
     history_count: int
     history_digest: str
     prompt_tokens: int
-
-
-def fixed_digest(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
-    """Digest of a request's fixed parts: its system message and tool schemas."""
-    fixed = [m for m in messages[:1] if m.get("role") == "system"]
-    payload = json.dumps([fixed, tools], sort_keys=True, ensure_ascii=False)
-    return hashlib.blake2b(payload.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 class Calibrations:

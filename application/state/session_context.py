@@ -107,8 +107,8 @@ class SessionContext:
     only while it still describes exactly these records.
     """
 
-    __slots__ = ("_own_builders", "_shared", "checkpoint", "notes", "pinned", "pinned_seqs", "records",
-                 "session")
+    __slots__ = ("_own_builders", "_shared", "checkpoint", "cleared", "notes", "pinned", "pinned_seqs",
+                 "records", "session")
 
     def __init__(
         self,
@@ -128,6 +128,9 @@ class SessionContext:
         """Pinned visible messages below the checkpoint's boundary, shown after it."""
         self.pinned_seqs: tuple[int, ...] = ()
         """Every pinned seq of the session."""
+        self.cleared = shared.cleared
+        """seq → placeholder of the cleared tool results; ``records`` stay raw (a summary
+        reads the raw text), projections show the placeholders."""
         self._shared = shared
         self._own_builders: dict[ProviderIdentity | None, ProjectionBuilder] = {}
 
@@ -140,12 +143,6 @@ class SessionContext:
     def tokens(self) -> dict[str, dict[int, int]]:
         """Per encoding, seq → tokens; covers ``records`` once ``record_tokens`` ran."""
         return self._shared.tokens
-
-    @property
-    def cleared(self) -> dict[int, str]:
-        """seq → placeholder of the cleared tool results; ``records`` stay raw (a summary
-        reads the raw text), projections show the placeholders."""
-        return self._shared.cleared
 
     @property
     def last_seq(self) -> int:
@@ -181,6 +178,11 @@ class SessionContext:
     ) -> int:
         with self._shared.lock:
             return self.builder(identity).history_tokens(projection, self.tokens[encoding], encoding)
+
+    def history_digest(self, projection: ContextProjection, identity: ProviderIdentity | None, count: int) -> str:
+        """Chained digest of the first ``count`` history messages of ``projection``."""
+        with self._shared.lock:
+            return self.builder(identity).history_digest(projection, count)
 
 
 def _usable(session: SessionRow, cached: _Cached) -> bool:

@@ -21,10 +21,6 @@ EXPLICIT_CACHE_PROVIDERS = frozenset({"anthropic"})
 MAX_BREAKPOINTS = 4
 
 
-def needs_breakpoints(setting: str, provider: str) -> bool:
-    return setting == "auto" and provider in EXPLICIT_CACHE_PROVIDERS
-
-
 def with_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A copy of ``messages`` with breakpoints on the system prompt, the summary block
     and the last message that can carry one; the given dicts are not changed."""

@@ -22,7 +22,7 @@ from context_compaction.domain.overflow import trim_request
 from ..contracts import commands as c
 from ..contracts import results as r
 from ..state.calibration import Calibration
-from .promptcache import needs_breakpoints, with_cache_breakpoints
+from .promptcache import EXPLICIT_CACHE_PROVIDERS, with_cache_breakpoints
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
 from .autocompact import auto_compact
@@ -119,8 +119,9 @@ def _issue(
         messages, note = _trim_in_turn(svc, turn, turn_key)
         warnings += note
     else:
-        history_digest = turn.history_digest(history_count)
-    if needs_breakpoints(svc.settings.context_compaction.prompt_cache, turn.identity.provider):
+        history_digest = ctx.history_digest(draft.projection, turn.identity, history_count)
+    cache_marks = svc.settings.context_compaction.prompt_cache == "auto"
+    if cache_marks and turn.identity.provider in EXPLICIT_CACHE_PROVIDERS:
         messages = with_cache_breakpoints(messages)
     request_id = svc.ids.new_id("req")
     svc.turns.remember(

@@ -135,7 +135,7 @@ def test_a_summary_that_would_not_shrink_the_context_is_refused(make_harness: Ma
     h = make(make_harness, RecordingSummarizer(text=bloated), context_compaction={"keep_recent_tokens": 10})
     for n in range(3):
         ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
-            user(f"short question {n}", turn_id=f"t{n}"),
+            user(f"question {n}: " + "more words " * 60, turn_id=f"t{n}"),
             {"role": "assistant", "content": "short answer", "turn_id": f"t{n}"}]}))
     events = h.events()
     e = err(h.do({"type": "compact", "session_id": SID}), "summary_failed")
@@ -151,6 +151,26 @@ def test_a_summary_that_would_not_shrink_the_context_is_refused(make_harness: Ma
 
 
 # ---------------------------------------------------------- concurrency
+
+def test_a_history_smaller_than_the_summary_block_is_nothing_to_compact_without_a_summary_call(
+    make_harness: MakeHarness,
+) -> None:
+    # The summary block alone outweighs two short turns: no summary can shrink the request,
+    # so none is asked for (before: one call, then "would not shrink").
+    summarizer = RecordingSummarizer()
+    h = make(make_harness, summarizer, context_compaction={"keep_recent_tokens": 10})
+    for n in range(3):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+            user(f"short question {n}", turn_id=f"t{n}"),
+            {"role": "assistant", "content": "short answer", "turn_id": f"t{n}"}]}))
+    events = h.events()
+    got = ok(h.do({"type": "compact", "session_id": SID}))
+    assert got["status"] == "nothing_to_compact", got
+    assert "as large as the part it replaces" in got["report"]
+    assert summarizer.requests == []
+    assert h.events() == events
+    h.close()
+
 def test_an_append_during_a_slow_summary_survives_into_the_tail(make_harness: MakeHarness, turns) -> None:
     spy = RecordingSummarizer()
     spy.release = threading.Event()
