@@ -72,10 +72,12 @@ class SqlAttemptLog:
         if self.after_content_write is not None:
             self.after_content_write(session_id)
 
-    def candidate(self, session_id: str, candidate_id: str) -> dict[str, Any] | None:
+    def _events(self, session_id: str) -> list[Any]:
         with storage_errors():
-            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
-        for e in reversed(events):
+            return list(self.app.events.get(attempts_aggregate_id(session_id)))
+
+    def candidate(self, session_id: str, candidate_id: str) -> dict[str, Any] | None:
+        for e in reversed(self._events(session_id)):
             if (isinstance(e, CompactionAttempts.CandidatePrepared)  # type: ignore[attr-defined]
                     and e.candidate.get("candidate_id") == candidate_id):
                 return dict(e.candidate)
@@ -108,11 +110,9 @@ class SqlAttemptLog:
         return log.failures_in_a_row, log.last_failure_seq
 
     def attempts(self, session_id: str, limit: int | None = None) -> list[Attempt]:
-        with storage_errors():
-            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
         recorded = [
             Attempt.from_record(e.attempt)
-            for e in events
+            for e in self._events(session_id)
             if isinstance(e, CompactionAttempts.AttemptRecorded)  # type: ignore[attr-defined]
         ]
         return newest_first(recorded, limit)
@@ -123,11 +123,9 @@ class SqlAttemptLog:
         A request is billed once: a ``record_usage`` retried for the same request (its
         answer lost, or sent by two processes) is recorded again, and only its last
         figures count, at the place of the first."""
-        with storage_errors():
-            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
         out: list[Attempt | RecordedUsage] = []
         usage_at: dict[str, int] = {}
-        for e in events:
+        for e in self._events(session_id):
             if isinstance(e, CompactionAttempts.AttemptRecorded):  # type: ignore[attr-defined]
                 out.append(Attempt.from_record(e.attempt))
             elif isinstance(e, CompactionAttempts.UsageRecorded):  # type: ignore[attr-defined]

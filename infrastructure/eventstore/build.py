@@ -90,7 +90,7 @@ def _fast_toast(db: Database, tables: list[str]) -> None:
     other processes read and write, so it waits at most a second for that lock; when it
     cannot have it, the start goes on with pglz and says so (second review of ADR 0067)."""
     try:
-        with db.connection_cursor() as cur:
+        with db.write() as cur:
             cur.execute("SET LOCAL lock_timeout = '1s'")
             row = cur.execute(
                 "SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)"

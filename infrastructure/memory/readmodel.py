@@ -41,11 +41,7 @@ class MemoryReadModel:
         self.t = recorder.tables
         self.mapper = mapper
 
-    def _decode(self, state: bytes) -> dict[str, Any]:
-        transcoder = self.mapper.transcoder
-        if isinstance(transcoder, PlainJSONTranscoder):
-            return transcoder.decode_values(state)  # type: ignore[no-any-return]
-        return transcoder.decode(state)  # type: ignore[no-any-return]
+    _decode = staticmethod(PlainJSONTranscoder.decode_values)
 
     def _session(self, session_id: str) -> SessionRow | None:
         row = self.t.get("rm_sessions", session_id)
@@ -131,10 +127,6 @@ class MemoryReadModel:
         return self._records(session_id, [
             (seq, 1) for seq in seqs if (row := messages.get((session_id, seq))) and row[2] == 1
         ])
-
-    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
-        with self.lock:
-            return self._pinned(session_id, below_seq)
 
     def cleared_results(self, session_id: str, upto_version: int | None = None) -> dict[int, str]:
         with self.lock:

@@ -63,8 +63,8 @@ class SqlReadModel:
     # ------------------------------------------------------------- schema
     def create_tables(self, previous: int | None = None) -> None:
         """Create the read-model tables; ``previous`` is the schema version the database
-        was marked with (``schema_version()``), None for a new one."""
-        with self.db.connection_cursor() as cur:
+        was marked with (``schema_state``), None for a new one."""
+        with self.db.write() as cur:
             if previous is not None and previous < SAME_SHAPE_SINCE:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the events replayed into the new ones (catch-up from position 0),
@@ -86,12 +86,9 @@ class SqlReadModel:
                 (SCHEMA_MARK, SCHEMA_VERSION),
             )
 
-    def schema_version(self) -> int | None:
-        """The read-model schema version this database was created with (None: none)."""
-        return self.schema_state()[0]
-
     def schema_state(self, *tables: str) -> tuple[int | None, list[str]]:
-        """(``schema_version()``, which of ``tables`` are missing), in the one read a
+        """(the read-model schema version this database was created with, None: none;
+        which of ``tables`` are missing), in the one read a
         start makes: tables the schema mark does not vouch for, the snapshots' of a
         database made with ``snapshot_interval=0``, the events' dropped by hand (review
         of ADR 0090). ``tables`` are qualified on PostgreSQL."""
@@ -165,15 +162,10 @@ class SqlReadModel:
 
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""
-        with self._rebuilding() as cur:
-            return self.projector.rebuild(cur)
-
-    @contextmanager
-    def _rebuilding(self) -> Iterator[Cur]:
-        """A write transaction holding what a rebuild needs: on PostgreSQL the events lock,
-        which every writer takes before its read-model rows; SQLite's writer lock."""
+        # On PostgreSQL under the events lock, which every writer takes before its
+        # read-model rows; on SQLite under the writer lock.
         with self.db.write(self.projector.events_table.lock_sql) as cur:
-            yield cur
+            return self.projector.rebuild(cur)
 
     def index_search(self, session_id: str, batch: int = 2_000) -> int:
         """Index the session's messages not yet in rm_search (ADR 0049); returns how
@@ -373,12 +365,6 @@ class SqlReadModel:
                 " FROM {t}rm_reverts WHERE " + where, (key,),
             ).fetchall()
         return [RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) for r in rows]
-
-    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
-        """Pinned visible messages with seq < ``below_seq``, in seq order."""
-        with self.fresh() as cur:
-            rows = cur.execute(self.projector.events_table.pinned_sql, (session_id, below_seq)).fetchall()
-        return [message_record(r, self.projector.decode_state) for r in rows]
 
     def cleared_results(self, session_id: str, upto_version: int | None = None) -> dict[int, str]:
         sql = "SELECT seq, placeholder FROM {t}rm_cleared WHERE session_id = ?"

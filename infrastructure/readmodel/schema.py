@@ -55,10 +55,6 @@ class Table:
     def column_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.columns)
 
-    def column_type(self, column: str) -> str:
-        """The column's SQL type (``{INT}`` or ``TEXT``), without its constraints."""
-        return dict(self.columns)[column].split()[0]
-
     def ddl(self) -> str:
         parts = [
             f"{name} {kind}"
