@@ -9,8 +9,6 @@ its own score (the port promises scores comparable within one answer only).
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import Any
 
 from eventsourcing.persistence import Mapper
@@ -26,7 +24,7 @@ from context_compaction.application.contracts.views import (
 from context_compaction.domain.messages import MessageRecord
 
 from ..readmodel.rows import checkpoint_row, message_record, session_row
-from ..readmodel.search import is_truncated, query_terms, search_row, snippet
+from ..readmodel.search import is_truncated, query_terms, search_row, snippet, term_words
 from ..transcoding import PlainJSONTranscoder
 from .recorder import ProjectingMemoryRecorder
 
@@ -171,7 +169,7 @@ class MemoryReadModel:
         """Every term a phrase of whole words (as SQLite's FTS5 ``unicode61`` tokenizer
         splits them, case and diacritics folded); scored by how often they occur."""
         terms = query_terms(query)
-        phrases = [_tokens(term) for term in terms]
+        phrases = [term_words(term) for term in terms]
         if not terms:
             return []
         with self.lock:
@@ -186,7 +184,7 @@ class MemoryReadModel:
                 visible = self.t.data["rm_messages"][(sid, seq)][2] == 1
                 if sid != session_id or not (visible or include_invalidated):
                     continue
-                words = _tokens(body)
+                words = term_words(body)
                 counts = [_occurrences(words, phrase) for phrase in phrases]
                 if not all(counts):
                     continue
@@ -231,15 +229,6 @@ class MemoryReadModel:
             return self.t.rows(table)
 
 
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def _tokens(text: str) -> list[str]:
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return _TOKEN.findall(plain)
-
-
-def _occurrences(words: list[str], phrase: list[str]) -> int:
+def _occurrences(words: tuple[str, ...], phrase: tuple[str, ...]) -> int:
     n = len(phrase)
     return sum(1 for i in range(len(words) - n + 1) if words[i: i + n] == phrase)

@@ -197,24 +197,21 @@ class SqlReadModel:
         return "the full-text index (rm_search_fts) was out of step with rm_search; rebuilt"
 
     # ------------------------------------------------------------ queries
-    def session(self, session_id: str) -> SessionRow | None:
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query, caught up."""
         with self.fresh() as cur:
-            return self._session(cur, session_id)
+            return cur.execute(sql, params).fetchall()
 
-    @staticmethod
-    def _session(cur: Cur, session_id: str) -> SessionRow | None:
-        row = cur.execute(SESSION_SQL, (session_id, session_aggregate_id(session_id).hex)).fetchone()
-        assert row is not None
+    def session(self, session_id: str) -> SessionRow | None:
+        (row,) = self._all(SESSION_SQL, (session_id, session_aggregate_id(session_id).hex))
         refuse_damaged(session_id, row[-2:])
         return session_row(row) if row[0] is not None else None
 
     def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]:
-        with self.fresh() as cur:
-            rows = cur.execute(
-                "SELECT " + SESSION_COLS + " FROM {t}rm_sessions"
-                " ORDER BY created_at, session_id LIMIT ? OFFSET ?",
-                (limit, offset),
-            ).fetchall()
+        rows = self._all(
+            "SELECT " + SESSION_COLS + " FROM {t}rm_sessions ORDER BY created_at, session_id LIMIT ? OFFSET ?",
+            (limit, offset),
+        )
         return [session_row(r) for r in rows]
 
     def messages(
@@ -319,11 +316,10 @@ class SqlReadModel:
         """A checkpoint's stored ledger, which session views leave out (ADR 0059).
         Checkpoint rows are written once; read caught up, so that a read model being
         rebuilt has the row again."""
-        with self.fresh() as cur:
-            row = cur.execute(self.projector.events_table.ledger_sql, (checkpoint_id,)).fetchone()
-        if row is None or row[0] is None:
+        rows = self._all(self.projector.events_table.ledger_sql, (checkpoint_id,))
+        if not rows or rows[0][0] is None:
             raise StorageError(f"the ledger of checkpoint {checkpoint_id!r} is missing from the read model")
-        return str(row[0])
+        return str(rows[0][0])
 
     def search(
         self, session_id: str, query: str, *, limit: int, include_invalidated: bool
@@ -359,11 +355,10 @@ class SqlReadModel:
         return found[0] if found else None
 
     def _reverts(self, where: str, key: str) -> list[RevertRecord]:
-        with self.fresh() as cur:
-            rows = cur.execute(
-                "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
-                " FROM {t}rm_reverts WHERE " + where, (key,),
-            ).fetchall()
+        rows = self._all(
+            "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
+            " FROM {t}rm_reverts WHERE " + where, (key,),
+        )
         return [RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) for r in rows]
 
     def cleared_results(self, session_id: str, upto_version: int | None = None) -> dict[int, str]:
@@ -372,44 +367,31 @@ class SqlReadModel:
         if upto_version is not None:
             sql += " AND version <= ?"
             params.append(upto_version)
-        with self.fresh() as cur:
-            return {int(seq): text for seq, text in cur.execute(sql, params).fetchall()}
+        return {int(seq): text for seq, text in self._all(sql, params)}
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
-        with self.fresh() as cur:
-            return self._checkpoint(cur, checkpoint_id)
-
-    @staticmethod
-    def _checkpoint(cur: Cur, checkpoint_id: str) -> CheckpointRow | None:
-        row = cur.execute(
-            "SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints WHERE checkpoint_id = ?",
-            (checkpoint_id,),
-        ).fetchone()
-        return checkpoint_row(row) if row else None
+        rows = self._all("SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints WHERE checkpoint_id = ?",
+                         (checkpoint_id,))
+        return checkpoint_row(rows[0]) if rows else None
 
     def checkpoints(self, session_id: str) -> list[CheckpointRow]:
-        with self.fresh() as cur:
-            rows = cur.execute(
-                "SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints"
-                " WHERE session_id = ? ORDER BY generation",
-                (session_id,),
-            ).fetchall()
+        rows = self._all(
+            "SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints WHERE session_id = ? ORDER BY generation",
+            (session_id,),
+        )
         return [checkpoint_row(r) for r in rows]
 
     def command(self, command_id: str) -> CommandRecord | None:
-        with self.fresh() as cur:
-            row = cur.execute(
-                "SELECT command_id, session_id, kind, first_seq, last_seq FROM {t}rm_commands"
-                " WHERE command_id = ?",
-                (command_id,),
-            ).fetchone()
-        if row is None:
+        rows = self._all(
+            "SELECT command_id, session_id, kind, first_seq, last_seq FROM {t}rm_commands WHERE command_id = ?",
+            (command_id,),
+        )
+        if not rows:
             return None
-        return CommandRecord(row[0], row[1], row[2], int(row[3]), int(row[4]))
+        command, session, kind, first_seq, last_seq = rows[0]
+        return CommandRecord(command, session, kind, int(first_seq), int(last_seq))
 
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of one projected table in key order (for verify and tests)."""
-        order = PROJECTED_TABLES[table]
-        with self.fresh() as cur:
-            return cur.execute(f"SELECT * FROM {{t}}{table} ORDER BY {order}").fetchall()
+        return self._all(f"SELECT * FROM {{t}}{table} ORDER BY {PROJECTED_TABLES[table]}")
 

@@ -173,8 +173,7 @@ SCHEMA: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS rm_tree_parent ON {t}rm_tree (parent_session_id)",
     DAMAGED_TABLE.ddl(),
     # How far rm_search is filled, per session (SEARCH_MARKS, ADR 0049).
-    "CREATE TABLE IF NOT EXISTS {t}rm_search_marks ("
-    " session_id TEXT PRIMARY KEY, seq {INT} NOT NULL){WR}",
+    Table(SEARCH_MARKS, (("session_id", "TEXT"), _SEQ), ("session_id",)).ddl(),
 )
 #: Rebuilt with the projected tables, but not compared by ``verify`` (which lists
 #: damaged rows itself, also those the live read model projected before the damage).
@@ -204,16 +203,14 @@ SEARCH_INDEX: dict[str, tuple[str, ...]] = {
 #: Dropped with the projected tables when the schema is upgraded.
 SEARCH_DERIVED = ("rm_search_fts",)
 
-SESSION_COLS = (
-    "session_id, model, agent_token_limit, version, next_seq, context_generation,"
-    " active_checkpoint_id, message_count, invalidated_count, checkpoint_count, deleted,"
-    " created_at, updated_at, learned_windows, cleared_count, parent_session_id"
-)
+#: rm_sessions' columns but its aggregate id: what ``session_row`` reads, in its order.
+_SESSION_COLUMNS = tuple(c for c in TABLES["rm_sessions"].column_names if c != "aggregate_id")
+SESSION_COLS = ", ".join(_SESSION_COLUMNS)
 CHECKPOINT_COLS = ", ".join(TABLES["rm_checkpoints"].column_names)
-N_SESSION_COLS = len(SESSION_COLS.split(","))
+N_SESSION_COLS = len(_SESSION_COLUMNS)
 # The session row and whether the read model met a damaged event of it (rm_damaged).
 SESSION_SQL = (
-    "SELECT " + ", ".join("s." + c.strip() for c in SESSION_COLS.split(",")) + ", d.version, d.problem"
+    "SELECT " + ", ".join("s." + c for c in _SESSION_COLUMNS) + ", d.version, d.problem"
     " FROM (SELECT 1 AS one) o LEFT JOIN {t}rm_sessions s ON s.session_id = ?"
     " LEFT JOIN {t}rm_damaged d ON d.aggregate_id = ?"
 )
@@ -226,11 +223,9 @@ SESSION_SQL = (
 # checkpoint row is written once, so that is the text this view would have read.
 _SESSION_VIEW_SQL = (
     "SELECT {lag_columns}, "
-    + ", ".join("s." + c.strip() for c in SESSION_COLS.split(","))
+    + ", ".join("s." + c for c in _SESSION_COLUMNS)
     + ", "
-    + ", ".join(
-        "{ledger_flag}" if c.strip() == "ledger" else "c." + c.strip() for c in CHECKPOINT_COLS.split(",")
-    )
+    + ", ".join("{ledger_flag}" if c == "ledger" else "c." + c for c in TABLES["rm_checkpoints"].column_names)
     + ", d.version, d.problem"
     " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
     " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = s.active_checkpoint_id"
