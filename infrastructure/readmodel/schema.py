@@ -254,12 +254,10 @@ class EventsTable:
             self.id_column = "rowid"
             self.lock_sql = None
         self.qualified = qualified
-        self.max_id_sql = f"SELECT MAX({self.id_column}) FROM {qualified}"
         # Newest notification and read-model position in one round trip (every read
         # checks it); a session view puts them before its own columns.
         position = f"(SELECT notification_id FROM {{t}}rm_position WHERE name = '{POSITION}')"
-        newest = f"({self.max_id_sql})"
-        lag_columns = f"{newest}, {position}"
+        lag_columns = f"(SELECT MAX({self.id_column}) FROM {qualified}), {position}"
         self.lag_sql = "SELECT " + lag_columns
         # SQLite's typeof() reads the column's type from the record header, never its
         # overflow pages (``IS NOT NULL`` reads them); PostgreSQL's IS NOT NULL does not
@@ -268,22 +266,16 @@ class EventsTable:
         self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns, ledger_flag=ledger_flag)
         self.ledger_sql = "SELECT ledger FROM {t}rm_checkpoints WHERE checkpoint_id = ?"
         # Message bodies live once, in the events; the read model points at them.
-        self.messages_sql = (
-            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_messages m"
-            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
-            " WHERE m.session_id = ? AND m.seq >= ?"
-        )
+        body = f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+        message = f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}'"
+        self.messages_sql = message + " FROM {t}rm_messages m" + body + " WHERE m.session_id = ? AND m.seq >= ?"
         # Pinned visible messages below a boundary (the checkpoint's first retained seq).
         self.pinned_sql = (
-            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_pins p"
-            " JOIN {t}rm_messages m ON m.session_id = p.session_id AND m.seq = p.seq"
-            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
-            " WHERE p.session_id = ? AND p.seq < ? AND m.visible = 1 ORDER BY p.seq"
+            message + " FROM {t}rm_pins p JOIN {t}rm_messages m ON m.session_id = p.session_id AND m.seq = p.seq"
+            + body + " WHERE p.session_id = ? AND p.seq < ? AND m.visible = 1 ORDER BY p.seq"
         )
         self.message_version_sql = (
-            "SELECT e.originator_version FROM {t}rm_messages m"
-            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
-            " WHERE m.session_id = ? AND m.seq = ?"
+            "SELECT e.originator_version FROM {t}rm_messages m" + body + " WHERE m.session_id = ? AND m.seq = ?"
         )
         self.select_sql = (
             f"SELECT {self.id_column}, originator_id, originator_version, topic, state"
