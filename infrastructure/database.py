@@ -31,6 +31,11 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def qualified_name(schema: str | None, table: str) -> str:
+    """A PostgreSQL table in its schema (``public`` by default), both quoted."""
+    return f"{quote_identifier(schema or 'public')}.{quote_identifier(table)}"
+
+
 # Causes worth telling an operator, by SQLite result code and PostgreSQL SQLSTATE. The
 # drivers' message texts are not used: they can quote values (data) back.
 _SQLITE_CAUSES = {

@@ -27,7 +27,7 @@ from context_compaction.domain.errors import StorageError
 
 from ..database import StorageBusy, storage_errors, storage_failure
 from .application import SessionsApplication
-from .store import replay
+from .store import evict, replay
 
 _TRIES = 8
 
@@ -48,14 +48,6 @@ class SqlAttemptLog:
         except AggregateNotFoundError:
             return None
         return found  # type: ignore[no-any-return]
-
-    def _evict(self, session_id: str) -> None:
-        cache = self.app.repository.cache
-        if cache is not None:
-            try:
-                cache.get(attempts_aggregate_id(session_id), evict=True)
-            except KeyError:
-                pass
 
     def record(self, session_id: str, attempt: Attempt) -> None:
         self._append(session_id, lambda log: log.record(attempt))
@@ -91,7 +83,8 @@ class SqlAttemptLog:
                 self.app.save(log)
                 return
             except Exception as exc:
-                self._evict(session_id)  # (the held copy has the unsaved attempt applied)
+                # (the held copy has the unsaved attempt applied)
+                evict(self.app.repository.cache, attempts_aggregate_id(session_id))
                 failure = None if isinstance(exc, IntegrityError) else storage_failure(exc)
                 # IntegrityError: another process appended to this log first.
                 retry = isinstance(exc, IntegrityError) or isinstance(failure, StorageBusy)

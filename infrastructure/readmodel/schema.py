@@ -14,7 +14,7 @@ from eventsourcing.utils import get_topic
 
 from context_compaction.domain.session import Session
 
-from ..database import quote_identifier
+from ..database import qualified_name
 from .search import PG_TSVECTOR
 
 POSITION = "read_model"
@@ -246,7 +246,7 @@ class EventsTable:
 
     def __init__(self, dialect_name: str, table: str, schema: str | None = None) -> None:
         if dialect_name == "postgres":
-            qualified = f"{quote_identifier(schema or 'public')}.{quote_identifier(table)}"
+            qualified = qualified_name(schema, table)
             self.id_column = "notification_id"
             self.lock_sql = f"LOCK TABLE {qualified} IN EXCLUSIVE MODE"
         else:
