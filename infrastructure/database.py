@@ -31,6 +31,11 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def qualified_name(schema: str | None, table: str) -> str:
+    """A PostgreSQL table in its schema (``public`` by default), both quoted."""
+    return f"{quote_identifier(schema or 'public')}.{quote_identifier(table)}"
+
+
 # Causes worth telling an operator, by SQLite result code and PostgreSQL SQLSTATE. The
 # drivers' message texts are not used: they can quote values (data) back.
 _SQLITE_CAUSES = {
@@ -122,18 +127,18 @@ class Dialect:
 class Cur:
     """A DB-API cursor speaking the dialect; rows come back as tuples."""
 
-    __slots__ = ("_dialect", "raw")
+    __slots__ = ("dialect", "raw")
 
     def __init__(self, raw: Any, dialect: Dialect) -> None:
         self.raw = raw
-        self._dialect = dialect
+        self.dialect = dialect
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cur:
-        self.raw.execute(self._dialect.sql(sql), tuple(params))
+        self.raw.execute(self.dialect.sql(sql), tuple(params))
         return self
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.raw.executemany(self._dialect.sql(sql), rows)
+        self.raw.executemany(self.dialect.sql(sql), rows)
 
     def fetchone(self) -> tuple[Any, ...] | None:
         row = self.raw.fetchone()
@@ -145,10 +150,6 @@ class Cur:
     @property
     def rowcount(self) -> int:
         return int(self.raw.rowcount)
-
-    @property
-    def dialect(self) -> Dialect:
-        return self._dialect
 
     #: Whether checks wait for the COMMIT (``expect_one``) instead of reading a row count.
     deferred_checks = False
@@ -175,7 +176,7 @@ class PipelinedCur(Cur):
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         # One statement of many rows (``INSERT ... VALUES (..), (..)``): psycopg's
         # executemany runs a pipeline of its own, which syncs (one round trip) when it ends.
-        text = self._dialect.sql(sql)
+        text = self.dialect.sql(sql)
         head, values, tail = _values_group(text)
         if not values or len(rows) < 2:
             for row in rows:
@@ -279,13 +280,16 @@ class Database:
         except Exception:  # noqa: BLE001 - the retry will report what is still wrong
             return
 
+    def _pg_cur(self, conn: Any) -> Cur:
+        from psycopg.rows import tuple_row
+
+        return Cur(conn.cursor(row_factory=tuple_row), self.dialect)
+
     @contextmanager
     def read(self) -> Iterator[Cur]:
         """A read-only transaction on one consistent snapshot."""
         with storage_errors():
             if self.dialect.is_postgres:
-                from psycopg.rows import tuple_row
-
                 from psycopg import IsolationLevel
 
                 with self.datastore.get_connection() as conn:
@@ -296,7 +300,7 @@ class Database:
                     conn.isolation_level, conn.read_only = IsolationLevel.REPEATABLE_READ, True
                     try:
                         with conn.transaction(force_rollback=True):
-                            yield Cur(conn.cursor(row_factory=tuple_row), self.dialect)
+                            yield self._pg_cur(conn)
                     finally:
                         if not conn.closed:
                             conn.isolation_level, conn.read_only = None, None
@@ -308,16 +312,15 @@ class Database:
         """One single-statement read, outside an explicit transaction (no BEGIN/ROLLBACK)."""
         with storage_errors():
             if self.dialect.is_postgres:
-                from psycopg.rows import tuple_row
-
                 with self.datastore.get_connection() as conn:
-                    return Cur(conn.cursor(row_factory=tuple_row), self.dialect).execute(sql, params).fetchone()
+                    return self._pg_cur(conn).execute(sql, params).fetchone()
             with self.datastore.get_connection(commit=False) as conn:
                 return Cur(conn.cursor().sqlite_cursor, self.dialect).execute(sql, params).fetchone()
 
     @contextmanager
     def write(self, lock_sql: str | None = None, *, durable: bool = True) -> Iterator[Cur]:
-        """A write transaction that holds the writer lock from its first statement.
+        """A write transaction that holds the writer lock from its first statement (also
+        for schema statements).
 
         ``lock_sql`` (PostgreSQL) serializes it with event inserts. ``durable=False``
         is for caches (rows that are a pure function of the events): the commit does
@@ -327,15 +330,13 @@ class Database:
         """
         with storage_errors():
             if self.dialect.is_postgres:
-                from psycopg.rows import tuple_row
-
                 with self.datastore.get_connection() as conn, conn.transaction():
-                    cur = conn.cursor(row_factory=tuple_row)
+                    cur = self._pg_cur(conn)
                     if not durable:
                         cur.execute("SET LOCAL synchronous_commit = off")
                     if lock_sql:
                         cur.execute(lock_sql)
-                    yield Cur(cur, self.dialect)
+                    yield cur
             else:
                 with self.datastore.get_connection(commit=True) as conn:
                     cur = conn.cursor().sqlite_cursor
@@ -352,16 +353,3 @@ class Database:
                     finally:
                         if not durable:  # the pooled connection goes back fully durable
                             cur.execute("PRAGMA synchronous=FULL")
-
-    @contextmanager
-    def connection_cursor(self) -> Iterator[Cur]:
-        """A cursor outside any explicit transaction (schema statements)."""
-        with storage_errors():
-            if self.dialect.is_postgres:
-                from psycopg.rows import tuple_row
-
-                with self.datastore.get_connection() as conn, conn.transaction():
-                    yield Cur(conn.cursor(row_factory=tuple_row), self.dialect)
-            else:
-                with self.datastore.transaction(commit=True) as c:
-                    yield Cur(c.sqlite_cursor, self.dialect)

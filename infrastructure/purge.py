@@ -24,7 +24,7 @@ from uuid import UUID
 
 from context_compaction.domain.attempts import attempts_aggregate_id
 from context_compaction.domain.summary import storable_text
-from .database import Database, quote_identifier
+from .database import Database, qualified_name, quote_identifier
 from .readmodel.search import PURGE_LOCK_SQL
 
 TOMBSTONE = "[purged]"
@@ -211,5 +211,5 @@ class SqlContentEraser:
             return None
         name = snapshots.recorder.events_table_name
         if self.db.dialect.is_postgres:
-            return f"{quote_identifier(self.db.dialect.schema or 'public')}.{quote_identifier(name)}"
+            return qualified_name(self.db.dialect.schema, name)
         return quote_identifier(name)

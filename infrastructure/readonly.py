@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 
 from context_compaction.domain.errors import StorageError
 
-from .database import Dialect, quote_identifier
+from .database import Dialect, qualified_name
 
 #: Why this connection can only read (NULL: it can write): our events table exists and
 #: the role may not INSERT into it, or the server or the role's default is read-only.
@@ -28,7 +28,7 @@ _PG_READ_ONLY_SQL = (
 
 def postgres_read_only(conn: Any, schema: str | None, events_table: str) -> str | None:
     """Why ``conn``'s role can only read this schema, or None (it can write)."""
-    events = f"{quote_identifier(schema or 'public')}.{quote_identifier(events_table)}"
+    events = qualified_name(schema, events_table)
     row = conn.execute(_PG_READ_ONLY_SQL, (events, events)).fetchone()
     return str(row[0]) if row and row[0] else None
 

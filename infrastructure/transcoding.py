@@ -49,7 +49,8 @@ class PlainJSONTranscoder(Transcoder):
     def encode(self, obj: Any) -> bytes:
         return orjson.dumps(obj, default=_default)
 
-    def decode_values(self, data: bytes) -> Any:
+    @staticmethod
+    def decode_values(data: bytes) -> Any:
         """The stored JSON as is (datetime fields stay ISO strings)."""
         return orjson.loads(data)
 

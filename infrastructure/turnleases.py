@@ -88,7 +88,7 @@ class SqlTurnLeases:
         self._created = False
 
     def create_table(self) -> None:
-        with self.db.connection_cursor() as cur:
+        with self.db.write() as cur:
             cur.execute(self._create)
             if self._observed:  # added by ADR 0085; an older file gains them here
                 names = {row[1] for row in cur.execute(f"PRAGMA table_info({self._t.format(t='')})").fetchall()}

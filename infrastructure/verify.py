@@ -155,7 +155,7 @@ def verify(
         datastore = SQLiteDatastore(str(Path(tmp) / "scratch.db"))
         try:
             scratch = Database(datastore, Dialect("sqlite"))
-            with scratch.connection_cursor() as cur:
+            with scratch.write() as cur:
                 for statement in SCHEMA:
                     cur.execute(statement)
             projector = ReadModelProjector(EventsTable("sqlite", "stored_events"))

@@ -128,10 +128,6 @@ class ReadModel(Protocol):
         """The revert made with this host ``command_id``, in any session (None: none)."""
         ...
 
-    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
-        """Pinned visible messages with seq < ``below_seq``, in seq order (issue 16)."""
-        ...
-
     def checkpoints(self, session_id: str) -> list[CheckpointRow]: ...
 
     def command(self, command_id: str) -> CommandRecord | None:

@@ -27,7 +27,7 @@ from context_compaction.domain.errors import StorageError
 
 from ..database import StorageBusy, storage_errors, storage_failure
 from .application import SessionsApplication
-from .store import replay
+from .store import evict, replay
 
 _TRIES = 8
 
@@ -49,14 +49,6 @@ class SqlAttemptLog:
             return None
         return found  # type: ignore[no-any-return]
 
-    def _evict(self, session_id: str) -> None:
-        cache = self.app.repository.cache
-        if cache is not None:
-            try:
-                cache.get(attempts_aggregate_id(session_id), evict=True)
-            except KeyError:
-                pass
-
     def record(self, session_id: str, attempt: Attempt) -> None:
         self._append(session_id, lambda log: log.record(attempt))
         if self.after_content_write is not None and attempt.ledger:
@@ -72,10 +64,12 @@ class SqlAttemptLog:
         if self.after_content_write is not None:
             self.after_content_write(session_id)
 
-    def candidate(self, session_id: str, candidate_id: str) -> dict[str, Any] | None:
+    def _events(self, session_id: str) -> list[Any]:
         with storage_errors():
-            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
-        for e in reversed(events):
+            return list(self.app.events.get(attempts_aggregate_id(session_id)))
+
+    def candidate(self, session_id: str, candidate_id: str) -> dict[str, Any] | None:
+        for e in reversed(self._events(session_id)):
             if (isinstance(e, CompactionAttempts.CandidatePrepared)  # type: ignore[attr-defined]
                     and e.candidate.get("candidate_id") == candidate_id):
                 return dict(e.candidate)
@@ -89,7 +83,8 @@ class SqlAttemptLog:
                 self.app.save(log)
                 return
             except Exception as exc:
-                self._evict(session_id)  # (the held copy has the unsaved attempt applied)
+                # (the held copy has the unsaved attempt applied)
+                evict(self.app.repository.cache, attempts_aggregate_id(session_id))
                 failure = None if isinstance(exc, IntegrityError) else storage_failure(exc)
                 # IntegrityError: another process appended to this log first.
                 retry = isinstance(exc, IntegrityError) or isinstance(failure, StorageBusy)
@@ -108,11 +103,9 @@ class SqlAttemptLog:
         return log.failures_in_a_row, log.last_failure_seq
 
     def attempts(self, session_id: str, limit: int | None = None) -> list[Attempt]:
-        with storage_errors():
-            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
         recorded = [
             Attempt.from_record(e.attempt)
-            for e in events
+            for e in self._events(session_id)
             if isinstance(e, CompactionAttempts.AttemptRecorded)  # type: ignore[attr-defined]
         ]
         return newest_first(recorded, limit)
@@ -123,11 +116,9 @@ class SqlAttemptLog:
         A request is billed once: a ``record_usage`` retried for the same request (its
         answer lost, or sent by two processes) is recorded again, and only its last
         figures count, at the place of the first."""
-        with storage_errors():
-            events = list(self.app.events.get(attempts_aggregate_id(session_id)))
         out: list[Attempt | RecordedUsage] = []
         usage_at: dict[str, int] = {}
-        for e in events:
+        for e in self._events(session_id):
             if isinstance(e, CompactionAttempts.AttemptRecorded):  # type: ignore[attr-defined]
                 out.append(Attempt.from_record(e.attempt))
             elif isinstance(e, CompactionAttempts.UsageRecorded):  # type: ignore[attr-defined]

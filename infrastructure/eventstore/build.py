@@ -6,7 +6,7 @@ import logging
 
 from context_compaction.domain.errors import StorageError
 
-from ..database import Database, Dialect, quote_identifier, storage_errors
+from ..database import Database, Dialect, qualified_name, storage_errors
 from ..readmodel import SCHEMA_VERSION, SqlReadModel
 from ..readmodel.schema import SAME_SHAPE_SINCE
 from .application import SessionsApplication
@@ -42,9 +42,10 @@ def build_store(
     if app.snapshots is not None:
         snapshots = app.snapshots.recorder.events_table_name  # type: ignore[attr-defined]
         if dialect.is_postgres:
-            snapshots = f"{quote_identifier(postgres_schema or 'public')}.{quote_identifier(snapshots)}"
+            snapshots = qualified_name(postgres_schema, snapshots)
     events = app.projector.events_table.qualified
-    version, missing = read_model.schema_state(events, *([snapshots] if snapshots else []))
+    stored = [events, *([snapshots] if snapshots else [])]
+    version, missing = read_model.schema_state(*stored)
     if version is not None and events in missing:
         # A read model of events that are gone: creating an empty table would number
         # new events from 1 again, below the read model's position.
@@ -71,10 +72,7 @@ def build_store(
             # 0066: an append before any read failed with ProjectionOutOfOrder).
             read_model.catch_up()
         if dialect.is_postgres:  # (new, or an upgrade: this step already alters the schema)
-            tables = [app.projector.events_table.qualified]
-            if snapshots is not None:
-                tables.append(snapshots)
-            _fast_toast(db, tables)
+            _fast_toast(db, stored)
     return app, SqlEventStore(app, db), read_model, db
 
 
@@ -90,7 +88,7 @@ def _fast_toast(db: Database, tables: list[str]) -> None:
     other processes read and write, so it waits at most a second for that lock; when it
     cannot have it, the start goes on with pglz and says so (second review of ADR 0067)."""
     try:
-        with db.connection_cursor() as cur:
+        with db.write() as cur:
             cur.execute("SET LOCAL lock_timeout = '1s'")
             row = cur.execute(
                 "SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)"

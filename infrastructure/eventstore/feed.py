@@ -66,35 +66,25 @@ class SqlEventFeed:
             stored = self.app.recorder.select_events(
                 session_aggregate_id(session_id), gt=from_version - 1, limit=limit
             )
-            out = []
-            for item in stored:
-                event = self.app.mapper.to_domain_event(item)
-                state = vars(event)
-                at = state.get("timestamp")
-                out.append({
-                    "version": item.originator_version,
-                    "type": type(event).__name__,
-                    "at": at.astimezone(UTC).isoformat() if isinstance(at, datetime) else None,
-                    "payload": {k: v for k, v in state.items() if k not in _ENVELOPE_FIELDS},
-                })
-            return out
+            return [self._described(item) for item in stored]
 
-    def _entry(self, notification: Any) -> dict[str, Any]:
-        event = self.app.mapper.to_domain_event(notification)
+    def _described(self, stored: Any) -> dict[str, Any]:
+        event = self.app.mapper.to_domain_event(stored)
         state = vars(event)
         at = state.get("timestamp")
-        payload = {k: v for k, v in state.items() if k not in _ENVELOPE_FIELDS}
-        session_id = payload.get("session_id")
-        if not isinstance(session_id, str):
-            session_id = self._session_of(notification.originator_id)
         return {
-            "position": notification.id,
-            "session_id": session_id,
-            "version": notification.originator_version,
+            "version": stored.originator_version,
             "type": type(event).__name__,
             "at": at.astimezone(UTC).isoformat() if isinstance(at, datetime) else None,
-            "payload": payload,
+            "payload": {k: v for k, v in state.items() if k not in _ENVELOPE_FIELDS},
         }
+
+    def _entry(self, notification: Any) -> dict[str, Any]:
+        entry = self._described(notification)
+        session_id = entry["payload"].get("session_id")
+        if not isinstance(session_id, str):
+            session_id = self._session_of(notification.originator_id)
+        return {"position": notification.id, "session_id": session_id, **entry}
 
     def _session_of(self, originator_id: UUID) -> str | None:
         if originator_id not in self._sessions:

@@ -38,9 +38,9 @@ def _tables() -> tuple[dict[str, type], dict[type, Any], dict[type, Any]]:
 
 
 class EventMapper(Mapper[UUID]):
-    """eventsourcing's ``Mapper``, encoding events on a direct path when no compressor
-    or cipher is configured (our store configures neither, ADR 0005), and decoding
-    only what our own classes can be (ADR 0022).
+    """eventsourcing's ``Mapper``, encoding events on a direct path (our store
+    configures no compressor or cipher, ADR 0005: ``construct_mapper`` passes neither),
+    and decoding only what our own classes can be (ADR 0022).
 
     Same stored form as the base class (topic, state without the originator fields,
     ``class_version`` when above 1); per event it skips the generic steps, which are
@@ -62,12 +62,7 @@ class EventMapper(Mapper[UUID]):
         if cls is None:
             raise self._corrupt(stored_event, "unknown event topic")
         try:
-            state = stored_event.state
-            if self.cipher is not None:
-                state = self.cipher.decrypt(state)
-            if self.compressor is not None:
-                state = self.compressor.decompress(state)
-            event_state = self.transcoder.decode(state)
+            event_state = self.transcoder.decode(stored_event.state)
         except Exception as exc:  # noqa: BLE001 - any undecodable row is the same fault
             raise self._corrupt(stored_event, f"state does not decode: {type(exc).__name__}") from None
         if not isinstance(event_state, dict):
@@ -114,8 +109,6 @@ class EventMapper(Mapper[UUID]):
         )
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
-        if self.compressor is not None or self.cipher is not None:
-            return super().to_stored_event(domain_event)
         cls = type(domain_event)
         state = domain_event.__dict__.copy()
         stored = object.__new__(StoredEvent)  # a frozen dataclass: set its fields directly

@@ -35,6 +35,14 @@ T = TypeVar("T")
 _aggregate_id = functools.lru_cache(maxsize=4096)(session_aggregate_id)
 
 
+def evict(cache: Any, aggregate_id: UUID) -> None:
+    """Drop the repository cache's copy of an aggregate, if it holds one."""
+    try:
+        cache.get(aggregate_id, evict=True)
+    except KeyError:
+        pass
+
+
 def replay(aggregate: Any, events: Iterable[Any]) -> Any:
     """eventsourcing's ``project_aggregate`` without its per-event runtime Protocol
     assertion (~20 µs an event on Python 3.11): our events are our own classes."""
@@ -75,13 +83,13 @@ class SqlEventStore:
             except AggregateNotFoundError:
                 raise SessionNotFound(f"session {session_id!r} does not exist") from None
             except CorruptEvent as exc:
-                self._evict(aggregate_id)  # (a fastforward may have applied part of it)
+                evict(self.cache, aggregate_id)  # (a fastforward may have applied part of it)
                 session = self._from_events(session_id, aggregate_id, version, exc)
                 if version is None:
                     self.cache.put(aggregate_id, session)
                 break
             except StorageBusy as exc:
-                self._evict(aggregate_id)
+                evict(self.cache, aggregate_id)
                 if attempt == 4:
                     raise StorageError(
                         f"the database stayed busy while loading: {exc.details.get('cause')}",
@@ -98,15 +106,9 @@ class SqlEventStore:
         except KeyError:
             return None
         if session.pending_events:  # a decision that was never saved: not trustworthy
-            self._evict(aggregate_id)
+            evict(self.cache, aggregate_id)
             return None
         return session
-
-    def _evict(self, aggregate_id: UUID) -> None:
-        try:
-            self.cache.get(aggregate_id, evict=True)
-        except KeyError:
-            pass
 
     def _from_events(
         self, session_id: str, aggregate_id: UUID, version: int | None, damaged: CorruptEvent
@@ -139,7 +141,7 @@ class SqlEventStore:
         """The session replayed from its first event, without its snapshot, which does
         not keep closed tool groups (ADR 0051); it becomes the held copy."""
         aggregate_id = _aggregate_id(session_id)
-        self._evict(aggregate_id)
+        evict(self.cache, aggregate_id)
         session = self._replayed(session_id, aggregate_id)
         self.cache.put(aggregate_id, session)
         return session
@@ -162,7 +164,7 @@ class SqlEventStore:
         try:
             self.app.save(session)
         except Exception as exc:
-            self._evict(session.id)
+            evict(self.cache, session.id)
             failure = self._write_failure(exc)
             if failure is exc:
                 raise
@@ -188,17 +190,17 @@ class SqlEventStore:
                     written = self.app.write_kwargs((session,))
                     recordings = self.app.events.put(session.collect_events(), locked_writer=writer, **written)
         except CorruptEvent as exc:
-            self._evict(session.id)
+            evict(self.cache, session.id)
             raise naming_session(exc, session_id) from None
         except ContextCompactionError as exc:
             if not isinstance(exc, StorageError) and not session.pending_events:
                 raise  # decide's refusal: the copy it saw is current and unchanged
-            self._evict(session.id)
+            evict(self.cache, session.id)
             if isinstance(exc, StorageBusy):
                 raise self._write_failure(exc) from exc
             raise
         except Exception as exc:
-            self._evict(session.id)
+            evict(self.cache, session.id)
             failure = self._write_failure(exc, exclusive=True)
             if failure is exc:
                 raise

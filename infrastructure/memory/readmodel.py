@@ -9,8 +9,6 @@ its own score (the port promises scores comparable within one answer only).
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from typing import Any
 
 from eventsourcing.persistence import Mapper
@@ -26,7 +24,7 @@ from context_compaction.application.contracts.views import (
 from context_compaction.domain.messages import MessageRecord
 
 from ..readmodel.rows import checkpoint_row, message_record, session_row
-from ..readmodel.search import is_truncated, query_terms, search_row, snippet
+from ..readmodel.search import is_truncated, query_terms, search_row, snippet, term_words
 from ..transcoding import PlainJSONTranscoder
 from .recorder import ProjectingMemoryRecorder
 
@@ -41,11 +39,7 @@ class MemoryReadModel:
         self.t = recorder.tables
         self.mapper = mapper
 
-    def _decode(self, state: bytes) -> dict[str, Any]:
-        transcoder = self.mapper.transcoder
-        if isinstance(transcoder, PlainJSONTranscoder):
-            return transcoder.decode_values(state)  # type: ignore[no-any-return]
-        return transcoder.decode(state)  # type: ignore[no-any-return]
+    _decode = staticmethod(PlainJSONTranscoder.decode_values)
 
     def _session(self, session_id: str) -> SessionRow | None:
         row = self.t.get("rm_sessions", session_id)
@@ -132,10 +126,6 @@ class MemoryReadModel:
             (seq, 1) for seq in seqs if (row := messages.get((session_id, seq))) and row[2] == 1
         ])
 
-    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
-        with self.lock:
-            return self._pinned(session_id, below_seq)
-
     def cleared_results(self, session_id: str, upto_version: int | None = None) -> dict[int, str]:
         with self.lock:
             return {seq: row[2] for (sid, seq), row in self.t.data["rm_cleared"].items()
@@ -179,7 +169,7 @@ class MemoryReadModel:
         """Every term a phrase of whole words (as SQLite's FTS5 ``unicode61`` tokenizer
         splits them, case and diacritics folded); scored by how often they occur."""
         terms = query_terms(query)
-        phrases = [_tokens(term) for term in terms]
+        phrases = [term_words(term) for term in terms]
         if not terms:
             return []
         with self.lock:
@@ -194,7 +184,7 @@ class MemoryReadModel:
                 visible = self.t.data["rm_messages"][(sid, seq)][2] == 1
                 if sid != session_id or not (visible or include_invalidated):
                     continue
-                words = _tokens(body)
+                words = term_words(body)
                 counts = [_occurrences(words, phrase) for phrase in phrases]
                 if not all(counts):
                     continue
@@ -239,15 +229,6 @@ class MemoryReadModel:
             return self.t.rows(table)
 
 
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def _tokens(text: str) -> list[str]:
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return _TOKEN.findall(plain)
-
-
-def _occurrences(words: list[str], phrase: list[str]) -> int:
+def _occurrences(words: tuple[str, ...], phrase: tuple[str, ...]) -> int:
     n = len(phrase)
     return sum(1 for i in range(len(words) - n + 1) if words[i: i + n] == phrase)

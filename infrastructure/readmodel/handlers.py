@@ -154,7 +154,7 @@ class EventHandlers:
 
     def _messages_appended(self, ops: TableOps, run: list[tuple[int, Any]], strict: bool) -> None:
         sid = self._sid(ops, run[0][1])
-        self._insert_messages(ops, sid, run)
+        ops.insert("rm_messages", [(sid, e.seq, 1, notification_id) for notification_id, e in run])
         last = run[-1][1]
         self._touch(ops, sid, last, add={"message_count": len(run)}, next_seq=last.seq + 1)
         spans: dict[str, list[int]] = {}
@@ -165,10 +165,6 @@ class EventHandlers:
         for command_id, (lo, hi) in spans.items():
             self._register_command(ops, command_id, sid, "append_messages", lo, hi, strict)
 
-    @staticmethod
-    def _insert_messages(ops: TableOps, sid: str, run: list[tuple[int, Any]]) -> None:
-        ops.insert("rm_messages", [(sid, e.seq, 1, notification_id) for notification_id, e in run])
-
     def _checkpoint_committed(self, ops: TableOps, e: Any) -> None:
         sid = self._sid(ops, e)
         ops.insert("rm_checkpoints", [(
@@ -176,8 +172,12 @@ class EventHandlers:
             storable_text(e.summary),  # (summaries of older versions may hold NUL)
             e.first_retained_seq, e.source_max_seq, e.trigger_reason, e.provider_kind, e.model,
             e.tokens_before, e.tokens_after, int(bool(e.degraded)), dumps(e.summary_source),
-            e.created_at, e.originator_version, _ledger_text(getattr(e, "ledger", None)),
-            _state_text(getattr(e, "provider_state", None)),
+            e.created_at, e.originator_version,
+            # (the ledger's values come from messages: no NUL)
+            storable_text(dumps(e.ledger)) if getattr(e, "ledger", None) else None,
+            # The provider-native state (ADR 0039) as JSON, which escapes every control
+            # character, so the opaque values come back byte-identical.
+            dumps(e.provider_state) if getattr(e, "provider_state", None) else None,
         )])
         self._touch(ops, sid, e, add={"checkpoint_count": 1},
                     active_checkpoint_id=e.checkpoint_id, context_generation=e.generation)
@@ -249,13 +249,3 @@ class EventHandlers:
         )])
         self._touch(ops, sid, e)
 
-
-def _state_text(state: Any) -> str | None:
-    """A checkpoint's provider-native state as stored in its row (ADR 0039): JSON, which
-    escapes every control character, so the opaque values come back byte-identical."""
-    return dumps(state) if state else None
-
-
-def _ledger_text(ledger: Any) -> str | None:
-    """The checkpoint's ledger as stored in its row (values come from messages: no NUL)."""
-    return storable_text(dumps(ledger)) if ledger else None

@@ -201,18 +201,9 @@ class ReadModelProjector:
         """Apply (notification id, event) pairs in order (``EventHandlers.apply_all``)."""
         self.handlers.apply_all(SqlOps(cur), events, strict=strict)
 
-    def decode_state(self, state: bytes) -> dict[str, Any]:
-        """An event's stored state as plain values (what message queries read)."""
-        assert self.mapper is not None
-        mapper = self.mapper
-        if mapper.cipher is not None:
-            state = mapper.cipher.decrypt(state)
-        if mapper.compressor is not None:
-            state = mapper.compressor.decompress(state)
-        transcoder = mapper.transcoder
-        if isinstance(transcoder, PlainJSONTranscoder):
-            return transcoder.decode_values(state)  # message fields need no datetimes
-        return transcoder.decode(state)  # type: ignore[no-any-return]
+    #: An event's stored state as plain values (what message queries read; message
+    #: fields need no datetimes): our mapper neither compresses nor encrypts (ADR 0005).
+    decode_state = staticmethod(PlainJSONTranscoder.decode_values)
 
 
 @contextmanager

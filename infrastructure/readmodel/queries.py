@@ -63,8 +63,8 @@ class SqlReadModel:
     # ------------------------------------------------------------- schema
     def create_tables(self, previous: int | None = None) -> None:
         """Create the read-model tables; ``previous`` is the schema version the database
-        was marked with (``schema_version()``), None for a new one."""
-        with self.db.connection_cursor() as cur:
+        was marked with (``schema_state``), None for a new one."""
+        with self.db.write() as cur:
             if previous is not None and previous < SAME_SHAPE_SINCE:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the events replayed into the new ones (catch-up from position 0),
@@ -86,12 +86,9 @@ class SqlReadModel:
                 (SCHEMA_MARK, SCHEMA_VERSION),
             )
 
-    def schema_version(self) -> int | None:
-        """The read-model schema version this database was created with (None: none)."""
-        return self.schema_state()[0]
-
     def schema_state(self, *tables: str) -> tuple[int | None, list[str]]:
-        """(``schema_version()``, which of ``tables`` are missing), in the one read a
+        """(the read-model schema version this database was created with, None: none;
+        which of ``tables`` are missing), in the one read a
         start makes: tables the schema mark does not vouch for, the snapshots' of a
         database made with ``snapshot_interval=0``, the events' dropped by hand (review
         of ADR 0090). ``tables`` are qualified on PostgreSQL."""
@@ -165,15 +162,10 @@ class SqlReadModel:
 
     def rebuild(self) -> int:
         """Drop every projected row and replay the whole notification log."""
-        with self._rebuilding() as cur:
-            return self.projector.rebuild(cur)
-
-    @contextmanager
-    def _rebuilding(self) -> Iterator[Cur]:
-        """A write transaction holding what a rebuild needs: on PostgreSQL the events lock,
-        which every writer takes before its read-model rows; SQLite's writer lock."""
+        # On PostgreSQL under the events lock, which every writer takes before its
+        # read-model rows; on SQLite under the writer lock.
         with self.db.write(self.projector.events_table.lock_sql) as cur:
-            yield cur
+            return self.projector.rebuild(cur)
 
     def index_search(self, session_id: str, batch: int = 2_000) -> int:
         """Index the session's messages not yet in rm_search (ADR 0049); returns how
@@ -205,24 +197,21 @@ class SqlReadModel:
         return "the full-text index (rm_search_fts) was out of step with rm_search; rebuilt"
 
     # ------------------------------------------------------------ queries
-    def session(self, session_id: str) -> SessionRow | None:
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query, caught up."""
         with self.fresh() as cur:
-            return self._session(cur, session_id)
+            return cur.execute(sql, params).fetchall()
 
-    @staticmethod
-    def _session(cur: Cur, session_id: str) -> SessionRow | None:
-        row = cur.execute(SESSION_SQL, (session_id, session_aggregate_id(session_id).hex)).fetchone()
-        assert row is not None
+    def session(self, session_id: str) -> SessionRow | None:
+        (row,) = self._all(SESSION_SQL, (session_id, session_aggregate_id(session_id).hex))
         refuse_damaged(session_id, row[-2:])
         return session_row(row) if row[0] is not None else None
 
     def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]:
-        with self.fresh() as cur:
-            rows = cur.execute(
-                "SELECT " + SESSION_COLS + " FROM {t}rm_sessions"
-                " ORDER BY created_at, session_id LIMIT ? OFFSET ?",
-                (limit, offset),
-            ).fetchall()
+        rows = self._all(
+            "SELECT " + SESSION_COLS + " FROM {t}rm_sessions ORDER BY created_at, session_id LIMIT ? OFFSET ?",
+            (limit, offset),
+        )
         return [session_row(r) for r in rows]
 
     def messages(
@@ -327,11 +316,10 @@ class SqlReadModel:
         """A checkpoint's stored ledger, which session views leave out (ADR 0059).
         Checkpoint rows are written once; read caught up, so that a read model being
         rebuilt has the row again."""
-        with self.fresh() as cur:
-            row = cur.execute(self.projector.events_table.ledger_sql, (checkpoint_id,)).fetchone()
-        if row is None or row[0] is None:
+        rows = self._all(self.projector.events_table.ledger_sql, (checkpoint_id,))
+        if not rows or rows[0][0] is None:
             raise StorageError(f"the ledger of checkpoint {checkpoint_id!r} is missing from the read model")
-        return str(row[0])
+        return str(rows[0][0])
 
     def search(
         self, session_id: str, query: str, *, limit: int, include_invalidated: bool
@@ -367,18 +355,11 @@ class SqlReadModel:
         return found[0] if found else None
 
     def _reverts(self, where: str, key: str) -> list[RevertRecord]:
-        with self.fresh() as cur:
-            rows = cur.execute(
-                "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
-                " FROM {t}rm_reverts WHERE " + where, (key,),
-            ).fetchall()
+        rows = self._all(
+            "SELECT checkpoint_id, session_id, version, now_active, generation, command_id"
+            " FROM {t}rm_reverts WHERE " + where, (key,),
+        )
         return [RevertRecord(r[0], r[1], int(r[2]), r[3], int(r[4]), r[5]) for r in rows]
-
-    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
-        """Pinned visible messages with seq < ``below_seq``, in seq order."""
-        with self.fresh() as cur:
-            rows = cur.execute(self.projector.events_table.pinned_sql, (session_id, below_seq)).fetchall()
-        return [message_record(r, self.projector.decode_state) for r in rows]
 
     def cleared_results(self, session_id: str, upto_version: int | None = None) -> dict[int, str]:
         sql = "SELECT seq, placeholder FROM {t}rm_cleared WHERE session_id = ?"
@@ -386,44 +367,31 @@ class SqlReadModel:
         if upto_version is not None:
             sql += " AND version <= ?"
             params.append(upto_version)
-        with self.fresh() as cur:
-            return {int(seq): text for seq, text in cur.execute(sql, params).fetchall()}
+        return {int(seq): text for seq, text in self._all(sql, params)}
 
     def checkpoint(self, checkpoint_id: str) -> CheckpointRow | None:
-        with self.fresh() as cur:
-            return self._checkpoint(cur, checkpoint_id)
-
-    @staticmethod
-    def _checkpoint(cur: Cur, checkpoint_id: str) -> CheckpointRow | None:
-        row = cur.execute(
-            "SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints WHERE checkpoint_id = ?",
-            (checkpoint_id,),
-        ).fetchone()
-        return checkpoint_row(row) if row else None
+        rows = self._all("SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints WHERE checkpoint_id = ?",
+                         (checkpoint_id,))
+        return checkpoint_row(rows[0]) if rows else None
 
     def checkpoints(self, session_id: str) -> list[CheckpointRow]:
-        with self.fresh() as cur:
-            rows = cur.execute(
-                "SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints"
-                " WHERE session_id = ? ORDER BY generation",
-                (session_id,),
-            ).fetchall()
+        rows = self._all(
+            "SELECT " + CHECKPOINT_COLS + " FROM {t}rm_checkpoints WHERE session_id = ? ORDER BY generation",
+            (session_id,),
+        )
         return [checkpoint_row(r) for r in rows]
 
     def command(self, command_id: str) -> CommandRecord | None:
-        with self.fresh() as cur:
-            row = cur.execute(
-                "SELECT command_id, session_id, kind, first_seq, last_seq FROM {t}rm_commands"
-                " WHERE command_id = ?",
-                (command_id,),
-            ).fetchone()
-        if row is None:
+        rows = self._all(
+            "SELECT command_id, session_id, kind, first_seq, last_seq FROM {t}rm_commands WHERE command_id = ?",
+            (command_id,),
+        )
+        if not rows:
             return None
-        return CommandRecord(row[0], row[1], row[2], int(row[3]), int(row[4]))
+        command, session, kind, first_seq, last_seq = rows[0]
+        return CommandRecord(command, session, kind, int(first_seq), int(last_seq))
 
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of one projected table in key order (for verify and tests)."""
-        order = PROJECTED_TABLES[table]
-        with self.fresh() as cur:
-            return cur.execute(f"SELECT * FROM {{t}}{table} ORDER BY {order}").fetchall()
+        return self._all(f"SELECT * FROM {{t}}{table} ORDER BY {PROJECTED_TABLES[table]}")
 

@@ -14,7 +14,7 @@ from eventsourcing.utils import get_topic
 
 from context_compaction.domain.session import Session
 
-from ..database import quote_identifier
+from ..database import qualified_name
 from .search import PG_TSVECTOR
 
 POSITION = "read_model"
@@ -54,10 +54,6 @@ class Table:
     @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.columns)
-
-    def column_type(self, column: str) -> str:
-        """The column's SQL type (``{INT}`` or ``TEXT``), without its constraints."""
-        return dict(self.columns)[column].split()[0]
 
     def ddl(self) -> str:
         parts = [
@@ -177,8 +173,7 @@ SCHEMA: tuple[str, ...] = (
     "CREATE INDEX IF NOT EXISTS rm_tree_parent ON {t}rm_tree (parent_session_id)",
     DAMAGED_TABLE.ddl(),
     # How far rm_search is filled, per session (SEARCH_MARKS, ADR 0049).
-    "CREATE TABLE IF NOT EXISTS {t}rm_search_marks ("
-    " session_id TEXT PRIMARY KEY, seq {INT} NOT NULL){WR}",
+    Table(SEARCH_MARKS, (("session_id", "TEXT"), _SEQ), ("session_id",)).ddl(),
 )
 #: Rebuilt with the projected tables, but not compared by ``verify`` (which lists
 #: damaged rows itself, also those the live read model projected before the damage).
@@ -208,16 +203,14 @@ SEARCH_INDEX: dict[str, tuple[str, ...]] = {
 #: Dropped with the projected tables when the schema is upgraded.
 SEARCH_DERIVED = ("rm_search_fts",)
 
-SESSION_COLS = (
-    "session_id, model, agent_token_limit, version, next_seq, context_generation,"
-    " active_checkpoint_id, message_count, invalidated_count, checkpoint_count, deleted,"
-    " created_at, updated_at, learned_windows, cleared_count, parent_session_id"
-)
+#: rm_sessions' columns but its aggregate id: what ``session_row`` reads, in its order.
+_SESSION_COLUMNS = tuple(c for c in TABLES["rm_sessions"].column_names if c != "aggregate_id")
+SESSION_COLS = ", ".join(_SESSION_COLUMNS)
 CHECKPOINT_COLS = ", ".join(TABLES["rm_checkpoints"].column_names)
-N_SESSION_COLS = len(SESSION_COLS.split(","))
+N_SESSION_COLS = len(_SESSION_COLUMNS)
 # The session row and whether the read model met a damaged event of it (rm_damaged).
 SESSION_SQL = (
-    "SELECT " + ", ".join("s." + c.strip() for c in SESSION_COLS.split(",")) + ", d.version, d.problem"
+    "SELECT " + ", ".join("s." + c for c in _SESSION_COLUMNS) + ", d.version, d.problem"
     " FROM (SELECT 1 AS one) o LEFT JOIN {t}rm_sessions s ON s.session_id = ?"
     " LEFT JOIN {t}rm_damaged d ON d.aggregate_id = ?"
 )
@@ -230,11 +223,9 @@ SESSION_SQL = (
 # checkpoint row is written once, so that is the text this view would have read.
 _SESSION_VIEW_SQL = (
     "SELECT {lag_columns}, "
-    + ", ".join("s." + c.strip() for c in SESSION_COLS.split(","))
+    + ", ".join("s." + c for c in _SESSION_COLUMNS)
     + ", "
-    + ", ".join(
-        "{ledger_flag}" if c.strip() == "ledger" else "c." + c.strip() for c in CHECKPOINT_COLS.split(",")
-    )
+    + ", ".join("{ledger_flag}" if c == "ledger" else "c." + c for c in TABLES["rm_checkpoints"].column_names)
     + ", d.version, d.problem"
     " FROM (SELECT 1 AS one) o LEFT JOIN {{t}}rm_sessions s ON s.session_id = ?"
     " LEFT JOIN {{t}}rm_checkpoints c ON c.checkpoint_id = s.active_checkpoint_id"
@@ -255,7 +246,7 @@ class EventsTable:
 
     def __init__(self, dialect_name: str, table: str, schema: str | None = None) -> None:
         if dialect_name == "postgres":
-            qualified = f"{quote_identifier(schema or 'public')}.{quote_identifier(table)}"
+            qualified = qualified_name(schema, table)
             self.id_column = "notification_id"
             self.lock_sql = f"LOCK TABLE {qualified} IN EXCLUSIVE MODE"
         else:
@@ -263,12 +254,10 @@ class EventsTable:
             self.id_column = "rowid"
             self.lock_sql = None
         self.qualified = qualified
-        self.max_id_sql = f"SELECT MAX({self.id_column}) FROM {qualified}"
         # Newest notification and read-model position in one round trip (every read
         # checks it); a session view puts them before its own columns.
         position = f"(SELECT notification_id FROM {{t}}rm_position WHERE name = '{POSITION}')"
-        newest = f"({self.max_id_sql})"
-        lag_columns = f"{newest}, {position}"
+        lag_columns = f"(SELECT MAX({self.id_column}) FROM {qualified}), {position}"
         self.lag_sql = "SELECT " + lag_columns
         # SQLite's typeof() reads the column's type from the record header, never its
         # overflow pages (``IS NOT NULL`` reads them); PostgreSQL's IS NOT NULL does not
@@ -277,22 +266,16 @@ class EventsTable:
         self.session_view_sql = _SESSION_VIEW_SQL.format(lag_columns=lag_columns, ledger_flag=ledger_flag)
         self.ledger_sql = "SELECT ledger FROM {t}rm_checkpoints WHERE checkpoint_id = ?"
         # Message bodies live once, in the events; the read model points at them.
-        self.messages_sql = (
-            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_messages m"
-            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
-            " WHERE m.session_id = ? AND m.seq >= ?"
-        )
+        body = f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
+        message = f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}'"
+        self.messages_sql = message + " FROM {t}rm_messages m" + body + " WHERE m.session_id = ? AND m.seq >= ?"
         # Pinned visible messages below a boundary (the checkpoint's first retained seq).
         self.pinned_sql = (
-            f"SELECT m.seq, e.state, m.visible, e.topic = '{_MESSAGE_TOPIC}' FROM {{t}}rm_pins p"
-            " JOIN {t}rm_messages m ON m.session_id = p.session_id AND m.seq = p.seq"
-            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
-            " WHERE p.session_id = ? AND p.seq < ? AND m.visible = 1 ORDER BY p.seq"
+            message + " FROM {t}rm_pins p JOIN {t}rm_messages m ON m.session_id = p.session_id AND m.seq = p.seq"
+            + body + " WHERE p.session_id = ? AND p.seq < ? AND m.visible = 1 ORDER BY p.seq"
         )
         self.message_version_sql = (
-            "SELECT e.originator_version FROM {t}rm_messages m"
-            f" JOIN {qualified} e ON e.{self.id_column} = m.notification_id"
-            " WHERE m.session_id = ? AND m.seq = ?"
+            "SELECT e.originator_version FROM {t}rm_messages m" + body + " WHERE m.session_id = ? AND m.seq = ?"
         )
         self.select_sql = (
             f"SELECT {self.id_column}, originator_id, originator_version, topic, state"

@@ -267,35 +267,23 @@ _SELECT = (
 def search_sql(dialect: str, include_invalidated: bool, words: int, substrings: int) -> str:
     """The search over ``words`` index terms and ``substrings`` substring terms
     (parameters: :func:`search_params`)."""
-    visible = "" if include_invalidated else " AND m.visible = 1"
-    if dialect == "postgres":
-        contains = " AND strpos(s.body, ?) > 0" * substrings
-        if not words:
-            return _SELECT.format(score="0.0", source="{t}rm_search s", match="",
-                                  substrings=contains, visible=visible)
+    postgres = dialect == "postgres"
+    score, source, match = "0.0", "{t}rm_search s", ""
+    if words and postgres:
         query = " && ".join([f"phraseto_tsquery('simple', {pg_words('?')})"] * words)
         # (the stored tsvector: ranking no longer parses every matching body again)
         # Ranked on any of the words, not the phrases: ts_rank of an AND or phrase query
         # compares every pair of its words' positions, 2.1 s on 300 rows for a 32-word
         # phrase of repeated words (70 × one word); of an OR query it is linear (ADR 0086).
         anyword = f"replace(plainto_tsquery('simple', {pg_words('?')})::text, ' & ', ' | ')::tsquery"
-        return _SELECT.format(
-            score=f"ts_rank(s.words, {anyword})",
-            source="{t}rm_search s",
-            match=f"s.words @@ ({query}) AND ",
-            substrings=contains,
-            visible=visible,
-        )
-    contains = " AND instr(s.body, ?) > 0" * substrings
-    if not words:
-        return _SELECT.format(score="0.0", source="rm_search s", match="",
-                              substrings=contains, visible=visible)
+        score, match = f"ts_rank(s.words, {anyword})", f"s.words @@ ({query}) AND "
+    elif words:
+        score, match = "-bm25(rm_search_fts)", "rm_search_fts MATCH ? AND "
+        source = "rm_search_fts JOIN rm_search s ON s.rowid = rm_search_fts.rowid"
     return _SELECT.format(
-        score="-bm25(rm_search_fts)",
-        source="rm_search_fts JOIN rm_search s ON s.rowid = rm_search_fts.rowid",
-        match="rm_search_fts MATCH ? AND ",
-        substrings=contains,
-        visible=visible,
+        score=score, source=source, match=match,
+        substrings=(" AND strpos(s.body, ?) > 0" if postgres else " AND instr(s.body, ?) > 0") * substrings,
+        visible="" if include_invalidated else " AND m.visible = 1",
     )
 
 

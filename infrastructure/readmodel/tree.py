@@ -265,19 +265,6 @@ class TreeReadModel:
             ))
         return records
 
-    def pinned(self, session_id: str, below_seq: int) -> list[MessageRecord]:
-        own = self.inner.pinned(session_id, below_seq)
-        fork = self._fork(session_id)
-        if fork is None:
-            return own  # type: ignore[no-any-return]
-        view = self.inner.session_view(session_id, tail_only=True, after_seq=fork.link.fork_seq)
-        wanted = {s for s in (view.pinned_seqs if view else ()) if s < below_seq and s <= fork.link.fork_seq}
-        if not wanted:
-            return own  # type: ignore[no-any-return]
-        found = [m for m in self._inherited(fork.link, min(wanted), max(wanted))
-                 if m["seq"] in wanted and not in_any(fork.hidden, m["seq"])]
-        return sorted([*found, *own], key=lambda m: m["seq"])
-
     def search(self, session_id: str, query: str, *, limit: int, include_invalidated: bool) -> list[SearchHit]:
         own = self.inner.search(session_id, query, limit=limit, include_invalidated=include_invalidated)
         fork = self._fork(session_id)
