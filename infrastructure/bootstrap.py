@@ -358,9 +358,6 @@ log = logging.getLogger("context_compaction.bootstrap")
 
 #: pg_advisory_lock key that serializes schema creation across processes.
 _SCHEMA_LOCK = 0x63747863  # "ctxc"
-#: Words PostgreSQL will not parse as a schema in "schema.type" text (reserved, and
-#: column-name keywords such as ``int``).
-_KEYWORD_SQL = "SELECT 1 FROM pg_get_keywords() WHERE word = %s AND catcode IN ('R', 'C')"
 
 
 @contextmanager
@@ -387,9 +384,8 @@ def _schema_lock(target: DatabaseTarget) -> Iterator[str | None]:
         connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
         autocommit=True,
     ) as conn:
-        if conn.execute(_KEYWORD_SQL, (target.schema,)).fetchone():
-            # eventsourcing names its composite types as "schema.type" text, unquoted:
-            # a reserved word there is a syntax error at every start.
+        # (eventsourcing names its types in unquoted "schema.type" text: a keyword cannot parse)
+        if conn.execute("SELECT 1 FROM pg_get_keywords() WHERE word = %s AND catcode IN ('R', 'C')", (target.schema,)).fetchone():
             raise InvalidCommand(f"the PostgreSQL schema name {target.schema!r} is a reserved SQL word: choose another")
         reason = postgres_read_only(conn, target.schema, f"{SessionsApplication.name.lower()}_events")
         if reason:
