@@ -384,6 +384,9 @@ def _schema_lock(target: DatabaseTarget) -> Iterator[str | None]:
         connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
         autocommit=True,
     ) as conn:
+        # (eventsourcing names its types in unquoted "schema.type" text: a keyword cannot parse)
+        if conn.execute("SELECT 1 FROM pg_get_keywords() WHERE word = %s AND catcode IN ('R', 'C')", (target.schema,)).fetchone():
+            raise InvalidCommand(f"the PostgreSQL schema name {target.schema!r} is a reserved SQL word: choose another")
         reason = postgres_read_only(conn, target.schema, f"{SessionsApplication.name.lower()}_events")
         if reason:
             yield reason

@@ -54,6 +54,10 @@ class EventMapper(Mapper[UUID]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if self.compressor is not None or self.cipher is not None:
+            # Both paths skip them (and the read model reads states as plain JSON): a
+            # mapper given one would store and read uncompressed, unencrypted states.
+            raise ValueError("EventMapper stores states as plain JSON: it takes no compressor or cipher")
         self._classes, self._required, self._checks = _tables()
         self._aggregates = {get_topic(Session): Session}
 

@@ -24,7 +24,7 @@ from context_compaction.application.contracts.views import (
 from context_compaction.domain.messages import MessageRecord
 
 from ..readmodel.rows import checkpoint_row, message_record, session_row
-from ..readmodel.search import is_truncated, query_terms, search_row, snippet, term_words
+from ..readmodel.search import is_truncated, query_terms, search_row, snippet, split_terms, term_words
 from ..transcoding import PlainJSONTranscoder
 from .recorder import ProjectingMemoryRecorder
 
@@ -167,9 +167,12 @@ class MemoryReadModel:
         self, session_id: str, query: str, *, limit: int, include_invalidated: bool
     ) -> list[SearchHit]:
         """Every term a phrase of whole words (as SQLite's FTS5 ``unicode61`` tokenizer
-        splits them, case and diacritics folded); scored by how often they occur."""
+        splits them, case and diacritics folded); scored by how often they occur. A term
+        of Chinese, Japanese or Korean is a substring of the text, as on SQL
+        (``split_terms``)."""
         terms = query_terms(query)
-        phrases = [term_words(term) for term in terms]
+        word_terms, substrings = split_terms(terms)
+        phrases = [term_words(term) for term in word_terms]
         if not terms:
             return []
         with self.lock:
@@ -186,7 +189,7 @@ class MemoryReadModel:
                     continue
                 words = term_words(body)
                 counts = [_occurrences(words, phrase) for phrase in phrases]
-                if not all(counts):
+                if not all(counts) or not all(part in body for part in substrings):
                     continue
                 score = round(sum(counts) / (len(words) + 1), 6)
                 compacted = boundary is not None and seq < boundary

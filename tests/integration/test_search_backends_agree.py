@@ -118,3 +118,51 @@ def test_no_query_text_is_syntax_on_either_backend(make_harness: MakeHarness) ->
     assert event_count(h) == events
     err(h.do({"type": "search_history", "session_id": RV, "query": ""}), "invalid_command")
     err(h.do({"type": "search_history", "session_id": "nobody", "query": "x"}), "session_not_found")
+
+
+# The memory backend (the handler unit tests', ADR 0045) answers as the SQL backends
+# do: a term of Chinese, Japanese or Korean is a substring of the text there too
+# (review of the storage simplification: memory found none of them).
+UNSPACED_BODIES = ["我们的数据库连接失败了 (timeout)", "データベースの接続に失敗しました", "한국어 텍스트입니다", "plain words"]
+UNSPACED_QUERIES = ["数据库", "连接失败", "数据库 timeout", "数据 库", "データ", "한국어", "텍스트", "不存在",
+                    "plain", "数据库 plain"]
+
+
+def _answers(kind: str, tmp_path: Path, request: Any, bodies: list[str], queries: list[str]) -> dict[str, Any]:
+    if kind == "postgres":
+        request.getfixturevalue("pg_databases")
+    (tmp_path / kind).mkdir()
+    dbs = Databases(kind, tmp_path / kind)
+    try:
+        h = dbs.harness("main")
+        ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [user(b) for b in bodies]}))
+        out = {}
+        for query in queries:
+            answer = ok(h.do({"type": "search_history", "session_id": SID, "query": query, "limit": 50}))
+            out[query] = sorted(x["seq"] for x in answer["hits"])
+        return out
+    finally:
+        dbs.cleanup()
+
+
+def test_memory_search_finds_chinese_japanese_and_korean_as_sql_does(tmp_path: Path, request: Any) -> None:
+    answers = {kind: _answers(kind, tmp_path, request, UNSPACED_BODIES, UNSPACED_QUERIES)
+               for kind in ("memory", "sqlite", "postgres")}
+    assert answers["sqlite"]["数据库"] == [1] and answers["sqlite"]["텍스트"] == [3]
+    assert answers["memory"] == answers["sqlite"] == answers["postgres"], answers
+
+
+# Each body holds one spelling only, so a hit shows that the engine folded it.
+FOLDED = {"ﬁle": "file", "Straße": "strasse", "Σίσυφος": "σισυφος", "x²": "x2", "ǅemal": "dzemal",
+          "ё": "е", "ﬃx": "ffix"}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "memory folds words by NFKD and casefold and drops every combining mark (term_words); SQLite's "
+    "unicode61 lowercases, folds Latin diacritics only and keeps ligatures, superscripts and ß: memory "
+    "finds 'file' in 'ﬁle', 'strasse' in 'Straße', 'σισυφος' in 'Σίσυφος' where SQLite does not"))
+def test_memory_search_folds_words_as_sqlite_does(tmp_path: Path, request: Any) -> None:
+    bodies, queries = list(FOLDED), list(FOLDED.values())
+    answers = {kind: _answers(kind, tmp_path, request, bodies, queries) for kind in ("memory", "sqlite")}
+    assert answers["memory"] == answers["sqlite"], answers

@@ -148,6 +148,18 @@ def test_a_schema_name_from_configuration_is_never_interpolated_into_sql() -> No
             conn.execute(f"DROP SCHEMA IF EXISTS {canary} CASCADE")
 
 
+@pytest.mark.postgres
+@pytest.mark.parametrize("word", ["order", "user", "int"])
+def test_a_schema_name_that_is_a_reserved_word_is_refused_by_name_and_creates_nothing(word: str) -> None:
+    # (the name check lets it through; eventsourcing's "schema.type" text cannot parse it)
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regnamespace(%s)", (word,)).fetchone() == (None,)
+    with pytest.raises(InvalidCommand, match=f"schema name '{word}' is a reserved SQL word"):
+        bootstrap(Settings(database_url=f"{POSTGRES_URL}?schema={word}"))
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regnamespace(%s)", (word,)).fetchone() == (None,)
+
+
 def test_an_events_table_dropped_by_hand_is_named_at_start_and_nothing_is_created(make_harness: Any) -> None:
     """The schema mark is current but the events are gone (review of ADR 0090): the
     start refuses and names the table; before, every command failed with a bare

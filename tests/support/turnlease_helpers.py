@@ -29,3 +29,19 @@ def runner(bus, lease_seconds: float = 30.0) -> TurnRunner:
 
 def history(h: Harness) -> list[tuple[str, str | None]]:
     return [(m["role"], m["content"]) for m in ok(h.do({"type": "get_history", "session_id": SID}))["messages"]]
+
+
+def create_lease_table(path: str, barrier, results) -> None:  # noqa: ANN001 - multiprocessing primitives
+    """In a process of its own: create (upgrade) the SQLite lease table once, no retry."""
+    from eventsourcing.sqlite import SQLiteDatastore
+
+    from context_compaction.infrastructure.database import Database, Dialect
+    from context_compaction.infrastructure.turnleases import SqlTurnLeases
+
+    leases = SqlTurnLeases(Database(SQLiteDatastore(path, lock_timeout=5), Dialect("sqlite")))
+    barrier.wait()
+    try:
+        leases.create_table()
+        results.put("ok")
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put(f"{type(exc).__name__}: {exc}")
