@@ -29,7 +29,7 @@ from context_compaction.domain.errors import InvalidCommand, StorageError
 
 from . import otel
 from .catalog import LiteLLMCatalog
-from .database import Dialect, quote_identifier, storage_cause, storage_failure
+from .database import Dialect, quote_identifier, refuse_keyword_schema, storage_cause, storage_failure
 from .eventstore import SessionsApplication, build_store
 from .eventstore.attempts import SqlAttemptLog
 from .eventstore.feed import SqlEventFeed
@@ -384,9 +384,7 @@ def _schema_lock(target: DatabaseTarget) -> Iterator[str | None]:
         connect_timeout=int(env["POSTGRES_CONNECT_TIMEOUT"]),
         autocommit=True,
     ) as conn:
-        # (eventsourcing names its types in unquoted "schema.type" text: a keyword cannot parse)
-        if conn.execute("SELECT 1 FROM pg_get_keywords() WHERE word = %s AND catcode IN ('R', 'C')", (target.schema,)).fetchone():
-            raise InvalidCommand(f"the PostgreSQL schema name {target.schema!r} is a reserved SQL word: choose another")
+        refuse_keyword_schema(conn, target.schema)
         reason = postgres_read_only(conn, target.schema, f"{SessionsApplication.name.lower()}_events")
         if reason:
             yield reason

@@ -16,7 +16,7 @@ from typing import Any
 
 from eventsourcing.persistence import OperationalError, PersistenceError
 
-from context_compaction.domain.errors import StorageError
+from context_compaction.domain.errors import InvalidCommand, StorageError
 
 
 class StorageBusy(StorageError):
@@ -34,6 +34,15 @@ def quote_identifier(name: str) -> str:
 def qualified_name(schema: str | None, table: str) -> str:
     """A PostgreSQL table in its schema (``public`` by default), both quoted."""
     return f"{quote_identifier(schema or 'public')}.{quote_identifier(table)}"
+
+
+def refuse_keyword_schema(conn: Any, schema: str | None) -> None:
+    """eventsourcing names its PostgreSQL types in unquoted ``schema.type`` text, so a
+    schema named by a reserved word (``order``, ``user``) fails every start with a bare
+    syntax error: say so, before anything is created."""
+    sql = "SELECT 1 FROM pg_get_keywords() WHERE word = %s AND catcode IN ('R', 'C')"
+    if schema and conn.execute(sql, (schema,)).fetchone():
+        raise InvalidCommand(f"the PostgreSQL schema name {schema!r} is a reserved SQL word: choose another")
 
 
 # Causes worth telling an operator, by SQLite result code and PostgreSQL SQLSTATE. The
