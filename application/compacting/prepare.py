@@ -27,7 +27,7 @@ from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SummaryFailed
-from context_compaction.domain.ledger import FACTS_HEADING, HEADING, LedgerItem
+from context_compaction.domain.ledger import FACTS_HEADING, HEADING, LedgerItem, present
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.projection import build_projection
@@ -268,8 +268,10 @@ def carried_floor(checklist: tuple[LedgerItem, ...], budget_tokens: int, count: 
     """Tokens the checklist adds to any summary at least: an item the write-back has room
     for is either stated by the summary (its value, at least) or written back (its line).
     The room is counted as ``verify`` spends it, each heading as new: never more items
-    than it could restore."""
+    than it could restore. An item another item's value states costs nothing: stating
+    that one states both (a constraint naming a path)."""
     spent, floor, headings = 0, 0, set()
+    joined = "\0".join(i.value for i in checklist)
     for item in checklist:
         heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(item.line()) + 1 + (0 if heading in headings else count(f"## {heading}") + 2)
@@ -277,5 +279,7 @@ def carried_floor(checklist: tuple[LedgerItem, ...], budget_tokens: int, count: 
             continue
         spent += cost
         headings.add(heading)
+        if joined.count(item.value) > 1 and any(o is not item and present(o.value, item) for o in checklist):
+            continue
         floor += count(item.value)
     return floor

@@ -1,0 +1,34 @@
+"""Nothing to compact said before the summary call (ADR 0095): the precheck may only
+refuse a compaction that no summary could make smaller (spec §10.4)."""
+
+from __future__ import annotations
+
+from backends import MakeHarness
+from compaction_builders import SID, make
+from helpers import RecordingSummarizer, ok, user
+
+#: Handler unit tests: on the in-memory store (ADR 0045).
+BACKENDS = ("memory",)
+
+_PATHS = [f"/srv/app/nested/module_{i}/config/settings_prod_{i}.yaml" for i in range(4)]
+
+
+def test_a_checklist_item_stated_inside_another_does_not_refuse_a_compaction_that_shrinks(
+    make_harness: MakeHarness,
+) -> None:
+    # One constraint names four paths: the checklist holds the constraint and each path,
+    # and stating the constraint states the paths. The precheck counted every path twice
+    # and refused; the constraint alone as the summary shrinks the request (e27caa7
+    # compacted this session, 120 -> 115 tokens).
+    constraint = f"You must never edit {', '.join(_PATHS)} directly."
+    summarizer = RecordingSummarizer(text=constraint)
+    h = make(make_harness, summarizer, context_compaction={"keep_recent_tokens": 10})
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user(constraint, turn_id="t0"), {"role": "assistant", "content": "ok " + "fine " * 48, "turn_id": "t0"}]}))
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user("next", turn_id="t1"), {"role": "assistant", "content": "ok", "turn_id": "t1"}]}))
+    got = ok(h.do({"type": "compact", "session_id": SID}))
+    assert got["status"] == "compacted", got
+    assert got["tokens_after"] < got["tokens_before"]
+    assert len(summarizer.requests) == 1
+    h.close()
