@@ -32,3 +32,22 @@ def test_a_checklist_item_stated_inside_another_does_not_refuse_a_compaction_tha
     assert got["tokens_after"] < got["tokens_before"]
     assert len(summarizer.requests) == 1
     h.close()
+
+
+def test_an_automatic_compaction_refused_before_the_call_tells_the_turn_why(make_harness: MakeHarness) -> None:
+    # The fixed parts and the newest turn fill the threshold, the old part is two short turns: every turn
+    # crosses the threshold and no summary can shrink the request. At e27caa7 the turn was
+    # told "compaction would not shrink the context"; the warning must still name a cause.
+    summarizer = RecordingSummarizer()
+    h = make(make_harness, summarizer, context_compaction={"keep_recent_tokens": 10},
+             models={"gpt-4o": {"token_limit": 2_000}})
+    for n in range(3):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+            user(f"short question {n}" + (": " + "more words " * 100 if n == 2 else ""), turn_id=f"t{n}"),
+            {"role": "assistant", "content": "short answer", "turn_id": f"t{n}"}]}))
+    system = "You are a careful assistant. " * 140
+    got = ok(h.do({"type": "prepare_turn", "session_id": SID, "system_prompt": system}))
+    assert got["usage"]["used_tokens"] > got["usage"]["compression_threshold_tokens"], got["usage"]
+    assert summarizer.requests == []
+    assert any("as large as the part it replaces" in w for w in got["warnings"]), got["warnings"]
+    h.close()
