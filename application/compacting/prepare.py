@@ -27,7 +27,7 @@ from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SummaryFailed
-from context_compaction.domain.ledger import FACTS_HEADING, HEADING, LedgerItem, present
+from context_compaction.domain.ledger import FACTS_HEADING, HEADING, Ledger, LedgerItem, fair_order, present
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.projection import build_projection
@@ -36,7 +36,7 @@ from context_compaction.domain.summary import prompt_overhead, smallest_window
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext
 from ..state.drafts import Draft, build_draft
-from .ledgers import SummaryInput, summary_input
+from .ledgers import SummaryInput, checked_ledger, summary_input
 
 #: Slack for the summary's own count against its count inside the request (token
 #: boundaries at the joins).
@@ -260,7 +260,9 @@ def prepare_summary(
         turn=turn, reason=reason, plan=plan, retained=retained, previous=checkpoint, model=model,
         summarizer=summarizer_name(svc), count=count, budget=limits,
         input=built, max_output_tokens=max_output,
-        smallest_after=empty.total + carried_floor(built.checklist, built.ledger_tokens, count),
+        # (checked as ``verify_summary`` checks: the kept tail supersedes what it restates)
+        smallest_after=empty.total + carried_floor(
+            tuple(fair_order(checked_ledger(Ledger(built.checklist), retained).items)), built.ledger_tokens, count),
     )
 
 

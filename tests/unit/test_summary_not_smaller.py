@@ -51,3 +51,23 @@ def test_an_automatic_compaction_refused_before_the_call_tells_the_turn_why(make
     assert summarizer.requests == []
     assert any("as large as the part it replaces" in w for w in got["warnings"]), got["warnings"]
     h.close()
+
+
+def test_a_checklist_item_the_kept_tail_supersedes_does_not_refuse_a_compaction_that_shrinks(
+    make_harness: MakeHarness,
+) -> None:
+    # The old deploy date is restated in the kept tail: the summary is not checked for the
+    # old one (the tail supersedes it), so "Summary." alone shrinks the request. The
+    # precheck counted the old statement, a long sentence, and refused (e27caa7 compacted).
+    filler = " ".join(["ledger beta delta retry queue"] * 12)
+    summarizer = RecordingSummarizer(text="Summary.")
+    h = make(make_harness, summarizer, context_compaction={"keep_recent_tokens": 10})
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user(f"The deploy date is 2026-08-17. {filler}", turn_id="t0"),
+        {"role": "assistant", "content": "ok", "turn_id": "t0"}]}))
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        user("The deploy date is 2026-04-14.", turn_id="t1"), {"role": "assistant", "content": "ok", "turn_id": "t1"}]}))
+    got = ok(h.do({"type": "compact", "session_id": SID}))
+    assert got["status"] == "compacted", got
+    assert got["tokens_after"] < got["tokens_before"]
+    h.close()
