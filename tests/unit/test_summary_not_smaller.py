@@ -93,3 +93,39 @@ def test_the_attempt_log_names_why_an_automatic_compaction_was_refused_before_th
     assert [a["outcome"] for a in attempts] == ["nothing_to_compact"]
     assert attempts[0]["error_code"] == "summary_not_smaller", attempts[0]
     h.close()
+
+
+def test_the_floor_never_exceeds_what_the_write_back_of_a_bare_summary_adds() -> None:
+    # A lower bound or nothing: "." with the checklist written back is a summary the
+    # compaction can always produce, so the precheck's floor may never exceed what that
+    # write-back adds (overlapping items and statements the kept tail supersedes among them).
+    import random
+    import re
+
+    from context_compaction.application.compacting.ledgers import checked_ledger, checklist_for, verify_summary
+    from context_compaction.application.compacting.prepare import carried_floor
+    from context_compaction.domain.ledger import Ledger, fair_order
+
+    def count(text: str) -> int:
+        return len(re.findall(r"\w+|[^\w\s]", text))
+
+    words = ["alpha", "beta", "refund", "ledger", "lock", "queue", "retry", "cache"]
+    rng = random.Random(7)
+    for _ in range(200):
+        records = []
+        for seq in range(1, 2 * rng.randrange(2, 8) + 1):
+            filler = " ".join(rng.choice(words) for _ in range(rng.randrange(0, 30)))
+            content = rng.choice([
+                f"You must never edit /srv/app/m{rng.randrange(4)}/cfg.yaml or /srv/app/m{rng.randrange(4)}/x.py. ",
+                f"The deploy date is 2026-0{rng.randrange(1, 9)}-1{rng.randrange(9)}. ",
+                f"Use port {rng.randrange(8000, 8004)} for the api. ", ""]) + filler
+            records.append({"seq": seq, "role": "user" if seq % 2 else "assistant", "content": content or "ok",
+                            "turn_id": f"t{(seq + 1) // 2}", "message_id": f"m{seq}"})
+        cut = 2 * rng.randrange(1, len(records) // 2)
+        covered, retained = records[:cut], records[cut:]
+        budget = rng.choice([15, 40, 120, 1_000])
+        checked = tuple(fair_order(checked_ledger(Ledger(checklist_for(None, covered)), retained).items))
+        floor = carried_floor(checked, budget, count)
+        written = verify_summary(".", previous=None, covered=covered, last_seq=cut, budget_tokens=budget,
+                                 count=count, retained=retained).text
+        assert floor <= count(written) - count("."), (floor, written, covered, retained)
