@@ -102,7 +102,11 @@ def test_the_floor_never_exceeds_what_the_write_back_of_a_bare_summary_adds() ->
     import random
     import re
 
-    from context_compaction.application.compacting.ledgers import checked_ledger, checklist_for, verify_summary
+    from context_compaction.application.compacting.ledgers import (
+        checked_ledger,
+        checklist_for,
+        verify_summary,
+    )
     from context_compaction.application.compacting.prepare import carried_floor
     from context_compaction.domain.ledger import Ledger, fair_order
 
