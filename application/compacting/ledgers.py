@@ -95,6 +95,18 @@ def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:
     return [to_entry(r, names) for r in records]
 
 
+def checked_ledger(ledger: Ledger, retained: Sequence[MessageRecord]) -> Ledger:
+    """What a summary is checked against: ``ledger`` with the statements of the kept tail
+    ``retained`` superseding the older values they replace."""
+    newer = [i for i in extract(covered_entries(retained)) if i.key is not None or i.anchors]
+    if not newer:
+        return ledger
+    check, _ = ledger.merge(newer)
+    # (a statement of the tail marks what it supersedes; the tail states it itself)
+    tail_only = {i.value for i in newer if i.key is None} - {i.value for i in ledger.items}
+    return Ledger(tuple(i for i in check.items if i.value not in tail_only), check.superseded)
+
+
 def verify_summary(
     text: str,
     *,
@@ -115,14 +127,7 @@ def verify_summary(
     """
     cleaned, _, removed = clean_citations(text, 1, last_seq)
     ledger, evicted = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
-    check = ledger
-    newer = [i for i in extract(covered_entries(retained)) if i.key is not None or i.anchors]
-    if newer:
-        check, _ = ledger.merge(newer)
-        # (a statement of the tail marks what it supersedes; the tail states it itself)
-        tail_only = {i.value for i in newer if i.key is None} - {i.value for i in ledger.items}
-        check = Ledger(tuple(i for i in check.items if i.value not in tail_only), check.superseded)
-    verified, report = verify(cleaned, check, budget_tokens, count)
+    verified, report = verify(cleaned, checked_ledger(ledger, retained), budget_tokens, count)
     # Left the bounded ledger: reported, not lost silently, and counted among the items
     # (items_total = in_summary + restored + dropped holds).
     report.dropped_items.extend(evicted)

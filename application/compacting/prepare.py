@@ -27,7 +27,7 @@ from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SummaryFailed
-from context_compaction.domain.ledger import FACTS_HEADING, HEADING, LedgerItem
+from context_compaction.domain.ledger import FACTS_HEADING, HEADING, Ledger, LedgerItem, fair_order, present
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.projection import build_projection
@@ -36,7 +36,7 @@ from context_compaction.domain.summary import prompt_overhead, smallest_window
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext
 from ..state.drafts import Draft, build_draft
-from .ledgers import SummaryInput, summary_input
+from .ledgers import SummaryInput, checked_ledger, summary_input
 
 #: Slack for the summary's own count against its count inside the request (token
 #: boundaries at the joins).
@@ -260,7 +260,9 @@ def prepare_summary(
         turn=turn, reason=reason, plan=plan, retained=retained, previous=checkpoint, model=model,
         summarizer=summarizer_name(svc), count=count, budget=limits,
         input=built, max_output_tokens=max_output,
-        smallest_after=empty.total + carried_floor(built.checklist, built.ledger_tokens, count),
+        # (checked as ``verify_summary`` checks: the kept tail supersedes what it restates)
+        smallest_after=empty.total + carried_floor(
+            tuple(fair_order(checked_ledger(Ledger(built.checklist), retained).items)), built.ledger_tokens, count),
     )
 
 
@@ -268,8 +270,10 @@ def carried_floor(checklist: tuple[LedgerItem, ...], budget_tokens: int, count: 
     """Tokens the checklist adds to any summary at least: an item the write-back has room
     for is either stated by the summary (its value, at least) or written back (its line).
     The room is counted as ``verify`` spends it, each heading as new: never more items
-    than it could restore."""
+    than it could restore. An item another item's value states costs nothing: stating
+    that one states both (a constraint naming a path)."""
     spent, floor, headings = 0, 0, set()
+    joined = "\0".join(i.value for i in checklist)
     for item in checklist:
         heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(item.line()) + 1 + (0 if heading in headings else count(f"## {heading}") + 2)
@@ -277,5 +281,7 @@ def carried_floor(checklist: tuple[LedgerItem, ...], budget_tokens: int, count: 
             continue
         spent += cost
         headings.add(heading)
+        if joined.count(item.value) > 1 and any(o is not item and present(o.value, item) for o in checklist):
+            continue
         floor += count(item.value)
     return floor

@@ -88,10 +88,9 @@ def test_a_fork_refuses_a_compaction_that_would_not_shrink_as_a_plain_session_do
     # The tree model found a fork whose compaction was refused ("would not shrink"); a
     # plain session holding the same visible messages is refused alike, so the refusal
     # is spec §10.4's, not the fork's. The old part (one leftover user message and one
-    # short turn) is as small as the summary block with its fact checklist: nothing to
-    # compact, said before any summary call.
-    summarizer = RecordingSummarizer(text="Summary 1.")
-    h = make_harness("tree", adapters={"summarizer": summarizer}, context_compaction={"keep_recent_tokens": 60})
+    # short turn) is as small as the summary block with its fact checklist.
+    h = make_harness("tree", adapters={"summarizer": RecordingSummarizer(text="Summary 1.")},
+                     context_compaction={"keep_recent_tokens": 60})
 
     def turns(sid: str, speaker: str, first: int, n: int) -> None:
         for seq in range(first, first + 2 * n, 2):
@@ -107,10 +106,9 @@ def test_a_fork_refuses_a_compaction_that_would_not_shrink_as_a_plain_session_do
         ok(h.do({"type": "invalidate_history", "session_id": sid, "kind": "rewind", "to_seq": 1}))
         turns(sid, "s1", 5, 2)
         before = ok(h.do({"type": "get_projection", "session_id": sid}))
-        got = ok(h.do({"type": "compact", "session_id": sid}))
-        assert got["status"] == "nothing_to_compact", got
-        assert "as large as the part it replaces" in got["report"], got
+        e = err(h.do({"type": "compact", "session_id": sid}), "summary_failed")
+        assert "would not shrink" in e["message"], e
+        assert e["details"]["tokens_after"] >= e["details"]["tokens_before"], e
         assert ok(h.do({"type": "get_projection", "session_id": sid})) == before  # nothing changed
-        outcomes.append(got["tokens_before"])
+        outcomes.append(e["details"])
     assert outcomes[0] == outcomes[1]
-    assert summarizer.requests == []

@@ -155,16 +155,16 @@ class TreeMachine(HarnessMachine):
 def test_a_fork_rewound_to_one_message_whose_compaction_would_not_shrink_changes_nothing() -> None:
     """Replay of a run the machine found: fork s0 → s1, rewind s1 to seq 1, two turns,
     compact. The old part (seqs 1, 5, 6) is as small as the summary with its fact
-    checklist ("s0 asks 1" is not superseded by "s1 asks 5"), so there is nothing to
-    compact (said before any summary call; spec §10.4 would refuse the candidate) and both
-    sessions stay as they were. The reference used to expect every compaction to succeed."""
+    checklist ("s0 asks 1" is not superseded by "s1 asks 5"), so the compaction is refused
+    (spec §10.4) and both sessions stay as they were. The reference used to expect every
+    compaction to succeed."""
     m = TreeMachine()
     try:
         m.fork(_Draws("s0"), past=False)
         m.rewind(_Draws("s1", 1))
         m.append(_Draws("s1"), turns=2)
         m.compact(_Draws("s1"))
-        assert m.done["compact_nothing_to_compact"] == 1 and m.ref["s1"]["checkpoint"] is None
+        assert m.done["compact_would_not_shrink"] == 1 and m.ref["s1"]["checkpoint"] is None
         m.every_session_matches_its_reference()
     finally:
         m.close()
