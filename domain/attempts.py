@@ -55,6 +55,8 @@ class Attempt:
     candidate_id: str | None = None
     """A dry run's candidate (issue 43): on its ``candidate`` attempt (which holds the
     summary call) and on the attempt that committed it (which made no call)."""
+    nothing_reason: str | None = None
+    """A ``nothing_to_compact`` attempt's cause (``CompactOutcome.nothing_reason``)."""
     checkpoint_id: str | None = None
     """The checkpoint a committed attempt made; None on other outcomes and on records
     written before it was kept (matching by numbers and time then picked the wrong one

@@ -86,6 +86,7 @@ def _log_attempt(svc: Services, turn: TurnContext, ended: _Ended) -> None:
             at_seq=turn.ctx.session.next_seq - 1,
             summary_usage=getattr(result, "summary_usage", None),
             candidate_id=getattr(result, "candidate_id", None),
+            nothing_reason=getattr(result, "nothing_reason", None),
             checkpoint_id=result.checkpoint_id if result and outcome in ("compacted", "degraded") else None,
         )
         attempts.record(turn.session_id, attempt)

@@ -94,6 +94,7 @@ def nothing_to_compact(
         # (the other reasons are the ordinary ones; a waiting call can hold a session
         # back indefinitely, so the host is told which cause to clear, issue 42)
         report=f"Nothing to compact: {why.value}" if why in _CLEARABLE else "Nothing to compact",
+        nothing_reason=why.name.lower(),
     )
 
 

@@ -177,11 +177,11 @@ def test_every_outcome_is_on_record_and_never_moves_the_session(make_harness: Ma
     assert done["ledger"] == outcome["ledger"]
     assert failed["error_code"] == "summary_failed" and failed["ledger"] is None
     assert failed["tokens_after"] == failed["tokens_before"] > 0
-    assert nothing["stage"] is None and nothing["error_code"] is None
+    assert nothing["stage"] is None and nothing["error_code"] is None and nothing["nothing_reason"]
     assert set(done) == {"attempt_id", "at", "reason", "outcome", "stage", "summarizer", "model",
                          "prompt_version", "duration_ms", "tokens_before", "tokens_after", "ledger",
                          "error_code", "summary_usage", "summary_cost_usd", "net",
-                         "candidate_id", "checkpoint_id"}  # (summary_usage..candidate_id: issue 43)
+                         "candidate_id", "checkpoint_id", "nothing_reason"}  # (summary_usage..candidate_id: issue 43)
     assert done["checkpoint_id"] == outcome["checkpoint_id"] and failed["checkpoint_id"] is None
     assert [a["attempt_id"] for a in attempts(h, limit=2)] == [done["attempt_id"], failed["attempt_id"]]
     assert len({a["attempt_id"] for a in log}) == 3

@@ -51,6 +51,9 @@ class CompactOutcome(Result):
     summary_cost_usd: float | None = None
     net: CompactionNet | None = None
     """Dry runs: the forecast balance of committing this candidate (issue 43)."""
+    nothing_reason: str | None = None
+    """``nothing_to_compact``: why, as a stable code (``no_old_turn``,
+    ``boundary_would_not_advance``, ``empty``, ``waiting_call``, ``summary_not_smaller``)."""
 
     @classmethod
     def compacted(cls, checkpoint: Checkpoint, *, kept_turns: int, report: str) -> CompactOutcome:
@@ -127,6 +130,8 @@ class AttemptInfo(Result):
     """The dry run's candidate this attempt made (``candidate``) or committed (issue 43)."""
     checkpoint_id: str | None = None
     """The checkpoint a ``compacted`` or ``degraded`` attempt committed (None on older records)."""
+    nothing_reason: str | None = None
+    """A ``nothing_to_compact`` attempt's cause (``CompactOutcome.nothing_reason``)."""
 
 
 class ResummarizeResult(Result):
