@@ -145,8 +145,7 @@ def _summarize(
     # No summary was asked for: the turn keeps its one attempt (spec §11.3 step 3).
     svc.turns.release_summary_attempt(turn.session_id, turn_key)
     # (a cause the host can clear, or one that keeps every turn over the threshold: named)
-    _, named, why = outcome.report.rpartition("Nothing to compact: ")
-    return None, ["auto compaction found nothing to compact" + (f": {why}" if named else "")], turn
+    return None, ["auto compaction found nothing to compact" + outcome.named_cause()], turn
 
 
 def _after(svc: Services, turn: TurnContext) -> TurnContext:

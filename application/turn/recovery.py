@@ -105,6 +105,6 @@ def _summarize_once(
         return None, turn
     if compaction.status != "compacted":
         memory.release_summary_attempt(turn.session_id, request.turn_key)
-        warnings.append("overflow summary found nothing to compact")
+        warnings.append("overflow summary found nothing to compact" + compaction.named_cause())
         return None, turn
     return compaction, turn

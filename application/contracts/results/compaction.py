@@ -55,6 +55,12 @@ class CompactOutcome(Result):
     """``nothing_to_compact``: why, as a stable code (``no_old_turn``,
     ``boundary_would_not_advance``, ``empty``, ``waiting_call``, ``summary_not_smaller``)."""
 
+    def named_cause(self) -> str:
+        """``": <why>"`` when the report names a cause the host can act on (a waiting call,
+        a summary block that cannot be smaller), else ``""``: for a warning's tail."""
+        _, named, why = self.report.rpartition("Nothing to compact: ")
+        return f": {why}" if named else ""
+
     @classmethod
     def compacted(cls, checkpoint: Checkpoint, *, kept_turns: int, report: str) -> CompactOutcome:
         return cls(
