@@ -40,6 +40,36 @@ class ProviderIdentity:
         return model in (self.model, bare, f"{self.provider}/{bare}")
 
 
+#: The JSON scalar types, by exact type: a dict whose values are all of them holds no
+#: dict or list, so its one C-level ``copy()`` shares nothing mutable with it.
+JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def is_flat(message: dict[str, Any]) -> bool:
+    """Does ``message`` hold no dict and no list (every value a JSON scalar)?"""
+    return JSON_SCALARS.issuperset(map(type, message.values()))
+
+
+@dataclass(frozen=True)
+class KnownFlat:
+    """What a builder learned of its stable messages when it converted them, once each
+    (issue 38): ``messages[start:stop]`` are those messages, and only the ones at
+    ``start + i`` for ``i`` in ``nested`` hold a dict or a list; the rest are flat.
+
+    Valid for this very ``messages`` list (checked by identity) while nobody changed it:
+    the hand-out copy (``handout.py``) reads it instead of looking at every message.
+    """
+
+    messages: list[dict[str, Any]]
+    start: int
+    stop: int
+    nested: Sequence[int]
+
+    def moved(self, messages: list[dict[str, Any]], by: int) -> KnownFlat:
+        """The same knowledge for ``messages``: this list with ``by`` messages put before it."""
+        return KnownFlat(messages, self.start + by, self.stop + by, self.nested)
+
+
 @dataclass
 class ContextProjection:
     """The history part of a provider request, and where it came from."""
@@ -56,6 +86,8 @@ class ContextProjection:
     """Pinned messages shown after the summary block (below ``first_raw_seq``)."""
     pinned_count: int = 0
     """How many provider messages the pinned part has (after the summary block)."""
+    known_flat: KnownFlat | None = field(default=None, compare=False, repr=False)
+    """Which of ``messages`` are flat, as the builder found them (``None``: not known)."""
 
     @property
     def raw_start(self) -> int:
@@ -364,6 +396,8 @@ class ProjectionBuilder:
         self.identity = identity
         self._stable_records: list[MessageRecord] = []
         self._stable_messages: list[dict[str, Any]] = []
+        self._stable_nested: list[int] = []
+        """Indexes in ``_stable_messages`` of the ones holding a dict or list (``KnownFlat``)."""
         self._stable_seqs: list[int] = []
         self._stable_notes: list[str] = []
         self._stable_max = 0
@@ -385,7 +419,11 @@ class ProjectionBuilder:
         if split:
             repaired, notes = repair_tool_chains(self._pending[:split])
             self._stable_records.extend(repaired)
+            known = len(self._stable_messages)
             self._stable_messages.extend(to_provider_message(m, self.identity) for m in repaired)
+            self._stable_nested.extend(
+                i for i in range(known, len(self._stable_messages)) if not is_flat(self._stable_messages[i])
+            )
             self._stable_seqs.extend(m["seq"] for m in repaired)
             self._stable_max = max(self._stable_max, *(m["seq"] for m in repaired), 0)
             self._stable_notes.extend(notes)
@@ -403,7 +441,10 @@ class ProjectionBuilder:
         messages: list[dict[str, Any]] = [summary_block(checkpoint, self.identity)] if checkpoint else []
         held, held_seqs, held_notes = pinned_part(checkpoint, pinned, self.identity)
         messages.extend(held)
+        start = len(messages)
         messages.extend(self._stable_messages)
+        # (a copy of the indexes: a later ``extend`` by another command appends to them)
+        known = KnownFlat(messages, start, len(messages), self._stable_nested[:])
         messages.extend(to_provider_message(m, self.identity) for m in repaired)
         seqs = self._stable_seqs + [m["seq"] for m in repaired]
         return ContextProjection(
@@ -417,6 +458,7 @@ class ProjectionBuilder:
             summary_included=checkpoint is not None,
             pinned_seqs=held_seqs,
             pinned_count=len(held),
+            known_flat=known,
         )
 
     def history_tokens(self, projection: ContextProjection, tokens: dict[int, int], key: str) -> int:
