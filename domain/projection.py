@@ -50,11 +50,27 @@ def is_flat(message: dict[str, Any]) -> bool:
     return JSON_SCALARS.issuperset(map(type, message.values()))
 
 
+def calls_only(message: dict[str, Any]) -> bool:
+    """Are ``message``'s only dict or list its ``tool_calls``, a list of dicts each holding
+    no dict or list but a flat ``function`` (what ``nested_tool_calls`` gives)?"""
+    calls = message.get("tool_calls")
+    if type(calls) is not list or not all(
+        type(value) in JSON_SCALARS for key, value in message.items() if key != "tool_calls"
+    ):
+        return False
+    return all(
+        type(call) is dict and type(call.get("function")) is dict and is_flat(call["function"])
+        and all(type(value) in JSON_SCALARS for key, value in call.items() if key != "function")
+        for call in calls
+    )
+
+
 @dataclass(frozen=True)
 class KnownFlat:
     """What a builder learned of its stable messages when it converted them, once each
-    (issue 38): ``messages[start:stop]`` are those messages, and only the ones at
-    ``start + i`` for ``i`` in ``nested`` hold a dict or a list; the rest are flat.
+    (issue 38): ``messages[start:stop]`` are those messages; the ones at ``start + i``
+    hold a dict or list for ``i`` in ``calls`` (tool calls only, of the shape
+    ``calls_only`` names) or in ``nested`` (any other); all the rest are flat.
 
     Valid for this very ``messages`` list (checked by identity) while nobody changed it:
     the hand-out copy (``handout.py``) reads it instead of looking at every message.
@@ -64,10 +80,11 @@ class KnownFlat:
     start: int
     stop: int
     nested: Sequence[int]
+    calls: Sequence[int] = ()
 
     def moved(self, messages: list[dict[str, Any]], by: int) -> KnownFlat:
         """The same knowledge for ``messages``: this list with ``by`` messages put before it."""
-        return KnownFlat(messages, self.start + by, self.stop + by, self.nested)
+        return KnownFlat(messages, self.start + by, self.stop + by, self.nested, self.calls)
 
 
 @dataclass
@@ -397,6 +414,7 @@ class ProjectionBuilder:
         self._stable_records: list[MessageRecord] = []
         self._stable_messages: list[dict[str, Any]] = []
         self._stable_nested: list[int] = []
+        self._stable_calls: list[int] = []
         """Indexes in ``_stable_messages`` of the ones holding a dict or list (``KnownFlat``)."""
         self._stable_seqs: list[int] = []
         self._stable_notes: list[str] = []
@@ -421,9 +439,10 @@ class ProjectionBuilder:
             self._stable_records.extend(repaired)
             known = len(self._stable_messages)
             self._stable_messages.extend(to_provider_message(m, self.identity) for m in repaired)
-            self._stable_nested.extend(
-                i for i in range(known, len(self._stable_messages)) if not is_flat(self._stable_messages[i])
-            )
+            for index in range(known, len(self._stable_messages)):
+                message = self._stable_messages[index]
+                if not is_flat(message):
+                    (self._stable_calls if calls_only(message) else self._stable_nested).append(index)
             self._stable_seqs.extend(m["seq"] for m in repaired)
             self._stable_max = max(self._stable_max, *(m["seq"] for m in repaired), 0)
             self._stable_notes.extend(notes)
@@ -444,7 +463,7 @@ class ProjectionBuilder:
         start = len(messages)
         messages.extend(self._stable_messages)
         # (a copy of the indexes: a later ``extend`` by another command appends to them)
-        known = KnownFlat(messages, start, len(messages), self._stable_nested[:])
+        known = KnownFlat(messages, start, len(messages), self._stable_nested[:], self._stable_calls[:])
         messages.extend(to_provider_message(m, self.identity) for m in repaired)
         seqs = self._stable_seqs + [m["seq"] for m in repaired]
         return ContextProjection(

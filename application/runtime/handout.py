@@ -66,8 +66,9 @@ def handed_out(messages: list[Any], known: KnownFlat | None = None) -> list[Any]
     Most messages are flat (role, string content, ids): one C-level ``dict.copy()`` each.
     Only the dicts and lists that hold other dicts or lists are walked. ``known`` (about
     this very list) says which messages the projection's builder found flat when it
-    converted them: those are copied without a look, the nested ones it names walked,
-    and only the others (system prompt, summary, open tool group) looked at (ADR 0098).
+    converted them: those are copied without a look, the nested ones it names walked (an
+    assistant's tool calls without a call of ours), and only the others (system prompt,
+    summary, open tool group) looked at (ADR 0098).
     The collector waits while the copy is made (ADR 0088): a copy of N messages allocates
     more than N containers, each young collection in between scans the half-made copy,
     and each tenth one a generation that the library's cached messages are in; after the
@@ -91,6 +92,12 @@ def _copied(messages: list[Any], known: KnownFlat | None) -> list[Any]:
     body = list(map(dict.copy, messages[start:stop]))
     for index in known.nested:
         body[index] = _walked(messages[start + index])
+    # An assistant's tool calls, the usual nested message: copied here without a call
+    # or a look per container (the builder checked their shape, ``calls_only``).
+    for index in known.calls:
+        calls = body[index]["tool_calls"] = list(map(dict.copy, body[index]["tool_calls"]))
+        for call in calls:
+            call["function"] = call["function"].copy()
     out = _looked_at(messages[:start])
     out += body
     out += _looked_at(messages[stop:])

@@ -14,7 +14,7 @@ from projection_builders import rec
 
 from context_compaction.application.contracts.commands import AppendMessages, GetProjection, PrepareTurn
 from context_compaction.application.runtime import handout
-from context_compaction.domain.projection import KnownFlat, ProjectionBuilder, is_flat
+from context_compaction.domain.projection import KnownFlat, ProjectionBuilder, calls_only, is_flat
 from containers import containers
 
 BACKENDS = ("memory",)
@@ -47,7 +47,8 @@ def test_the_builder_names_exactly_the_stable_messages_that_hold_a_dict_or_list(
     known = projection.known_flat
     assert known is not None and known.messages is projection.messages
     assert (known.start, known.stop) == (0, 6)  # the open group at seq 7 is not stable
-    assert list(known.nested) == [i for i in range(6) if not is_flat(projection.messages[i])] == [1, 4]
+    assert sorted([*known.nested, *known.calls]) == [i for i in range(6) if not is_flat(projection.messages[i])]
+    assert (list(known.calls), list(known.nested)) == ([1], [4])
 
 
 def test_a_known_copy_shares_nothing_on_either_path(handout_path: str) -> None:
@@ -94,3 +95,33 @@ def test_the_bus_hands_the_builder_s_knowledge_to_the_copy_and_keeps_none_of_it(
         for call in message.get("tool_calls") or []:
             call["function"]["arguments"] = "changed"
     assert harness.bus.dispatch(cmd).messages == before
+
+
+def _call(**extra: Any) -> dict[str, Any]:
+    return {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}, **extra}
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ({"role": "assistant", "content": None, "tool_calls": [_call(), _call(id="c2")]}, True),
+    ({"role": "assistant", "content": None, "tool_calls": []}, True),
+    ({"role": "assistant", "content": None, "tool_calls": [_call(provider_specific_fields={"sig": "s"})]}, False),
+    ({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}", "x": []}}]}, False),
+    ({"role": "assistant", "content": None, "tool_calls": [_call()], "thinking_blocks": [{"t": "x"}]}, False),
+    ({"role": "assistant", "content": [{"type": "text", "text": "x"}], "tool_calls": [_call()]}, False),
+    ({"role": "assistant", "content": None, "tool_calls": ["not a call"]}, False),
+    ({"role": "user", "content": "flat"}, False),
+])
+def test_only_tool_calls_of_the_builder_s_own_shape_take_the_call_free_copy(
+    message: dict[str, Any], expected: bool
+) -> None:
+    assert calls_only(message) is expected
+
+
+def test_a_copy_told_which_messages_are_tool_calls_shares_nothing(handout_path: str) -> None:
+    cached = [{"role": "user", "content": "q"},
+              {"role": "assistant", "content": None, "tool_calls": [_call(), _call(id="c2")]},
+              {"role": "assistant", "content": None, "tool_calls": [_call(provider_specific_fields={"s": [1]})]},
+              {"role": "tool", "tool_call_id": "c1", "content": "r"}]
+    given = handout.handed_out(cached, KnownFlat(cached, 0, 4, nested=[2], calls=[1]))
+    _shares_nothing(given, cached)
