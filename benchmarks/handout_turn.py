@@ -55,7 +55,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.without_lazy_tracking:
         handout.LAZY_TRACKING = False
-        handout._IS_TRACKED = lambda _: True
     # (automatic compaction off: the request holds the whole history, as measured)
     bus = bootstrap(Settings(database_url="memory://", summarizer="extractive",
                              context_compaction={"enabled": False}))

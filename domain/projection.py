@@ -40,6 +40,53 @@ class ProviderIdentity:
         return model in (self.model, bare, f"{self.provider}/{bare}")
 
 
+#: The JSON scalar types, by exact type: a dict whose values are all of them holds no
+#: dict or list, so its one C-level ``copy()`` shares nothing mutable with it.
+JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def is_flat(message: dict[str, Any]) -> bool:
+    """Does ``message`` hold no dict and no list (every value a JSON scalar)?"""
+    return JSON_SCALARS.issuperset(map(type, message.values()))
+
+
+def calls_only(message: dict[str, Any]) -> bool:
+    """Are ``message``'s only dict or list its ``tool_calls``, a list of dicts each holding
+    no dict or list but a flat ``function`` (what ``nested_tool_calls`` gives)?"""
+    calls = message.get("tool_calls")
+    if type(calls) is not list or not all(
+        type(value) in JSON_SCALARS for key, value in message.items() if key != "tool_calls"
+    ):
+        return False
+    return all(
+        type(call) is dict and type(call.get("function")) is dict and is_flat(call["function"])
+        and all(type(value) in JSON_SCALARS for key, value in call.items() if key != "function")
+        for call in calls
+    )
+
+
+@dataclass(frozen=True)
+class KnownFlat:
+    """What a builder learned of its stable messages when it converted them, once each
+    (issue 38): ``messages[start:stop]`` are those messages; the ones at ``start + i``
+    hold a dict or list for ``i`` in ``calls`` (tool calls only, of the shape
+    ``calls_only`` names) or in ``nested`` (any other); all the rest are flat.
+
+    Valid for this very ``messages`` list (checked by identity) while nobody changed it:
+    the hand-out copy (``handout.py``) reads it instead of looking at every message.
+    """
+
+    messages: list[dict[str, Any]]
+    start: int
+    stop: int
+    nested: Sequence[int]
+    calls: Sequence[int] = ()
+
+    def moved(self, messages: list[dict[str, Any]], by: int) -> KnownFlat:
+        """The same knowledge for ``messages``: this list with ``by`` messages put before it."""
+        return KnownFlat(messages, self.start + by, self.stop + by, self.nested, self.calls)
+
+
 @dataclass
 class ContextProjection:
     """The history part of a provider request, and where it came from."""
@@ -56,6 +103,8 @@ class ContextProjection:
     """Pinned messages shown after the summary block (below ``first_raw_seq``)."""
     pinned_count: int = 0
     """How many provider messages the pinned part has (after the summary block)."""
+    known_flat: KnownFlat | None = field(default=None, compare=False, repr=False)
+    """Which of ``messages`` are flat, as the builder found them (``None``: not known)."""
 
     @property
     def raw_start(self) -> int:
@@ -364,6 +413,9 @@ class ProjectionBuilder:
         self.identity = identity
         self._stable_records: list[MessageRecord] = []
         self._stable_messages: list[dict[str, Any]] = []
+        self._stable_nested: list[int] = []
+        self._stable_calls: list[int] = []
+        """Indexes in ``_stable_messages`` of the ones holding a dict or list (``KnownFlat``)."""
         self._stable_seqs: list[int] = []
         self._stable_notes: list[str] = []
         self._stable_max = 0
@@ -385,7 +437,12 @@ class ProjectionBuilder:
         if split:
             repaired, notes = repair_tool_chains(self._pending[:split])
             self._stable_records.extend(repaired)
+            known = len(self._stable_messages)
             self._stable_messages.extend(to_provider_message(m, self.identity) for m in repaired)
+            for index in range(known, len(self._stable_messages)):
+                message = self._stable_messages[index]
+                if not is_flat(message):
+                    (self._stable_calls if calls_only(message) else self._stable_nested).append(index)
             self._stable_seqs.extend(m["seq"] for m in repaired)
             self._stable_max = max(self._stable_max, *(m["seq"] for m in repaired), 0)
             self._stable_notes.extend(notes)
@@ -403,7 +460,10 @@ class ProjectionBuilder:
         messages: list[dict[str, Any]] = [summary_block(checkpoint, self.identity)] if checkpoint else []
         held, held_seqs, held_notes = pinned_part(checkpoint, pinned, self.identity)
         messages.extend(held)
+        start = len(messages)
         messages.extend(self._stable_messages)
+        # (a copy of the indexes: a later ``extend`` by another command appends to them)
+        known = KnownFlat(messages, start, len(messages), self._stable_nested[:], self._stable_calls[:])
         messages.extend(to_provider_message(m, self.identity) for m in repaired)
         seqs = self._stable_seqs + [m["seq"] for m in repaired]
         return ContextProjection(
@@ -417,6 +477,7 @@ class ProjectionBuilder:
             summary_included=checkpoint is not None,
             pinned_seqs=held_seqs,
             pinned_count=len(held),
+            known_flat=known,
         )
 
     def history_tokens(self, projection: ContextProjection, tokens: dict[int, int], key: str) -> int:

@@ -126,3 +126,17 @@ def rt_bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MessageBus]:
                              summarizer="extractive"))
     yield bus
     bus.close()
+
+
+@pytest.fixture(params=["lazy-tracking", "every-dict-tracked"])
+def handout_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The hand-out copy's two ways to find a flat dict: the collector's lazy dict tracking
+    (CPython up to 3.13), or the type scan of interpreters that track every dict (3.14,
+    GH-127010), forced here on any interpreter (issue 38)."""
+    from context_compaction.application.runtime import handout
+
+    if request.param == "every-dict-tracked":
+        monkeypatch.setattr(handout, "LAZY_TRACKING", False)
+    elif not handout.LAZY_TRACKING:
+        pytest.skip("this interpreter tracks every dict")
+    return str(request.param)

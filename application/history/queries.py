@@ -82,7 +82,7 @@ def search_history(cmd: c.SearchHistory, svc: Services) -> r.SearchResult:
 
 def projection_result(p: ContextProjection, version: int) -> r.ProjectionResult:
     # Built by us, not parsed: skip re-validating thousands of message dicts.
-    return r.ProjectionResult.model_construct(**p.to_result(), version=version)
+    return r.ProjectionResult.model_construct(**p.to_result(), version=version).knowing_flat(p.known_flat)
 
 
 def get_projection(cmd: c.GetProjection, svc: Services) -> r.ProjectionResult:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_compaction.domain.budget import FIXED_PARTS
-from context_compaction.domain.projection import ContextProjection
+from context_compaction.domain.projection import ContextProjection, KnownFlat
 
 from ..contracts.commands import TurnInputsMixin
 from ..contracts.ports import TokenCounter
@@ -59,6 +59,8 @@ class Draft:
     total: int
     #: Its fixed parts' tokens (``FIXED_PARTS``: what no compaction can shrink).
     fixed: int
+    #: Which of ``messages`` are flat, as the projection's builder found them (issue 38).
+    known_flat: KnownFlat | None = None
 
 
 def build_draft(
@@ -104,6 +106,9 @@ def build_draft(
         "history": history_tokens,
         "pinned": pinned,
     }
+    known = projection.known_flat
     return Draft(messages, list(inputs.tools), breakdown, projection, encoding,
-                 total=sum(breakdown.values()), fixed=sum(breakdown[p] for p in FIXED_PARTS))
+                 total=sum(breakdown.values()), fixed=sum(breakdown[p] for p in FIXED_PARTS),
+                 known_flat=known.moved(messages, len(messages) - len(projection.messages))
+                 if known is not None and known.messages is projection.messages else None)
 

@@ -158,7 +158,7 @@ def _issue(
         turn_start_index=_turn_start_index(turn, messages, turn_key),
         retry_of=retry_of,
         api_base=credentials.api_base,
-    ).with_api_key(credentials.api_key)
+    ).with_api_key(credentials.api_key).knowing_flat(draft.known_flat if messages is draft.messages else None)
 
 
 def _turn_start_index(turn: TurnContext, messages: list[dict[str, object]], turn_key: int) -> int:

@@ -16,6 +16,8 @@ from helpers import Harness, mixed_session, ok
 from context_compaction.application.contracts.commands import GetProjection, PrepareTurn
 
 SID = "lazy"
+#: Every test on both of the hand-out copy's paths (``handout_path``, issue 38).
+pytestmark = pytest.mark.usefixtures("handout_path")
 
 
 def _session(harness: Harness) -> None:

@@ -16,6 +16,8 @@ from context_compaction.application.contracts.commands import AppendMessages, Ge
 
 BACKENDS = ("memory", "sqlite", "postgres")
 SID = "handout"
+#: Every test on both of the hand-out copy's paths (``handout_path``, issue 38).
+pytestmark = pytest.mark.usefixtures("handout_path")
 
 
 def _session(make_harness: MakeHarness) -> Any:

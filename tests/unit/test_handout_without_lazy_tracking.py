@@ -3,24 +3,12 @@ the same copies, found flat by their values' types instead of the collector."""
 
 from __future__ import annotations
 
-import pytest
-
 from context_compaction.application.runtime import handout
 
 from containers import containers
 
 
-@pytest.fixture(params=[True, False], ids=["lazy-tracking", "every-dict-tracked"])
-def tracking(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    if not request.param:
-        monkeypatch.setattr(handout, "LAZY_TRACKING", False)
-        monkeypatch.setattr(handout, "_IS_TRACKED", lambda _: True)
-    elif not handout.LAZY_TRACKING:
-        pytest.skip("this interpreter tracks every dict")
-    return bool(request.param)
-
-
-def test_both_paths_hand_out_copies_that_share_no_container(tracking: bool) -> None:
+def test_both_paths_hand_out_copies_that_share_no_container(handout_path: str) -> None:
     cached = [
         {"role": "user", "content": "flat", "n": 1, "f": 0.5, "b": True, "none": None},
         {"role": "user", "content": [{"type": "text", "text": "x"}]},

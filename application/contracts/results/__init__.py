@@ -14,7 +14,7 @@ promise: add, never rename).
 
 from __future__ import annotations
 
-from .base import Result
+from .base import CachedMessages, Result
 from .compaction import (
     AttemptInfo,
     CompactionAttemptsResult,
@@ -74,6 +74,7 @@ from .turns import (
 __all__ = [
     "AppendMessagesResult",
     "AttemptInfo",
+    "CachedMessages",
     "CheckpointInfo",
     "CheckpointsResult",
     "ChildUsage",

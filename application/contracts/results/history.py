@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import Result
+from .base import CachedMessages, Result
 
 
 class ToolCallFunction(Result):
@@ -70,7 +70,7 @@ class SearchResult(Result):
     32; None: the whole query was searched). ADR 0086."""
 
 
-class ProjectionResult(Result):
+class ProjectionResult(CachedMessages):
     """The history part of a provider request and where it came from (spec §7.1)."""
 
     messages: list[dict[str, Any]]

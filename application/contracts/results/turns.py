@@ -7,7 +7,7 @@ from typing import Any, Literal
 from context_compaction.domain.forecast import Forecast
 from pydantic import Field, PrivateAttr, SecretStr
 
-from .base import Result
+from .base import CachedMessages, Result
 from .compaction import CompactOutcome
 from .tree import ChildUsage
 
@@ -102,7 +102,7 @@ class ContextUsage(Result):
     stops compaction; /info says which one."""
 
 
-class TurnRequest(Result):
+class TurnRequest(CachedMessages):
     """A complete provider request (OpenAI/litellm chat format) and how it was made."""
 
     request_id: str
