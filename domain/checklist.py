@@ -102,21 +102,70 @@ _SOFT_PREFERENCE = re.compile(
     r"\blean(?:ing)?\s+(?:more\s+|heavily\s+|slightly\s+|a bit\s+)?towards?\b|"
     r"\b(?:suits?|works?|fits?|sits?)\s+(?:me|us)\s+(?:better|best|fine|well|nicely)\b|"
     r"\b(?:suits?|works?|fits?)\s+(?:better|best)\s+for\s+(?:me|us)\b|\b(?:better|nicer|easier)\s+for\s+(?:me|us)\b|"
-    r"\bmy (?:vote|pick|choice|money|go-to|default)\b|\bi(?:'d| would)? vote for\b|\bgo-to\b|"
+    r"\bmy (?:vote|pick|choice|money|go-to|default|thing|rule of thumb)\b|\bi(?:'d| would)? vote for\b|"
     r"\bideally\b|\bif (?:it were|it was|it's) up to me\b|\bif i had my way\b|\bif i had to (?:choose|pick)\b|"
     r"\bpartial to\b|\bkeen on\b|\bnot (?:a |the )?(?:big |huge )?fan\b|\bsteer clear\b|\bstay away from\b|"
     r"\bi(?:'d| would) (?:sooner|much rather|go for|pick|choose|avoid|stick|lean|keep|use)\b|\bi tend to\b|"
     r"\b(?:happier|more comfortable) with\b|\bpreferabl[ey]\b|\b(?:nicer|better) if\b|"
     r"\b(?:i|we) (?:really |much |kind of |kinda )?(?:love|dislike|hate|enjoy)\b|\bnot (?:into|big on|wild about)\b|"
-    r"\bmore of an? [\w-]+ (?:person|fan|shop|team)\b|\bno\s+[\w-]+(?:\s+[\w-]+){0,3},?\s+(?:please|thanks)\b|"
-    r"^\s*(?![\w.+-]*(?:ing|ed)\b)[\w.+-]+ over [\w.+-]+(?=,| for\b| in\b| as\b| please\b|\s*[.!]?\s*$)", re.I)
+    r"\bmore of an? [\w-]+ (?:person|fan|shop|team)\b|\bno\b(?=(?:\s+[\w-]+){1,6},?\s+(?:please|thanks)\b)|"
+    r"^\s*(?![\w.+-]*(?:ing|ed)\b)[\w.+-]+ over [\w.+-]+(?=,| for\b| in\b| as\b| please\b|\s*[.!]?\s*$)|"
+    # (stance words: "I much prefer", "a big believer in", "beats", "the way to go", "drives me
+    # nuts", "a no-go", "has no place in", "hard pass", "keep X free of", "go easy on")
+    r"\bprefer(?:s|red|ring|ence)?\b|\bbeliever in\b|\b(?:nothing |\w+ )beats? (?!me\b)|\bthe way to go\b|"
+    r"\b(?:wins?|win out) over\b|\b(?:reads?|feels?|looks?) (?:better|cleaner|nicer|clearer|saner)\b|"
+    r"\b(?:happ(?:y|ier|iest)|comfortable) with\b|\bswear by\b|\bi(?:'m| am) (?:all )?(?:team|for)\b|"
+    r"\b(?:drives?|makes?) me (?:nuts|crazy|mad|nervous|uneasy|twitchy|sad)\b|\bup the wall\b|\b(?:bugs?|annoys?) me\b|"
+    r"\ballergic to\b|\bno-go\b|\bno place in\b|\bnot on my watch\b|\bhard pass\b|\bpass on\b|\bgo easy on\b|"
+    r"\bsteer away\b|\b(?:keep|leave)\b(?=(?: \w+){1,4} (?:out of|free of|out)\b)|\b(?:live|do|go) without\b|"
+    r"\bthe less\b(?=.{1,60}\bthe better\b)|\bgive me\b(?=.{1,40}\bover\b)|\bi(?:'d| would) love\b|"
+    r"\b(?:can|could) we (?:please )?(?:skip|avoid|drop|ditch|leave out|go without|stay away from)\b|"
+    r"\bi find\b(?=.{0,50}\b(?:nicer|easier|better|cleaner|clearer|simpler|nicest|easiest|best)\b)|"
+    r"\b(?:easier|nicer|kinder) on (?:everyone|everybody|me|us|the \w+|\w+ers)\b|\brather not\b|\bdon't (?:love|like|want)\b|\b(?:would|'d) appreciate\b|"
+    r",\s*(?:every (?:single )?time|all the way|any day)\s*[.!]*\s*$|\bplease,\s+no\b|\banything (?:but|except)\b|"
+    # (a standing wish or a suggestion: "X for Y wherever possible", "X by default", "how about
+    # X for Y?", "X gets my vote", "X is what I'd pick")
+    r"\bwher(?:e|ever) (?:possible|you can|we can|it makes sense)\b|\bwhen(?:ever)? possible\b|\bif at all possible\b|"
+    r"\b(?:by|as a|as the) default\b|\bdefault to\b|\bas a (?:rule|habit)\b|\bgoing forward\b|\bgets? my vote\b|"
+    r"\b(?:how|what) about\b|\bany chance (?:we|you)\b|\bmind if (?:we|i)\b|\bwhy not\b|\bshouldn't we\b|"
+    r"\b(?:can|could|shall) we (?:just |maybe |please )?(?:stick|default|standardi[sz]e|settle|keep)\b|"
+    r"\b(?:is|are) what (?:i|we)(?:'d| would| want| like| use)?\b|\bwhat (?:i|we)(?:'d| would) (?:use|pick|choose|go for)\b|"
+    # (an opinion marked as one, or a practice judged: "IMO", "in my book", "X is the sane
+    # choice for Y", "X makes Y so much easier")
+    r"\bimh?o\b|\bin my (?:experience|book|opinion|view)\b|\bfor my money\b|\bto my mind\b|\bif you ask me\b|"
+    r"\b(?:is|are|'s|'re) the (?:sane|right|better|best|obvious|clear|smart|preferred|nicer|cleaner|safer) "
+    r"(?:choice|option|pick|call|way|move|default|approach)\b|"
+    r"\b(?:is|are|'s|'re) (?:so |much |way |a lot |far )(?:nicer|better|cleaner|easier|saner|safer|simpler|clearer)\b|"
+    r"\bmakes?\b(?=(?: [\w-]+){1,4} (?:so |much |way |a lot )?(?:easier|nicer|saner|simpler|less painful|"
+    r"more pleasant|bearable|cleaner)\b)", re.I)
+# (a piece of work reported done in any word order, ADR 0096: "Landed the audit export",
+# "docs update complete", "got the backfill done", "crossed the load test off the list")
+_DONE = re.compile(r"\b(?:done|finished|complete|completed|landed|sorted(?: out)?|shipped|wrapped(?: up)?|"
+                   r"(?:crossed|ticked|checked|knocked|struck)(?=(?:\s+[\w-]+){0,5}?\s+off\b)|knocked out|"
+                   r"over the line|out the door)\b", re.I)
+# (said of work not yet done: "once the tests are done", "let me know when you're done")
+_NOT_DONE = re.compile(r"^\s*(?:once|when|whenever|after|if|until|as soon as|before)\b|\b(?:you're|you are|you've|"
+                       r"you have|when|once|until|if) (?:\w+ ){0,3}(?:done|finished|complete)|\blet me know\b", re.I)
+
+
+def _reports_done(sentence: str) -> bool:
+    """A statement that a piece of work is done: not a question, a request or a condition,
+    and about something ("Done!" alone is about nothing)."""
+    return (not sentence.rstrip().endswith("?") and not _REQUEST.match(sentence) and not _NOT_DONE.search(sentence)
+            and bool(subject_words(_DONE.sub(" ", sentence))))
+
+
+_PLEASE_NO = re.compile(r"^\s*please,?\s+(?:no|don't|never|not)\b", re.I)
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
                      r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward|"
                      # (chat: "scrap that, ...", "we ended up ...", "no longer", "... for X now")
                      r"scrap that|scratch that|ended up|no longer|not anymore|changed (?:my|our) minds?|"
                      r"(?:for|on|to) the \w+(?: \w+)? now)\b", re.I)
 # ("so that's 2 of 5" is no purpose clause: "so that" followed by 's is a statement)
-_REASON = re.compile(r"\b(?:because|since|given that|due to|so that(?!'s)|as it|the reason)\b|;", re.I)
+# (a condition after the subject is no part of it either, ADR 0096: two limits that both
+# hold "unless finance signs off" are two subjects)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that(?!'s)|as it|the reason)\b|;|"
+                     r"(?:(?<=\w )|(?<=\w, ))(?:unless|except (?:when|if)|as long as|so long as|provided)\b", re.I)
 _STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
 this that these those we our you your they them their i me my he she his her not no nor so than then there here
 now new old all any some each every only also just very too more most less least into over under about after
@@ -193,6 +242,8 @@ def _answer(s: str) -> bool:
     head = _ANSWER_HEAD.split(s, maxsplit=1)[0].strip()
     if not head or len(head) > 60:
         return False
+    if _DONE.fullmatch(head.lower()) or (_DONE.match(head) and len(head.split()) <= 3):
+        return True  # ("The schema migration? Done.", "Finished this morning.")
     head_words = re.findall(r"[A-Za-z][\w'.-]*", _HEDGE.sub(" ", head))
     if not head_words and not re.search(r"\d", head):
         return False
@@ -240,8 +291,9 @@ def _belongs_to(before: str, s: str) -> bool:
     if len(before) + len(s) > 2 * SENTENCE_CHARS:
         return False
     value_before, value_here = _has_value(before), _has_value(s)
-    if _asks(before) and _answer(s):
-        return True  # (ADR 0096: "When's the freeze? March 3, last I heard.")
+    if _asks(before) and (_answer(s) or (_SOFT_PREFERENCE.search(s) is not None
+                                         and not subject_words(_SOFT_PREFERENCE.sub(" ", s)))):
+        return True  # (ADR 0096: "When's the freeze? March 3, last I heard.", "Emojis? Hard pass.")
     if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):
         return bool(subject_words(s)) or _value_less_rule(s)
     if value_here and not subject_words(s) and not value_before:
@@ -300,10 +352,14 @@ def classify(sentence: str) -> str | None:
         if cue.search(sentence):
             if kind == RULE and not (_has_value(sentence) or re.search(r"\b(never|always|do not|don't)\b", sentence, re.I)):
                 continue  # ("make sure the linter passes": a routine request, not a rule)
+            if kind == TASK and _NOT_DONE.search(sentence):
+                continue  # ("once the tests are done, push": a condition, not a state, ADR 0096)
             return kind
-    if _SOFT_PREFERENCE.search(sentence) and not _REQUEST.match(sentence) and subject_words(
-            _SOFT_PREFERENCE.sub(" ", sentence)):
+    if _SOFT_PREFERENCE.search(sentence) and (not _REQUEST.match(sentence) or _PLEASE_NO.match(sentence)) \
+            and subject_words(_SOFT_PREFERENCE.sub(" ", sentence)):
         return PREFERENCE
+    if _DONE.search(sentence) and _reports_done(sentence):
+        return TASK
     if (_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence):
         return PERSON
     if _DATE.search(sentence):
@@ -374,6 +430,10 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         if found:
             return frozenset(found)
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
+    if kind == TASK:
+        # (how a task is reported done is not what it is: "ticked another one off: the X" and
+        # "... the Y" are two tasks, ADR 0096)
+        sentence = _DONE.sub(" | ", dict(_CUES)[TASK].sub(" | ", sentence))
     # (a compound sentence is about the clause that holds its value: "Ines is the approver
     # now, the previous one moved teams" is about the approver, not about moving teams)
     # (a dash sets off a clause too: "Cap X at 5 — anything over that gets bounced" is about
