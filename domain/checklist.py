@@ -53,7 +53,10 @@ _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|"
     r"\b(?:Q[1-4]|end of (?:the )?(?:week|month|quarter|sprint))\b"
 )
-_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:==|\s+(?:to|at|is|on|version|v)?\s*)v?(\d+\.\d+(?:\.\d+)?)\b")
+_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:(?:==|\s+(?:to|at|is|on|version|v)?\s*)v?(\d+\.\d+(?:\.\d+)?)|"
+                      r"[,:]\s+v?(\d+\.\d+\.\d+))\b")
+# (the version said first, ADR 0096: "5.0.8 of redis-py is what we ship")
+_VERSION_FIRST = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\s+(?:of|for)\s+([A-Za-z][\w.-]*[A-Za-z0-9])")
 _SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
 _NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|Team [A-Z]\w+|the [A-Z]\w+ team)\b")
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
@@ -129,7 +132,7 @@ _SOFT_PREFERENCE = re.compile(
     r"\b(?:by|as a|as the) default\b|\bdefault to\b|\bas a (?:rule|habit)\b|\bgoing forward\b|\bgets? my vote\b|"
     r"\b(?:how|what) about\b|\bany chance (?:we|you)\b|\bmind if (?:we|i)\b|\bwhy not\b|\bshouldn't we\b|"
     r"\b(?:can|could|shall) we (?:just |maybe |please )?(?:stick|default|standardi[sz]e|settle|keep)\b|"
-    r"\b(?:is|are) what (?:i|we)(?:'d| would| want| like| use)?\b|\bwhat (?:i|we)(?:'d| would) (?:use|pick|choose|go for)\b|"
+    r"\b(?:is|are) what (?:i(?:'d| would)?|we'd|we would) (?:like|want|prefer|pick|choose|use|go for|reach for)\b|\bwhat (?:i|we)(?:'d| would) (?:use|pick|choose|go for)\b|"
     # (an opinion marked as one, or a practice judged: "IMO", "in my book", "X is the sane
     # choice for Y", "X makes Y so much easier")
     r"\bimh?o\b|\bin my (?:experience|book|opinion|view)\b|\bfor my money\b|\bto my mind\b|\bif you ask me\b|"
@@ -183,7 +186,8 @@ behind through along across between within without above below beyond under unti
 us ours yours mine theirs him himself herself itself ourselves themselves one ones
 isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
 you'll they'll let's gonna things thing stuff list lists items tasks role roles starting effective
-when's who's where's how's whats""".split())
+when's who's where's how's whats
+previous former current interim acting outgoing incoming replace replaces replaced replacing""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
 
@@ -267,7 +271,7 @@ _HEDGE = re.compile(
     r"if memory serves|iirc|afaik|as far as (?:i|we) know|according to (?:the |our |my )?[\w-]+|"
     r"i (?:believe|think|guess|reckon|suppose|hear)|i'd (?:say|guess)|(?:i was|i'm|we were) told|"
     r"apparently|supposedly|for now|at the moment|currently|tentatively|or so|give or take|at (?:the )?latest|"
-    r"at (?:the )?earliest|or thereabouts|ish|if (?:nothing|that) changes|so far|as of (?:now|today))\b", re.I)
+    r"at (?:the )?earliest|or thereabouts|ish|until further notice|if (?:nothing|that) changes|so far|as of (?:now|today))\b", re.I)
 
 
 def _leads(s: str, after: str, before: str) -> bool:
@@ -346,7 +350,7 @@ def classify(sentence: str) -> str | None:
     """The checklist kind of one sentence, or None (routine prose)."""
     if _SETTING.search(sentence):
         return SETTING_TEXT
-    if _VERSION.search(sentence) and not _DATE.search(sentence):
+    if (_VERSION.search(sentence) or _VERSION_FIRST.search(sentence)) and not _DATE.search(sentence):
         return VERSIONED
     for kind, cue in _CUES:
         if cue.search(sentence):
@@ -427,6 +431,7 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         for m in _VERSION.finditer(sentence):
             before = re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", sentence[: m.end(1)])[-4:]
             found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
+        found |= {m.group(1).lower() for m in _VERSION_FIRST.finditer(sentence)}
         if found:
             return frozenset(found)
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
@@ -450,7 +455,7 @@ def _plain_anchors(sentence: str) -> set[str]:
     out: set[str] = set()
     # (the subject is stated before the reason: "... for the queue backend because the team
     # knows it" — two decisions with the same reason are about different things)
-    sentence = _REASON.split(sentence, maxsplit=1)[0]
+    sentence = _HEDGE.sub(" | ", _REASON.split(sentence, maxsplit=1)[0])  # ("until further notice": talk)
     bare = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", sentence)))
     bare = bare[:1] + _VALUE_ENTITY.sub(" | ", bare[1:])
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|\|", bare)]
