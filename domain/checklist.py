@@ -53,7 +53,8 @@ _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|"
     r"\b(?:Q[1-4]|end of (?:the )?(?:week|month|quarter|sprint))\b"
 )
-_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:(?:==|\s+(?:to|at|is|on|version|v)?\s*)v?(\d+\.\d+(?:\.\d+)?)|"
+_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:(?:\s*(?:==|~=|>=|<=|@)\s*|\s+(?:to|at|is|on|version|v|past|beyond|"
+                      r"above|below|from|off|than|under|over|before|after)?\s*)v?(\d+\.\d+(?:\.\d+)?)|"
                       r"[,:]\s+v?(\d+\.\d+\.\d+))\b")
 # (the version said first, ADR 0096: "5.0.8 of redis-py is what we ship")
 _VERSION_FIRST = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\s+(?:of|for)\s+([A-Za-z][\w.-]*[A-Za-z0-9])")
@@ -485,7 +486,7 @@ _VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A
 _VERSION_WORDS = frozenset("version versions stay stays stayed staying pin pins pinned pinning bump bumps bumped "
                            "bumping lock locks locked upgrade upgrades upgraded upgrading downgrade downgraded roll "
                            "rolled rolling forward moved move keep kept hold held sits lockfile we're running runs "
-                           "run production release everywhere".split())
+                           "run production release everywhere don past beyond above below from off than under over before after".split())
 
 
 def checklist_items(text: str, asked: str | None = None) -> list[tuple[str, str, frozenset[str]]]:
@@ -595,7 +596,7 @@ _GENERIC = frozenset("""moved slipped changed dropped rose grew became shifted p
 turned came went got back works work gets goes looks sounds seems stays stands land lands landed slid set
 scheduled planned happening happen booked pencilled penciled fine plenty enough good okay agreed confirmed
 going sits held holds updated bumped confirmed said says heard told""".split())
-_SAME_AS = {"cap": "limit", "ceiling": "limit", "max": "limit", "maximum": "limit", "cutoff": "deadline",
+_SAME_AS = {"cap": "limit", "capped": "limit", "limited": "limit", "ceiling": "limit", "max": "limit", "maximum": "limit", "cutoff": "deadline",
             "licence": "license", "licenses": "license"}
 
 
