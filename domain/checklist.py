@@ -55,9 +55,9 @@ _DATE = re.compile(
 )
 _VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:(?:\s*(?:==|~=|>=|<=|@)\s*|\s+(?:to|at|is|on|version|v|past|beyond|"
                       r"above|below|from|off|than|under|over|before|after)?\s*)v?(\d+\.\d+(?:\.\d+)?)|"
-                      r"[,:]\s+v?(\d+\.\d+\.\d+))\b")
+                      r"[,:?]\s+v?(\d+\.\d+\.\d+))\b")
 # (the version said first, ADR 0096: "5.0.8 of redis-py is what we ship")
-_VERSION_FIRST = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\s+(?:of|for)\s+([A-Za-z][\w.-]*[A-Za-z0-9])")
+_VERSION_FIRST = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\s+(?:of|for)\s+([A-Za-z][\w.-]*[A-Za-z0-9])|^\W*v?\d+\.\d+\.\d+\b()")
 _SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
 _NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|Team [A-Z]\w+|the [A-Z]\w+ team)\b")
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
@@ -432,7 +432,7 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         for m in _VERSION.finditer(sentence):
             before = re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", sentence[: m.end(1)])[-4:]
             found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
-        found |= {m.group(1).lower() for m in _VERSION_FIRST.finditer(sentence)}
+        found |= {m.group(1).lower() for m in _VERSION_FIRST.finditer(sentence) if m.group(1)}
         if found:
             return frozenset(found)
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}

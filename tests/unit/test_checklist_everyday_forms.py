@@ -117,6 +117,8 @@ def test_an_answer_in_the_next_message_joins_the_question_and_keeps_both_seqs() 
     ("5.0.8 of redis-py is what we ship.", "versioned"),
     ("For httpx, 0.27.2 is the version we ship.", "versioned"),
     ("Please don't bump boto3 past 1.34.90.", "versioned"),
+    ("1.34.90 is the boto3 version we ship, please don't bump it.", "versioned"),
+    ("Which redis-py? 5.0.8, nobody objected.", "versioned"),
 ])
 def test_a_value_said_first_keeps_its_subject(sentence: str, kind: str) -> None:
     [(found, value, anchors)] = checklist_items(sentence)
