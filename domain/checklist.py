@@ -227,8 +227,10 @@ def asked_last(text: str) -> str | None:
 def _asks(s: str) -> bool:
     """A question about a subject, asking for its value: not a request to the assistant,
     no value of its own."""
-    return (s.endswith("?") and not _REQUEST.match(s) and not _ASK_ACTION.match(s) and not _has_value(s)
-            and bool(subject_words(s)))
+    # (short: a long sentence ending in "?" is a report with a question glued on, and an
+    # answer to that question is not about the report)
+    return (s.endswith("?") and len(s) <= 100 and not _REQUEST.match(s) and not _ASK_ACTION.match(s)
+            and not _has_value(s) and bool(subject_words(s)))
 
 
 # ("shall we ...?", "should I ...?", "do you want ...?": asking to act, not for a value)

@@ -27,7 +27,7 @@ _ABBREVIATIONS = frozenset("etc approx incl excl misc resp vs cf al fig ca est".
 # "... give or take The suite ran twice" — names, months and "I" are never openers)
 _OPENERS = ("The This That These Those There Then We You They It It's Its Please Can Could Would Should "
             "Make Use Run Add Fix Check Look Let's So But Also Anyway Nice Thanks Ok Okay Oh Hmm Btw Fyi "
-            "Just Maybe What Why How When Where If Now Next Great Sure Yes Yeah Otherwise").split()
+            "Just Maybe What Why How When Where Which Who Whose If Now Next Great Sure Yes Yeah Otherwise").split()
 _MISSING_STOP = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:%s)\b(?!-))" % "|".join(re.escape(w) for w in _OPENERS))
 
 

@@ -98,6 +98,17 @@ def test_a_request_or_a_reply_of_talk_is_no_answer(text: str) -> None:
     assert len(sentences(text)) == 2, text
 
 
+def test_an_answer_joins_only_its_own_short_question_not_a_report_before_it() -> None:
+    text = ("ok the search index question is settled, it's OpenSearch; it scales out, and one more thing "
+            "Which pandas? 2.2.1, nobody minded.")
+    values = [v for _, v, _ in checklist_items(text)]
+    assert any("OpenSearch" in v and "2.2.1" not in v for v in values)
+    assert "Which pandas? 2.2.1, nobody minded." in values
+    # (with no capital to split at, the long sentence is still no question an answer joins)
+    values = [v for _, v, _ in checklist_items(text.replace("Which", "which"))]
+    assert any("OpenSearch" in v and "2.2.1" not in v for v in values)
+
+
 def test_an_answer_in_the_next_message_joins_the_question_and_keeps_both_seqs() -> None:
     items = extract([said(4, "Quick one: when is the vendor demo?", "assistant"),
                      said(5, "Thursday 9 January, last I checked.")])
