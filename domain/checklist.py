@@ -156,7 +156,7 @@ def _reports_done(sentence: str) -> bool:
     """A statement that a piece of work is done: not a question, a request or a condition,
     and about something ("Done!" alone is about nothing)."""
     return (not sentence.rstrip().endswith("?") and not _REQUEST.match(sentence) and not _NOT_DONE.search(sentence)
-            and bool(subject_words(_DONE.sub(" ", sentence))))
+            and bool(subject_words(_without_exact(_DONE.sub(" ", sentence)))))
 
 
 _PLEASE_NO = re.compile(r"^\s*please,?\s+(?:no|don't|never|not)\b", re.I)
@@ -188,7 +188,8 @@ us ours yours mine theirs him himself herself itself ourselves themselves one on
 isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
 you'll they'll let's gonna things thing stuff list lists items tasks role roles starting effective
 when's who's where's how's whats
-previous former current interim acting outgoing incoming replace replaces replaced replacing""".split())
+previous former current interim acting outgoing incoming replace replaces replaced replacing yesterday tomorrow
+tonight""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
 
@@ -391,13 +392,18 @@ def salient(sentence: str) -> bool:
         q, _, a = sentence.partition("? ")
         if _asks(f"{q}?") and _answer(a):
             return True
-    # (paths, ids and identifiers are the ledger's exact facts already: "Ticket PAY-7.")
-    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
-    sentence = _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
+    sentence = _without_exact(sentence)
     if _has_value(sentence) or _ENTITY.search(sentence[1:]):
         return True
     return bool(_COMMIT.search(sentence) or _BECAUSE.search(sentence) or _OPEN_Q.search(sentence)
                 or _TOPIC.search(sentence))
+
+
+def _without_exact(sentence: str) -> str:
+    """The sentence without paths, ids and identifiers: the ledger's exact facts hold them
+    already ("Ticket PAY-7.", "Done with src/mod3.py.")."""
+    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
+    return _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
 
 
 # (a subject stated first, then what holds for it: "Deploy window: Tuesdays only.", "When

@@ -153,6 +153,7 @@ def test_work_reported_done_in_any_word_order_is_a_task(sentence: str) -> None:
     "Once the tests are done, push the branch.",
     "When you've finished, ping me.",
     "Is the migration done?",
+    "Done with src/mod30.py on port 8030.",  # (about a path alone: the ledger's exact facts keep it)
 ])
 def test_a_condition_or_a_question_about_work_is_no_task(sentence: str) -> None:
     assert "task" not in kinds(sentence), sentence
