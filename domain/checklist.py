@@ -53,7 +53,11 @@ _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|"
     r"\b(?:Q[1-4]|end of (?:the )?(?:week|month|quarter|sprint))\b"
 )
-_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:==|\s+(?:to|at|is|on|version|v)?\s*)v?(\d+\.\d+(?:\.\d+)?)\b")
+_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:(?:\s*(?:==|~=|>=|<=|@)\s*|\s+(?:to|at|is|on|version|v|past|beyond|"
+                      r"above|below|from|off|than|under|over|before|after)?\s*)v?(\d+\.\d+(?:\.\d+)?)|"
+                      r"[,:?]\s+v?(\d+\.\d+\.\d+))\b")
+# (the version said first, ADR 0096: "5.0.8 of redis-py is what we ship")
+_VERSION_FIRST = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\s+(?:of|for)\s+([A-Za-z][\w.-]*[A-Za-z0-9])|^\W*v?\d+\.\d+\.\d+\b()")
 _SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
 _NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|Team [A-Z]\w+|the [A-Z]\w+ team)\b")
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
@@ -95,13 +99,77 @@ _CUES = (
         r"finished|completed|wraps?(?: up)?|(?:is|are|'s) (?:sorted|shipped|merged|landed)|ticked off|crossed off|"
         r"\d+ (?:out )?of (?:the )?\d+|(?<=\w)\s*[\u2014\u2013:-]+\s*(?:done|finished|complete|completed))\b", re.I)),
 )
+# (a wish said softly, ADR 0096: "I lean towards X", "X suits me better than Y", "my vote is
+# for X", "ideally X", "I'm not keen on X", "X over Y for Z" — a preference only when it
+# names something besides the wish itself: "that suits me" or "works for me" is assent)
+_SOFT_PREFERENCE = re.compile(
+    r"\blean(?:ing)?\s+(?:more\s+|heavily\s+|slightly\s+|a bit\s+)?towards?\b|"
+    r"\b(?:suits?|works?|fits?|sits?)\s+(?:me|us)\s+(?:better|best|fine|well|nicely)\b|"
+    r"\b(?:suits?|works?|fits?)\s+(?:better|best)\s+for\s+(?:me|us)\b|\b(?:better|nicer|easier)\s+for\s+(?:me|us)\b|"
+    r"\bmy (?:vote|pick|choice|money|go-to|default|thing|rule of thumb)\b|\bi(?:'d| would)? vote for\b|"
+    r"\bideally\b|\bif (?:it were|it was|it's) up to me\b|\bif i had my way\b|\bif i had to (?:choose|pick)\b|"
+    r"\bpartial to\b|\bkeen on\b|\bnot (?:a |the )?(?:big |huge )?fan\b|\bsteer clear\b|\bstay away from\b|"
+    r"\bi(?:'d| would) (?:sooner|much rather|go for|pick|choose|avoid|stick|lean|keep|use)\b|\bi tend to\b|"
+    r"\b(?:happier|more comfortable) with\b|\bpreferabl[ey]\b|\b(?:nicer|better) if\b|"
+    r"\b(?:i|we) (?:really |much |kind of |kinda )?(?:love|dislike|hate|enjoy)\b|\bnot (?:into|big on|wild about)\b|"
+    r"\bmore of an? [\w-]+ (?:person|fan|shop|team)\b|\bno\b(?=(?:\s+[\w-]+){1,6},?\s+(?:please|thanks)\b)|"
+    r"^\s*(?![\w.+-]*(?:ing|ed)\b)[\w.+-]+ over [\w.+-]+(?=,| for\b| in\b| as\b| please\b|\s*[.!]?\s*$)|"
+    # (stance words: "I much prefer", "a big believer in", "beats", "the way to go", "drives me
+    # nuts", "a no-go", "has no place in", "hard pass", "keep X free of", "go easy on")
+    r"\bprefer(?:s|red|ring|ence)?\b|\bbeliever in\b|\b(?:nothing |\w+ )beats? (?!me\b)|\bthe way to go\b|"
+    r"\b(?:wins?|win out) over\b|\b(?:reads?|feels?|looks?) (?:better|cleaner|nicer|clearer|saner)\b|"
+    r"\b(?:happ(?:y|ier|iest)|comfortable) with\b|\bswear by\b|\bi(?:'m| am) (?:all )?(?:team|for)\b|"
+    r"\b(?:drives?|makes?) me (?:nuts|crazy|mad|nervous|uneasy|twitchy|sad)\b|\bup the wall\b|\b(?:bugs?|annoys?) me\b|"
+    r"\ballergic to\b|\bno-go\b|\bno place in\b|\bnot on my watch\b|\bhard pass\b|\bpass on\b|\bgo easy on\b|"
+    r"\bsteer away\b|\b(?:keep|leave)\b(?=(?: \w+){1,4} (?:out of|free of|out)\b)|\b(?:live|do|go) without\b|"
+    r"\bthe less\b(?=.{1,60}\bthe better\b)|\bgive me\b(?=.{1,40}\bover\b)|\bi(?:'d| would) love\b|"
+    r"\b(?:can|could) we (?:please )?(?:skip|avoid|drop|ditch|leave out|go without|stay away from)\b|"
+    r"\bi find\b(?=.{0,50}\b(?:nicer|easier|better|cleaner|clearer|simpler|nicest|easiest|best)\b)|"
+    r"\b(?:easier|nicer|kinder) on (?:everyone|everybody|me|us|the \w+|\w+ers)\b|\brather not\b|\bdon't (?:love|like|want)\b|\b(?:would|'d) appreciate\b|"
+    r",\s*(?:every (?:single )?time|all the way|any day)\s*[.!]*\s*$|\bplease,\s+no\b|\banything (?:but|except)\b|"
+    # (a standing wish or a suggestion: "X for Y wherever possible", "X by default", "how about
+    # X for Y?", "X gets my vote", "X is what I'd pick")
+    r"\bwher(?:e|ever) (?:possible|you can|we can|it makes sense)\b|\bwhen(?:ever)? possible\b|\bif at all possible\b|"
+    r"\b(?:by|as a|as the) default\b|\bdefault to\b|\bas a (?:rule|habit)\b|\bgoing forward\b|\bgets? my vote\b|"
+    r"\b(?:how|what) about\b|\bany chance (?:we|you)\b|\bmind if (?:we|i)\b|\bwhy not\b|\bshouldn't we\b|"
+    r"\b(?:can|could|shall) we (?:just |maybe |please )?(?:stick|default|standardi[sz]e|settle|keep)\b|"
+    r"\b(?:is|are) what (?:i(?:'d| would)?|we'd|we would) (?:like|want|prefer|pick|choose|use|go for|reach for)\b|\bwhat (?:i|we)(?:'d| would) (?:use|pick|choose|go for)\b|"
+    # (an opinion marked as one, or a practice judged: "IMO", "in my book", "X is the sane
+    # choice for Y", "X makes Y so much easier")
+    r"\bimh?o\b|\bin my (?:experience|book|opinion|view)\b|\bfor my money\b|\bto my mind\b|\bif you ask me\b|"
+    r"\b(?:is|are|'s|'re) the (?:sane|right|better|best|obvious|clear|smart|preferred|nicer|cleaner|safer) "
+    r"(?:choice|option|pick|call|way|move|default|approach)\b|"
+    r"\b(?:is|are|'s|'re) (?:so |much |way |a lot |far )(?:nicer|better|cleaner|easier|saner|safer|simpler|clearer)\b|"
+    r"\bmakes?\b(?=(?: [\w-]+){1,4} (?:so |much |way |a lot )?(?:easier|nicer|saner|simpler|less painful|"
+    r"more pleasant|bearable|cleaner)\b)", re.I)
+# (a piece of work reported done in any word order, ADR 0096: "Landed the audit export",
+# "docs update complete", "got the backfill done", "crossed the load test off the list")
+_DONE = re.compile(r"\b(?:done|finished|complete|completed|landed|sorted(?: out)?|shipped|wrapped(?: up)?|"
+                   r"(?:crossed|ticked|checked|knocked|struck)(?=(?:\s+[\w-]+){0,5}?\s+off\b)|knocked out|"
+                   r"over the line|out the door)\b", re.I)
+# (said of work not yet done: "once the tests are done", "let me know when you're done")
+_NOT_DONE = re.compile(r"^\s*(?:once|when|whenever|after|if|until|as soon as|before)\b|\b(?:you're|you are|you've|"
+                       r"you have|when|once|until|if) (?:\w+ ){0,3}(?:done|finished|complete)|\blet me know\b", re.I)
+
+
+def _reports_done(sentence: str) -> bool:
+    """A statement that a piece of work is done: not a question, a request or a condition,
+    and about something ("Done!" alone is about nothing)."""
+    return (not sentence.rstrip().endswith("?") and not _REQUEST.match(sentence) and not _NOT_DONE.search(sentence)
+            and bool(subject_words(_without_exact(_DONE.sub(" ", sentence)))))
+
+
+_PLEASE_NO = re.compile(r"^\s*please,?\s+(?:no|don't|never|not)\b", re.I)
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
                      r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward|"
                      # (chat: "scrap that, ...", "we ended up ...", "no longer", "... for X now")
                      r"scrap that|scratch that|ended up|no longer|not anymore|changed (?:my|our) minds?|"
                      r"(?:for|on|to) the \w+(?: \w+)? now)\b", re.I)
 # ("so that's 2 of 5" is no purpose clause: "so that" followed by 's is a statement)
-_REASON = re.compile(r"\b(?:because|since|given that|due to|so that(?!'s)|as it|the reason)\b|;", re.I)
+# (a condition after the subject is no part of it either, ADR 0096: two limits that both
+# hold "unless finance signs off" are two subjects)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that(?!'s)|as it|the reason)\b|;|"
+                     r"(?:(?<=\w )|(?<=\w, ))(?:unless|except (?:when|if)|as long as|so long as|provided)\b", re.I)
 _STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
 this that these those we our you your they them their i me my he she his her not no nor so than then there here
 now new old all any some each every only also just very too more most less least into over under about after
@@ -118,24 +186,96 @@ step steps finished complete completed wrapped checked
 behind through along across between within without above below beyond under until since onto upon
 us ours yours mine theirs him himself herself itself ourselves themselves one ones
 isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
-you'll they'll let's gonna things thing stuff list lists items tasks role roles starting effective""".split())
+you'll they'll let's gonna things thing stuff list lists items tasks role roles starting effective
+when's who's where's how's whats
+previous former current interim acting outgoing incoming replace replaces replaced replacing yesterday tomorrow
+tonight""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
 
 
-def sentences(text: str) -> list[str]:
+def sentences(text: str, asked: str | None = None) -> list[str]:
     """Sentences of a message, a value never apart from its subject (ADR 0083): a
     sentence with a value and no subject of its own ("So, $500.") and a neighbour with
     the subject and no value ("That's the budget cap.") are one statement; so is a
-    value-less rule that points back at the value before it."""
+    value-less rule that points back at the value before it. ``asked``: the question
+    that ended the message before (ADR 0096); an answer opening this one joins it."""
     raw = [s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")]
+    if asked is not None and raw:
+        if not _belongs_to(asked, raw[0]):
+            asked = None
+        else:
+            raw = [asked, *raw]
     out: list[str] = []
     for n, s in enumerate(raw):
         if out and _belongs_to(out[-1], s) and not (n + 1 < len(raw) and _leads(s, raw[n + 1], out[-1])):
             out[-1] = f"{out[-1]} {s}"
         else:
             out.append(s)
+    if asked is not None and out and out[0] == asked:
+        out.pop(0)  # (not joined after all: the question was the other message's)
     return out
+
+
+def asked_last(text: str) -> str | None:
+    """The question that ends a message, when it asks for a subject's value ("When's the
+    freeze?"): the next message's answer ("March 3, last I heard.") is about it."""
+    raw = [s.strip(" -*\t") for s in split_raw(text[-400:]) if s.strip(" -*\t")]
+    last = raw[-1] if raw else ""
+    return last if _asks(last) else None
+
+
+def _asks(s: str) -> bool:
+    """A question about a subject, asking for its value: not a request to the assistant,
+    no value of its own."""
+    # (short: a long sentence ending in "?" is a report with a question glued on, and an
+    # answer to that question is not about the report)
+    return (s.endswith("?") and len(s) <= 100 and not _REQUEST.match(s) and not _ASK_ACTION.match(s)
+            and not _has_value(s) and bool(subject_words(s)))
+
+
+# ("shall we ...?", "should I ...?", "do you want ...?": asking to act, not for a value)
+_ASK_ACTION = re.compile(r"^\s*(?:shall|should|do|does|did|want|may|mind|is it ok|are you)\b|"
+                         r"^\s*(?:can|could) (?:we|i)\b|^\s*any (?:objections|thoughts)\b", re.I)
+
+
+def _answer(s: str) -> bool:
+    """An answer's shape (ADR 0096): its head, up to the first comma or dash, is a value,
+    a number word, or a name or one term, with no subject of its own — "March 3, last I
+    heard", "Five, I think", "Marta Nowak, according to the rota", "RabbitMQ, since the
+    team knows it"; never a reply of talk ("Sure, I'll do it", "Good question").
+    """
+    if s.endswith("?") or _REQUEST.match(s):
+        return False
+    head = _ANSWER_HEAD.split(s, maxsplit=1)[0].strip()
+    if not head or len(head) > 60:
+        return False
+    if _DONE.fullmatch(head.lower()) or (_DONE.match(head) and len(head.split()) <= 3):
+        return True  # ("The schema migration? Done.", "Finished this morning.")
+    head_words = re.findall(r"[A-Za-z][\w'.-]*", _HEDGE.sub(" ", head))
+    if not head_words and not re.search(r"\d", head):
+        return False
+    if all(w.lower() in _STOP or w.lower() in _FILLER for w in head_words) and not re.search(r"\d", head):
+        return False
+    if _has_value(head) or _BARE_NUMBER.match(head):
+        return not subject_words(_BARE_NUMBER.sub(" ", head))
+    # (a term alone: "Postgres.", "pytest, since it's there", "Marta, I think")
+    return len(head_words) <= 2 and not _ANSWER_NOT.match(head)
+
+
+_ANSWER_HEAD = re.compile(r",|;|\s[\u2013\u2014-]\s|\s\(|[.!](?:\s|$)")
+_BARE_NUMBER = re.compile(rf"^(?:(?:about|around|roughly|maybe|probably|just|only|like|um|uh|oh|prob|approx\.?)\s+)*"
+                          rf"(?:{_NUM_WORD}|\d[\d,.]*)\b", re.I)
+# (one word that is talk, not a term: "Sure", "Done", "Nope", "Thanks")
+_ANSWER_NOT = re.compile(r"^(?:sure|done|nope|nah|thanks|cool|no|yes|yeah|ok|okay|fine|great|agreed|same|"
+                         r"nothing|none|nobody|unknown|dunno|later|soon|maybe|why|what|how)\b", re.I)
+#: Hedges around an answer's value: talk, not a subject ("last I heard", "if memory serves").
+_HEDGE = re.compile(
+    r"\b(?:last (?:i|we) (?:heard|checked|looked|saw)|if (?:i |we )?(?:remember|recall)(?: (?:correctly|right))?|"
+    r"if memory serves|iirc|afaik|as far as (?:i|we) know|according to (?:the |our |my )?[\w-]+|"
+    r"i (?:believe|think|guess|reckon|suppose|hear)|i'd (?:say|guess)|(?:i was|i'm|we were) told|"
+    r"apparently|supposedly|for now|at the moment|currently|tentatively|or so|give or take|at (?:the )?latest|"
+    r"at (?:the )?earliest|or thereabouts|ish|until further notice|if (?:nothing|that) changes|so far|as of (?:now|today))\b", re.I)
 
 
 def _leads(s: str, after: str, before: str) -> bool:
@@ -159,6 +299,9 @@ def _belongs_to(before: str, s: str) -> bool:
     if len(before) + len(s) > 2 * SENTENCE_CHARS:
         return False
     value_before, value_here = _has_value(before), _has_value(s)
+    if _asks(before) and (_answer(s) or (_SOFT_PREFERENCE.search(s) is not None
+                                         and not subject_words(_SOFT_PREFERENCE.sub(" ", s)))):
+        return True  # (ADR 0096: "When's the freeze? March 3, last I heard.", "Emojis? Hard pass.")
     if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):
         return bool(subject_words(s)) or _value_less_rule(s)
     if value_here and not subject_words(s) and not value_before:
@@ -174,7 +317,7 @@ _PROGRESS = re.compile(r"\b\d+ (?:out )?of (?:the )?\d+\b|\b\d+/\d+ (?:steps?|ta
 def subject_words(s: str) -> list[str]:
     """The content words of a sentence once its values, names, fillers and reason are
     taken out: what it is about."""
-    s = _REASON.split(s, maxsplit=1)[0]
+    s = _HEDGE.sub(" ", _REASON.split(s, maxsplit=1)[0])
     # (an amount's rate is part of the value: "$40 an hour" is about nothing called "hour")
     s = _RATE.sub(" ", s)
     bare = _DATE.sub(" ", _AMOUNT.sub(" ", _NAME.sub(" ", _VERSION_ANY.sub(" ", s))))
@@ -211,13 +354,20 @@ def classify(sentence: str) -> str | None:
     """The checklist kind of one sentence, or None (routine prose)."""
     if _SETTING.search(sentence):
         return SETTING_TEXT
-    if _VERSION.search(sentence) and not _DATE.search(sentence):
+    if (_VERSION.search(sentence) or _VERSION_FIRST.search(sentence)) and not _DATE.search(sentence):
         return VERSIONED
     for kind, cue in _CUES:
         if cue.search(sentence):
             if kind == RULE and not (_has_value(sentence) or re.search(r"\b(never|always|do not|don't)\b", sentence, re.I)):
                 continue  # ("make sure the linter passes": a routine request, not a rule)
+            if kind == TASK and _NOT_DONE.search(sentence):
+                continue  # ("once the tests are done, push": a condition, not a state, ADR 0096)
             return kind
+    if _SOFT_PREFERENCE.search(sentence) and (not _REQUEST.match(sentence) or _PLEASE_NO.match(sentence)) \
+            and subject_words(_SOFT_PREFERENCE.sub(" ", sentence)):
+        return PREFERENCE
+    if _DONE.search(sentence) and _reports_done(sentence):
+        return TASK
     if (_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence):
         return PERSON
     if _DATE.search(sentence):
@@ -238,13 +388,22 @@ def salient(sentence: str) -> bool:
     commitment ("let's", "we'll", "going to"), a reason, or a question left open."""
     if _REQUEST.match(sentence) or not subject_words(sentence):
         return False
-    # (paths, ids and identifiers are the ledger's exact facts already: "Ticket PAY-7.")
-    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
-    sentence = _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
+    if "? " in sentence:  # (a question and its answer: the answer may be a bare word, "Five.")
+        q, _, a = sentence.partition("? ")
+        if _asks(f"{q}?") and _answer(a):
+            return True
+    sentence = _without_exact(sentence)
     if _has_value(sentence) or _ENTITY.search(sentence[1:]):
         return True
     return bool(_COMMIT.search(sentence) or _BECAUSE.search(sentence) or _OPEN_Q.search(sentence)
                 or _TOPIC.search(sentence))
+
+
+def _without_exact(sentence: str) -> str:
+    """The sentence without paths, ids and identifiers: the ledger's exact facts hold them
+    already ("Ticket PAY-7.", "Done with src/mod3.py.")."""
+    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
+    return _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
 
 
 # (a subject stated first, then what holds for it: "Deploy window: Tuesdays only.", "When
@@ -281,9 +440,14 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         for m in _VERSION.finditer(sentence):
             before = re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", sentence[: m.end(1)])[-4:]
             found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
+        found |= {m.group(1).lower() for m in _VERSION_FIRST.finditer(sentence) if m.group(1)}
         if found:
             return frozenset(found)
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
+    if kind == TASK:
+        # (how a task is reported done is not what it is: "ticked another one off: the X" and
+        # "... the Y" are two tasks, ADR 0096)
+        sentence = _DONE.sub(" | ", dict(_CUES)[TASK].sub(" | ", sentence))
     # (a compound sentence is about the clause that holds its value: "Ines is the approver
     # now, the previous one moved teams" is about the approver, not about moving teams)
     # (a dash sets off a clause too: "Cap X at 5 — anything over that gets bounced" is about
@@ -300,7 +464,7 @@ def _plain_anchors(sentence: str) -> set[str]:
     out: set[str] = set()
     # (the subject is stated before the reason: "... for the queue backend because the team
     # knows it" — two decisions with the same reason are about different things)
-    sentence = _REASON.split(sentence, maxsplit=1)[0]
+    sentence = _HEDGE.sub(" | ", _REASON.split(sentence, maxsplit=1)[0])  # ("until further notice": talk)
     bare = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", sentence)))
     bare = bare[:1] + _VALUE_ENTITY.sub(" | ", bare[1:])
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|\|", bare)]
@@ -330,13 +494,14 @@ _VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A
 _VERSION_WORDS = frozenset("version versions stay stays stayed staying pin pins pinned pinning bump bumps bumped "
                            "bumping lock locks locked upgrade upgrades upgraded upgrading downgrade downgraded roll "
                            "rolled rolling forward moved move keep kept hold held sits lockfile we're running runs "
-                           "run production release everywhere".split())
+                           "run production release everywhere don past beyond above below from off than under over before after".split())
 
 
-def checklist_items(text: str) -> list[tuple[str, str, frozenset[str]]]:
-    """(kind, sentence, anchors) of the checklist sentences of one message."""
+def checklist_items(text: str, asked: str | None = None) -> list[tuple[str, str, frozenset[str]]]:
+    """(kind, sentence, anchors) of the checklist sentences of one message; ``asked``: the
+    question the message before ended with (``asked_last``), which an answer joins."""
     out = []
-    for s in sentences(text):
+    for s in sentences(text, asked):
         if len(s) < 8:
             continue
         if is_follow_up(s, _has_value, subject_words) and not _PROGRESS.search(s):
@@ -390,10 +555,14 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         theirs = set(other.anchors)
         if not mine & theirs:
-            continue  # (no shared anchor: neither the same subject nor part of one; cheap first)
-        if not carries and _carries_value(other.value):
+            # (no shared anchor: the same subject said in other words (ADR 0096), or none)
+            if not (carries and other.kind in _VALUE_KINDS and not _two_units(mine, theirs)
+                    and _rephrased(item.value, other.value)):
+                continue
+        elif not carries and _carries_value(other.value):
             continue
-        if not _same_subject(mine, theirs):
+        elif not _same_subject(mine, theirs) and not (carries and not _two_units(mine, theirs)
+                                                      and _rephrased(item.value, other.value)):
             if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
             continue
@@ -406,6 +575,58 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
     return item
+
+
+def _rephrased(new: str, old: str) -> bool:
+    """The same subject in other words (ADR 0096): "Thursday works for the demo" and
+    "the demo moved to Friday" share no content bigram. Both carry a value of the same
+    type (a date and a date, an amount of money and another), and their subject words
+    (stemmed, verbs of change and hedges out, "cap" read as "limit") are the same set; or
+    one set holds the other and the new sentence says it changes something. Two limits
+    of different things ("upload size limit", "bundle size limit") stay two."""
+    a, b = _key_words(new), _key_words(old)
+    if not a or not b or not a & b or not _value_types(new) & _value_types(old):
+        return False
+    return a == b or ((a < b or b < a) and bool(_UPDATE.search(new)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_words(sentence: str) -> frozenset[str]:
+    if _caseless_fact(sentence):
+        return frozenset()  # (no guess about a script no rule reads: kept whole, ADR 0091)
+    words = (w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w
+             for w in subject_words(_VALUE_ENTITY.sub(" ", sentence)))
+    return frozenset(_SAME_AS.get(w, w) for w in words if w not in _GENERIC)
+
+
+#: Verbs of change and of being: how a value is said, not what it is about.
+_GENERIC = frozenset("""moved slipped changed dropped rose grew became shifted pushed bumped raised lowered ended
+turned came went got back works work gets goes looks sounds seems stays stands land lands landed slid set
+scheduled planned happening happen booked pencilled penciled fine plenty enough good okay agreed confirmed
+going sits held holds updated bumped confirmed said says heard told""".split())
+_SAME_AS = {"cap": "limit", "capped": "limit", "limited": "limit", "ceiling": "limit", "max": "limit", "maximum": "limit", "cutoff": "deadline",
+            "licence": "license", "licenses": "license"}
+
+
+@functools.lru_cache(maxsize=4096)
+def _value_types(sentence: str) -> frozenset[str]:
+    """What sort of value a sentence carries: a date, money, a time, a size, a count, a name."""
+    out = set()
+    if _DATE.search(sentence):
+        out.add("date")
+    for m in _AMOUNT.finditer(sentence):
+        t = m.group(0).lower()
+        out.add("money" if t[:1] in "$€£" else "time" if _TIME_UNIT.search(t) else
+                "size" if _SIZE_UNIT.search(t) else "count")
+    if _NAME.search(sentence) or _PRODUCT.search(sentence) or _ENTITY.search(sentence[1:]):
+        out.add("name")
+    if not out and re.search(r"(?<![A-Za-z0-9_])\d", sentence):
+        out.add("count")
+    return frozenset(out)
+
+
+_TIME_UNIT = re.compile(r"(?:ms|milli|sec|s$|min|hour|hr|day|week|month|year)", re.I)
+_SIZE_UNIT = re.compile(r"(?:[kmgt]i?b$|byte)", re.I)
 
 
 @functools.lru_cache(maxsize=4096)  # (asked of every earlier item for each new one: Ledger.merge)
@@ -433,10 +654,15 @@ def _same_subject(a: set[str], b: set[str]) -> bool:
     """More than half of the smaller anchor set shared ("queue backend" in both, whatever
     the new value adds); "upload size limit" and "bundle size limit" share only "size
     limit" of two anchors each and stay two subjects."""
-    ids_a, ids_b = {x for x in a if _ID.search(x)}, {x for x in b if _ID.search(x)}
-    if ids_a and ids_b and not ids_a & ids_b:  # (gen_3.pb.go and gen_13.pb.go: two files)
+    if _two_units(a, b):  # (gen_3.pb.go and gen_13.pb.go: two files)
         return False
     return bool(a and b) and len(a & b) * 2 > min(len(a), len(b))
+
+
+def _two_units(a: set[str], b: set[str]) -> bool:
+    """Each names its own file, step or module, and not the same one."""
+    ids_a, ids_b = {x for x in a if _ID.search(x)}, {x for x in b if _ID.search(x)}
+    return bool(ids_a and ids_b and not ids_a & ids_b)
 
 
 _ID = re.compile(r"[/_.\d]")

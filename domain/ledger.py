@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .checklist import (CHECKLIST_KINDS, FOLLOW_UP, SUPERSEDING, UPDATE, anchors, checklist_items, sentences,
-                        supersede)
+from .checklist import (CHECKLIST_KINDS, FOLLOW_UP, SUPERSEDING, UPDATE, anchors, asked_last, checklist_items,
+                        sentences, supersede)
 from .followups import resolve
 from .splitting import clip
 from .checklist import HEADING as CHECKLIST_HEADING
@@ -158,7 +158,7 @@ class Ledger:
                     if other.key == item.key and other.seq <= item.seq:
                         del by_key[other_k]
                         superseded[other_k] = other
-            if item.anchors:
+            if item.anchors or item.kind in _REPHRASABLE:
                 # (an update is a value too: a change that found no typed item to replace
                 # stays an update, and the next change of that subject replaces it)
                 item = supersede(item, by_key, superseded, (*SUPERSEDING, UPDATE, CONSTRAINT, CORRECTION))
@@ -170,6 +170,11 @@ class Ledger:
         kept.sort(key=lambda i: (i.first_seq, KINDS.index(i.kind), i.value))
         newest_super = sorted(superseded.values(), key=lambda i: -i.seq)[:MAX_ITEMS]
         return Ledger(tuple(kept), tuple(sorted(newest_super, key=lambda i: i.seq))), evicted
+
+
+#: Kinds whose subject may be said in other words (ADR 0096): asked to supersede even
+#: with no content bigram ("When's the freeze? March 3." has none).
+_REPHRASABLE = frozenset((*SUPERSEDING, UPDATE, CONSTRAINT))
 
 
 @dataclass
@@ -248,20 +253,27 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
     """
     found: list[LedgerItem] = []
     last: LedgerItem | None = None  # (the statement a pronoun follow-up is about, ADR 0091)
+    asked: tuple[str, int] | None = None  # (a question the next message may answer, ADR 0096)
     for e in entries:
         said = _user_items(e) if e.role == "user" else []
         found += said
         if e.role in ("user", "assistant") and not e.steering:
             # (a user's rule is one of their constraints, under that heading)
             corrections = {_squash(i.value) for i in said if i.kind == CORRECTION}
-            for kind, value, a in checklist_items(e.text):
+            question = asked[0] if asked else None
+            for kind, value, a in checklist_items(e.text, question):
                 if _squash(value) in corrections:
                     continue
-                item = LedgerItem(_kind_of(kind, value, e.role), value, e.seq, e.seq, anchors=tuple(sorted(a)))
+                # (an answer joined to the question before it was first said at the question)
+                first = asked[1] if asked and question and value.startswith(question) else e.seq
+                item = LedgerItem(_kind_of(kind, value, e.role), value, e.seq, first, anchors=tuple(sorted(a)))
                 if kind == FOLLOW_UP:
                     item = resolve(replace(item, kind=UPDATE), last)
                 found.append(item)
                 last = item  # (only the statement just before: one without a subject ends the chain)
+            asked = (q, e.seq) if (q := asked_last(e.text)) else None
+        elif e.role != "system":
+            asked = None  # (a tool call between them: the next message answers something else)
         if e.role in ("user", "assistant", "system", "developer"):
             found += facts(e.text, e.seq)
         for _, _, arguments in e.tool_calls:

@@ -27,7 +27,7 @@ _ABBREVIATIONS = frozenset("etc approx incl excl misc resp vs cf al fig ca est".
 # "... give or take The suite ran twice" — names, months and "I" are never openers)
 _OPENERS = ("The This That These Those There Then We You They It It's Its Please Can Could Would Should "
             "Make Use Run Add Fix Check Look Let's So But Also Anyway Nice Thanks Ok Okay Oh Hmm Btw Fyi "
-            "Just Maybe What Why How When Where If Now Next Great Sure Yes Yeah Otherwise").split()
+            "Just Maybe What Why How When Where Which Who Whose If Now Next Great Sure Yes Yeah Otherwise").split()
 _MISSING_STOP = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:%s)\b(?!-))" % "|".join(re.escape(w) for w in _OPENERS))
 
 
@@ -42,6 +42,10 @@ _I_AFTER = re.compile(r"\b(\w+)\s+(?=I\s+[a-z]+ed\b|I'(?:ve|ll|m|d)\b)")
 _I_THINK = re.compile(r"\b(\w+)\s+(?=I\s+(?:think|guess|believe|reckon|suppose)\b|I'd\s+(?:rather|prefer)\b)")
 _LEADS_INTO = frozenset("so and but or that which what because if when as then where why how who than since "
                         "until unless while before after whether though although cause".split())
+# (a topic stated first is the wish's subject, not a sentence of its own: "For the config
+# files I'd rather we use TOML", "on the CLI side I'd prefer click")
+_TOPIC_LEAD = re.compile(r"^\s*(?:(?:and|but|so|ok|okay|oh|well)[,]?\s+)?(?:for|as for|regarding|re|when it comes to|"
+                         r"on|with|in|about)\b(?:\s+[\w'.-]+){1,6}\s*,?\s*$", re.I)
 _CLAUSE_ENDS = frozenset("now honestly basically btw fyi lol tbh though anyway too ok okay thanks possible "
                          "matters there them it well yesterday today again fine "
                          # (a state or a particle that closes a report: "we're 2 of 3 through I
@@ -68,7 +72,8 @@ def _split_before_i(text: str) -> list[str]:
     if " I" not in text:
         return [text]  # (cheap first: asked of every piece)
     cuts = sorted({m.end(1) for m in _I_AFTER.finditer(text) if m.group(1).lower() in _CLAUSE_ENDS}
-                  | {m.end(1) for m in _I_THINK.finditer(text) if m.group(1).lower() not in _LEADS_INTO})
+                  | {m.end(1) for m in _I_THINK.finditer(text) if m.group(1).lower() not in _LEADS_INTO
+                     and not _TOPIC_LEAD.match(text[: m.end(1)])})
     out, last = [], 0
     for at in cuts:
         out.append(text[last:at])
