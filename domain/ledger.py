@@ -22,9 +22,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .checklist import (CHECKLIST_KINDS, FOLLOW_UP, SUPERSEDING, UPDATE, anchors, asked_last, checklist_items,
-                        sentences, supersede)
+                        sentences)
 from .followups import resolve
 from .splitting import clip
+from .supersession import supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
