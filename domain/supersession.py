@@ -15,8 +15,9 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from .checklist import (_AMOUNT, _DATE, _ENTITY, _NAME, _UPDATE, _VALUE_ENTITY, AMOUNT, DATE, DECISION, PERSON, RULE,
-                        SETTING_TEXT, STATEMENT, UPDATE, VERSIONED, _caseless_fact, _has_value, subject_words)
+from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_fact
+from .cues import (_AMOUNT, _DATE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT, STATEMENT, UPDATE,
+                   VERSIONED, _has_value, subject_words)
 
 Item = Any  # a ledger.LedgerItem (that module imports this one)
 
