@@ -10,56 +10,29 @@ seq, and its subject anchors — the content bigrams, acronyms, setting names an
 names it is about. A later item of the same kind sharing an anchor with an earlier one
 supersedes it (``Ledger.merge``). Deterministic and offline; English cues. Text in other
 languages matches no cue and is not cut: it is kept whole where it is kept at all.
+
+This module reads one sentence (its kind, its anchors); the cue tables and the value and
+subject tests are in ``cues.py``, the joining of sentences into one statement in
+``joining.py``, and which later item replaces which in ``supersession.py``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from dataclasses import replace
-from typing import Any
 
+from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _FILLER, _HEDGE, _NAME, _NOT_DONE, _PLEASE_NO, _REASON, _REQUEST,
+                   _SETTING, _SOFT_PREFERENCE, _STOP, _UNIT, _UPDATE, _VERSION, _VERSION_FIRST, AMOUNT, DATE, DECISION,
+                   FOLLOW_UP, PERSON, PREFERENCE, QUESTION, RULE, SETTING_TEXT, STATEMENT, TASK, UPDATE, VERSIONED,
+                   _has_value, subject_words)
 from .followups import is_follow_up
-from .splitting import SENTENCE_CHARS, clip, split_raw
+from .joining import _PROGRESS, _answer, _asks, sentences
+from .splitting import clip
 
-Item = Any  # a ledger.LedgerItem (that module imports this one)
-
-RULE, DECISION, PERSON, DATE, AMOUNT = "rule", "decision", "person", "date", "amount"
-VERSIONED, SETTING_TEXT, PREFERENCE, TASK, QUESTION = "versioned", "setting_text", "preference", "task", "question"
-#: A sentence that changes something ("the ORM is now Tortoise") without another kind's
-#: cue: it takes the kind of the item it supersedes (``Ledger.merge``).
-UPDATE = "update"
-#: A pronoun follow-up ("that moved to Friday", ADR 0091) before ``ledger.extract`` gives
-#: it the subject of the item before it; one with nothing before it is an update as is.
-FOLLOW_UP = "follow_up"
-#: A salient sentence no cue names (ADR 0083): it carries a value or a named entity, a
-#: commitment or a reason, and a subject of its own. People say facts without cue words.
-STATEMENT = "statement"
 #: Checklist kinds, in the order a summary lists them (and their write-back priority).
 CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
                    UPDATE, STATEMENT)
 HEADING = "Fact Checklist"
 
-_NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
-             r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
-_UNIT = (r"(?:ms|milliseconds?|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|"
-         r"[KMGT]i?B|kilobytes?|megabytes?|gigabytes?|%|percent|requests?|replicas?|connections?|"
-         r"workers?|retries|users?|rows?|items?|nodes?|cores?|tokens?)")
-_AMOUNT = re.compile(rf"[$€£]\s?\d[\d,.]*\b|\b\d[\d,.]*\s?{_UNIT}\b|\b{_NUM_WORD}\s+{_UNIT}\b", re.I)
-_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
-          r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)")
-_DATE = re.compile(
-    rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b|"
-    r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|"
-    r"\b(?:Q[1-4]|end of (?:the )?(?:week|month|quarter|sprint))\b"
-)
-_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:(?:\s*(?:==|~=|>=|<=|@)\s*|\s+(?:to|at|is|on|version|v|past|beyond|"
-                      r"above|below|from|off|than|under|over|before|after)?\s*)v?(\d+\.\d+(?:\.\d+)?)|"
-                      r"[,:?]\s+v?(\d+\.\d+\.\d+))\b")
-# (the version said first, ADR 0096: "5.0.8 of redis-py is what we ship")
-_VERSION_FIRST = re.compile(r"\bv?\d+\.\d+(?:\.\d+)?\s+(?:of|for)\s+([A-Za-z][\w.-]*[A-Za-z0-9])|^\W*v?\d+\.\d+\.\d+\b()")
-_SETTING = re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
-_NAME = re.compile(r"\b(?:[A-Z][a-z]+ (?:[A-Z][a-z]+|[A-Z]\.)(?: [A-Z][a-z]+)?|Team [A-Z]\w+|the [A-Z]\w+ team)\b")
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
                    r"handles|in charge|took over|responsible|approver|approves|signs off|assignee|assigned)\b", re.I)
 _FIRST = re.compile(r"^([A-Z][a-z]{2,})\b(?!')")
@@ -75,83 +48,6 @@ def _first_name(sentence: str) -> bool:
     return bool(m) and (w := m.group(1).lower()) not in _STOP and w not in _FILLER and w not in _NOT_NAMES
 
 
-_CUES = (
-    (QUESTION, re.compile(
-        r"\b(open question|unresolved|undecided|haven't decided|not decided|not sure|unsure|tbd|to be decided|"
-        r"needs? to answer|come back to it|whether)\b", re.I)),
-    (DECISION, re.compile(
-        r"\b(went with|go(?:ing)? with|settled on|decided|decision|chose|chosen|picked|opted for|switch(?:ed)? "
-        r"(?:\w+ ){0,3}to|lock in|final call|wins for|we(?:'ll| will) use|reversing course|the fix is|"
-        r"root cause|makes the most sense|let's (?:just )?go|we're doing|we are doing|ended up (?:with|going|using|picking))\b",
-        re.I)),
-    (PREFERENCE, re.compile(
-        r"\b(i(?: \w+ly)? prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
-        r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r|how i like|can't stand|"
-        r"whenever you can|ever\b|stick (?:to|with)|(?:big )?fan of|personally|can we not|let's not|please no|"
-        r"keep (?:\w+ ){1,3}out of)", re.I)),
-    (RULE, re.compile(
-        r"\b(must|never|do not|don't|always|at most|no more than|at least|hard constraint|constraint|rule|"
-        r"non-negotiable|not negotiable|stay within|tops out|sign-off|approval|exceed|go over|limit|cap|"
-        r"required|mandatory|forbidden|not allowed|make sure|only use)\b", re.I)),
-    (TASK, re.compile(
-        r"\b(step \d+(?: of \d+)?|\d+ ?(?:/|out of|of) ?\d+ (?:steps?|tasks?|are|done)|checked off|wrapped up|"
-        r"still to do|left to do|remaining|next step|blocked on|(?:is|are|now) (?:done|finished|complete)|"
-        r"finished|completed|wraps?(?: up)?|(?:is|are|'s) (?:sorted|shipped|merged|landed)|ticked off|crossed off|"
-        r"\d+ (?:out )?of (?:the )?\d+|(?<=\w)\s*[\u2014\u2013:-]+\s*(?:done|finished|complete|completed))\b", re.I)),
-)
-# (a wish said softly, ADR 0096: "I lean towards X", "X suits me better than Y", "my vote is
-# for X", "ideally X", "I'm not keen on X", "X over Y for Z" — a preference only when it
-# names something besides the wish itself: "that suits me" or "works for me" is assent)
-_SOFT_PREFERENCE = re.compile(
-    r"\blean(?:ing)?\s+(?:more\s+|heavily\s+|slightly\s+|a bit\s+)?towards?\b|"
-    r"\b(?:suits?|works?|fits?|sits?)\s+(?:me|us)\s+(?:better|best|fine|well|nicely)\b|"
-    r"\b(?:suits?|works?|fits?)\s+(?:better|best)\s+for\s+(?:me|us)\b|\b(?:better|nicer|easier)\s+for\s+(?:me|us)\b|"
-    r"\bmy (?:vote|pick|choice|money|go-to|default|thing|rule of thumb)\b|\bi(?:'d| would)? vote for\b|"
-    r"\bideally\b|\bif (?:it were|it was|it's) up to me\b|\bif i had my way\b|\bif i had to (?:choose|pick)\b|"
-    r"\bpartial to\b|\bkeen on\b|\bnot (?:a |the )?(?:big |huge )?fan\b|\bsteer clear\b|\bstay away from\b|"
-    r"\bi(?:'d| would) (?:sooner|much rather|go for|pick|choose|avoid|stick|lean|keep|use)\b|\bi tend to\b|"
-    r"\b(?:happier|more comfortable) with\b|\bpreferabl[ey]\b|\b(?:nicer|better) if\b|"
-    r"\b(?:i|we) (?:really |much |kind of |kinda )?(?:love|dislike|hate|enjoy)\b|\bnot (?:into|big on|wild about)\b|"
-    r"\bmore of an? [\w-]+ (?:person|fan|shop|team)\b|\bno\b(?=(?:\s+[\w-]+){1,6},?\s+(?:please|thanks)\b)|"
-    r"^\s*(?![\w.+-]*(?:ing|ed)\b)[\w.+-]+ over [\w.+-]+(?=,| for\b| in\b| as\b| please\b|\s*[.!]?\s*$)|"
-    # (stance words: "I much prefer", "a big believer in", "beats", "the way to go", "drives me
-    # nuts", "a no-go", "has no place in", "hard pass", "keep X free of", "go easy on")
-    r"\bprefer(?:s|red|ring|ence)?\b|\bbeliever in\b|\b(?:nothing |\w+ )beats? (?!me\b)|\bthe way to go\b|"
-    r"\b(?:wins?|win out) over\b|\b(?:reads?|feels?|looks?) (?:better|cleaner|nicer|clearer|saner)\b|"
-    r"\b(?:happ(?:y|ier|iest)|comfortable) with\b|\bswear by\b|\bi(?:'m| am) (?:all )?(?:team|for)\b|"
-    r"\b(?:drives?|makes?) me (?:nuts|crazy|mad|nervous|uneasy|twitchy|sad)\b|\bup the wall\b|\b(?:bugs?|annoys?) me\b|"
-    r"\ballergic to\b|\bno-go\b|\bno place in\b|\bnot on my watch\b|\bhard pass\b|\bpass on\b|\bgo easy on\b|"
-    r"\bsteer away\b|\b(?:keep|leave)\b(?=(?: \w+){1,4} (?:out of|free of|out)\b)|\b(?:live|do|go) without\b|"
-    r"\bthe less\b(?=.{1,60}\bthe better\b)|\bgive me\b(?=.{1,40}\bover\b)|\bi(?:'d| would) love\b|"
-    r"\b(?:can|could) we (?:please )?(?:skip|avoid|drop|ditch|leave out|go without|stay away from)\b|"
-    r"\bi find\b(?=.{0,50}\b(?:nicer|easier|better|cleaner|clearer|simpler|nicest|easiest|best)\b)|"
-    r"\b(?:easier|nicer|kinder) on (?:everyone|everybody|me|us|the \w+|\w+ers)\b|\brather not\b|\bdon't (?:love|like|want)\b|\b(?:would|'d) appreciate\b|"
-    r",\s*(?:every (?:single )?time|all the way|any day)\s*[.!]*\s*$|\bplease,\s+no\b|\banything (?:but|except)\b|"
-    # (a standing wish or a suggestion: "X for Y wherever possible", "X by default", "how about
-    # X for Y?", "X gets my vote", "X is what I'd pick")
-    r"\bwher(?:e|ever) (?:possible|you can|we can|it makes sense)\b|\bwhen(?:ever)? possible\b|\bif at all possible\b|"
-    r"\b(?:by|as a|as the) default\b|\bdefault to\b|\bas a (?:rule|habit)\b|\bgoing forward\b|\bgets? my vote\b|"
-    r"\b(?:how|what) about\b|\bany chance (?:we|you)\b|\bmind if (?:we|i)\b|\bwhy not\b|\bshouldn't we\b|"
-    r"\b(?:can|could|shall) we (?:just |maybe |please )?(?:stick|default|standardi[sz]e|settle|keep)\b|"
-    r"\b(?:is|are) what (?:i(?:'d| would)?|we'd|we would) (?:like|want|prefer|pick|choose|use|go for|reach for)\b|\bwhat (?:i|we)(?:'d| would) (?:use|pick|choose|go for)\b|"
-    # (an opinion marked as one, or a practice judged: "IMO", "in my book", "X is the sane
-    # choice for Y", "X makes Y so much easier")
-    r"\bimh?o\b|\bin my (?:experience|book|opinion|view)\b|\bfor my money\b|\bto my mind\b|\bif you ask me\b|"
-    r"\b(?:is|are|'s|'re) the (?:sane|right|better|best|obvious|clear|smart|preferred|nicer|cleaner|safer) "
-    r"(?:choice|option|pick|call|way|move|default|approach)\b|"
-    r"\b(?:is|are|'s|'re) (?:so |much |way |a lot |far )(?:nicer|better|cleaner|easier|saner|safer|simpler|clearer)\b|"
-    r"\bmakes?\b(?=(?: [\w-]+){1,4} (?:so |much |way |a lot )?(?:easier|nicer|saner|simpler|less painful|"
-    r"more pleasant|bearable|cleaner)\b)", re.I)
-# (a piece of work reported done in any word order, ADR 0096: "Landed the audit export",
-# "docs update complete", "got the backfill done", "crossed the load test off the list")
-_DONE = re.compile(r"\b(?:done|finished|complete|completed|landed|sorted(?: out)?|shipped|wrapped(?: up)?|"
-                   r"(?:crossed|ticked|checked|knocked|struck)(?=(?:\s+[\w-]+){0,5}?\s+off\b)|knocked out|"
-                   r"over the line|out the door)\b", re.I)
-# (said of work not yet done: "once the tests are done", "let me know when you're done")
-_NOT_DONE = re.compile(r"^\s*(?:once|when|whenever|after|if|until|as soon as|before)\b|\b(?:you're|you are|you've|"
-                       r"you have|when|once|until|if) (?:\w+ ){0,3}(?:done|finished|complete)|\blet me know\b", re.I)
-
-
 def _reports_done(sentence: str) -> bool:
     """A statement that a piece of work is done: not a question, a request or a condition,
     and about something ("Done!" alone is about nothing)."""
@@ -159,195 +55,8 @@ def _reports_done(sentence: str) -> bool:
             and bool(subject_words(_without_exact(_DONE.sub(" ", sentence)))))
 
 
-_PLEASE_NO = re.compile(r"^\s*please,?\s+(?:no|don't|never|not)\b", re.I)
-_UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
-                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward|"
-                     # (chat: "scrap that, ...", "we ended up ...", "no longer", "... for X now")
-                     r"scrap that|scratch that|ended up|no longer|not anymore|changed (?:my|our) minds?|"
-                     r"(?:for|on|to) the \w+(?: \w+)? now)\b", re.I)
-# ("so that's 2 of 5" is no purpose clause: "so that" followed by 's is a statement)
-# (a condition after the subject is no part of it either, ADR 0096: two limits that both
-# hold "unless finance signs off" are two subjects)
-_REASON = re.compile(r"\b(?:because|since|given that|due to|so that(?!'s)|as it|the reason)\b|;|"
-                     r"(?:(?<=\w )|(?<=\w, ))(?:unless|except (?:when|if)|as long as|so long as|provided)\b", re.I)
-_STOP = frozenset("""a an the and or but of to in on at by for from with as is are was were be been being it its
-this that these those we our you your they them their i me my he she his her not no nor so than then there here
-now new old all any some each every only also just very too more most less least into over under about after
-before again please can could should would will shall may might must do does did done have has had get got make
-made set let use used using what which who whom whose when where why how if else up down out off per via
-change plan update correction actually instead hard rule from today last week time thing
-question open explicit approval never exceed without total already runs because like i'd i'm it's whether
-heads changed comes happens merging anything belong needs answer sure someone back let's going went chose
-settled decided decision picked opted final call wins lock reason compared options always don't won't can't
-stay within tops going past needs sign-off non-negotiable negotiable constraint keep raise ops scratch number
-becomes revised expect roughly checked dashboard numbers put mark calendar ready everything need forget plan
-around lands scheduled took over ping breaks touching acts loop quarter ask they're
-step steps finished complete completed wrapped checked
-behind through along across between within without above below beyond under until since onto upon
-us ours yours mine theirs him himself herself itself ourselves themselves one ones
-isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
-you'll they'll let's gonna things thing stuff list lists items tasks role roles starting effective
-when's who's where's how's whats
-previous former current interim acting outgoing incoming replace replaces replaced replacing yesterday tomorrow
-tonight""".split())
 #: Kinds whose later statement about the same subject replaces the earlier one.
 SUPERSEDING = frozenset((RULE, DECISION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, TASK, STATEMENT))
-
-
-def sentences(text: str, asked: str | None = None) -> list[str]:
-    """Sentences of a message, a value never apart from its subject (ADR 0083): a
-    sentence with a value and no subject of its own ("So, $500.") and a neighbour with
-    the subject and no value ("That's the budget cap.") are one statement; so is a
-    value-less rule that points back at the value before it. ``asked``: the question
-    that ended the message before (ADR 0096); an answer opening this one joins it."""
-    raw = [s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")]
-    if asked is not None and raw:
-        if not _belongs_to(asked, raw[0]):
-            asked = None
-        else:
-            raw = [asked, *raw]
-    out: list[str] = []
-    for n, s in enumerate(raw):
-        if out and _belongs_to(out[-1], s) and not (n + 1 < len(raw) and _leads(s, raw[n + 1], out[-1])):
-            out[-1] = f"{out[-1]} {s}"
-        else:
-            out.append(s)
-    if asked is not None and out and out[0] == asked:
-        out.pop(0)  # (not joined after all: the question was the other message's)
-    return out
-
-
-def asked_last(text: str) -> str | None:
-    """The question that ends a message, when it asks for a subject's value ("When's the
-    freeze?"): the next message's answer ("March 3, last I heard.") is about it."""
-    raw = [s.strip(" -*\t") for s in split_raw(text[-400:]) if s.strip(" -*\t")]
-    last = raw[-1] if raw else ""
-    return last if _asks(last) else None
-
-
-def _asks(s: str) -> bool:
-    """A question about a subject, asking for its value: not a request to the assistant,
-    no value of its own."""
-    # (short: a long sentence ending in "?" is a report with a question glued on, and an
-    # answer to that question is not about the report)
-    return (s.endswith("?") and len(s) <= 100 and not _REQUEST.match(s) and not _ASK_ACTION.match(s)
-            and not _has_value(s) and bool(subject_words(s)))
-
-
-# ("shall we ...?", "should I ...?", "do you want ...?": asking to act, not for a value)
-_ASK_ACTION = re.compile(r"^\s*(?:shall|should|do|does|did|want|may|mind|is it ok|are you)\b|"
-                         r"^\s*(?:can|could) (?:we|i)\b|^\s*any (?:objections|thoughts)\b", re.I)
-
-
-def _answer(s: str) -> bool:
-    """An answer's shape (ADR 0096): its head, up to the first comma or dash, is a value,
-    a number word, or a name or one term, with no subject of its own — "March 3, last I
-    heard", "Five, I think", "Marta Nowak, according to the rota", "RabbitMQ, since the
-    team knows it"; never a reply of talk ("Sure, I'll do it", "Good question").
-    """
-    if s.endswith("?") or _REQUEST.match(s):
-        return False
-    head = _ANSWER_HEAD.split(s, maxsplit=1)[0].strip()
-    if not head or len(head) > 60:
-        return False
-    if _DONE.fullmatch(head.lower()) or (_DONE.match(head) and len(head.split()) <= 3):
-        return True  # ("The schema migration? Done.", "Finished this morning.")
-    head_words = re.findall(r"[A-Za-z][\w'.-]*", _HEDGE.sub(" ", head))
-    if not head_words and not re.search(r"\d", head):
-        return False
-    if all(w.lower() in _STOP or w.lower() in _FILLER for w in head_words) and not re.search(r"\d", head):
-        return False
-    if _has_value(head) or _BARE_NUMBER.match(head):
-        return not subject_words(_BARE_NUMBER.sub(" ", head))
-    # (a term alone: "Postgres.", "pytest, since it's there", "Marta, I think")
-    return len(head_words) <= 2 and not _ANSWER_NOT.match(head)
-
-
-_ANSWER_HEAD = re.compile(r",|;|\s[\u2013\u2014-]\s|\s\(|[.!](?:\s|$)")
-_BARE_NUMBER = re.compile(rf"^(?:(?:about|around|roughly|maybe|probably|just|only|like|um|uh|oh|prob|approx\.?)\s+)*"
-                          rf"(?:{_NUM_WORD}|\d[\d,.]*)\b", re.I)
-# (one word that is talk, not a term: "Sure", "Done", "Nope", "Thanks")
-_ANSWER_NOT = re.compile(r"^(?:sure|done|nope|nah|thanks|cool|no|yes|yeah|ok|okay|fine|great|agreed|same|"
-                         r"nothing|none|nobody|unknown|dunno|later|soon|maybe|why|what|how)\b", re.I)
-#: Hedges around an answer's value: talk, not a subject ("last I heard", "if memory serves").
-_HEDGE = re.compile(
-    r"\b(?:last (?:i|we) (?:heard|checked|looked|saw)|if (?:i |we )?(?:remember|recall)(?: (?:correctly|right))?|"
-    r"if memory serves|iirc|afaik|as far as (?:i|we) know|according to (?:the |our |my )?[\w-]+|"
-    r"i (?:believe|think|guess|reckon|suppose|hear)|i'd (?:say|guess)|(?:i was|i'm|we were) told|"
-    r"apparently|supposedly|for now|at the moment|currently|tentatively|or so|give or take|at (?:the )?latest|"
-    r"at (?:the )?earliest|or thereabouts|ish|until further notice|if (?:nothing|that) changes|so far|as of (?:now|today))\b", re.I)
-
-
-def _leads(s: str, after: str, before: str) -> bool:
-    """Whether a value without a subject belongs to the sentence after it rather than the
-    one before ("I think it was June 3? For the audit, yes."): the next one has the
-    subject and no value, and the one before is not a subject asked as a question
-    ("Log retention? Roughly 90 days.")."""
-    return (not (before.rstrip().endswith("?") and not _REQUEST.match(before)) and _has_value(s)
-            and not subject_words(s) and not _has_value(after) and bool(subject_words(after))
-            # (the value is asked, or the next sentence points back at it: "For the audit,
-            # yes." — not any next sentence: "3 of 7 are done now The function is split")
-            and (s.rstrip().endswith("?") or bool(_POINTS_BACK.match(after))))
-
-
-_POINTS_BACK = re.compile(r"^(?:that's|that is|this is|it's|it is|for|as for|re:?|about|on)\b", re.I)
-
-
-def _belongs_to(before: str, s: str) -> bool:
-    """Whether ``s`` completes the statement ``before`` makes: one has the value, the
-    other the subject; or ``s`` points back at ``before``'s value."""
-    if len(before) + len(s) > 2 * SENTENCE_CHARS:
-        return False
-    value_before, value_here = _has_value(before), _has_value(s)
-    if _asks(before) and (_answer(s) or (_SOFT_PREFERENCE.search(s) is not None
-                                         and not subject_words(_SOFT_PREFERENCE.sub(" ", s)))):
-        return True  # (ADR 0096: "When's the freeze? March 3, last I heard.", "Emojis? Hard pass.")
-    if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):
-        return bool(subject_words(s)) or _value_less_rule(s)
-    if value_here and not subject_words(s) and not value_before:
-        return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
-    # (a count of steps says how far the task before it is: "The export is done. That
-    # makes 4 of 6.")
-    return bool(_PROGRESS.search(s)) and dict(_CUES)[TASK].search(before) is not None and not _PROGRESS.search(before)
-
-
-_PROGRESS = re.compile(r"\b\d+ (?:out )?of (?:the )?\d+\b|\b\d+/\d+ (?:steps?|tasks?|items?|things?|done|complete)")
-
-
-def subject_words(s: str) -> list[str]:
-    """The content words of a sentence once its values, names, fillers and reason are
-    taken out: what it is about."""
-    s = _HEDGE.sub(" ", _REASON.split(s, maxsplit=1)[0])
-    # (an amount's rate is part of the value: "$40 an hour" is about nothing called "hour")
-    s = _RATE.sub(" ", s)
-    bare = _DATE.sub(" ", _AMOUNT.sub(" ", _NAME.sub(" ", _VERSION_ANY.sub(" ", s))))
-    return [w for w in (x.lower() for x in re.findall(r"[A-Za-z][A-Za-z'-]+", bare))
-            if len(w) > 2 and w not in _STOP and w not in _FILLER]
-
-
-_VERSION_ANY = re.compile(r"\bv?\d+(?:\.\d+)+\b")
-_RATE = re.compile(rf"(?:{_AMOUNT.pattern})\s+(?:a|an|per|each|every)\s+"
-                   r"(?:second|minute|hour|day|night|week|month|quarter|year|user|seat|request|run)s?\b", re.I)
-#: Words of talk, not of a subject ("yeah", "honestly", "pretty sure").
-_FILLER = frozenset("""yeah yep yes nope okay ok hmm ugh well really honestly basically literally
-think guess pretty sure maybe probably roughly about around like give take btw fyi lol tbh
-anyway though still right good fine great nice cool firm thanks thank way""".split())
-
-
-def _has_value(s: str) -> bool:
-    # (a digit inside a name is not a value: "P95", "S3", "urllib3")
-    return bool(_AMOUNT.search(s) or _DATE.search(s) or re.search(r"(?<![A-Za-z0-9_])\d", s) or _NAME.search(s))
-
-
-def _value_less_rule(s: str) -> bool:
-    """A short rule that points back at what the sentence before it stated ("Never
-    exceed it without approval."): it is about that sentence's value."""
-    cue = dict(_CUES)[RULE]
-    return bool(cue.search(s)) and len(s) < 120 and bool(_BACK.search(s))
-
-
-# (points back: "it", "that"; or has no subject of its own: "Never exceed without approval.")
-_BACK = re.compile(r"\b(it|that|this|them|those|these)\b|^(never|do not|don't|always|must|no more)\b", re.I)
 
 
 def classify(sentence: str) -> str | None:
@@ -414,8 +123,6 @@ _BECAUSE = re.compile(r"\b(?:because|since|given that|due to|so that|the reason)
 # (URLs, versions, ports and hashes: the ledger's exact facts hold them on their own)
 _EXACT = re.compile(r"https?://\S+|\bv?\d+\.\d+\.\d+\S*|\bport \d+|(?<=localhost:)\d+|\b[0-9a-f]{7,40}\b", re.I)
 _CITATION = re.compile(r"\(seqs? [^()]*\)")
-# (a request to the assistant is not a fact: "Can you look at ...?", "Please run ...")
-_REQUEST = re.compile(r"^\s*(?:can|could|would|will) you\b|^\s*please\b", re.I)
 # (an entity: a capitalised word inside a sentence, an acronym, a mixed-case or
 # digit-bearing name: "Tortoise", "the ORM", "RabbitMQ", "urllib3")
 _ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I'|None\b|OK\b)[A-Z][a-z]{2,}\b|\b[A-Z]{2,6}s?\b|"
@@ -535,137 +242,6 @@ def _caseless_fact(sentence: str) -> bool:
     return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))
 
 
-def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item],
-              replaceable: tuple[str, ...]) -> Item:
-    """Move the earlier items about ``item``'s subject from ``by_key`` to ``superseded``,
-    keyed by the seq that replaced them; an update takes the kind of the item it
-    replaces. Only when the subject matches (ADR 0083): a change that shares part of a
-    subject with an earlier value marks that one *possibly superseded* and keeps both;
-    a statement with no value of its own ("never exceed it") replaces no value.
-    (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
-    mine = set(item.anchors)
-    carries = _carries_value(item.value)
-    for other_k, other in list(by_key.items()):
-        if other.kind == "setting" and other.key in mine and other.seq <= item.seq and f"{other.key}=" not in item.value:
-            # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16.")
-            del by_key[other_k]
-            superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(other.key,))
-            continue
-        if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
-            continue
-        theirs = set(other.anchors)
-        if not mine & theirs:
-            # (no shared anchor: the same subject said in other words (ADR 0096), or none)
-            if not (carries and other.kind in _VALUE_KINDS and not _two_units(mine, theirs)
-                    and _rephrased(item.value, other.value)):
-                continue
-        elif not carries and _carries_value(other.value):
-            continue
-        elif not _same_subject(mine, theirs) and not (carries and not _two_units(mine, theirs)
-                                                      and _rephrased(item.value, other.value)):
-            if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
-                by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
-            continue
-        if item.kind in (UPDATE, STATEMENT) and other.kind not in (UPDATE, STATEMENT):
-            item = replace(item, kind=other.kind)
-        # (a correction replaces what it corrects, and is replaced by the next change,
-        # whatever the kinds; a value kind's later value replaces the earlier one's)
-        if other.kind == item.kind or "correction" in (item.kind, other.kind) or (
-                other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
-            del by_key[other_k]
-            superseded[other_k] = replace(other, key=f"seq {item.seq}")
-    return item
-
-
-def _rephrased(new: str, old: str) -> bool:
-    """The same subject in other words (ADR 0096): "Thursday works for the demo" and
-    "the demo moved to Friday" share no content bigram. Both carry a value of the same
-    type (a date and a date, an amount of money and another), and their subject words
-    (stemmed, verbs of change and hedges out, "cap" read as "limit") are the same set; or
-    one set holds the other and the new sentence says it changes something. Two limits
-    of different things ("upload size limit", "bundle size limit") stay two."""
-    a, b = _key_words(new), _key_words(old)
-    if not a or not b or not a & b or not _value_types(new) & _value_types(old):
-        return False
-    return a == b or ((a < b or b < a) and bool(_UPDATE.search(new)))
-
-
-@functools.lru_cache(maxsize=4096)
-def _key_words(sentence: str) -> frozenset[str]:
-    if _caseless_fact(sentence):
-        return frozenset()  # (no guess about a script no rule reads: kept whole, ADR 0091)
-    words = (w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w
-             for w in subject_words(_VALUE_ENTITY.sub(" ", sentence)))
-    return frozenset(_SAME_AS.get(w, w) for w in words if w not in _GENERIC)
-
-
-#: Verbs of change and of being: how a value is said, not what it is about.
-_GENERIC = frozenset("""moved slipped changed dropped rose grew became shifted pushed bumped raised lowered ended
-turned came went got back works work gets goes looks sounds seems stays stands land lands landed slid set
-scheduled planned happening happen booked pencilled penciled fine plenty enough good okay agreed confirmed
-going sits held holds updated bumped confirmed said says heard told""".split())
-_SAME_AS = {"cap": "limit", "capped": "limit", "limited": "limit", "ceiling": "limit", "max": "limit", "maximum": "limit", "cutoff": "deadline",
-            "licence": "license", "licenses": "license"}
-
-
-@functools.lru_cache(maxsize=4096)
-def _value_types(sentence: str) -> frozenset[str]:
-    """What sort of value a sentence carries: a date, money, a time, a size, a count, a name."""
-    out = set()
-    if _DATE.search(sentence):
-        out.add("date")
-    for m in _AMOUNT.finditer(sentence):
-        t = m.group(0).lower()
-        out.add("money" if t[:1] in "$€£" else "time" if _TIME_UNIT.search(t) else
-                "size" if _SIZE_UNIT.search(t) else "count")
-    if _NAME.search(sentence) or _PRODUCT.search(sentence) or _ENTITY.search(sentence[1:]):
-        out.add("name")
-    if not out and re.search(r"(?<![A-Za-z0-9_])\d", sentence):
-        out.add("count")
-    return frozenset(out)
-
-
-_TIME_UNIT = re.compile(r"(?:ms|milli|sec|s$|min|hour|hr|day|week|month|year)", re.I)
-_SIZE_UNIT = re.compile(r"(?:[kmgt]i?b$|byte)", re.I)
-
-
-@functools.lru_cache(maxsize=4096)  # (asked of every earlier item for each new one: Ledger.merge)
-def _carries_value(sentence: str) -> bool:
-    # (a product name ending in capitals is a value as in ``anchors``: "it's RabbitMQ now"
-    # replaces the old choice)
-    return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]) or _PRODUCT.search(sentence))
-
-
-_PRODUCT = re.compile(r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")
-
-
-def _partly_same(a: set[str], b: set[str]) -> bool:
-    """Some of a subject shared, not enough to be sure: a content bigram or a name in both."""
-    return bool(a & b)
-
-
-#: Kinds that state one value of a subject: a later value of the same subject replaces
-#: the earlier one whichever kind the extractor gave each sentence.
-_VALUE_KINDS = frozenset((RULE, "constraint", PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, STATEMENT, DECISION,
-                          UPDATE))
-
-
-def _same_subject(a: set[str], b: set[str]) -> bool:
-    """More than half of the smaller anchor set shared ("queue backend" in both, whatever
-    the new value adds); "upload size limit" and "bundle size limit" share only "size
-    limit" of two anchors each and stay two subjects."""
-    if _two_units(a, b):  # (gen_3.pb.go and gen_13.pb.go: two files)
-        return False
-    return bool(a and b) and len(a & b) * 2 > min(len(a), len(b))
-
-
-def _two_units(a: set[str], b: set[str]) -> bool:
-    """Each names its own file, step or module, and not the same one."""
-    ids_a, ids_b = {x for x in a if _ID.search(x)}, {x for x in b if _ID.search(x)}
-    return bool(ids_a and ids_b and not ids_a & ids_b)
-
-
-_ID = re.compile(r"[/_.\d]")
 _IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
 # ("Step 3 is done" updates "Step 3: start the migration"; "module 2" and "module 3" are two
 # units, not two values of one: the number names the unit)

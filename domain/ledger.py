@@ -21,10 +21,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .checklist import (CHECKLIST_KINDS, FOLLOW_UP, SUPERSEDING, UPDATE, anchors, asked_last, checklist_items,
-                        sentences, supersede)
+from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items
+from .cues import FOLLOW_UP, UPDATE
 from .followups import resolve
+from .joining import asked_last, sentences
 from .splitting import clip
+from .supersession import supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 

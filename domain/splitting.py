@@ -55,7 +55,7 @@ _CLAUSE_ENDS = frozenset("now honestly basically btw fyi lol tbh though anyway t
 
 
 def split_raw(text: str) -> list[str]:
-    """The sentences of ``text``, unjoined (``checklist.sentences`` joins a value to its subject)."""
+    """The sentences of ``text``, unjoined (``joining.sentences`` joins a value to its subject)."""
     out: list[str] = []
     for piece in _SPLIT.split(text):
         if not piece:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from context_compaction.application.contracts.ports import SummaryRequest
-from context_compaction.domain.checklist import checklist_items, sentences
+from context_compaction.domain.checklist import checklist_items
+from context_compaction.domain.joining import sentences
 from context_compaction.domain.ledger import Ledger, extract, priority, verify
 from context_compaction.domain.summary import SourceEntry, SummarySource, smallest_window
 from context_compaction.infrastructure.summarizers import ExtractiveSummarizer

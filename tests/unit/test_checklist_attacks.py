@@ -85,7 +85,8 @@ def test_a_long_rule_whose_value_leaves_is_not_counted_as_kept() -> None:
 
 
 def test_cjk_text_is_split_at_its_own_full_stops_and_kept_whole() -> None:
-    from context_compaction.domain.checklist import checklist_items, sentences
+    from context_compaction.domain.checklist import checklist_items
+    from context_compaction.domain.joining import sentences
 
     limit = "上传大小限制是 25 MB，不能超过。"
     text = "我们的数据库迁移计划如下。" * 30 + limit + "请在周五之前完成所有步骤。" * 20

@@ -7,7 +7,8 @@ The sentences here are this module's own (not any ``ctxc eval`` phrasing set).""
 from __future__ import annotations
 
 from context_compaction.application.compacting.ledgers import verify_summary
-from context_compaction.domain.checklist import checklist_items, sentences
+from context_compaction.domain.checklist import checklist_items
+from context_compaction.domain.joining import sentences
 from context_compaction.domain.ledger import Ledger, extract
 from context_compaction.domain.splitting import split_raw
 from context_compaction.domain.summary import SourceEntry

@@ -12,7 +12,8 @@ import time
 import pytest
 
 from context_compaction.application.compacting.ledgers import verify_summary
-from context_compaction.domain.checklist import checklist_items, classify, sentences
+from context_compaction.domain.checklist import checklist_items, classify
+from context_compaction.domain.joining import sentences
 from context_compaction.domain.ledger import Ledger, LedgerItem, extract
 from context_compaction.domain.summary import SourceEntry
 

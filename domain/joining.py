@@ -1,0 +1,131 @@
+"""Which sentences of a message make one statement (ADRs 0083 and 0096). Pure.
+
+``splitting.py`` cuts chat text into sentences; people then spread one fact over two
+of them: a value with no subject of its own beside a subject with no value ("So, $500.
+That's the budget cap."), a rule that points back at the value before it ("Never exceed
+it."), a count of steps after the task it measures, and an answer to the question the
+other side asked ("When's the freeze?" / "March 3, last I heard."). ``sentences`` joins
+them so that the checklist never keeps a value apart from what it is the value of;
+``asked_last`` hands a message's closing question to the next message.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .cues import (_CUES, _DONE, _FILLER, _HEDGE, _NUM_WORD, _REQUEST, _SOFT_PREFERENCE, _STOP, TASK, _has_value,
+                   _value_less_rule, subject_words)
+from .splitting import SENTENCE_CHARS, split_raw
+
+
+def sentences(text: str, asked: str | None = None) -> list[str]:
+    """Sentences of a message, a value never apart from its subject (ADR 0083): a
+    sentence with a value and no subject of its own ("So, $500.") and a neighbour with
+    the subject and no value ("That's the budget cap.") are one statement; so is a
+    value-less rule that points back at the value before it. ``asked``: the question
+    that ended the message before (ADR 0096); an answer opening this one joins it."""
+    raw = [s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")]
+    if asked is not None and raw:
+        if not _belongs_to(asked, raw[0]):
+            asked = None
+        else:
+            raw = [asked, *raw]
+    out: list[str] = []
+    for n, s in enumerate(raw):
+        if out and _belongs_to(out[-1], s) and not (n + 1 < len(raw) and _leads(s, raw[n + 1], out[-1])):
+            out[-1] = f"{out[-1]} {s}"
+        else:
+            out.append(s)
+    if asked is not None and out and out[0] == asked:
+        out.pop(0)  # (not joined after all: the question was the other message's)
+    return out
+
+
+def asked_last(text: str) -> str | None:
+    """The question that ends a message, when it asks for a subject's value ("When's the
+    freeze?"): the next message's answer ("March 3, last I heard.") is about it."""
+    raw = [s.strip(" -*\t") for s in split_raw(text[-400:]) if s.strip(" -*\t")]
+    last = raw[-1] if raw else ""
+    return last if _asks(last) else None
+
+
+def _asks(s: str) -> bool:
+    """A question about a subject, asking for its value: not a request to the assistant,
+    no value of its own."""
+    # (short: a long sentence ending in "?" is a report with a question glued on, and an
+    # answer to that question is not about the report)
+    return (s.endswith("?") and len(s) <= 100 and not _REQUEST.match(s) and not _ASK_ACTION.match(s)
+            and not _has_value(s) and bool(subject_words(s)))
+
+
+# ("shall we ...?", "should I ...?", "do you want ...?": asking to act, not for a value)
+_ASK_ACTION = re.compile(r"^\s*(?:shall|should|do|does|did|want|may|mind|is it ok|are you)\b|"
+                         r"^\s*(?:can|could) (?:we|i)\b|^\s*any (?:objections|thoughts)\b", re.I)
+
+
+def _answer(s: str) -> bool:
+    """An answer's shape (ADR 0096): its head, up to the first comma or dash, is a value,
+    a number word, or a name or one term, with no subject of its own — "March 3, last I
+    heard", "Five, I think", "Marta Nowak, according to the rota", "RabbitMQ, since the
+    team knows it"; never a reply of talk ("Sure, I'll do it", "Good question").
+    """
+    if s.endswith("?") or _REQUEST.match(s):
+        return False
+    head = _ANSWER_HEAD.split(s, maxsplit=1)[0].strip()
+    if not head or len(head) > 60:
+        return False
+    if _DONE.fullmatch(head.lower()) or (_DONE.match(head) and len(head.split()) <= 3):
+        return True  # ("The schema migration? Done.", "Finished this morning.")
+    head_words = re.findall(r"[A-Za-z][\w'.-]*", _HEDGE.sub(" ", head))
+    if not head_words and not re.search(r"\d", head):
+        return False
+    if all(w.lower() in _STOP or w.lower() in _FILLER for w in head_words) and not re.search(r"\d", head):
+        return False
+    if _has_value(head) or _BARE_NUMBER.match(head):
+        return not subject_words(_BARE_NUMBER.sub(" ", head))
+    # (a term alone: "Postgres.", "pytest, since it's there", "Marta, I think")
+    return len(head_words) <= 2 and not _ANSWER_NOT.match(head)
+
+
+_ANSWER_HEAD = re.compile(r",|;|\s[\u2013\u2014-]\s|\s\(|[.!](?:\s|$)")
+_BARE_NUMBER = re.compile(rf"^(?:(?:about|around|roughly|maybe|probably|just|only|like|um|uh|oh|prob|approx\.?)\s+)*"
+                          rf"(?:{_NUM_WORD}|\d[\d,.]*)\b", re.I)
+# (one word that is talk, not a term: "Sure", "Done", "Nope", "Thanks")
+_ANSWER_NOT = re.compile(r"^(?:sure|done|nope|nah|thanks|cool|no|yes|yeah|ok|okay|fine|great|agreed|same|"
+                         r"nothing|none|nobody|unknown|dunno|later|soon|maybe|why|what|how)\b", re.I)
+
+
+def _leads(s: str, after: str, before: str) -> bool:
+    """Whether a value without a subject belongs to the sentence after it rather than the
+    one before ("I think it was June 3? For the audit, yes."): the next one has the
+    subject and no value, and the one before is not a subject asked as a question
+    ("Log retention? Roughly 90 days.")."""
+    return (not (before.rstrip().endswith("?") and not _REQUEST.match(before)) and _has_value(s)
+            and not subject_words(s) and not _has_value(after) and bool(subject_words(after))
+            # (the value is asked, or the next sentence points back at it: "For the audit,
+            # yes." — not any next sentence: "3 of 7 are done now The function is split")
+            and (s.rstrip().endswith("?") or bool(_POINTS_BACK.match(after))))
+
+
+_POINTS_BACK = re.compile(r"^(?:that's|that is|this is|it's|it is|for|as for|re:?|about|on)\b", re.I)
+
+
+def _belongs_to(before: str, s: str) -> bool:
+    """Whether ``s`` completes the statement ``before`` makes: one has the value, the
+    other the subject; or ``s`` points back at ``before``'s value."""
+    if len(before) + len(s) > 2 * SENTENCE_CHARS:
+        return False
+    value_before, value_here = _has_value(before), _has_value(s)
+    if _asks(before) and (_answer(s) or (_SOFT_PREFERENCE.search(s) is not None
+                                         and not subject_words(_SOFT_PREFERENCE.sub(" ", s)))):
+        return True  # (ADR 0096: "When's the freeze? March 3, last I heard.", "Emojis? Hard pass.")
+    if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):
+        return bool(subject_words(s)) or _value_less_rule(s)
+    if value_here and not subject_words(s) and not value_before:
+        return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
+    # (a count of steps says how far the task before it is: "The export is done. That
+    # makes 4 of 6.")
+    return bool(_PROGRESS.search(s)) and dict(_CUES)[TASK].search(before) is not None and not _PROGRESS.search(before)
+
+
+_PROGRESS = re.compile(r"\b\d+ (?:out )?of (?:the )?\d+\b|\b\d+/\d+ (?:steps?|tasks?|items?|things?|done|complete)")

@@ -1,0 +1,155 @@
+"""Which earlier checklist item a later one replaces (issue 44, ADRs 0083 and 0096). Pure.
+
+``checklist.py`` reads what a sentence states (its kind and its subject anchors); this
+module decides, for ``Ledger.merge``, whether a later statement is about the same subject
+as an earlier one and so replaces it: a shared anchor set, the same subject said in other
+words (a value of the same type and the same key words), or only part of a subject shared,
+which marks the earlier item possibly superseded and keeps both. Kept apart because a
+reader asking "why was this fact dropped?" looks here, not among the cue tables.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import replace
+from typing import Any
+
+from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_fact
+from .cues import (_AMOUNT, _DATE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT, STATEMENT, UPDATE,
+                   VERSIONED, _has_value, subject_words)
+
+Item = Any  # a ledger.LedgerItem (that module imports this one)
+
+
+def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item],
+              replaceable: tuple[str, ...]) -> Item:
+    """Move the earlier items about ``item``'s subject from ``by_key`` to ``superseded``,
+    keyed by the seq that replaced them; an update takes the kind of the item it
+    replaces. Only when the subject matches (ADR 0083): a change that shares part of a
+    subject with an earlier value marks that one *possibly superseded* and keeps both;
+    a statement with no value of its own ("never exceed it") replaces no value.
+    (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
+    mine = set(item.anchors)
+    carries = _carries_value(item.value)
+    for other_k, other in list(by_key.items()):
+        if other.kind == "setting" and other.key in mine and other.seq <= item.seq and f"{other.key}=" not in item.value:
+            # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16.")
+            del by_key[other_k]
+            superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(other.key,))
+            continue
+        if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
+            continue
+        theirs = set(other.anchors)
+        if not mine & theirs:
+            # (no shared anchor: the same subject said in other words (ADR 0096), or none)
+            if not (carries and other.kind in _VALUE_KINDS and not _two_units(mine, theirs)
+                    and _rephrased(item.value, other.value)):
+                continue
+        elif not carries and _carries_value(other.value):
+            continue
+        elif not _same_subject(mine, theirs) and not (carries and not _two_units(mine, theirs)
+                                                      and _rephrased(item.value, other.value)):
+            if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
+                by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
+            continue
+        if item.kind in (UPDATE, STATEMENT) and other.kind not in (UPDATE, STATEMENT):
+            item = replace(item, kind=other.kind)
+        # (a correction replaces what it corrects, and is replaced by the next change,
+        # whatever the kinds; a value kind's later value replaces the earlier one's)
+        if other.kind == item.kind or "correction" in (item.kind, other.kind) or (
+                other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
+            del by_key[other_k]
+            superseded[other_k] = replace(other, key=f"seq {item.seq}")
+    return item
+
+
+def _rephrased(new: str, old: str) -> bool:
+    """The same subject in other words (ADR 0096): "Thursday works for the demo" and
+    "the demo moved to Friday" share no content bigram. Both carry a value of the same
+    type (a date and a date, an amount of money and another), and their subject words
+    (stemmed, verbs of change and hedges out, "cap" read as "limit") are the same set; or
+    one set holds the other and the new sentence says it changes something. Two limits
+    of different things ("upload size limit", "bundle size limit") stay two."""
+    a, b = _key_words(new), _key_words(old)
+    if not a or not b or not a & b or not _value_types(new) & _value_types(old):
+        return False
+    return a == b or ((a < b or b < a) and bool(_UPDATE.search(new)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_words(sentence: str) -> frozenset[str]:
+    if _caseless_fact(sentence):
+        return frozenset()  # (no guess about a script no rule reads: kept whole, ADR 0091)
+    words = (w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w
+             for w in subject_words(_VALUE_ENTITY.sub(" ", sentence)))
+    return frozenset(_SAME_AS.get(w, w) for w in words if w not in _GENERIC)
+
+
+#: Verbs of change and of being: how a value is said, not what it is about.
+_GENERIC = frozenset("""moved slipped changed dropped rose grew became shifted pushed bumped raised lowered ended
+turned came went got back works work gets goes looks sounds seems stays stands land lands landed slid set
+scheduled planned happening happen booked pencilled penciled fine plenty enough good okay agreed confirmed
+going sits held holds updated bumped confirmed said says heard told""".split())
+_SAME_AS = {"cap": "limit", "capped": "limit", "limited": "limit", "ceiling": "limit", "max": "limit", "maximum": "limit", "cutoff": "deadline",
+            "licence": "license", "licenses": "license"}
+
+
+@functools.lru_cache(maxsize=4096)
+def _value_types(sentence: str) -> frozenset[str]:
+    """What sort of value a sentence carries: a date, money, a time, a size, a count, a name."""
+    out = set()
+    if _DATE.search(sentence):
+        out.add("date")
+    for m in _AMOUNT.finditer(sentence):
+        t = m.group(0).lower()
+        out.add("money" if t[:1] in "$€£" else "time" if _TIME_UNIT.search(t) else
+                "size" if _SIZE_UNIT.search(t) else "count")
+    if _NAME.search(sentence) or _PRODUCT.search(sentence) or _ENTITY.search(sentence[1:]):
+        out.add("name")
+    if not out and re.search(r"(?<![A-Za-z0-9_])\d", sentence):
+        out.add("count")
+    return frozenset(out)
+
+
+_TIME_UNIT = re.compile(r"(?:ms|milli|sec|s$|min|hour|hr|day|week|month|year)", re.I)
+_SIZE_UNIT = re.compile(r"(?:[kmgt]i?b$|byte)", re.I)
+
+
+@functools.lru_cache(maxsize=4096)  # (asked of every earlier item for each new one: Ledger.merge)
+def _carries_value(sentence: str) -> bool:
+    # (a product name ending in capitals is a value as in ``anchors``: "it's RabbitMQ now"
+    # replaces the old choice)
+    return _has_value(sentence) or bool(_ENTITY.search(sentence[1:]) or _PRODUCT.search(sentence))
+
+
+_PRODUCT = re.compile(r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")
+
+
+def _partly_same(a: set[str], b: set[str]) -> bool:
+    """Some of a subject shared, not enough to be sure: a content bigram or a name in both."""
+    return bool(a & b)
+
+
+#: Kinds that state one value of a subject: a later value of the same subject replaces
+#: the earlier one whichever kind the extractor gave each sentence.
+_VALUE_KINDS = frozenset((RULE, "constraint", PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT, STATEMENT, DECISION,
+                          UPDATE))
+
+
+def _same_subject(a: set[str], b: set[str]) -> bool:
+    """More than half of the smaller anchor set shared ("queue backend" in both, whatever
+    the new value adds); "upload size limit" and "bundle size limit" share only "size
+    limit" of two anchors each and stay two subjects."""
+    if _two_units(a, b):  # (gen_3.pb.go and gen_13.pb.go: two files)
+        return False
+    return bool(a and b) and len(a & b) * 2 > min(len(a), len(b))
+
+
+def _two_units(a: set[str], b: set[str]) -> bool:
+    """Each names its own file, step or module, and not the same one."""
+    ids_a, ids_b = {x for x in a if _ID.search(x)}, {x for x in b if _ID.search(x)}
+    return bool(ids_a and ids_b and not ids_a & ids_b)
+
+
+_ID = re.compile(r"[/_.\d]")
