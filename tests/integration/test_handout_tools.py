@@ -67,3 +67,16 @@ def test_the_json_path_hands_out_tools_of_its_own(harness: Harness) -> None:
     _edit(answer["tools"])
     retried = harness.bus.dispatch(RecoverOverflow(session_id=SID, request_id=request.request_id))
     assert retried.tools == _tools()
+
+
+def test_editing_the_host_s_own_tools_after_the_turn_leaves_the_overflow_retry_alone(harness: Harness) -> None:
+    # The host hands its own TOOLS to litellm next to ``request.messages`` (or cleans
+    # them for the next turn): the retry is the refused request rebuilt, not the host's
+    # later edit of its own list.
+    _session(harness)
+    TOOLS = _tools()
+    request = harness.bus.dispatch(PrepareTurn(session_id=SID, tools=TOOLS))
+    _edit(TOOLS)
+    retried = harness.bus.dispatch(RecoverOverflow(session_id=SID, request_id=request.request_id))
+    assert retried.retry_of == request.request_id
+    assert retried.tools == _tools(), "the retried request carries the host's later edit of its own tools"
