@@ -144,6 +144,11 @@ _provider_fields = st.fixed_dictionaries({}, optional={
     "function_call": st.fixed_dictionaries({"name": st.just("g"), "arguments": _json}),
     "reasoning_content": st.text(min_size=1, max_size=2),
     "refusal": st.text(max_size=2),
+    "reasoning_items": st.lists(st.fixed_dictionaries({"type": st.just("reasoning"), "summary": st.lists(_json, max_size=1)}),
+                                max_size=1),
+    "annotations": st.lists(st.fixed_dictionaries({"type": st.just("url_citation"), "url_citation": _json}), max_size=1),
+    "images": st.lists(st.fixed_dictionaries({"image_url": st.fixed_dictionaries({"url": st.just("u")})}), max_size=1),
+    "audio": st.fixed_dictionaries({"id": st.just("a"), "transcript": st.text(max_size=2)}),
 })
 
 
