@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import platform
+from copy import deepcopy
 from typing import Any
 
 from context_compaction.domain.projection import JSON_SCALARS, KnownFlat
@@ -29,6 +30,7 @@ LAZY_TRACKING = platform.python_implementation() == "CPython" and not gc.is_trac
 _IS_TRACKED = gc.is_tracked
 #: (``is_flat`` inlined where it runs once a message: ``issuperset(map(type, values))``)
 _FLAT = JSON_SCALARS.issuperset
+_SCALARS = JSON_SCALARS
 
 
 def owned(value: Any) -> Any:
@@ -39,15 +41,19 @@ def owned(value: Any) -> Any:
             return value.copy()
         return _walked(value)
     if kind is list:
-        return [owned(item) if type(item) is dict or type(item) is list else item for item in value]
-    return value
+        return [item if type(item) in _SCALARS else owned(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    # A tuple or a dict or list subclass: valid JSON to the commands (a host's tool
+    # schema), rare, so copied the general way, its type kept.
+    return deepcopy(value)
 
 
 def _walked(value: dict[str, Any]) -> dict[str, Any]:
     """``owned`` of a dict that holds a dict or list: a flat one among its values is
     copied here, without a call of its own (a tool call's ``function``)."""
     copy = value.copy()
-    lazy, tracked, flat = LAZY_TRACKING, _IS_TRACKED, _FLAT
+    lazy, tracked, flat, scalars = LAZY_TRACKING, _IS_TRACKED, _FLAT, _SCALARS
     for key, item in value.items():
         kind = type(item)
         if kind is dict:
@@ -55,7 +61,7 @@ def _walked(value: dict[str, Any]) -> dict[str, Any]:
                 copy[key] = item.copy()
             else:
                 copy[key] = _walked(item)
-        elif kind is list:
+        elif kind not in scalars:
             copy[key] = owned(item)
     return copy
 
@@ -109,14 +115,12 @@ def _looked_at(messages: list[Any]) -> list[Any]:
     if not LAZY_TRACKING:
         flat = _FLAT
         return [
-            (m.copy() if flat(map(type, m.values())) else owned(m)) if type(m) is dict
-            else owned(m) if type(m) is list else m
+            (m.copy() if flat(map(type, m.values())) else owned(m)) if type(m) is dict else owned(m)
             for m in messages
         ]
     tracked = _IS_TRACKED
     return [
-        (m.copy() if not tracked(m) else owned(m)) if type(m) is dict
-        else owned(m) if type(m) is list else m
+        (m.copy() if not tracked(m) else owned(m)) if type(m) is dict else owned(m)
         for m in messages
     ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from context_compaction.domain.attempts import RecordedUsage
 from context_compaction.domain.budget import check_fixed_parts
@@ -23,6 +24,7 @@ from ..contracts import commands as c
 from ..contracts import results as r
 from ..state.calibration import Calibration
 from .promptcache import EXPLICIT_CACHE_PROVIDERS, with_cache_breakpoints
+from ..runtime.handout import owned
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext, UsageDecision, decide_usage, prepare_context
 from .autocompact import auto_compact
@@ -129,7 +131,9 @@ def _issue(
             request_id=request_id,
             session_id=turn.session_id,
             model=turn.model,
-            inputs=turn.inputs,
+            # (the tools of its own: a typed PrepareTurn's nested tool dicts are the host's,
+            # who may clean them for its next call; the retry is this request rebuilt)
+            inputs=replace(turn.inputs, tools=tuple(owned(list(turn.inputs.tools)))),
             key=usage.key,
             history_count=history_count,
             history_digest=history_digest,

@@ -10,7 +10,10 @@ rewritten) changed the host's ``TOOLS`` (so every later turn) and the retried re
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 from typing import Any
+
+import pytest
 
 from helpers import Harness, ok, user, assistant
 
@@ -67,3 +70,37 @@ def test_the_json_path_hands_out_tools_of_its_own(harness: Harness) -> None:
     _edit(answer["tools"])
     retried = harness.bus.dispatch(RecoverOverflow(session_id=SID, request_id=request.request_id))
     assert retried.tools == _tools()
+
+
+def test_editing_the_host_s_own_tools_after_the_turn_leaves_the_overflow_retry_alone(harness: Harness) -> None:
+    # The host hands its own TOOLS to litellm next to ``request.messages`` (or cleans
+    # them for the next turn): the retry is the refused request rebuilt, not the host's
+    # later edit of its own list.
+    _session(harness)
+    TOOLS = _tools()
+    request = harness.bus.dispatch(PrepareTurn(session_id=SID, tools=TOOLS))
+    _edit(TOOLS)
+    retried = harness.bus.dispatch(RecoverOverflow(session_id=SID, request_id=request.request_id))
+    assert retried.retry_of == request.request_id
+    assert retried.tools == _tools(), "the retried request carries the host's later edit of its own tools"
+
+
+@pytest.mark.parametrize("shape", ["tuple", "dict subclass"])
+def test_tools_given_as_tuples_or_dict_subclasses_are_the_caller_s_own_too(
+    harness: Harness, handout_path: str, shape: str
+) -> None:
+    # Both pass the command's validation as JSON (an array, an object); the copy must
+    # not stop at them and hand out the host's dicts beneath.
+    def tools() -> list[dict[str, Any]]:
+        parameters = {"type": "object", "anyOf": ({"required": ["path"]},)} if shape == "tuple" \
+            else OrderedDict(type="object", anyOf=[OrderedDict(required=["path"])])
+        return [{"type": "function", "function": {"name": "read_file", "parameters": parameters}}]
+
+    _session(harness)
+    TOOLS = tools()
+    request = harness.bus.dispatch(PrepareTurn(session_id=SID, tools=TOOLS))
+    request.tools[0]["function"]["parameters"]["anyOf"][0]["required"].append("EDITED")
+    assert TOOLS == tools(), "editing the request changed the host's tools"
+    retried = harness.bus.dispatch(RecoverOverflow(session_id=SID, request_id=request.request_id))
+    retried.tools[0]["function"]["parameters"]["anyOf"][0]["required"].append("EDITED")
+    assert TOOLS == tools(), "editing the retried request changed the host's tools"

@@ -8,13 +8,15 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from helpers import Harness, mixed_session
 from projection_builders import rec
 
 from context_compaction.application.contracts.commands import AppendMessages, GetProjection, PrepareTurn
 from context_compaction.application.runtime import handout
-from context_compaction.domain.projection import KnownFlat, ProjectionBuilder, calls_only, is_flat
+from context_compaction.domain.messages import Message
+from context_compaction.domain.projection import KnownFlat, ProjectionBuilder, ProviderIdentity, calls_only, is_flat
 from containers import containers
 
 BACKENDS = ("memory",)
@@ -125,3 +127,82 @@ def test_a_copy_told_which_messages_are_tool_calls_shares_nothing(handout_path: 
               {"role": "tool", "tool_call_id": "c1", "content": "r"}]
     given = handout.handed_out(cached, KnownFlat(cached, 0, 4, nested=[2], calls=[1]))
     _shares_nothing(given, cached)
+
+
+# ---------------------------------------------- any shape a host appends (property)
+_IDENTITY = ProviderIdentity("openai", "gpt-4o")
+_json = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=3),
+                     lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner, max_size=2),
+                     max_leaves=4)
+_parts = st.lists(st.sampled_from([{"type": "text", "text": "t"},
+                                   {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]),
+                  min_size=1, max_size=2)
+_provider_fields = st.fixed_dictionaries({}, optional={
+    "provider_specific_fields": st.dictionaries(st.text(max_size=2), _json, max_size=2),
+    "thinking_blocks": st.lists(st.fixed_dictionaries({"type": st.just("thinking"), "thinking": st.text(max_size=2)}),
+                                max_size=1),
+    "function_call": st.fixed_dictionaries({"name": st.just("g"), "arguments": _json}),
+    "reasoning_content": st.text(min_size=1, max_size=2),
+    "refusal": st.text(max_size=2),
+    "reasoning_items": st.lists(st.fixed_dictionaries({"type": st.just("reasoning"), "summary": st.lists(_json, max_size=1)}),
+                                max_size=1),
+    "annotations": st.lists(st.fixed_dictionaries({"type": st.just("url_citation"), "url_citation": _json}), max_size=1),
+    "images": st.lists(st.fixed_dictionaries({"image_url": st.fixed_dictionaries({"url": st.just("u")})}), max_size=1),
+    "audio": st.fixed_dictionaries({"id": st.just("a"), "transcript": st.text(max_size=2)}),
+})
+
+
+@st.composite
+def _session(draw: Any) -> list[dict[str, Any]]:
+    """Records as ``AppendMessages`` stores them (``Message.to_record``), every group closed."""
+    out: list[dict[str, Any]] = []
+    for n in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["user", "parts", "assistant", "calls"]))
+        if kind == "user":
+            messages = [{"role": "user", "content": "q"}]
+        elif kind == "parts":
+            messages = [{"role": "user", "content": draw(_parts)}]
+        elif kind == "assistant":
+            messages = [{"role": "assistant", "content": "a", **draw(_provider_fields)}]
+        else:
+            ids = [f"c{n}_{i}" for i in range(draw(st.integers(1, 2)))]
+            private = draw(st.sampled_from([{}, {"provider_specific_fields": {"sig": "s"}},
+                                            {"provider_specific_fields": {"sig": ["s"]}}]))
+            messages = [{"role": "assistant", "content": draw(st.sampled_from([None, "a"])), **draw(_provider_fields),
+                         "tool_calls": [{"id": i, "type": "function",
+                                         "function": {"name": "f", "arguments": "{}"}, **private} for i in ids]}]
+            messages += [{"role": "tool", "tool_call_id": i, "content": draw(st.sampled_from(["r", [{"type": "text", "text": "r"}]]))}
+                         for i in ids]
+        for message in messages:
+            record = Message.model_validate(message).to_record(("openai", "gpt-4o"))
+            out.append({**record, "seq": len(out) + 1, "created_at": "", "visible": True})
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=_session(), split=st.integers(0, 30), lazy=st.booleans())
+def test_the_builder_s_record_is_right_for_any_appended_shape_and_the_copy_shares_nothing(
+    records: list[dict[str, Any]], split: int, lazy: bool
+) -> None:
+    builder = ProjectionBuilder(_IDENTITY)
+    builder.extend(records[:split])
+    builder.extend(records[split:])
+    projection = builder.build(checkpoint=None, context_generation=0)
+    known = projection.known_flat
+    assert known is not None
+    span = projection.messages[known.start:known.stop]
+    for index, message in enumerate(span):
+        if index in known.calls:
+            assert calls_only(message)
+        elif index not in known.nested:
+            assert is_flat(message), message
+    was = handout.LAZY_TRACKING
+    handout.LAZY_TRACKING = lazy and was  # (the type scan forced on any interpreter)
+    try:
+        given_ = handout.handed_out(projection.messages, known)
+    finally:
+        handout.LAZY_TRACKING = was
+    # (not ``_shares_nothing``: a record may hold one dict twice, which the copy need not)
+    assert given_ == projection.messages
+    originals = {id(c) for c in containers(projection.messages)}
+    assert not any(id(c) in originals for c in containers(given_))
