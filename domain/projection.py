@@ -181,7 +181,7 @@ def build_projection(
         out.append(summary_block(checkpoint, identity))
     held, held_seqs, held_notes = pinned_part(checkpoint, pinned, identity)
     out.extend(held)
-    out.extend(to_provider_message(m, identity) for m in repaired)
+    out.extend(converted(repaired, identity)[0])
     seqs = [m["seq"] for m in repaired]
     return ContextProjection(
         messages=out,
@@ -209,7 +209,7 @@ def pinned_part(
         return [], [], []
     below = [m for m in pinned if m["seq"] < checkpoint.first_retained_seq]
     repaired, notes = repair_tool_chains(below)
-    return [to_provider_message(m, identity) for m in repaired], [m["seq"] for m in repaired], notes
+    return converted(repaired, identity)[0], [m["seq"] for m in repaired], notes
 
 
 def repair_tool_chains(
@@ -360,8 +360,8 @@ def converted(
         state = message.get("provider_state")
         matched = identity is not None and identity.matches(state)
         out: dict[str, Any] = {"role": role}
-        calls = message["tool_calls"]
         if role == "assistant":
+            calls = message["tool_calls"]
             out["content"] = content if content not in (None, "") or not calls else None
             if out["content"] is None and not calls:
                 out["content"] = ""
@@ -514,7 +514,7 @@ class ProjectionBuilder:
         messages.extend(self._stable_messages)
         # (a copy of the indexes: a later ``extend`` by another command appends to them)
         known = KnownFlat(messages, start, len(messages), self._stable_nested[:], self._stable_calls[:])
-        messages.extend(to_provider_message(m, self.identity) for m in repaired)
+        messages.extend(converted(repaired, self.identity)[0])
         seqs = self._stable_seqs + [m["seq"] for m in repaired]
         return ContextProjection(
             messages=messages,
