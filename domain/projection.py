@@ -488,9 +488,9 @@ class ProjectionBuilder:
         if split:
             repaired, notes = repair_tool_chains(self._pending[:split])
             self._stable_records.extend(repaired)
-            messages, calls, nested = converted(repaired, self.identity)
+            provider, calls, nested = converted(repaired, self.identity)
             known = len(self._stable_messages)
-            self._stable_messages.extend(messages)
+            self._stable_messages.extend(provider)
             self._stable_calls.extend(known + index for index in calls)
             self._stable_nested.extend(known + index for index in nested)
             self._stable_seqs.extend(m["seq"] for m in repaired)
