@@ -401,6 +401,7 @@ def converted(
                 if not (type(call["id"]) in JSON_SCALARS and type(function["name"]) in JSON_SCALARS
                         and type(function["arguments"]) in JSON_SCALARS):
                     shape = NESTED
+                    break
         if shape:
             (calls_at if shape == CALLS else nested_at).append(len(messages))
         messages.append(out)
