@@ -181,7 +181,7 @@ def build_projection(
         out.append(summary_block(checkpoint, identity))
     held, held_seqs, held_notes = pinned_part(checkpoint, pinned, identity)
     out.extend(held)
-    out.extend(to_provider_message(m, identity) for m in repaired)
+    out.extend(converted(repaired, identity)[0])
     seqs = [m["seq"] for m in repaired]
     return ContextProjection(
         messages=out,
@@ -209,7 +209,7 @@ def pinned_part(
         return [], [], []
     below = [m for m in pinned if m["seq"] < checkpoint.first_retained_seq]
     repaired, notes = repair_tool_chains(below)
-    return [to_provider_message(m, identity) for m in repaired], [m["seq"] for m in repaired], notes
+    return converted(repaired, identity)[0], [m["seq"] for m in repaired], notes
 
 
 def repair_tool_chains(
@@ -325,35 +325,87 @@ def to_provider_message(
     fields) goes only to the provider and model that produced it, minus the
     output-only fields (ADR 0017).
     """
-    role = message["role"]
-    content = message["content"]
-    state = message.get("provider_state")
-    matched = identity is not None and identity.matches(state)
-    out: dict[str, Any] = {"role": role}
-    if role == "assistant":
-        out["content"] = content if content not in (None, "") or not message["tool_calls"] else None
-        if out["content"] is None and not message["tool_calls"]:
-            out["content"] = ""
-        if out["content"] == "" and state:
-            out["content"] = _stand_in_content(state.get("data") or {}, matched)
-        if message["tool_calls"]:
-            out["tool_calls"] = nested_tool_calls(
-                message["tool_calls"], state.get("tool_call_fields") if matched and state else None
-            )
-    else:
-        out["content"] = content if content is not None else ""
-    if role == "tool":
-        out["tool_call_id"] = message["tool_call_id"]
-    if message.get("name"):
-        out["name"] = message["name"]
-    if matched:
-        assert state is not None
-        if message.get("reasoning"):
-            out["reasoning_content"] = message["reasoning"]
-        for key, value in (state.get("data") or {}).items():
-            if key not in OUTPUT_ONLY_FIELDS:
-                out[key] = value
-    return out
+    return converted((message,), identity)[0][0]
+
+
+#: A provider message's shape (``KnownFlat``): every value a JSON scalar, only the
+#: ``calls_only`` tool calls, or anything else.
+FLAT, CALLS, NESTED = 0, 1, 2
+
+
+def shape_of(message: dict[str, Any]) -> int:
+    """``message``'s shape, by looking at it."""
+    if is_flat(message):
+        return FLAT
+    return CALLS if calls_only(message) else NESTED
+
+
+def converted(
+    records: Sequence[MessageRecord], identity: ProviderIdentity | None
+) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """``to_provider_message`` of each record, and the indexes of the ones holding only
+    ``calls_only`` tool calls and of the ones holding any other dict or list.
+
+    The shape is decided while a message is built, from the values copied into it (the
+    builder records it: a second scan of every message made a cold conversion half as
+    dear again, ADR 0098); one loop for all records, as a call per message costs more
+    than the decision.
+    """
+    messages: list[dict[str, Any]] = []
+    calls_at: list[int] = []
+    nested_at: list[int] = []
+    for message in records:
+        role = message["role"]
+        content = message["content"]
+        state = message.get("provider_state")
+        matched = identity is not None and identity.matches(state)
+        out: dict[str, Any] = {"role": role}
+        if role == "assistant":
+            calls = message["tool_calls"]
+            out["content"] = content if content not in (None, "") or not calls else None
+            if out["content"] is None and not calls:
+                out["content"] = ""
+            if out["content"] == "" and state:
+                out["content"] = _stand_in_content(state.get("data") or {}, matched)
+            if calls:
+                out["tool_calls"] = nested_tool_calls(
+                    calls, state.get("tool_call_fields") if matched and state else None
+                )
+        else:
+            out["content"] = content if content is not None else ""
+        flat = type(role) in JSON_SCALARS and type(out["content"]) in JSON_SCALARS
+        if role == "tool":
+            out["tool_call_id"] = value = message["tool_call_id"]
+            flat = flat and type(value) in JSON_SCALARS
+        if value := message.get("name"):
+            out["name"] = value
+            flat = flat and type(value) in JSON_SCALARS
+        if matched:
+            assert state is not None
+            if message.get("reasoning"):
+                out["reasoning_content"] = message["reasoning"]
+            for key, value in (state.get("data") or {}).items():
+                if key not in OUTPUT_ONLY_FIELDS:
+                    out[key] = value
+            shape = shape_of(out)  # (provider state: any shape, so looked at whole)
+        elif not flat:
+            shape = NESTED
+        elif "tool_calls" not in out:
+            shape = FLAT
+        else:
+            # (each call as ``nested_tool_calls`` builds it without private fields: an
+            # id, a type, and a function of name and arguments)
+            shape = CALLS
+            for call in out["tool_calls"]:
+                function = call["function"]
+                if not (type(call["id"]) in JSON_SCALARS and type(function["name"]) in JSON_SCALARS
+                        and type(function["arguments"]) in JSON_SCALARS):
+                    shape = NESTED
+                    break
+        if shape:
+            (calls_at if shape == CALLS else nested_at).append(len(messages))
+        messages.append(out)
+    return messages, calls_at, nested_at
 
 
 def _stand_in_content(data: dict[str, Any], matched: bool) -> str:
@@ -437,12 +489,11 @@ class ProjectionBuilder:
         if split:
             repaired, notes = repair_tool_chains(self._pending[:split])
             self._stable_records.extend(repaired)
+            provider, calls, nested = converted(repaired, self.identity)
             known = len(self._stable_messages)
-            self._stable_messages.extend(to_provider_message(m, self.identity) for m in repaired)
-            for index in range(known, len(self._stable_messages)):
-                message = self._stable_messages[index]
-                if not is_flat(message):
-                    (self._stable_calls if calls_only(message) else self._stable_nested).append(index)
+            self._stable_messages.extend(provider)
+            self._stable_calls.extend(known + index for index in calls)
+            self._stable_nested.extend(known + index for index in nested)
             self._stable_seqs.extend(m["seq"] for m in repaired)
             self._stable_max = max(self._stable_max, *(m["seq"] for m in repaired), 0)
             self._stable_notes.extend(notes)
@@ -464,7 +515,7 @@ class ProjectionBuilder:
         messages.extend(self._stable_messages)
         # (a copy of the indexes: a later ``extend`` by another command appends to them)
         known = KnownFlat(messages, start, len(messages), self._stable_nested[:], self._stable_calls[:])
-        messages.extend(to_provider_message(m, self.identity) for m in repaired)
+        messages.extend(converted(repaired, self.identity)[0])
         seqs = self._stable_seqs + [m["seq"] for m in repaired]
         return ContextProjection(
             messages=messages,

@@ -191,11 +191,9 @@ def test_the_builder_s_record_is_right_for_any_appended_shape_and_the_copy_share
     known = projection.known_flat
     assert known is not None
     span = projection.messages[known.start:known.stop]
-    for index, message in enumerate(span):
-        if index in known.calls:
-            assert calls_only(message)
-        elif index not in known.nested:
-            assert is_flat(message), message
+    for index, message in enumerate(span):  # exactly what a look at each message finds
+        assert (index in known.calls) is (not is_flat(message) and calls_only(message)), message
+        assert (index in known.nested) is (not is_flat(message) and not calls_only(message)), message
     was = handout.LAZY_TRACKING
     handout.LAZY_TRACKING = lazy and was  # (the type scan forced on any interpreter)
     try:
