@@ -74,12 +74,13 @@ CAUSES: dict[str, str] = {
         "machine that start swings most: six restore-only runs of `pg_peers.py --writers "
         "''` on 2026-12-05 put ours at 0.18-0.48 of the Agents SDK's time and 0.11-0.20 "
         "of LangGraph's"),
-    # Issue 44 on the one phrasing set never used to tune the checklist (2026-12-05).
+    # Issue 44 on the first set written without the extractor in view; ADR 0096 added the
+    # forms its first run lost (so it is no longer untuned: "blind" is, below).
     **{f"fresh {drive}": (
-        "wording the checklist was not written for: soft preferences (\"for X I'd rather we "
-        "use Y\"), question-then-answer (\"When's the X? Y, last I heard\") and value-first "
-        "sentences are not extracted as items, so their loss is neither kept nor reported, "
-        "and a value-first update does not supersede (ADR 0091)")
+        "preferences said with no stance word (\"X keeps Y sane\") are never extracted, so "
+        "neither kept nor reported, and an update that names its subject with another noun "
+        "does not supersede; one miss in 2-5 preference canaries is 20-50 % of the kind "
+        "(ADR 0096; soft wishes, answers and values said first were added there)")
        for drive in ("rounds", "conversation")},
     # The set written without reading the extractor and frozen (ADR 0097): a miss is the
     # extractor's on wording nobody tuned it to.
