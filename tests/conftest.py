@@ -54,8 +54,17 @@ def _require_postgres() -> None:
 STORAGE_BACKENDS = ("sqlite", "postgres")
 
 
+def _parametrized_by_the_test(metafunc: pytest.Metafunc, name: str) -> bool:
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if name in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return True
+    return False
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend" not in metafunc.fixturenames:
+    # (a test that names its own (backend, ...) combinations parametrizes it itself)
+    if "backend" not in metafunc.fixturenames or _parametrized_by_the_test(metafunc, "backend"):
         return
     marker = metafunc.definition.get_closest_marker("backends")
     kinds = marker.args if marker else getattr(metafunc.module, "BACKENDS", STORAGE_BACKENDS)

@@ -34,10 +34,12 @@ def test_closing_the_bus_lets_a_running_compaction_finish_and_refuses_new_comman
     make_harness: MakeHarness,
 ) -> None:
     slow = SlowSummarizer()
-    h = make_harness("close", adapters={"summarizer": slow})
+    # A small raw tail kept, so 300-word messages leave the compaction work to do: 3,000
+    # (over the default 20,000 tokens kept) cost the extractive summary ~4 s a backend.
+    h = make_harness("close", adapters={"summarizer": slow}, context_compaction={"keep_recent_tokens": 1000})
     bus = h.bus
     assert bus.dispatch_json({"type": "start_session", "session_id": "s", "model": "gpt-4o"})["ok"]
-    text = "word " * 3000
+    text = "word " * 300
     for _ in range(6):
         assert bus.dispatch_json({"type": "append_messages", "session_id": "s", "messages": [
             {"role": "user", "content": text}, {"role": "assistant", "content": text}]})["ok"]

@@ -39,8 +39,11 @@ def _edit(tools: list[dict[str, Any]]) -> None:
 def _session(harness: Harness) -> None:
     harness.bus.dispatch(StartSession(session_id=SID, model="gpt-4o"))
     history = []
+    # 200 words a message: the overflow retry still compacts (12 of 25 messages left);
+    # 2,000 cost the extractive summarizer ~6 s a test (its sentence scan grows faster
+    # than the sentence) and the copies under test do not depend on a message's length.
     for i in range(12):
-        history += [user(f"question {i} " + "word " * 2000), assistant(f"answer {i} " + "text " * 2000)]
+        history += [user(f"question {i} " + "word " * 200), assistant(f"answer {i} " + "text " * 200)]
     harness.bus.dispatch(AppendMessages(session_id=SID, messages=[*history, user("go on")]))
 
 

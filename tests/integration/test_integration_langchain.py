@@ -100,7 +100,11 @@ def check_received(model: ScriptedChatModel, state: list[BaseMessage]) -> int:
     return summarized
 
 
-@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+# Sync and async on SQLite, one of them on PostgreSQL: the middleware's calls are the same
+# commands on either store (ADR 0060's rule; each PostgreSQL run was ~15 s of the suite).
+@pytest.mark.parametrize("backend, use_async", [
+    ("sqlite", False), ("sqlite", True), pytest.param("postgres", True, marks=pytest.mark.postgres),
+], ids=["sqlite-sync", "sqlite-async", "postgres-async"], indirect=["backend"])
 def test_a_30_turn_agent_compacts_without_rewriting_its_graph_state(make_harness: Any, use_async: bool) -> None:
     h = make_harness(**SMALL_WINDOW)
     model = ScriptedChatModel(responses=[])

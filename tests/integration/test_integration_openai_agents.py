@@ -80,7 +80,11 @@ async def run(agent: Agent, session: Any, start: int, count: int) -> None:
         await Runner.run(agent, "question " + filler(n, 25), session=session)
 
 
-@pytest.mark.parametrize("response_ids", [True, False], ids=["response_id", "no_response_id"])
+# Both item shapes on SQLite, one on PostgreSQL: the session's calls are the same commands
+# on either store (ADR 0060's rule).
+@pytest.mark.parametrize("backend, response_ids", [
+    ("sqlite", True), ("sqlite", False), pytest.param("postgres", False, marks=pytest.mark.postgres),
+], ids=["sqlite-response_id", "sqlite-no_response_id", "postgres-no_response_id"], indirect=["backend"])
 def test_30_runs_compact_and_the_model_sees_summary_and_raw_tail(make_harness: Any, response_ids: bool) -> None:
     h = make_harness(**SMALL_WINDOW)
     calls: list[list[dict[str, Any]]] = []

@@ -101,7 +101,11 @@ def kinds(messages: list[ModelMessage]) -> list[tuple[str, list[str]]]:
     return out
 
 
-@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+# Sync and async on SQLite, one of them on PostgreSQL: the processor's calls are the same
+# commands on either store (ADR 0060's rule).
+@pytest.mark.parametrize("backend, use_async", [
+    ("sqlite", False), ("sqlite", True), pytest.param("postgres", True, marks=pytest.mark.postgres),
+], ids=["sqlite-sync", "sqlite-async", "postgres-async"], indirect=["backend"])
 def test_30_runs_compact_and_the_runs_history_stays_whole(make_harness: Any, use_async: bool) -> None:
     h = make_harness(**SMALL_WINDOW)
     received: list[list[ModelMessage]] = []
