@@ -8,7 +8,6 @@ with ``?`` placeholders and ``{t}`` before table names; the dialect adapts it.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -164,36 +163,18 @@ class Cur:
     deferred_checks = False
 
 
-#: Rows of one multi-row INSERT on a pipeline (a statement binds at most 65,535 parameters).
-ROWS_PER_STATEMENT = 400
-
 #: SQLSTATE of a failed ``expect_one`` (division_by_zero: nothing else in an append divides).
 CHECK_FAILED = "22012"
 
 
 class PipelinedCur(Cur):
-    """A PostgreSQL cursor in eventsourcing's pipelined insert transaction: statements
-    go without waiting for their results, and go to the server with the library's own
-    sync before its COMMIT. Reading a result (``fetch*``, ``rowcount``) waits for the
-    server (a round trip), so the inline projection reads none in the common case:
-    ``expect_one`` checks what it needs when the transaction commits."""
+    """A PostgreSQL cursor in eventsourcing's pipelined insert transaction (ADR 0084):
+    reading a result waits for the server, so the inline projection reads none in the
+    common case and checks with ``expect_one`` at the COMMIT instead."""
 
     __slots__ = ()
 
     deferred_checks = True
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        # One statement of many rows (``INSERT ... VALUES (..), (..)``): psycopg's
-        # executemany runs a pipeline of its own, which syncs (one round trip) when it ends.
-        text = self.dialect.sql(sql)
-        head, values, tail = _values_group(text)
-        if not values or len(rows) < 2:
-            for row in rows:
-                self.raw.execute(text, row)
-            return
-        for i in range(0, len(rows), ROWS_PER_STATEMENT):  # (PostgreSQL binds at most 65,535 parameters)
-            chunk = rows[i:i + ROWS_PER_STATEMENT]
-            self.raw.execute(head + ", ".join([values] * len(chunk)) + tail, [x for row in chunk for x in row])
 
     def expect_one(self, table: str, where: dict[str, Any]) -> None:
         """Fail this transaction (``CHECK_FAILED``, at its COMMIT) unless exactly one row
@@ -206,15 +187,6 @@ class PipelinedCur(Cur):
         with self.raw.connection.pipeline():  # (a nested block syncs when it ends)
             pass
         return int(self.raw.rowcount)
-
-
-def _values_group(text: str) -> tuple[str, str, str]:
-    """``INSERT ... VALUES (%s, %s)[ tail]`` as (head with ``VALUES ``, the group, tail)."""
-    start = text.find(" VALUES (")
-    if not text.startswith("INSERT") or start < 0:
-        return text, "", ""
-    end = text.index(")", start)
-    return text[:start + 8], text[start + 8:end + 1], text[end + 1:]
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -233,14 +205,10 @@ def is_transient(exc: BaseException) -> bool:
         import psycopg
     except ImportError:  # pragma: no cover - postgres extra not installed
         return False
-    if isinstance(exc, psycopg.OperationalError) and _NOT_TRANSIENT_CLASS.match(getattr(exc, "sqlstate", None) or ""):
+    # (class 54, program limit exceeded: a tsvector over 1 MB, issue 36; no retry helps)
+    if isinstance(exc, psycopg.OperationalError) and (getattr(exc, "sqlstate", None) or "").startswith("54"):
         return False
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
-
-
-#: SQLSTATE classes psycopg raises as OperationalError that no retry can help:
-#: 54 program limit exceeded (a tsvector over 1 MB, too many columns, issue 36).
-_NOT_TRANSIENT_CLASS = re.compile(r"54")
 
 
 @contextmanager
@@ -272,6 +240,14 @@ def storage_failure(exc: BaseException) -> StorageError | None:
     return StorageError(f"storage failed: {cause}", details=details)
 
 
+def drop_dead_connections(datastore: Any) -> None:
+    """psycopg_pool's public ``check()``: the pool drops its closed idle connections."""
+    try:
+        datastore.pool.check()
+    except Exception:  # noqa: BLE001 - the retry will report what is still wrong
+        pass
+
+
 class Database:
     """Transactions on the datastore eventsourcing built (shared pool and file)."""
 
@@ -282,12 +258,8 @@ class Database:
     def recover(self) -> None:
         """After a transient failure: drop dead pooled connections (PostgreSQL) so the
         retry gets a live one instead of timing out on each dead one in turn."""
-        if not self.dialect.is_postgres:
-            return
-        try:
-            self.datastore.pool.check()
-        except Exception:  # noqa: BLE001 - the retry will report what is still wrong
-            return
+        if self.dialect.is_postgres:
+            drop_dead_connections(self.datastore)
 
     def _pg_cur(self, conn: Any) -> Cur:
         from psycopg.rows import tuple_row

@@ -38,18 +38,12 @@ def _tables() -> tuple[dict[str, type], dict[type, Any], dict[type, Any]]:
 
 
 class EventMapper(Mapper[UUID]):
-    """eventsourcing's ``Mapper``, encoding events on a direct path (our store
-    configures no compressor or cipher, ADR 0005: ``construct_mapper`` passes neither),
-    and decoding only what our own classes can be (ADR 0022).
+    """eventsourcing's ``Mapper`` and its stored form, without its generic per-event
+    steps (no compressor or cipher, ADR 0005), decoding only our own classes (ADR 0022).
 
-    Same stored form as the base class (topic, state without the originator fields,
-    ``class_version`` when above 1); per event it skips the generic steps, which are
-    a tenth of an append's CPU: one event per message.
-
-    A stored topic is looked up in an allow-list of our event classes, never imported
-    (eventsourcing would import any module a topic names). A row that does not decode
-    into one of them with every field its class needs is ``CorruptEvent``, naming the
-    aggregate and version.
+    A stored topic is looked up in an allow-list, never imported (eventsourcing would
+    import any module a topic names). A row that does not decode into one of our
+    classes with every field it needs is ``CorruptEvent``, naming aggregate and version.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

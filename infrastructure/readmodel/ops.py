@@ -21,6 +21,8 @@ from ..database import Cur
 from .schema import TABLES
 
 Row = tuple[Any, ...]
+#: Rows of one multi-row INSERT on a pipeline (a statement binds at most 65,535 parameters).
+ROWS_PER_STATEMENT = 400
 #: (column, low, high): ``low <= column <= high``.
 Between = tuple[str, Any, Any]
 
@@ -73,6 +75,11 @@ class SqlOps:
     def insert(self, table: str, rows: Sequence[Row], *, if_absent: bool = False) -> None:
         if len(rows) == 1:
             self.cur.execute(_insert_sql(table, if_absent), rows[0])
+        elif rows and self.cur.deferred_checks:
+            # A pipeline: multi-row statements (psycopg's executemany syncs, a round trip).
+            for i in range(0, len(rows), ROWS_PER_STATEMENT):
+                chunk = rows[i:i + ROWS_PER_STATEMENT]
+                self.cur.execute(_insert_sql(table, if_absent, len(chunk)), [x for row in chunk for x in row])
         elif rows:
             self.cur.executemany(_insert_sql(table, if_absent), rows)
 
@@ -104,10 +111,11 @@ def _where(columns: tuple[str, ...], between: str | None) -> str:
 
 
 @lru_cache(maxsize=None)
-def _insert_sql(table: str, if_absent: bool) -> str:
+def _insert_sql(table: str, if_absent: bool, rows: int = 1) -> str:
     spec = TABLES[table]
     names = spec.column_names
-    sql = f"INSERT INTO {{t}}{table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+    values = ", ".join([f"({', '.join('?' * len(names))})"] * rows)
+    sql = f"INSERT INTO {{t}}{table} ({', '.join(names)}) VALUES {values}"
     return sql + (f" ON CONFLICT ({', '.join(spec.key)}) DO NOTHING" if if_absent else "")
 
 

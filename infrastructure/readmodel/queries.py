@@ -34,7 +34,6 @@ from .schema import (
     N_SESSION_COLS,
     POSITION,
     PROJECTED_TABLES,
-    SAME_SHAPE_SINCE,
     SCHEMA,
     SCHEMA_MARK,
     SCHEMA_VERSION,
@@ -42,7 +41,6 @@ from .schema import (
     SEARCH_INDEX,
     SEARCH_MARKS,
     SESSION_COLS,
-    SESSION_SQL,
     lag_of,
 )
 
@@ -65,7 +63,7 @@ class SqlReadModel:
         """Create the read-model tables; ``previous`` is the schema version the database
         was marked with (``schema_state``), None for a new one."""
         with self.db.write() as cur:
-            if previous is not None and previous < SAME_SHAPE_SINCE:
+            if previous is not None and previous < SCHEMA_VERSION:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the events replayed into the new ones (catch-up from position 0),
                 # exactly as after losing them. Never altered in place (issue 37).
@@ -203,9 +201,12 @@ class SqlReadModel:
             return cur.execute(sql, params).fetchall()
 
     def session(self, session_id: str) -> SessionRow | None:
-        (row,) = self._all(SESSION_SQL, (session_id, session_aggregate_id(session_id).hex))
+        # (the session view's head: lag check, session row and damage in one round trip)
+        sql = self.projector.events_table.session_view_sql
+        with self._fresh(sql, (session_id, session_aggregate_id(session_id).hex)) as (_, head):
+            row = head[2:]
         refuse_damaged(session_id, row[-2:])
-        return session_row(row) if row[0] is not None else None
+        return session_row(row[:N_SESSION_COLS]) if row[0] is not None else None
 
     def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]:
         rows = self._all(

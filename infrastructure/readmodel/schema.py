@@ -20,14 +20,9 @@ from .search import PG_TSVECTOR
 POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
-#: events (``SqlReadModel.create_tables``). 15: rm_reverts keyed by (session_id,
-#: checkpoint_id), as a fork and its parent may both revert a checkpoint they share
-#: (ADR 0093).
+#: events (``SqlReadModel.create_tables``), never altered in place (issue 37). 15:
+#: rm_reverts keyed by (session_id, checkpoint_id) (ADR 0093).
 SCHEMA_VERSION = 15
-#: The oldest version whose tables have today's shape: a database marked older is
-#: rebuilt from the events, never altered in place (the project is unreleased, issue
-#: 37: no in-place migration of databases written by earlier commits).
-SAME_SHAPE_SINCE = 15
 #: Per session, the highest seq whose rm_search row exists (ADR 0049). Not projected
 #: from the events (it is how far searches have indexed), so ``verify`` compares
 #: rm_search up to it instead of comparing it.
@@ -208,12 +203,6 @@ _SESSION_COLUMNS = tuple(c for c in TABLES["rm_sessions"].column_names if c != "
 SESSION_COLS = ", ".join(_SESSION_COLUMNS)
 CHECKPOINT_COLS = ", ".join(TABLES["rm_checkpoints"].column_names)
 N_SESSION_COLS = len(_SESSION_COLUMNS)
-# The session row and whether the read model met a damaged event of it (rm_damaged).
-SESSION_SQL = (
-    "SELECT " + ", ".join("s." + c for c in _SESSION_COLUMNS) + ", d.version, d.problem"
-    " FROM (SELECT 1 AS one) o LEFT JOIN {t}rm_sessions s ON s.session_id = ?"
-    " LEFT JOIN {t}rm_damaged d ON d.aggregate_id = ?"
-)
 # Newest notification, read-model position, the session row and its active checkpoint:
 # the whole head of a session view in one round trip (always exactly one row). In place
 # of the checkpoint's ledger, only whether it has one (``{ledger_flag}``): the text is

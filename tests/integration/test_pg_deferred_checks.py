@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from context_compaction.infrastructure import database
+from context_compaction.infrastructure.readmodel import ops
 from context_compaction.infrastructure.eventstore.internals import postgres
 from helpers import Harness, fingerprint, ok, user
 
@@ -59,8 +59,8 @@ def test_a_read_model_that_lags_fails_the_check_and_the_append_goes_the_careful_
     _rebuilt_equals_live(h)
 
 
-@pytest.mark.parametrize("count", [database.ROWS_PER_STATEMENT - 1, database.ROWS_PER_STATEMENT,
-                                   database.ROWS_PER_STATEMENT + 1, 2 * database.ROWS_PER_STATEMENT + 1])
+@pytest.mark.parametrize("count", [ops.ROWS_PER_STATEMENT - 1, ops.ROWS_PER_STATEMENT,
+                                   ops.ROWS_PER_STATEMENT + 1, 2 * ops.ROWS_PER_STATEMENT + 1])
 def test_a_batch_across_the_chunk_boundary_projects_every_message_once(pg_databases: Any, count: int) -> None:
     h: Harness = pg_databases.harness(f"chunks{count}")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
