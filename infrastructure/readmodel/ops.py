@@ -49,6 +49,8 @@ class TableOps(Protocol):
 
     def select_one(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> Row | None: ...
 
+    def select(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> list[Row]: ...
+
 
 class SqlOps:
     """``TableOps`` as SQL on one cursor: the statements the handlers wrote by hand
@@ -101,6 +103,9 @@ class SqlOps:
 
     def select_one(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> Row | None:
         return self.cur.execute(_select_sql(table, columns, tuple(where)), tuple(where.values())).fetchone()
+
+    def select(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> list[Row]:
+        return self.cur.execute(_select_sql(table, columns, tuple(where)), tuple(where.values())).fetchall()
 
 
 def _where(columns: tuple[str, ...], between: str | None) -> str:

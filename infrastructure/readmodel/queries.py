@@ -22,12 +22,10 @@ from context_compaction.domain.session import session_aggregate_id
 
 from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
+from .ops import SqlOps
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import (
-    BEHIND_SQL, index_session, is_truncated, query_terms,
-    search_params, search_sql, snippet, split_terms,
-)
+from .search import BEHIND_SQL, index_session, is_truncated, query_terms, search_query, snippet
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
@@ -85,11 +83,8 @@ class SqlReadModel:
             )
 
     def schema_state(self, *tables: str) -> tuple[int | None, list[str]]:
-        """(the read-model schema version this database was created with, None: none;
-        which of ``tables`` are missing), in the one read a
-        start makes: tables the schema mark does not vouch for, the snapshots' of a
-        database made with ``snapshot_interval=0``, the events' dropped by hand (review
-        of ADR 0090). ``tables`` are qualified on PostgreSQL."""
+        """(the database's read-model schema version, None: none; which of ``tables``,
+        qualified on PostgreSQL, are missing), in the one read a start makes."""
         if self.db.dialect.is_postgres:
             there = "to_regclass(?) IS NOT NULL"
         else:
@@ -167,9 +162,8 @@ class SqlReadModel:
 
     def index_search(self, session_id: str, batch: int = 2_000) -> int:
         """Index the session's messages not yet in rm_search (ADR 0049); returns how
-        many were read. ``batch`` messages per transaction: on SQLite each holds the
-        writer lock, so appends wait for one batch at most. A cache's commit
-        (``durable=False``): a crash loses rows and mark together."""
+        many were read. ``batch`` messages per transaction (on SQLite each holds the
+        writer lock); a cache's commit: a crash loses rows and mark together."""
         events, done = self.projector.events_table, 0
         while True:
             with self.db.write(durable=False) as cur:
@@ -179,10 +173,9 @@ class SqlReadModel:
                 return done
 
     def check_search_index(self) -> str | None:
-        """What is wrong with the full-text index over ``rm_search`` (None: nothing), after
-        rebuilding it from ``rm_search`` when it was out of step. SQLite's FTS5 index is a
-        table of its own that can lose step with its content; PostgreSQL's GIN index is
-        kept by the engine (nothing to check)."""
+        """What was wrong with SQLite's FTS5 index over ``rm_search`` (None: nothing), a
+        table of its own that can lose step with its content: rebuilt when it did.
+        PostgreSQL's GIN index is kept by the engine."""
         if self.db.dialect.is_postgres or self.read_only:  # (SQLite's check is an INSERT)
             return None
         with self.db.write() as cur:
@@ -329,10 +322,7 @@ class SqlReadModel:
         terms = query_terms(query)
         if not terms:
             return []
-        dialect = self.db.dialect.name
-        words, substrings = split_terms(terms)
-        sql = search_sql(dialect, include_invalidated, len(words), len(substrings))
-        params = search_params(dialect, words, substrings, session_id, limit)
+        sql, params = search_query(self.db.dialect.name, terms, session_id, limit, include_invalidated)
         rows: list[Any] = []
         for attempt in range(2):
             with self.fresh() as cur:
@@ -391,6 +381,11 @@ class SqlReadModel:
             return None
         command, session, kind, first_seq, last_seq = rows[0]
         return CommandRecord(command, session, kind, int(first_seq), int(last_seq))
+
+    def select(self, table: str, columns: tuple[str, ...], where: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Rows of a projected table by column values, caught up (``TableOps.select``)."""
+        with self.fresh() as cur:
+            return SqlOps(cur).select(table, columns, where)
 
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of one projected table in key order (for verify and tests)."""
