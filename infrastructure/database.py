@@ -1,9 +1,6 @@
-"""One small seam over eventsourcing's SQLite and PostgreSQL datastores.
-
-The read model lives in the same database as the events (DESIGN §5) and is written
-in the same transaction as the events it projects, so both engines are reached
-through eventsourcing's own datastore (and connection pool). SQL is written once
-with ``?`` placeholders and ``{t}`` before table names; the dialect adapts it.
+"""One small seam over eventsourcing's SQLite and PostgreSQL datastores (and pools),
+which the read model shares with the events (DESIGN §5). SQL is written once with ``?``
+placeholders and ``{t}`` before table names; the dialect adapts it.
 """
 
 from __future__ import annotations
@@ -19,10 +16,8 @@ from context_compaction.domain.errors import InvalidCommand, StorageError
 
 
 class StorageBusy(StorageError):
-    """A transient database condition (locked, busy, connection dropped): retry.
-
-    A ``storage_error`` when it reaches the caller after the retries.
-    """
+    """A transient database condition (locked, busy, connection dropped): retry; a
+    ``storage_error`` when it reaches the caller after the retries."""
 
 
 def quote_identifier(name: str) -> str:
@@ -300,14 +295,11 @@ class Database:
 
     @contextmanager
     def write(self, lock_sql: str | None = None, *, durable: bool = True) -> Iterator[Cur]:
-        """A write transaction that holds the writer lock from its first statement (also
-        for schema statements).
+        """A write transaction that holds the writer lock from its first statement.
 
         ``lock_sql`` (PostgreSQL) serializes it with event inserts. ``durable=False``
-        is for caches (rows that are a pure function of the events): the commit does
-        not wait for the disk (SQLite WAL ``synchronous=NORMAL``, PostgreSQL
-        ``synchronous_commit=off``). A crash can lose such a commit, never corrupt the
-        database, and the next durable commit flushes it along.
+        (caches): the commit does not wait for the disk; a crash can lose it, never
+        corrupt the database.
         """
         with storage_errors():
             if self.dialect.is_postgres:

@@ -1,10 +1,8 @@
-"""The eventsourcing ``Application`` of Session aggregates, and ``build_store``.
+"""The eventsourcing ``Application`` of Session aggregates.
 
-Choosing the engine is configuration (``database_url``); the code path is the same.
 ``save`` hands the recorder what it writes in the events' transaction through
-``save(**kwargs)``, as eventsourcing's own examples extend a recorder: the domain
-events for the read-model projector (ADR 0003) and the snapshots that are due
-(ADR 0016).
+``save(**kwargs)``, as eventsourcing's own examples do: the domain events for the
+read-model projector (ADR 0003) and the snapshots that are due (ADR 0016).
 """
 
 from __future__ import annotations

@@ -18,21 +18,14 @@ from ..transcoding import corrupt_event, field_checks, message_problem, required
 
 
 @cache
-def _event_classes() -> dict[str, type]:
-    """Stored topic → class, for our own event classes only (and the snapshot)."""
+def _tables() -> tuple[dict[str, type], dict[type, Any], dict[type, Any]]:
+    """The allow-list (stored topic → class: our own event classes and the snapshot) and
+    each class's field checks, worked out once per process, not per bootstrap."""
     classes: dict[str, type] = {get_topic(Snapshot): Snapshot}
     for aggregate in (Session, CompactionAttempts):
         for value in vars(aggregate).values():
             if isinstance(value, type) and issubclass(value, CanMutateAggregate):
                 classes[get_topic(value)] = value
-    return classes
-
-
-@cache
-def _tables() -> tuple[dict[str, type], dict[type, Any], dict[type, Any]]:
-    """The allow-list and each class's field checks: the classes are fixed at import, so
-    they are worked out once per process, not per bootstrap (a cold restore's fixed cost)."""
-    classes = _event_classes()
     return (classes, {cls: required_fields(cls) for cls in classes.values()},
             {cls: field_checks(cls) for cls in classes.values()})
 

@@ -1,14 +1,9 @@
 """The table operations the projection is written against, and their SQL form (ADR 0050).
 
-``handlers.py`` projects every event through these few operations on the tables of
-``schema.PROJECTED``; ``SqlOps`` renders them as SQL on a cursor (SQLite, PostgreSQL)
-and ``memory.tables.Tables`` applies them to dicts. Rows are tuples in the table's
-column order. An operation that breaks a key or a unique constraint raises (the
-driver's integrity error, or eventsourcing's ``IntegrityError`` in memory).
-
-``rowcount`` is the number of rows the last operation inserted, changed or deleted. It
-is read only where a handler needs it: on a PostgreSQL pipeline (``PipelinedCur``, ADR
-0043) reading it waits for the server, every other operation does not.
+``SqlOps`` renders them as SQL on a cursor, ``memory.tables.Tables`` applies them to
+dicts. Rows are tuples in the table's column order; a broken key or unique constraint
+raises. ``rowcount`` (rows the last operation changed) is read only where a handler
+needs it: on a PostgreSQL pipeline (``PipelinedCur``) reading it waits for the server.
 """
 
 from __future__ import annotations

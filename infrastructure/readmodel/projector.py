@@ -43,13 +43,6 @@ def notification_of(row: Sequence[Any]) -> Notification:
     )
 
 
-def clear(cur: Cur) -> None:
-    """Every projected row and the position: a rebuild replays into empty tables."""
-    for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
-        cur.execute(f"DELETE FROM {{t}}{table}")
-    cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
-
-
 class ReadModelProjector:
     """Applies Session events to the query tables through a given cursor (the
     handlers are every backend's, ``handlers.py``; here they run as SQL)."""
@@ -113,7 +106,9 @@ class ReadModelProjector:
     def rebuild(self, cur: Cur) -> int:
         """Every projected row dropped and the whole log replayed; returns the last id.
         The caller holds the events lock (PostgreSQL) or the writer lock (SQLite)."""
-        clear(cur)
+        for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
+            cur.execute(f"DELETE FROM {{t}}{table}")
+        cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
         return self.replay(cur, after=0)
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:

@@ -47,16 +47,10 @@ def session_row(row: Sequence[Any]) -> SessionRow:
         deleted=bool(row[10]),
         created_at=row[11],
         updated_at=row[12],
-        learned_windows=learned_windows_of(row[13]),
+        learned_windows={m: LearnedWindow(**value) for m, value in json.loads(row[13] or "{}").items()},
         cleared_count=int(row[14] or 0),
         parent_session_id=row[15],
     )
-
-
-def learned_windows_of(text: str | None) -> dict[str, LearnedWindow]:
-    if not text or text == "{}":
-        return {}
-    return {model: LearnedWindow(**value) for model, value in json.loads(text).items()}
 
 
 def checkpoint_row(

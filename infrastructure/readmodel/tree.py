@@ -1,11 +1,9 @@
 """Sessions as a tree in the read model (issue 42, ADR 0081).
 
-Two parts. The projection: a child's ``Started`` writes its ``rm_tree`` row and, for
-a fork, the state it inherits (counters, checkpoint pointer, pins, cleared results,
-learned windows) into its own rows; its invalidations extend the inherited seqs it
-hides. No message row is copied. The reads: ``TreeReadModel`` wraps any backend's
-read model and resolves a fork's inherited prefix from its ancestors' own rows, so
-every backend (SQLite, PostgreSQL, ``memory://``) answers alike.
+The projection: a child's ``Started`` writes its ``rm_tree`` row and, for a fork, the
+state it inherits into its own rows; no message row is copied. The reads:
+``TreeReadModel`` wraps any backend's read model and resolves a fork's inherited prefix
+from its ancestors' own rows.
 """
 
 from __future__ import annotations
@@ -90,12 +88,9 @@ def _tree_row(r: Any) -> TreeRow:
 
 
 class TreeReadModel:
-    """A read model whose forks read their inherited prefix from their ancestors.
-
-    A session without a parent costs nothing more: its session row says so
-    (``parent_session_id``), and ``messages`` remembers which sessions have none (a
-    session's parent is fixed by its first event).
-    """
+    """A read model whose forks read their inherited prefix from their ancestors. A
+    session without a parent costs nothing more: its row says so, and ``link`` is kept
+    once known (a session's parent is fixed by its first event)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner

@@ -28,10 +28,6 @@ PIPELINE_LIMIT = 4 * 2**20
 ROLL_BACK = "DO $$ BEGIN RAISE EXCEPTION 'the read-model projection failed: the append rolls back'; END $$"
 
 
-def _size(stored_events: Sequence[StoredEvent], snapshots: Any) -> int:
-    return sum(len(s.state) for s in stored_events) + sum(len(s.state) for s in snapshots or ())
-
-
 def postgres_recorder_class() -> type:
     """The projecting PostgreSQL recorder (imported only when PostgreSQL is configured)."""
     from eventsourcing.postgres import PostgresApplicationRecorder
@@ -66,7 +62,7 @@ def postgres_recorder_class() -> type:
                 writer.curs.execute(self.notify_statement)
                 writer.curs.execute(self.insert_events_statement, (pg_rows(self, stored_events),))
                 return self._fetch_ids_after_insert_events(writer.curs, stored_events, **kwargs)
-            if _size(stored_events, kwargs.get("snapshots")) < PIPELINE_LIMIT:
+            if sum(len(s.state) for s in (*stored_events, *(kwargs.get("snapshots") or ()))) < PIPELINE_LIMIT:
                 failed: list[BaseException] = []
                 try:
                     # (undecorated, as the reads: ``without_inner_retries``)
@@ -97,12 +93,10 @@ def postgres_recorder_class() -> type:
                 if not conn.pgconn.pipeline_status:
                     self._write_rows(Cur(raw, self.dialect), ids, events, snapshots)
                     return ids
-                # The library's pipelined transaction: the rows join its pipeline and go
-                # with its sync before the COMMIT; the projection reads nothing back in
-                # the common case (``PipelinedCur.expect_one``). The library keeps an
-                # exception raised here until its transaction has ended, and that ends
-                # in a COMMIT: a refusal of ours must fail the transaction on the
-                # server, or the events would stay.
+                # The library's pipelined transaction: the rows join its pipeline. The
+                # library keeps an exception raised here until its transaction has ended
+                # in a COMMIT: a refusal of ours must fail the transaction on the server,
+                # or the events would stay.
                 try:
                     self._write_rows(PipelinedCur(raw, self.dialect), ids, events, snapshots)
                 except BaseException as exc:
