@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from eventsourcing.persistence import OperationalError, PersistenceError
+from eventsourcing.sqlite import SQLiteCursor, SQLiteTransaction
 
 from context_compaction.domain.errors import InvalidCommand, StorageError
 
@@ -235,6 +236,16 @@ def storage_failure(exc: BaseException) -> StorageError | None:
     return StorageError(f"storage failed: {cause}", details=details)
 
 
+class ImmediateTransaction(SQLiteTransaction):
+    """The library's SQLite transaction (commit, rollback, error mapping), begun
+    IMMEDIATE: it takes the write lock before its first read."""
+
+    def __enter__(self) -> SQLiteCursor:
+        cursor = self.connection.cursor()
+        cursor.execute("BEGIN IMMEDIATE")
+        return cursor
+
+
 def drop_dead_connections(datastore: Any) -> None:
     """psycopg_pool's public ``check()``: the pool drops its closed idle connections."""
     try:
@@ -269,10 +280,8 @@ class Database:
                 from psycopg import IsolationLevel
 
                 with self.datastore.get_connection() as conn:
-                    # (psycopg's BEGIN carries the connection's isolation level and read
-                    # only flag: one statement where a SET TRANSACTION was a round trip
-                    # more; set on the idle pooled connection and put back before it
-                    # returns to the pool)
+                    # (psycopg's BEGIN carries them, where a SET TRANSACTION was a round
+                    # trip more; put back before the connection returns to the pool)
                     conn.isolation_level, conn.read_only = IsolationLevel.REPEATABLE_READ, True
                     try:
                         with conn.transaction(force_rollback=True):
@@ -312,17 +321,12 @@ class Database:
                     yield cur
             else:
                 with self.datastore.get_connection(commit=True) as conn:
-                    cur = conn.cursor().sqlite_cursor
+                    pragma = conn.cursor().sqlite_cursor.execute
                     if not durable:
-                        cur.execute("PRAGMA synchronous=NORMAL")
+                        pragma("PRAGMA synchronous=NORMAL")
                     try:
-                        cur.execute("BEGIN IMMEDIATE")
-                        try:
-                            yield Cur(cur, self.dialect)
-                        except BaseException:
-                            conn.rollback()
-                            raise
-                        conn.commit()
+                        with ImmediateTransaction(conn, commit=True) as c:
+                            yield Cur(c.sqlite_cursor, self.dialect)
                     finally:
                         if not durable:  # the pooled connection goes back fully durable
-                            cur.execute("PRAGMA synchronous=FULL")
+                            pragma("PRAGMA synchronous=FULL")

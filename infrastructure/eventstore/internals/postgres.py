@@ -6,15 +6,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import MethodType
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
 from ...database import CHECK_FAILED, Cur, Dialect, PipelinedCur, drop_dead_connections
+from .sqlite import CursorWriter, LockedWriter
 
 if TYPE_CHECKING:
     from ...readmodel import ReadModelProjector
-    from .sqlite import LockedWriter
 
 
 #: State bytes above which an append is not pipelined: psycopg's pipeline mode hung
@@ -121,23 +120,8 @@ def postgres_recorder_class() -> type:
                 # the end: no other writer can insert meanwhile.
                 for statement in self.lock_table_statements:
                     curs.execute(statement)
-                yield _PostgresLockedWriter(self, curs)
-
-    class _PostgresLockedWriter:
-        def __init__(self, recorder: ProjectingPostgresRecorder, curs: Any) -> None:
-            self.recorder = recorder
-            self.curs = curs
-
-        def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
-            self.curs.execute(
-                self.recorder.select_events_statement
-                + SQL(" AND originator_version > %s ORDER BY originator_version ASC"),
-                (originator_id, version),
-            )
-            return [
-                StoredEvent(originator_id, row["originator_version"], row["topic"], bytes(row["state"]))
-                for row in self.curs.fetchall()
-            ]
+                after = self.select_events_statement + SQL(" AND originator_version > %s ORDER BY originator_version")
+                yield CursorWriter(curs, after, lambda originator_id: originator_id)
 
     return ProjectingPostgresRecorder
 
