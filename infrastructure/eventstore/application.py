@@ -130,9 +130,8 @@ class SessionsApplication(Application[UUID]):
         return {"projected_events": events, "snapshots": self._due_snapshots(objs)}
 
     def _due_snapshots(self, sessions: tuple[Any, ...]) -> list[StoredEvent]:
-        # Taken from the state we hold (no re-read) when this save crosses a step
-        # boundary. A snapshot that cannot be made only costs load time later; it must
-        # not fail the command.
+        # Taken from the state we hold when this save crosses a step boundary. A snapshot
+        # that cannot be made only costs load time later: it must not fail the command.
         interval = self.snapshot_interval
         if not interval or self.snapshots is None:
             return []

@@ -23,11 +23,8 @@ def build_store(
     application_class: type[SessionsApplication] = SessionsApplication,
     read_only: bool = False,
 ) -> tuple[SessionsApplication, SqlEventStore, SqlReadModel, Database]:
-    """The event store, read model and database of one configuration.
-
-    ``application_class`` may be a subclass, e.g. one mixing in eventsourcing's
-    ``Leader`` so that followers are prompted after each save.
-    """
+    """The event store, read model and database of one configuration; ``application_class``
+    may mix in eventsourcing's ``Leader``, so that followers are prompted after each save."""
     # The library's own setting: its tables are created below, only when the read
     # model's schema mark is missing or older, not with ~10 DDL statements a start.
     env = {**env, "CREATE_TABLE": "n"}

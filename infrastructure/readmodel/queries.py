@@ -262,45 +262,39 @@ class SqlReadModel:
     ) -> SessionSnapshotView | None:
         # One round trip for the lag check, the session row and its checkpoint.
         sql = self.projector.events_table.session_view_sql
-        params = (session_id, session_aggregate_id(session_id).hex)
-        with self._fresh(sql, params) as (cur, head):
-            return self._session_view(cur, session_id, head[2:], tail_only, after_seq)
-
-    def _session_view(
-        self, cur: Cur, session_id: str, row: Sequence[Any], tail_only: bool, after_seq: int
-    ) -> SessionSnapshotView | None:
-        refuse_damaged(session_id, row[-2:])
-        if row[0] is None:
-            return None
-        session = session_row(row[:N_SESSION_COLS])
-        checkpoint = (
-            checkpoint_row(row[N_SESSION_COLS:], self._ledgers, self._ledger_text)
-            if session.active_checkpoint_id and row[N_SESSION_COLS] is not None
-            else None
-        )
-        from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
-        from_seq = max(from_seq, after_seq + 1)
-        messages = self._messages(cur, session_id, from_seq, None, False)
-        pinned_seqs = tuple(
-            int(r[0]) for r in cur.execute(
-                "SELECT seq FROM {t}rm_pins WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
-        )
-        pinned: list[MessageRecord] = []
-        if checkpoint is not None and tail_only and pinned_seqs and pinned_seqs[0] < checkpoint.first_retained_seq:
-            rows = cur.execute(
-                self.projector.events_table.pinned_sql, (session_id, checkpoint.first_retained_seq)
-            ).fetchall()
-            pinned = [message_record(r, self.projector.decode_state) for r in rows]
-        cleared: dict[int, str] = {}
-        if session.cleared_count and after_seq == 0:
-            # An incremental read adds appended messages only: a new clearing changes
-            # cleared_count, and the context cache then reads the session in full.
-            rows = cur.execute(
-                "SELECT seq, placeholder FROM {t}rm_cleared WHERE session_id = ? AND seq >= ?",
-                (session_id, from_seq),
-            ).fetchall()
-            cleared = {int(seq): text for seq, text in rows}
+        with self._fresh(sql, (session_id, session_aggregate_id(session_id).hex)) as (cur, head):
+            row = head[2:]
+            refuse_damaged(session_id, row[-2:])
+            if row[0] is None:
+                return None
+            session = session_row(row[:N_SESSION_COLS])
+            checkpoint = (
+                checkpoint_row(row[N_SESSION_COLS:], self._ledgers, self._ledger_text)
+                if session.active_checkpoint_id and row[N_SESSION_COLS] is not None
+                else None
+            )
+            from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
+            from_seq = max(from_seq, after_seq + 1)
+            messages = self._messages(cur, session_id, from_seq, None, False)
+            pinned_seqs = tuple(
+                int(r[0]) for r in cur.execute(
+                    "SELECT seq FROM {t}rm_pins WHERE session_id = ? ORDER BY seq", (session_id,)
+                ).fetchall()
+            )
+            pinned: list[MessageRecord] = []
+            boundary = checkpoint.first_retained_seq if checkpoint is not None and tail_only else 0
+            if pinned_seqs and pinned_seqs[0] < boundary:
+                rows = cur.execute(self.projector.events_table.pinned_sql, (session_id, boundary)).fetchall()
+                pinned = [message_record(r, self.projector.decode_state) for r in rows]
+            cleared: dict[int, str] = {}
+            if session.cleared_count and after_seq == 0:
+                # An incremental read adds appended messages only: a new clearing changes
+                # cleared_count, and the context cache then reads the session in full.
+                rows = cur.execute(
+                    "SELECT seq, placeholder FROM {t}rm_cleared WHERE session_id = ? AND seq >= ?",
+                    (session_id, from_seq),
+                ).fetchall()
+                cleared = {int(seq): text for seq, text in rows}
         return SessionSnapshotView(
             session=session, checkpoint=checkpoint, messages=messages, pinned=pinned,
             pinned_seqs=pinned_seqs, cleared=cleared,

@@ -58,10 +58,9 @@ def checkpoint_row(
     ledger_of: Callable[[str], Any] = json.loads,
     fetch_ledger: Callable[[str], str] | None = None,
 ) -> CheckpointRow:
-    """``ledger_of`` parses the stored ledger text (``LedgerCache`` reuses a parse).
-    With ``fetch_ledger`` (checkpoint id → stored text), the row holds only whether
-    there is a ledger (``EventsTable.session_view_sql``) and the text is fetched when
-    the ledger is first used."""
+    """``ledger_of`` parses the stored ledger text (``LedgerCache`` reuses a parse). With
+    ``fetch_ledger`` (checkpoint id → stored text), the row holds only whether there is a
+    ledger (``EventsTable.session_view_sql``), fetched when first used."""
     if fetch_ledger is None or not row[16]:
         ledger = LazyLedger(row[16], ledger_of) if row[16] else None
     else:

@@ -258,7 +258,7 @@ class TreeReadModel:
 
     def reverts(self, session_id: str) -> list[Any]:
         """The session's reverts, its ancestors' up to the fork point first (a checkpoint
-        it inherits already reverted is listed so; review of ADR 0090)."""
+        it inherits already reverted is listed so)."""
         return self._with_inherited("reverts", session_id)
 
     def _with_inherited(self, query: str, session_id: str) -> list[Any]:
