@@ -102,6 +102,7 @@ BEHIND_SQL = (
 #: PostgreSQL: a purge (exclusive) and the writers of a session's content caches
 #: (shared: the indexer, the Timeline) take this lock on the session, so no cache
 #: keeps what a purge erased (ADR 0072). SQLite's writer lock already orders them.
+#: A hash collision only makes two sessions wait for each other.
 PURGE_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended('ctxc purge ' || ?, 0))"
 PURGE_SHARED_LOCK_SQL = "SELECT pg_advisory_xact_lock_shared(hashtextextended('ctxc purge ' || ?, 0))"
 
