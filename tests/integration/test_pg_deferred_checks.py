@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
-
-from context_compaction.infrastructure.readmodel import ops
+from backends import POSTGRES_URL
 from context_compaction.infrastructure.eventstore.internals import postgres
+from context_compaction.infrastructure.readmodel import ops
 from helpers import Harness, fingerprint, ok, user
 
 
@@ -88,10 +89,6 @@ def test_ids_a_rolled_back_insert_took_are_stepped_over_without_the_careful_path
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("before")]}))
     events = h.inspect.app.projector.events_table
-    import psycopg
-
-    from backends import POSTGRES_URL
-
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:  # what a rolled-back INSERT leaves
         conn.execute(f"SELECT nextval(pg_get_serial_sequence('{events.qualified}', 'notification_id'))"
                      " FROM generate_series(1, 3)")
