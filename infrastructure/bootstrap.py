@@ -335,7 +335,7 @@ def _services(
         settings=settings,
         events=events,
         # Forks read their inherited prefix from their ancestors (issue 42, ADR 0081).
-        read_model=TreeReadModel(read_model, tree_rows_for(read_model)),
+        read_model=TreeReadModel(read_model),
         clock=clock or SystemClock(),
         ids=ids or RandomIds(),
         catalog=catalog,
@@ -352,7 +352,7 @@ def _services(
     return services
 
 
-from .readmodel.tree import TreeReadModel, tree_rows_for  # noqa: E402 (issue 42: one hunk)
+from .readmodel.tree import TreeReadModel  # noqa: E402 (issue 42: one hunk)
 
 log = logging.getLogger("context_compaction.bootstrap")
 

@@ -1,29 +1,24 @@
-"""One small seam over eventsourcing's SQLite and PostgreSQL datastores.
-
-The read model lives in the same database as the events (DESIGN §5) and is written
-in the same transaction as the events it projects, so both engines are reached
-through eventsourcing's own datastore (and connection pool). SQL is written once
-with ``?`` placeholders and ``{t}`` before table names; the dialect adapts it.
+"""One small seam over eventsourcing's SQLite and PostgreSQL datastores (and pools),
+which the read model shares with the events (DESIGN §5). SQL is written once with ``?``
+placeholders and ``{t}`` before table names; the dialect adapts it.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from eventsourcing.persistence import OperationalError, PersistenceError
+from eventsourcing.sqlite import SQLiteCursor, SQLiteTransaction
 
 from context_compaction.domain.errors import InvalidCommand, StorageError
 
 
 class StorageBusy(StorageError):
-    """A transient database condition (locked, busy, connection dropped): retry.
-
-    A ``storage_error`` when it reaches the caller after the retries.
-    """
+    """A transient database condition (locked, busy, connection dropped): retry; a
+    ``storage_error`` when it reaches the caller after the retries."""
 
 
 def quote_identifier(name: str) -> str:
@@ -164,36 +159,18 @@ class Cur:
     deferred_checks = False
 
 
-#: Rows of one multi-row INSERT on a pipeline (a statement binds at most 65,535 parameters).
-ROWS_PER_STATEMENT = 400
-
 #: SQLSTATE of a failed ``expect_one`` (division_by_zero: nothing else in an append divides).
 CHECK_FAILED = "22012"
 
 
 class PipelinedCur(Cur):
-    """A PostgreSQL cursor in eventsourcing's pipelined insert transaction: statements
-    go without waiting for their results, and go to the server with the library's own
-    sync before its COMMIT. Reading a result (``fetch*``, ``rowcount``) waits for the
-    server (a round trip), so the inline projection reads none in the common case:
-    ``expect_one`` checks what it needs when the transaction commits."""
+    """A PostgreSQL cursor in eventsourcing's pipelined insert transaction (ADR 0084):
+    reading a result waits for the server, so the inline projection reads none in the
+    common case and checks with ``expect_one`` at the COMMIT instead."""
 
     __slots__ = ()
 
     deferred_checks = True
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        # One statement of many rows (``INSERT ... VALUES (..), (..)``): psycopg's
-        # executemany runs a pipeline of its own, which syncs (one round trip) when it ends.
-        text = self.dialect.sql(sql)
-        head, values, tail = _values_group(text)
-        if not values or len(rows) < 2:
-            for row in rows:
-                self.raw.execute(text, row)
-            return
-        for i in range(0, len(rows), ROWS_PER_STATEMENT):  # (PostgreSQL binds at most 65,535 parameters)
-            chunk = rows[i:i + ROWS_PER_STATEMENT]
-            self.raw.execute(head + ", ".join([values] * len(chunk)) + tail, [x for row in chunk for x in row])
 
     def expect_one(self, table: str, where: dict[str, Any]) -> None:
         """Fail this transaction (``CHECK_FAILED``, at its COMMIT) unless exactly one row
@@ -206,15 +183,6 @@ class PipelinedCur(Cur):
         with self.raw.connection.pipeline():  # (a nested block syncs when it ends)
             pass
         return int(self.raw.rowcount)
-
-
-def _values_group(text: str) -> tuple[str, str, str]:
-    """``INSERT ... VALUES (%s, %s)[ tail]`` as (head with ``VALUES ``, the group, tail)."""
-    start = text.find(" VALUES (")
-    if not text.startswith("INSERT") or start < 0:
-        return text, "", ""
-    end = text.index(")", start)
-    return text[:start + 8], text[start + 8:end + 1], text[end + 1:]
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -233,14 +201,10 @@ def is_transient(exc: BaseException) -> bool:
         import psycopg
     except ImportError:  # pragma: no cover - postgres extra not installed
         return False
-    if isinstance(exc, psycopg.OperationalError) and _NOT_TRANSIENT_CLASS.match(getattr(exc, "sqlstate", None) or ""):
+    # (class 54, program limit exceeded: a tsvector over 1 MB, issue 36; no retry helps)
+    if isinstance(exc, psycopg.OperationalError) and (getattr(exc, "sqlstate", None) or "").startswith("54"):
         return False
     return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
-
-
-#: SQLSTATE classes psycopg raises as OperationalError that no retry can help:
-#: 54 program limit exceeded (a tsvector over 1 MB, too many columns, issue 36).
-_NOT_TRANSIENT_CLASS = re.compile(r"54")
 
 
 @contextmanager
@@ -272,6 +236,24 @@ def storage_failure(exc: BaseException) -> StorageError | None:
     return StorageError(f"storage failed: {cause}", details=details)
 
 
+class ImmediateTransaction(SQLiteTransaction):
+    """The library's SQLite transaction (commit, rollback, error mapping), begun
+    IMMEDIATE: it takes the write lock before its first read."""
+
+    def __enter__(self) -> SQLiteCursor:
+        cursor = self.connection.cursor()
+        cursor.execute("BEGIN IMMEDIATE")
+        return cursor
+
+
+def drop_dead_connections(datastore: Any) -> None:
+    """psycopg_pool's public ``check()``: the pool drops its closed idle connections."""
+    try:
+        datastore.pool.check()
+    except Exception:  # noqa: BLE001 - the retry will report what is still wrong
+        pass
+
+
 class Database:
     """Transactions on the datastore eventsourcing built (shared pool and file)."""
 
@@ -282,12 +264,8 @@ class Database:
     def recover(self) -> None:
         """After a transient failure: drop dead pooled connections (PostgreSQL) so the
         retry gets a live one instead of timing out on each dead one in turn."""
-        if not self.dialect.is_postgres:
-            return
-        try:
-            self.datastore.pool.check()
-        except Exception:  # noqa: BLE001 - the retry will report what is still wrong
-            return
+        if self.dialect.is_postgres:
+            drop_dead_connections(self.datastore)
 
     def _pg_cur(self, conn: Any) -> Cur:
         from psycopg.rows import tuple_row
@@ -302,10 +280,8 @@ class Database:
                 from psycopg import IsolationLevel
 
                 with self.datastore.get_connection() as conn:
-                    # (psycopg's BEGIN carries the connection's isolation level and read
-                    # only flag: one statement where a SET TRANSACTION was a round trip
-                    # more; set on the idle pooled connection and put back before it
-                    # returns to the pool)
+                    # (psycopg's BEGIN carries them, where a SET TRANSACTION was a round
+                    # trip more; put back before the connection returns to the pool)
                     conn.isolation_level, conn.read_only = IsolationLevel.REPEATABLE_READ, True
                     try:
                         with conn.transaction(force_rollback=True):
@@ -328,14 +304,11 @@ class Database:
 
     @contextmanager
     def write(self, lock_sql: str | None = None, *, durable: bool = True) -> Iterator[Cur]:
-        """A write transaction that holds the writer lock from its first statement (also
-        for schema statements).
+        """A write transaction that holds the writer lock from its first statement.
 
         ``lock_sql`` (PostgreSQL) serializes it with event inserts. ``durable=False``
-        is for caches (rows that are a pure function of the events): the commit does
-        not wait for the disk (SQLite WAL ``synchronous=NORMAL``, PostgreSQL
-        ``synchronous_commit=off``). A crash can lose such a commit, never corrupt the
-        database, and the next durable commit flushes it along.
+        (caches): the commit does not wait for the disk; a crash can lose it, never
+        corrupt the database.
         """
         with storage_errors():
             if self.dialect.is_postgres:
@@ -348,17 +321,12 @@ class Database:
                     yield cur
             else:
                 with self.datastore.get_connection(commit=True) as conn:
-                    cur = conn.cursor().sqlite_cursor
+                    pragma = conn.cursor().sqlite_cursor.execute
                     if not durable:
-                        cur.execute("PRAGMA synchronous=NORMAL")
+                        pragma("PRAGMA synchronous=NORMAL")
                     try:
-                        cur.execute("BEGIN IMMEDIATE")
-                        try:
-                            yield Cur(cur, self.dialect)
-                        except BaseException:
-                            conn.rollback()
-                            raise
-                        conn.commit()
+                        with ImmediateTransaction(conn, commit=True) as c:
+                            yield Cur(c.sqlite_cursor, self.dialect)
                     finally:
                         if not durable:  # the pooled connection goes back fully durable
-                            cur.execute("PRAGMA synchronous=FULL")
+                            pragma("PRAGMA synchronous=FULL")

@@ -1,10 +1,8 @@
-"""The eventsourcing ``Application`` of Session aggregates, and ``build_store``.
+"""The eventsourcing ``Application`` of Session aggregates.
 
-Choosing the engine is configuration (``database_url``); the code path is the same.
 ``save`` hands the recorder what it writes in the events' transaction through
-``save(**kwargs)``, as eventsourcing's own examples extend a recorder: the domain
-events for the read-model projector (ADR 0003) and the snapshots that are due
-(ADR 0016).
+``save(**kwargs)``, as eventsourcing's own examples do: the domain events for the
+read-model projector (ADR 0003) and the snapshots that are due (ADR 0016).
 """
 
 from __future__ import annotations
@@ -39,16 +37,9 @@ MAX_STEP_FACTOR = 16
 
 def snapshot_step(interval: int, live_groups: int) -> int:
     """Events between snapshots: ``interval``, doubled each time the tool groups the
-    snapshot holds double past ``GROUPS_PER_STEP``, up to ``MAX_STEP_FACTOR`` times.
-
-    A snapshot holds the open work (ADR 0051): the groups not yet behind a checkpoint.
-    A compacted session keeps few and gets the fixed ``interval``; one that is never
-    compacted keeps all of them, so its snapshot grows with N (150 KB at 4,600 messages)
-    and a fixed step wrote ~1.5 KB of snapshot per event, a tenth of an append's time
-    (ADR 0061). Keyed by what the snapshot holds, the bytes per event stay bounded and
-    the replay after a snapshot stays proportional to decoding the snapshot itself.
-    Until ADR 0051 the step doubled with the session's version, compacted or not.
-    """
+    snapshot holds double past ``GROUPS_PER_STEP``, up to ``MAX_STEP_FACTOR`` times: a
+    never-compacted session's snapshot grows with N, and keyed by what it holds the
+    snapshot bytes per event stay bounded (ADR 0061)."""
     factor = 1
     while factor < MAX_STEP_FACTOR and live_groups >= 2 * factor * GROUPS_PER_STEP:
         factor *= 2
@@ -79,9 +70,8 @@ class SessionsApplication(Application[UUID]):
         self._postgres_schema = postgres_schema
         self.projector: ReadModelProjector | None = None
         self.snapshot_interval = snapshot_interval
-        # The repository's cache holds each session as last saved, without a copy per
-        # load (the store evicts a copy whose decision was not saved), and brings it up
-        # to date with the events stored since (fastforward) when asked.
+        # The repository's cache holds each session as last saved, no copy per load
+        # (the store evicts an unsaved decision), fast-forwarded when asked.
         super().__init__(env={
             "AGGREGATE_CACHE_MAXSIZE": str(AGGREGATE_CACHE_SIZE),
             "AGGREGATE_CACHE_FASTFORWARD": "y",
@@ -114,11 +104,9 @@ class SessionsApplication(Application[UUID]):
             self.projector = ReadModelProjector(EventsTable("sqlite", "stored_events"))
             return ProjectingSQLiteRecorder(datastore, self.projector, self._dialect)
         if datastore.lock_timeout:
-            # Every connection of the pool (reads, catch-up, schema statements) waits for
-            # a lock no longer than eventsourcing lets its inserts wait; without it a
-            # table locked elsewhere blocks a query indefinitely. libpq passes it at
-            # connect (no statement per transaction), so it is set before the pool
-            # opens: constructing the recorder opens it.
+            # Every pooled connection waits for a lock no longer than the library's
+            # inserts do (else a table locked elsewhere blocks a read indefinitely);
+            # libpq sets it at connect, so before the recorder opens the pool.
             datastore.pool.kwargs["options"] = f"-c lock_timeout={int(datastore.lock_timeout)}s"
         table = f"{self.name.lower()}_events"
         self.projector = ReadModelProjector(EventsTable("postgres", table, self._postgres_schema))
@@ -142,9 +130,8 @@ class SessionsApplication(Application[UUID]):
         return {"projected_events": events, "snapshots": self._due_snapshots(objs)}
 
     def _due_snapshots(self, sessions: tuple[Any, ...]) -> list[StoredEvent]:
-        # Taken from the state we hold (no re-read) when this save crosses a step
-        # boundary. A snapshot that cannot be made only costs load time later; it must
-        # not fail the command.
+        # Taken from the state we hold when this save crosses a step boundary. A snapshot
+        # that cannot be made only costs load time later: it must not fail the command.
         interval = self.snapshot_interval
         if not interval or self.snapshots is None:
             return []

@@ -1,9 +1,8 @@
 """``SqlAttemptLog``: the application's AttemptLog port over ``SessionsApplication``.
 
 Each session's attempts are one ``CompactionAttempts`` aggregate in the same event
-store (its id derived from the session id, ADR 0032): a save appends to that stream
-only, so the session's version and context generation never move, and two processes
-recording at once conflict only with each other (the loser reloads and appends again).
+store (ADR 0032): a save never moves the session's version, and two processes recording
+at once conflict only with each other (the loser reloads and appends again).
 """
 
 from __future__ import annotations
@@ -103,12 +102,7 @@ class SqlAttemptLog:
         return log.failures_in_a_row, log.last_failure_seq
 
     def attempts(self, session_id: str, limit: int | None = None) -> list[Attempt]:
-        recorded = [
-            Attempt.from_record(e.attempt)
-            for e in self._events(session_id)
-            if isinstance(e, CompactionAttempts.AttemptRecorded)  # type: ignore[attr-defined]
-        ]
-        return newest_first(recorded, limit)
+        return newest_first([e for e in self.entries(session_id) if isinstance(e, Attempt)], limit)
 
     def entries(self, session_id: str) -> list[Attempt | RecordedUsage]:
         """Attempts and usages in the order they were recorded (issue 43).

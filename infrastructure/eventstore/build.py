@@ -8,7 +8,6 @@ from context_compaction.domain.errors import StorageError
 
 from ..database import Database, Dialect, qualified_name, storage_errors
 from ..readmodel import SCHEMA_VERSION, SqlReadModel
-from ..readmodel.schema import SAME_SHAPE_SINCE
 from .application import SessionsApplication
 from .store import SqlEventStore
 
@@ -24,11 +23,8 @@ def build_store(
     application_class: type[SessionsApplication] = SessionsApplication,
     read_only: bool = False,
 ) -> tuple[SessionsApplication, SqlEventStore, SqlReadModel, Database]:
-    """The event store, read model and database of one configuration.
-
-    ``application_class`` may be a subclass, e.g. one mixing in eventsourcing's
-    ``Leader`` so that followers are prompted after each save.
-    """
+    """The event store, read model and database of one configuration; ``application_class``
+    may mix in eventsourcing's ``Leader``, so that followers are prompted after each save."""
     # The library's own setting: its tables are created below, only when the read
     # model's schema mark is missing or older, not with ~10 DDL statements a start.
     env = {**env, "CREATE_TABLE": "n"}
@@ -66,7 +62,7 @@ def build_store(
             if app.snapshots is not None:
                 app.snapshots.recorder.create_table()  # type: ignore[attr-defined]
         read_model.create_tables(previous=version)
-        if version is not None and version < SAME_SHAPE_SINCE:
+        if version is not None and version < SCHEMA_VERSION:
             # The projected tables were dropped: replay now, before this process's
             # first append, whose projection reads its session's row (review of ADR
             # 0066: an append before any read failed with ProjectionOutOfOrder).
@@ -77,16 +73,10 @@ def build_store(
 
 
 def _fast_toast(db: Database, tables: list[str]) -> None:
-    """New PostgreSQL databases compress large event and snapshot states with lz4
-    instead of pglz, when the server has it: the events INSERT runs under the events
-    lock, and pglz took about half of it for a turn with 30 KB tool outputs (ADR 0053);
-    the snapshots' pglz was 8 % of the server's CPU with eight writers (ADR 0067).
-    A database built before either gets it at its next schema upgrade (a catalog change
-    only); rows already stored keep their compression, and both read back alike.
-
-    Best effort: the ALTER needs the tables' owner and an exclusive lock on tables that
-    other processes read and write, so it waits at most a second for that lock; when it
-    cannot have it, the start goes on with pglz and says so (second review of ADR 0067)."""
+    """PostgreSQL states compressed with lz4 instead of pglz when the server has it
+    (pglz took half of an events INSERT under the events lock, ADR 0053). Best effort:
+    the ALTER waits at most a second for its exclusive lock, else the start goes on
+    with pglz and says so."""
     try:
         with db.write() as cur:
             cur.execute("SET LOCAL lock_timeout = '1s'")

@@ -1,10 +1,8 @@
 """``SqlEventFeed``: the application's notification log, decoded for other services.
 
-Positions are eventsourcing's notification ids (ADR 0036). Each event is decoded by
-our ``EventMapper`` (a row no event class of ours can be is ``corrupt_event``); its
-``session_id`` comes from the first event of its aggregate — ``Session.Started`` and
-``CompactionAttempts.Created`` both carry it — looked up once per aggregate, so a
-page that starts after those events still names the session of every event.
+Positions are eventsourcing's notification ids (ADR 0036). An event's ``session_id``
+comes from the first event of its aggregate (``Session.Started`` and
+``CompactionAttempts.Created`` carry it), looked up once per aggregate.
 """
 
 from __future__ import annotations
@@ -18,10 +16,9 @@ from context_compaction.domain.session import session_aggregate_id
 from ..database import storage_errors
 from .application import SessionsApplication
 
-#: Notifications fetched at once: the first chunk (one: its size is unknown), and at
-#: most. A later chunk is the page's bytes left over the average event's so far, and at
-#: most twice the chunk before it, so that large events after small ones (a session's
-#: start, then tool outputs) overshoot the bound by a few events, not by hundreds.
+#: Notifications fetched at once: the first chunk (its sizes are unknown), and at most.
+#: A later chunk is sized from the bytes left and the average event's so far, at most
+#: twice the one before, so large events after small ones overshoot by a few.
 _FIRST_CHUNK = 1
 _MAX_CHUNK = 256
 

@@ -18,38 +18,25 @@ from ..transcoding import corrupt_event, field_checks, message_problem, required
 
 
 @cache
-def _event_classes() -> dict[str, type]:
-    """Stored topic → class, for our own event classes only (and the snapshot)."""
+def _tables() -> tuple[dict[str, type], dict[type, Any], dict[type, Any]]:
+    """The allow-list (stored topic → class: our own event classes and the snapshot) and
+    each class's field checks, worked out once per process, not per bootstrap."""
     classes: dict[str, type] = {get_topic(Snapshot): Snapshot}
     for aggregate in (Session, CompactionAttempts):
         for value in vars(aggregate).values():
             if isinstance(value, type) and issubclass(value, CanMutateAggregate):
                 classes[get_topic(value)] = value
-    return classes
-
-
-@cache
-def _tables() -> tuple[dict[str, type], dict[type, Any], dict[type, Any]]:
-    """The allow-list and each class's field checks: the classes are fixed at import, so
-    they are worked out once per process, not per bootstrap (a cold restore's fixed cost)."""
-    classes = _event_classes()
     return (classes, {cls: required_fields(cls) for cls in classes.values()},
             {cls: field_checks(cls) for cls in classes.values()})
 
 
 class EventMapper(Mapper[UUID]):
-    """eventsourcing's ``Mapper``, encoding events on a direct path (our store
-    configures no compressor or cipher, ADR 0005: ``construct_mapper`` passes neither),
-    and decoding only what our own classes can be (ADR 0022).
+    """eventsourcing's ``Mapper`` and its stored form, without its generic per-event
+    steps (no compressor or cipher, ADR 0005), decoding only our own classes (ADR 0022).
 
-    Same stored form as the base class (topic, state without the originator fields,
-    ``class_version`` when above 1); per event it skips the generic steps, which are
-    a tenth of an append's CPU: one event per message.
-
-    A stored topic is looked up in an allow-list of our event classes, never imported
-    (eventsourcing would import any module a topic names). A row that does not decode
-    into one of them with every field its class needs is ``CorruptEvent``, naming the
-    aggregate and version.
+    A stored topic is looked up in an allow-list, never imported (eventsourcing would
+    import any module a topic names). A row that does not decode into one of our
+    classes with every field it needs is ``CorruptEvent``, naming aggregate and version.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

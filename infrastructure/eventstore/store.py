@@ -52,15 +52,11 @@ def replay(aggregate: Any, events: Iterable[Any]) -> Any:
 
 
 class SqlEventStore:
-    """Implements the application's EventStore port.
-
-    Recently used sessions stay in the library's repository cache
-    (``AGGREGATE_CACHE_MAXSIZE``, no copy per load), brought up to date with the events
-    stored since (its fastforward: other processes may have written) instead of
-    decoding a snapshot and up to ``snapshot_interval`` events per command. Callers
-    that mutate hold the session's lock (``services.mutate``); a failed save evicts the
-    entry, so a half-applied decision is never reused.
-    """
+    """The application's EventStore port. Recently used sessions stay in the library's
+    repository cache, fast-forwarded with the events stored since (other processes may
+    have written), not decoded again from a snapshot per command. Callers that mutate
+    hold the session's lock (``services.mutate``); a failed save evicts the entry, so a
+    half-applied decision is never reused."""
 
     def __init__(self, app: SessionsApplication, db: Database) -> None:
         self.app = app

@@ -226,6 +226,10 @@ class MemoryReadModel:
             )
             return notifications[-1].id if notifications else 0
 
+    def select(self, table: str, columns: tuple[str, ...], where: dict[str, Any]) -> list[tuple[Any, ...]]:
+        with self.lock:
+            return self.t.select(table, columns, where)
+
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of one projected table in key order, as ``SqlReadModel.table_rows``."""
         with self.lock:

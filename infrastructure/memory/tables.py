@@ -179,10 +179,12 @@ class Tables:
         self.rowcount = len(gone)
 
     def select_one(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> Row | None:
+        rows = self.select(table, columns, where)
+        return rows[0] if rows else None
+
+    def select(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> list[Row]:
         index = INDEX[table]
-        for row in self._matching(table, where, None):
-            return tuple(row[index[c]] for c in columns)
-        return None
+        return [tuple(row[index[c]] for c in columns) for row in self._matching(table, where, None)]
 
     def _matching(self, table: str, where: Mapping[str, Any], between: Between | None) -> list[Row]:
         """The rows equal to ``where`` (within ``between``): by key when ``where`` is

@@ -1,10 +1,4 @@
-"""The read model: query tables projected from the Session events (DESIGN §5).
-
-``schema`` (tables, schema version, the SQL over the events table), ``handlers`` (one
-method per event), ``projector`` (inline projection, replay, catch-up), ``rows`` (rows
-as the application's views), ``queries`` (the ReadModel port), ``tokencache`` (the
-TokenCountCache port). The names below are the package's public surface.
-"""
+"""The read model: query tables projected from the Session events (DESIGN §5)."""
 
 from .projector import ReadModelProjector
 from .queries import SqlReadModel

@@ -1,9 +1,8 @@
 """One method per Session event: how it changes the read-model tables (ADR 0050).
 
-The handlers are written against ``TableOps`` (``ops.py``): the same methods project
-into SQLite and PostgreSQL (``SqlOps``) and into the memory backend's dicts
-(``memory/tables.py``). A new event's projection is one method here and one entry in
-``handler_table``; its table, if it needs one, is one ``Table`` in ``schema.PROJECTED``.
+Written against ``TableOps`` (``ops.py``), the same methods project into SQL and into
+the memory backend's dicts. A new event's projection is one method here and one entry
+in ``handler_table``; its table, if it needs one, is one ``Table`` in ``schema.PROJECTED``.
 """
 
 from __future__ import annotations
@@ -66,13 +65,10 @@ class EventHandlers:
         return self._session_ids.get(aggregate_hex)
 
     def apply_all(self, ops: TableOps, events: Sequence[tuple[int, Any]], *, strict: bool = False) -> None:
-        """Apply (notification id, event) pairs in order; runs of appended messages of one
-        session are written with one statement per table.
-
-        ``strict`` (new events, projected inline): a host command id another session
-        already used fails the transaction, so the events roll back too (ADR 0019).
-        Replaying stored events keeps the first use and warns instead.
-        """
+        """Apply (notification id, event) pairs in order, a run of one session's appended
+        messages with one statement per table. ``strict`` (new events): a host command id
+        another session used fails the transaction (ADR 0019); a replay keeps the first
+        use and warns."""
         run: list[tuple[int, Any]] = []
         for notification_id, domain_event in events:
             if type(domain_event) is Session.MessageAppended:
@@ -132,11 +128,11 @@ class EventHandlers:
     ) -> None:
         # A command's later messages extend its span; another command's id is refused.
         ops.upsert("rm_commands", (command_id, sid, kind, lo, hi), ("last_seq",), ("session_id", "kind"))
-        expect_one = getattr(ops, "expect_one", None) if strict and getattr(ops, "deferred_checks", False) else None
-        if expect_one is not None:
+        if strict and getattr(ops, "deferred_checks", False):
             # (checked at the COMMIT; a failed check appends again on the careful path,
             # which raises CommandIdTaken below)
-            expect_one("rm_commands", {"command_id": command_id, "session_id": sid, "kind": kind})
+            where = {"command_id": command_id, "session_id": sid, "kind": kind}
+            ops.expect_one("rm_commands", where)  # type: ignore[attr-defined]
             return
         if ops.rowcount == 1:
             return

@@ -1,14 +1,9 @@
 """The table operations the projection is written against, and their SQL form (ADR 0050).
 
-``handlers.py`` projects every event through these few operations on the tables of
-``schema.PROJECTED``; ``SqlOps`` renders them as SQL on a cursor (SQLite, PostgreSQL)
-and ``memory.tables.Tables`` applies them to dicts. Rows are tuples in the table's
-column order. An operation that breaks a key or a unique constraint raises (the
-driver's integrity error, or eventsourcing's ``IntegrityError`` in memory).
-
-``rowcount`` is the number of rows the last operation inserted, changed or deleted. It
-is read only where a handler needs it: on a PostgreSQL pipeline (``PipelinedCur``, ADR
-0043) reading it waits for the server, every other operation does not.
+``SqlOps`` renders them as SQL on a cursor, ``memory.tables.Tables`` applies them to
+dicts. Rows are tuples in the table's column order; a broken key or unique constraint
+raises. ``rowcount`` (rows the last operation changed) is read only where a handler
+needs it: on a PostgreSQL pipeline (``PipelinedCur``) reading it waits for the server.
 """
 
 from __future__ import annotations
@@ -21,6 +16,8 @@ from ..database import Cur
 from .schema import TABLES
 
 Row = tuple[Any, ...]
+#: Rows of one multi-row INSERT on a pipeline (a statement binds at most 65,535 parameters).
+ROWS_PER_STATEMENT = 400
 #: (column, low, high): ``low <= column <= high``.
 Between = tuple[str, Any, Any]
 
@@ -46,6 +43,8 @@ class TableOps(Protocol):
     def delete(self, table: str, where: Mapping[str, Any], *, between: Between | None = None) -> None: ...
 
     def select_one(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> Row | None: ...
+
+    def select(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> list[Row]: ...
 
 
 class SqlOps:
@@ -73,6 +72,11 @@ class SqlOps:
     def insert(self, table: str, rows: Sequence[Row], *, if_absent: bool = False) -> None:
         if len(rows) == 1:
             self.cur.execute(_insert_sql(table, if_absent), rows[0])
+        elif rows and self.cur.deferred_checks:
+            # A pipeline: multi-row statements (psycopg's executemany syncs, a round trip).
+            for i in range(0, len(rows), ROWS_PER_STATEMENT):
+                chunk = rows[i:i + ROWS_PER_STATEMENT]
+                self.cur.execute(_insert_sql(table, if_absent, len(chunk)), [x for row in chunk for x in row])
         elif rows:
             self.cur.executemany(_insert_sql(table, if_absent), rows)
 
@@ -95,6 +99,9 @@ class SqlOps:
     def select_one(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> Row | None:
         return self.cur.execute(_select_sql(table, columns, tuple(where)), tuple(where.values())).fetchone()
 
+    def select(self, table: str, columns: tuple[str, ...], where: Mapping[str, Any]) -> list[Row]:
+        return self.cur.execute(_select_sql(table, columns, tuple(where)), tuple(where.values())).fetchall()
+
 
 def _where(columns: tuple[str, ...], between: str | None) -> str:
     terms = [f"{c} = ?" for c in columns]
@@ -104,10 +111,11 @@ def _where(columns: tuple[str, ...], between: str | None) -> str:
 
 
 @lru_cache(maxsize=None)
-def _insert_sql(table: str, if_absent: bool) -> str:
+def _insert_sql(table: str, if_absent: bool, rows: int = 1) -> str:
     spec = TABLES[table]
     names = spec.column_names
-    sql = f"INSERT INTO {{t}}{table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+    values = ", ".join([f"({', '.join('?' * len(names))})"] * rows)
+    sql = f"INSERT INTO {{t}}{table} ({', '.join(names)}) VALUES {values}"
     return sql + (f" ON CONFLICT ({', '.join(spec.key)}) DO NOTHING" if if_absent else "")
 
 

@@ -43,13 +43,6 @@ def notification_of(row: Sequence[Any]) -> Notification:
     )
 
 
-def clear(cur: Cur) -> None:
-    """Every projected row and the position: a rebuild replays into empty tables."""
-    for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
-        cur.execute(f"DELETE FROM {{t}}{table}")
-    cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
-
-
 class ReadModelProjector:
     """Applies Session events to the query tables through a given cursor (the
     handlers are every backend's, ``handlers.py``; here they run as SQL)."""
@@ -58,6 +51,14 @@ class ReadModelProjector:
         self.events_table = events_table
         self.mapper: Mapper[UUID] | None = None
         self.handlers = EventHandlers()
+        # The position moves to the new events' last id if no stored event lies between
+        # it and them (ids a rolled-back insert took leave none).
+        id_column = events_table.id_column
+        self._move_sql = (
+            "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id < ?"
+            f" AND NOT EXISTS (SELECT 1 FROM {events_table.qualified} e"
+            f" WHERE e.{id_column} > {{t}}rm_position.notification_id AND e.{id_column} < ?)"
+        )
 
     # ----------------------------------------------------------- positions
     @staticmethod
@@ -87,42 +88,27 @@ class ReadModelProjector:
         if not ids:
             return
         pairs = list(zip(ids, events, strict=True))
+        cur.execute(self._move_sql, (ids[-1], POSITION, ids[0], ids[0]))  # (the common case)
         if isinstance(cur, PipelinedCur):
-            # A PostgreSQL pipeline: nothing is read back before the COMMIT. The position
-            # moves if no stored event lies between it and these (ids a rolled-back
-            # insert took leave none); the handlers' rows follow, and a check the COMMIT
-            # runs fails the transaction unless the position moved. A failed check is
-            # the rare lagging read model: the recorder appends again on the careful path.
-            cur.execute(
-                "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id < ?"
-                f" AND NOT EXISTS (SELECT 1 FROM {self.events_table.qualified} e"
-                f" WHERE e.{self.events_table.id_column} > {{t}}rm_position.notification_id"
-                f" AND e.{self.events_table.id_column} < ?)",
-                (ids[-1], POSITION, ids[0], ids[0]),
-            )
+            # Nothing is read back before the COMMIT: a check there fails the transaction
+            # unless the position moved (a lagging read model, rare): the recorder then
+            # appends again on the careful path below.
             cur.expect_one("rm_position", {"name": POSITION, "notification_id": ids[-1]})
+        elif cur.rowcount != 1:  # a read model that lags: the careful path, catching up
+            position = self.position(cur)
+            if position < ids[0] - 1:
+                self.replay(cur, after=position, before=ids[0])
             self.apply_all(cur, pairs, strict=True)
+            self._advance(cur, ids[-1])
             return
-        # Common case in one statement: the read model is exactly at the notification
-        # before these. Otherwise (an id a rolled-back insert took, a projection that
-        # lags) the careful path.
-        cur.execute(
-            "UPDATE {t}rm_position SET notification_id = ? WHERE name = ? AND notification_id = ?",
-            (ids[-1], POSITION, ids[0] - 1),
-        )
-        if cur.rowcount == 1:
-            self.apply_all(cur, pairs, strict=True)
-            return
-        position = self.position(cur)
-        if position < ids[0] - 1:
-            self.replay(cur, after=position, before=ids[0])
         self.apply_all(cur, pairs, strict=True)
-        self._advance(cur, ids[-1])
 
     def rebuild(self, cur: Cur) -> int:
         """Every projected row dropped and the whole log replayed; returns the last id.
         The caller holds the events lock (PostgreSQL) or the writer lock (SQLite)."""
-        clear(cur)
+        for table in (*PROJECTED_TABLES, DAMAGE_TABLE, SEARCH_MARKS):
+            cur.execute(f"DELETE FROM {{t}}{table}")
+        cur.execute("DELETE FROM {t}rm_position WHERE name = ?", (POSITION,))
         return self.replay(cur, after=0)
 
     def replay(self, cur: Cur, after: int, before: int | None = None, batch: int = 500) -> int:
@@ -163,10 +149,9 @@ class ReadModelProjector:
     ) -> None:
         """Decode and apply stored notifications in order (replay, ``verify``).
 
-        A row that does not decode, or does not fit its session's earlier events (a seq
-        already taken, an event before its session started), goes to ``on_damage``; it
-        and the rest of its session (aggregate ids in ``damaged``, which grows) are left
-        out. A batch is applied whole, and again event by event only when it fails.
+        A row that does not decode or fit its session's earlier events goes to
+        ``on_damage``; it and the rest of its session (``damaged``, which grows) are left
+        out. A batch is applied whole, and event by event only when that fails.
         """
         assert self.mapper is not None, "projector used before the application wired it"
         decoded: list[tuple[Notification, Any]] = []

@@ -22,19 +22,16 @@ from context_compaction.domain.session import session_aggregate_id
 
 from ..database import Cur, Database, StorageBusy
 from ..transcoding import corrupt_event
+from .ops import SqlOps
 from .projector import ReadModelProjector
 from .rows import DamagedMessage, LedgerCache, checkpoint_row, message_record, refuse_damaged, session_row
-from .search import (
-    BEHIND_SQL, index_session, is_truncated, query_terms,
-    search_params, search_sql, snippet, split_terms,
-)
+from .search import BEHIND_SQL, index_session, is_truncated, query_terms, search_query, snippet
 from .schema import (
     CHECKPOINT_COLS,
     DAMAGE_TABLE,
     N_SESSION_COLS,
     POSITION,
     PROJECTED_TABLES,
-    SAME_SHAPE_SINCE,
     SCHEMA,
     SCHEMA_MARK,
     SCHEMA_VERSION,
@@ -42,7 +39,6 @@ from .schema import (
     SEARCH_INDEX,
     SEARCH_MARKS,
     SESSION_COLS,
-    SESSION_SQL,
     lag_of,
 )
 
@@ -65,7 +61,7 @@ class SqlReadModel:
         """Create the read-model tables; ``previous`` is the schema version the database
         was marked with (``schema_state``), None for a new one."""
         with self.db.write() as cur:
-            if previous is not None and previous < SAME_SHAPE_SINCE:
+            if previous is not None and previous < SCHEMA_VERSION:
                 # The read model is a projection: tables of an older shape are dropped
                 # and the events replayed into the new ones (catch-up from position 0),
                 # exactly as after losing them. Never altered in place (issue 37).
@@ -87,11 +83,8 @@ class SqlReadModel:
             )
 
     def schema_state(self, *tables: str) -> tuple[int | None, list[str]]:
-        """(the read-model schema version this database was created with, None: none;
-        which of ``tables`` are missing), in the one read a
-        start makes: tables the schema mark does not vouch for, the snapshots' of a
-        database made with ``snapshot_interval=0``, the events' dropped by hand (review
-        of ADR 0090). ``tables`` are qualified on PostgreSQL."""
+        """(the database's read-model schema version, None: none; which of ``tables``,
+        qualified on PostgreSQL, are missing), in the one read a start makes."""
         if self.db.dialect.is_postgres:
             there = "to_regclass(?) IS NOT NULL"
         else:
@@ -169,9 +162,8 @@ class SqlReadModel:
 
     def index_search(self, session_id: str, batch: int = 2_000) -> int:
         """Index the session's messages not yet in rm_search (ADR 0049); returns how
-        many were read. ``batch`` messages per transaction: on SQLite each holds the
-        writer lock, so appends wait for one batch at most. A cache's commit
-        (``durable=False``): a crash loses rows and mark together."""
+        many were read. ``batch`` messages per transaction (on SQLite each holds the
+        writer lock); a cache's commit: a crash loses rows and mark together."""
         events, done = self.projector.events_table, 0
         while True:
             with self.db.write(durable=False) as cur:
@@ -181,10 +173,9 @@ class SqlReadModel:
                 return done
 
     def check_search_index(self) -> str | None:
-        """What is wrong with the full-text index over ``rm_search`` (None: nothing), after
-        rebuilding it from ``rm_search`` when it was out of step. SQLite's FTS5 index is a
-        table of its own that can lose step with its content; PostgreSQL's GIN index is
-        kept by the engine (nothing to check)."""
+        """What was wrong with SQLite's FTS5 index over ``rm_search`` (None: nothing), a
+        table of its own that can lose step with its content: rebuilt when it did.
+        PostgreSQL's GIN index is kept by the engine."""
         if self.db.dialect.is_postgres or self.read_only:  # (SQLite's check is an INSERT)
             return None
         with self.db.write() as cur:
@@ -203,9 +194,12 @@ class SqlReadModel:
             return cur.execute(sql, params).fetchall()
 
     def session(self, session_id: str) -> SessionRow | None:
-        (row,) = self._all(SESSION_SQL, (session_id, session_aggregate_id(session_id).hex))
+        # (the session view's head: lag check, session row and damage in one round trip)
+        sql = self.projector.events_table.session_view_sql
+        with self._fresh(sql, (session_id, session_aggregate_id(session_id).hex)) as (_, head):
+            row = head[2:]
         refuse_damaged(session_id, row[-2:])
-        return session_row(row) if row[0] is not None else None
+        return session_row(row[:N_SESSION_COLS]) if row[0] is not None else None
 
     def sessions(self, limit: int = 100, offset: int = 0) -> list[SessionRow]:
         rows = self._all(
@@ -268,45 +262,39 @@ class SqlReadModel:
     ) -> SessionSnapshotView | None:
         # One round trip for the lag check, the session row and its checkpoint.
         sql = self.projector.events_table.session_view_sql
-        params = (session_id, session_aggregate_id(session_id).hex)
-        with self._fresh(sql, params) as (cur, head):
-            return self._session_view(cur, session_id, head[2:], tail_only, after_seq)
-
-    def _session_view(
-        self, cur: Cur, session_id: str, row: Sequence[Any], tail_only: bool, after_seq: int
-    ) -> SessionSnapshotView | None:
-        refuse_damaged(session_id, row[-2:])
-        if row[0] is None:
-            return None
-        session = session_row(row[:N_SESSION_COLS])
-        checkpoint = (
-            checkpoint_row(row[N_SESSION_COLS:], self._ledgers, self._ledger_text)
-            if session.active_checkpoint_id and row[N_SESSION_COLS] is not None
-            else None
-        )
-        from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
-        from_seq = max(from_seq, after_seq + 1)
-        messages = self._messages(cur, session_id, from_seq, None, False)
-        pinned_seqs = tuple(
-            int(r[0]) for r in cur.execute(
-                "SELECT seq FROM {t}rm_pins WHERE session_id = ? ORDER BY seq", (session_id,)
-            ).fetchall()
-        )
-        pinned: list[MessageRecord] = []
-        if checkpoint is not None and tail_only and pinned_seqs and pinned_seqs[0] < checkpoint.first_retained_seq:
-            rows = cur.execute(
-                self.projector.events_table.pinned_sql, (session_id, checkpoint.first_retained_seq)
-            ).fetchall()
-            pinned = [message_record(r, self.projector.decode_state) for r in rows]
-        cleared: dict[int, str] = {}
-        if session.cleared_count and after_seq == 0:
-            # An incremental read adds appended messages only: a new clearing changes
-            # cleared_count, and the context cache then reads the session in full.
-            rows = cur.execute(
-                "SELECT seq, placeholder FROM {t}rm_cleared WHERE session_id = ? AND seq >= ?",
-                (session_id, from_seq),
-            ).fetchall()
-            cleared = {int(seq): text for seq, text in rows}
+        with self._fresh(sql, (session_id, session_aggregate_id(session_id).hex)) as (cur, head):
+            row = head[2:]
+            refuse_damaged(session_id, row[-2:])
+            if row[0] is None:
+                return None
+            session = session_row(row[:N_SESSION_COLS])
+            checkpoint = (
+                checkpoint_row(row[N_SESSION_COLS:], self._ledgers, self._ledger_text)
+                if session.active_checkpoint_id and row[N_SESSION_COLS] is not None
+                else None
+            )
+            from_seq = checkpoint.first_retained_seq if (checkpoint and tail_only) else 1
+            from_seq = max(from_seq, after_seq + 1)
+            messages = self._messages(cur, session_id, from_seq, None, False)
+            pinned_seqs = tuple(
+                int(r[0]) for r in cur.execute(
+                    "SELECT seq FROM {t}rm_pins WHERE session_id = ? ORDER BY seq", (session_id,)
+                ).fetchall()
+            )
+            pinned: list[MessageRecord] = []
+            boundary = checkpoint.first_retained_seq if checkpoint is not None and tail_only else 0
+            if pinned_seqs and pinned_seqs[0] < boundary:
+                rows = cur.execute(self.projector.events_table.pinned_sql, (session_id, boundary)).fetchall()
+                pinned = [message_record(r, self.projector.decode_state) for r in rows]
+            cleared: dict[int, str] = {}
+            if session.cleared_count and after_seq == 0:
+                # An incremental read adds appended messages only: a new clearing changes
+                # cleared_count, and the context cache then reads the session in full.
+                rows = cur.execute(
+                    "SELECT seq, placeholder FROM {t}rm_cleared WHERE session_id = ? AND seq >= ?",
+                    (session_id, from_seq),
+                ).fetchall()
+                cleared = {int(seq): text for seq, text in rows}
         return SessionSnapshotView(
             session=session, checkpoint=checkpoint, messages=messages, pinned=pinned,
             pinned_seqs=pinned_seqs, cleared=cleared,
@@ -328,10 +316,7 @@ class SqlReadModel:
         terms = query_terms(query)
         if not terms:
             return []
-        dialect = self.db.dialect.name
-        words, substrings = split_terms(terms)
-        sql = search_sql(dialect, include_invalidated, len(words), len(substrings))
-        params = search_params(dialect, words, substrings, session_id, limit)
+        sql, params = search_query(self.db.dialect.name, terms, session_id, limit, include_invalidated)
         rows: list[Any] = []
         for attempt in range(2):
             with self.fresh() as cur:
@@ -390,6 +375,11 @@ class SqlReadModel:
             return None
         command, session, kind, first_seq, last_seq = rows[0]
         return CommandRecord(command, session, kind, int(first_seq), int(last_seq))
+
+    def select(self, table: str, columns: tuple[str, ...], where: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Rows of a projected table by column values, caught up (``TableOps.select``)."""
+        with self.fresh() as cur:
+            return SqlOps(cur).select(table, columns, where)
 
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """Every row of one projected table in key order (for verify and tests)."""

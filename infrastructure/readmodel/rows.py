@@ -47,16 +47,10 @@ def session_row(row: Sequence[Any]) -> SessionRow:
         deleted=bool(row[10]),
         created_at=row[11],
         updated_at=row[12],
-        learned_windows=learned_windows_of(row[13]),
+        learned_windows={m: LearnedWindow(**value) for m, value in json.loads(row[13] or "{}").items()},
         cleared_count=int(row[14] or 0),
-        parent_session_id=row[15] if len(row) > 15 else None,
+        parent_session_id=row[15],
     )
-
-
-def learned_windows_of(text: str | None) -> dict[str, LearnedWindow]:
-    if not text or text == "{}":
-        return {}
-    return {model: LearnedWindow(**value) for model, value in json.loads(text).items()}
 
 
 def checkpoint_row(
@@ -64,10 +58,9 @@ def checkpoint_row(
     ledger_of: Callable[[str], Any] = json.loads,
     fetch_ledger: Callable[[str], str] | None = None,
 ) -> CheckpointRow:
-    """``ledger_of`` parses the stored ledger text (``LedgerCache`` reuses a parse).
-    With ``fetch_ledger`` (checkpoint id → stored text), the row holds only whether
-    there is a ledger (``EventsTable.session_view_sql``) and the text is fetched when
-    the ledger is first used."""
+    """``ledger_of`` parses the stored ledger text (``LedgerCache`` reuses a parse). With
+    ``fetch_ledger`` (checkpoint id → stored text), the row holds only whether there is a
+    ledger (``EventsTable.session_view_sql``), fetched when first used."""
     if fetch_ledger is None or not row[16]:
         ledger = LazyLedger(row[16], ledger_of) if row[16] else None
     else:
@@ -97,11 +90,8 @@ def checkpoint_row(
 
 class LazyLedger(Mapping[str, Any]):
     """A checkpoint's stored ledger, parsed on first use (ADR 0044) and, given as a
-    function, read on first use too (ADR 0059). Most reads of a checkpoint (a
-    projection, a turn that does not compact) never look at its ledger, and one
-    compaction of a long history records every item it dropped: 0.8 MB of JSON at 20k
-    messages, which a cold restore parsed for nothing (5 ms, growing with N), and then
-    still read from the database (0.8 ms)."""
+    function, read on first use too (ADR 0059): most reads of a checkpoint never look
+    at it, and it is its one large value (0.8 MB of JSON at 20k messages)."""
 
     __slots__ = ("_text", "_parse", "_value")
 
@@ -137,9 +127,7 @@ class LazyLedger(Mapping[str, Any]):
 
 
 def _ledger_value(text: str, parse: Callable[[str], Any]) -> Mapping[str, Any]:
-    # An empty text is no ledger, as it was when views read the text itself (review
-    # wave 3); a damaged one is the read model's fault, named as such, not an
-    # internal error.
+    # An empty text is no ledger; a damaged one is the read model's fault, named so.
     if not text.strip():
         return {}
     try:
@@ -152,13 +140,9 @@ def _ledger_value(text: str, parse: Callable[[str], Any]) -> Mapping[str, Any]:
 
 
 class LedgerCache:
-    """Parsed ledgers by their stored text (ADR 0044): the ledger (issue 16) is a
-    checkpoint row's one large JSON value (~1.4 ms to parse at a few hundred items),
-    and each compaction reads the active one again (since ADR 0059 a session view
-    reads it only when it is used). The key is the whole text, so
-    a hit is exactly what parsing would give; nothing can go stale. Readers only read
-    a ledger (``Ledger.from_record``, ``ledger_report`` and ``to_record`` copy what
-    they hand on), so one parse is shared."""
+    """Parsed ledgers by their stored text (ADR 0044): each compaction reads the active
+    one again. Keyed by the whole text, a hit is exactly what parsing would give; its
+    readers copy what they hand on, so one parse is shared."""
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
@@ -186,10 +170,8 @@ class DamagedMessage(Exception):
 def message_record(row: Sequence[Any], decode: Callable[[bytes], dict[str, Any]]) -> MessageRecord:
     """(seq, event state, visible, is a MessageAppended row) → the message as stored.
 
-    The freshly decoded event state is ours: it becomes the record, minus the event's
-    envelope fields (a restore decodes every tail message, so no copy per message).
-    A row that is no message is refused, never served as half of one; the event mapper
-    checks every field when the aggregate or ``verify`` reads the row.
+    The freshly decoded state becomes the record, minus the envelope fields (no copy
+    per message). A row that is no message is refused, never served as half of one.
     """
     try:
         record = decode(bytes(row[1]))

@@ -1,8 +1,4 @@
-"""The read model's tables, their schema version and the SQL that reads the events table.
-
-Bump ``SCHEMA_VERSION`` when a table or column changes (ADR 0016: an older database is
-rebuilt from the events on its next read).
-"""
+"""The read model's tables, their schema version and the SQL that reads the events table."""
 
 from __future__ import annotations
 
@@ -20,14 +16,9 @@ from .search import PG_TSVECTOR
 POSITION = "read_model"
 #: Bump when a table or column of SCHEMA changes; recorded in rm_position once created.
 #: A database with an older mark has its projected tables dropped and rebuilt from the
-#: events (``SqlReadModel.create_tables``). 15: rm_reverts keyed by (session_id,
-#: checkpoint_id), as a fork and its parent may both revert a checkpoint they share
-#: (ADR 0093).
+#: events (``SqlReadModel.create_tables``), never altered in place (issue 37). 15:
+#: rm_reverts keyed by (session_id, checkpoint_id) (ADR 0093).
 SCHEMA_VERSION = 15
-#: The oldest version whose tables have today's shape: a database marked older is
-#: rebuilt from the events, never altered in place (the project is unreleased, issue
-#: 37: no in-place migration of databases written by earlier commits).
-SAME_SHAPE_SINCE = 15
 #: Per session, the highest seq whose rm_search row exists (ADR 0049). Not projected
 #: from the events (it is how far searches have indexed), so ``verify`` compares
 #: rm_search up to it instead of comparing it.
@@ -73,8 +64,6 @@ _SID = ("session_id", "TEXT NOT NULL")
 _SEQ = ("seq", "{INT} NOT NULL")
 _VERSION = ("version", "{INT} NOT NULL")
 _CREATED = ("created_at", "TEXT NOT NULL")
-
-POSITION_TABLE = Table("rm_position", (("name", "TEXT"), ("notification_id", "{INT} NOT NULL")), ("name",))
 
 #: The projected tables: a pure function of the events (compared by ``verify``, and
 #: row for row between the memory backend and SQLite by the contract test). A new
@@ -145,39 +134,34 @@ TABLES: dict[str, Table] = {table.name: table for table in PROJECTED}
 #: Tables that are a pure function of the events (compared by ``verify``): name → key.
 PROJECTED_TABLES: dict[str, str] = {table.name: ", ".join(table.key) for table in PROJECTED}
 
-# A cache, not a projection: counts are a pure function of (message, encoding).
-TOKEN_COUNTS_TABLE = Table("rm_token_counts", (
-    _SID, ("encoding", "TEXT NOT NULL"), _SEQ, ("tokens", "{INT} NOT NULL"),
-), ("session_id", "encoding", "seq"))
-# Written by the Timeline follower after commits (best effort), spec §13.
-TIMELINE_TABLE = Table("rm_timeline", (
-    ("key", "TEXT"), _SID, ("checkpoint_id", "TEXT NOT NULL"), ("content", "TEXT NOT NULL"), _CREATED,
-), ("key",), without_rowid=False)
-# Sessions whose events the read model could not project (a damaged row met while
-# catching up): their queries answer corrupt_event instead of a partial state.
-DAMAGED_TABLE = Table("rm_damaged", (
-    ("aggregate_id", "TEXT"), ("notification_id", "{INT} NOT NULL"), _VERSION, ("problem", "TEXT NOT NULL"),
-), ("aggregate_id",))
+#: Sessions whose events the read model could not project (a damaged row met while
+#: catching up): their queries answer corrupt_event instead of a partial state. Rebuilt
+#: with the projected tables, not compared by ``verify`` (which lists damaged rows itself).
+DAMAGE_TABLE = "rm_damaged"
 
 SCHEMA: tuple[str, ...] = (
-    POSITION_TABLE.ddl(),
+    Table("rm_position", (("name", "TEXT"), ("notification_id", "{INT} NOT NULL")), ("name",)).ddl(),
     # Every projected table from its one declaration: a new event's table is a
     # ``Table`` in ``PROJECTED`` and nothing here (ADR 0050).
     *(table.ddl() for table in PROJECTED),
-    TOKEN_COUNTS_TABLE.ddl(),
-    TIMELINE_TABLE.ddl(),
+    # A cache, not a projection: counts are a pure function of (message, encoding).
+    Table("rm_token_counts", (_SID, ("encoding", "TEXT NOT NULL"), _SEQ, ("tokens", "{INT} NOT NULL")),
+          ("session_id", "encoding", "seq")).ddl(),
+    # Written by the Timeline follower after commits (best effort), spec §13.
+    Table("rm_timeline", (
+        ("key", "TEXT"), _SID, ("checkpoint_id", "TEXT NOT NULL"), ("content", "TEXT NOT NULL"), _CREATED,
+    ), ("key",), without_rowid=False).ddl(),
     "CREATE INDEX IF NOT EXISTS rm_timeline_session ON {t}rm_timeline (session_id, created_at)",
     # (a command_id is unique across all sessions and commands: appends look here too)
     "CREATE INDEX IF NOT EXISTS rm_reverts_command ON {t}rm_reverts (command_id)",
     # A session's children (issue 42): list_sessions' tree, purge's refusal, usage roll-up.
     "CREATE INDEX IF NOT EXISTS rm_tree_parent ON {t}rm_tree (parent_session_id)",
-    DAMAGED_TABLE.ddl(),
+    Table(DAMAGE_TABLE, (
+        ("aggregate_id", "TEXT"), ("notification_id", "{INT} NOT NULL"), _VERSION, ("problem", "TEXT NOT NULL"),
+    ), ("aggregate_id",)).ddl(),
     # How far rm_search is filled, per session (SEARCH_MARKS, ADR 0049).
     Table(SEARCH_MARKS, (("session_id", "TEXT"), _SEQ), ("session_id",)).ddl(),
 )
-#: Rebuilt with the projected tables, but not compared by ``verify`` (which lists
-#: damaged rows itself, also those the live read model projected before the damage).
-DAMAGE_TABLE = DAMAGED_TABLE.name
 
 #: The full-text index over rm_search, per engine (not compared by ``verify``: it is
 #: derived from rm_search by the engine itself). SQLite: an external-content FTS5
@@ -208,19 +192,10 @@ _SESSION_COLUMNS = tuple(c for c in TABLES["rm_sessions"].column_names if c != "
 SESSION_COLS = ", ".join(_SESSION_COLUMNS)
 CHECKPOINT_COLS = ", ".join(TABLES["rm_checkpoints"].column_names)
 N_SESSION_COLS = len(_SESSION_COLUMNS)
-# The session row and whether the read model met a damaged event of it (rm_damaged).
-SESSION_SQL = (
-    "SELECT " + ", ".join("s." + c for c in _SESSION_COLUMNS) + ", d.version, d.problem"
-    " FROM (SELECT 1 AS one) o LEFT JOIN {t}rm_sessions s ON s.session_id = ?"
-    " LEFT JOIN {t}rm_damaged d ON d.aggregate_id = ?"
-)
 # Newest notification, read-model position, the session row and its active checkpoint:
 # the whole head of a session view in one round trip (always exactly one row). In place
-# of the checkpoint's ledger, only whether it has one (``{ledger_flag}``): the text is
-# the row's one large value (0.8 MB at 20k messages, every item a compaction dropped),
-# most views never read it, and reading it was a third of a cold restore at 20k
-# (ADR 0059). ``LazyLedger`` fetches it by the checkpoint's id when used; a
-# checkpoint row is written once, so that is the text this view would have read.
+# of the checkpoint's ledger, its one large value, only whether it has one: ``LazyLedger``
+# fetches it by the checkpoint's id when used (ADR 0059).
 _SESSION_VIEW_SQL = (
     "SELECT {lag_columns}, "
     + ", ".join("s." + c for c in _SESSION_COLUMNS)

@@ -2,11 +2,8 @@
 
 ``rm_search`` holds each message's searchable text; the engine indexes it (schema.py
 ``SEARCH_INDEX``). It lags the appends (ADR 0049): a search first indexes its session's
-messages above the session's mark (``index_session``), in a short write transaction of
-its own, so an append never pays for the index. The
-query is user text: it reaches SQL only as a bound parameter, and for FTS5 every term
-is a quoted string, so no FTS operator (``OR``, ``NEAR``, ``*``, ``:``, ``^``) of the
-user's is ever interpreted.
+messages above the session's mark (``index_session``). The query is user text: it
+reaches SQL only as bound parameters, every FTS5 term a quoted string.
 """
 
 from __future__ import annotations
@@ -47,12 +44,9 @@ def search_text(content: Any, tool_calls: Any, name: Any) -> str:
 SearchRow = tuple[str, int, str, Any, str]
 
 #: Characters of one message the index holds (issue 36, ADR 0071): PostgreSQL refuses a
-#: tsvector over 1 MB (SQLSTATE 54000), and ~0.85 MB of base64-like text made one. And
-#: it keeps word positions up to 16,383 only (every later word gets that one), so a
-#: phrase term (a path: words joined by ``/`` and ``.``) past it never matched: a word
-#: takes a character and a separator, so 30,000 characters hold at most 15,000 words
-#: (the GAP adds 8), and every indexed word keeps its own position. A longer text
-#: keeps its head and tail around :data:`GAP`; its hits say ``truncated``.
+#: tsvector over 1 MB and keeps word positions up to 16,383 only; 30,000 characters hold
+#: at most 15,000 words. A longer text keeps its head and tail around :data:`GAP`; its
+#: hits say ``truncated``.
 MAX_INDEXED_CHARS = 30_000
 INDEXED_HEAD = MAX_INDEXED_CHARS * 3 // 5
 INDEXED_TAIL = MAX_INDEXED_CHARS - INDEXED_HEAD
@@ -84,9 +78,7 @@ INSERT_SQL = (
     "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (session_id, seq) DO NOTHING"
 )
-#: PostgreSQL: a whole batch in one statement, its columns as arrays (ADR 0054), not
-#: one statement per row. (A multi-row VALUES measured the same on the 10k session;
-#: the time is in to_tsvector, not in the statements.)
+#: PostgreSQL: a whole batch in one statement, its columns as arrays (ADR 0054).
 PG_INSERT_SQL = (
     "INSERT INTO {t}rm_search (session_id, seq, role, turn_id, body)"
     " SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[])"
@@ -108,10 +100,9 @@ BEHIND_SQL = (
 
 
 #: PostgreSQL: a purge (exclusive) and the writers of a session's content caches
-#: (shared: the indexer, the Timeline) take this transaction lock on the session, so a
-#: cache filled from what was read before a purge is committed before the purge
-#: deletes it, or reads the rewritten events after it (ADR 0072). SQLite's writer lock
-#: already orders them. A hash collision only makes two sessions wait for each other.
+#: (shared: the indexer, the Timeline) take this lock on the session, so no cache
+#: keeps what a purge erased (ADR 0072). SQLite's writer lock already orders them.
+#: A hash collision only makes two sessions wait for each other.
 PURGE_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtextextended('ctxc purge ' || ?, 0))"
 PURGE_SHARED_LOCK_SQL = "SELECT pg_advisory_xact_lock_shared(hashtextextended('ctxc purge ' || ?, 0))"
 
@@ -123,12 +114,9 @@ def index_session(
     """Index up to ``batch`` of the session's messages above its mark and move the mark;
     returns how many messages it read (``batch``: there may be more).
 
-    ``messages_sql`` (``EventsTable.messages_sql``) selects (seq, state, …) of the
-    session from a seq on. Every message in rm_messages is indexed, visible or not
-    (``include_invalidated`` searches find invalidated ones), exactly as the inline
-    projection did. Seqs of a session only grow and commit in order, so every message
-    above the mark that this transaction does not see commits later with a higher seq.
-    A row whose stored state does not decode is skipped (its queries report it).
+    Every message is indexed, visible or not. Seqs of a session commit in order, so a
+    message above the mark this transaction does not see commits later with a higher
+    seq. A row whose state does not decode is skipped (its queries report it).
     """
     if cur.dialect.is_postgres:
         cur.execute(PURGE_SHARED_LOCK_SQL, (session_id,))
@@ -167,11 +155,9 @@ def _inside(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
 
 
 def query_terms(query: str) -> list[str]:
-    """The whitespace-separated chunks of ``query`` that hold a word character, with the
-    redundant ones collapsed (issue 36, ADR 0071): every term is required, so a term
-    whose words another term already holds in order (``e`` beside ``e``, ``E,`` or
-    ``e-f``) adds no condition, only cost. On SQLite each term is a phrase that FTS5
-    matches and bm25 scores per row: 500 × ``e`` took 36 s where ``e`` took 0.1 s. A
+    """The whitespace-separated chunks of ``query`` that hold a word character, without
+    those whose words another term already holds in order (``e`` beside ``E,`` or
+    ``e-f``): every term is required, so they add only cost (issue 36, ADR 0071). A
     substring term (:func:`split_terms`) stands for itself, so only its duplicates go."""
     chunks = [chunk for chunk in query.split() if _WORD.search(chunk)]
     keyed = [(c, ("s", c) if _UNSPACED.search(c) else ("w", *term_words(c))) for c in chunks]
@@ -189,11 +175,6 @@ def query_terms(query: str) -> list[str]:
     return kept
 
 
-def fts5_match(terms: list[str]) -> str:
-    """An FTS5 MATCH expression: every term a quoted phrase, all required."""
-    return " ".join('"' + term.replace('"', '""') + '"' for term in terms)
-
-
 def snippet(body: str, terms: list[str]) -> str:
     """Up to ``2 * SNIPPET_RADIUS`` characters around the first term found, on one
     line, without control characters."""
@@ -209,19 +190,15 @@ def snippet(body: str, terms: list[str]) -> str:
     return ("…" if start > 0 else "") + text + ("…" if end < len(body) else "")
 
 
-#: Characters PostgreSQL's text-search parser joins words with (``src/app/main.py``
-#: is one "file" token, ``example.com`` one "host", ``a-b`` a hyphenated word): they
-#: become spaces in the indexed text and in the query, so that a file name or a part
-#: of a path is found as on SQLite, whose unicode61 tokenizer splits on them. No ``?``
-#: or ``%`` here: the SQL is a template with ``?`` placeholders.
+#: Characters PostgreSQL's text-search parser joins words with (``src/app/main.py`` is
+#: one "file" token): spaces in the indexed text and the query, so that part of a path is
+#: found as on SQLite. No ``?`` or ``%``: the SQL is a template with ``?`` placeholders.
 PG_JOINERS = "/.-_:@=+~#&"
 
 
 def pg_words(column: str) -> str:
-    """SQL: ``column`` with the joiners as spaces. One ``replace`` per joiner, not one
-    ``translate``: the same text, but ``translate`` walks every character through a
-    multibyte-aware lookup, and took 2.6 s of the 8 s to index a 10k-message session
-    (15 MB of text), the chain 0.45 s (ADR 0054)."""
+    """SQL: ``column`` with the joiners as spaces, one ``replace`` per joiner: the text
+    ``translate`` gives, six times faster (ADR 0054)."""
     out = column
     for joiner in PG_JOINERS:
         out = f"replace({out}, '{joiner}', ' ')"
@@ -264,34 +241,28 @@ _SELECT = (
 )
 
 
-def search_sql(dialect: str, include_invalidated: bool, words: int, substrings: int) -> str:
-    """The search over ``words`` index terms and ``substrings`` substring terms
-    (parameters: :func:`search_params`)."""
+def search_query(
+    dialect: str, terms: list[str], session_id: str, limit: int, include_invalidated: bool
+) -> tuple[str, tuple[Any, ...]]:
+    """The search for ``terms`` (every one required): its SQL and parameters."""
+    words, substrings = split_terms(terms)
     postgres = dialect == "postgres"
-    score, source, match = "0.0", "{t}rm_search s", ""
+    score, source, match, head = "0.0", "{t}rm_search s", "", ()
     if words and postgres:
-        query = " && ".join([f"phraseto_tsquery('simple', {pg_words('?')})"] * words)
-        # (the stored tsvector: ranking no longer parses every matching body again)
+        query = " && ".join([f"phraseto_tsquery('simple', {pg_words('?')})"] * len(words))
         # Ranked on any of the words, not the phrases: ts_rank of an AND or phrase query
         # compares every pair of its words' positions, 2.1 s on 300 rows for a 32-word
         # phrase of repeated words (70 × one word); of an OR query it is linear (ADR 0086).
         anyword = f"replace(plainto_tsquery('simple', {pg_words('?')})::text, ' & ', ' | ')::tsquery"
         score, match = f"ts_rank(s.words, {anyword})", f"s.words @@ ({query}) AND "
+        head = (" ".join(words), *words)
     elif words:
         score, match = "-bm25(rm_search_fts)", "rm_search_fts MATCH ? AND "
         source = "rm_search_fts JOIN rm_search s ON s.rowid = rm_search_fts.rowid"
-    return _SELECT.format(
+        head = (" ".join('"' + term.replace('"', '""') + '"' for term in words),)  # (quoted phrases)
+    sql = _SELECT.format(
         score=score, source=source, match=match,
-        substrings=(" AND strpos(s.body, ?) > 0" if postgres else " AND instr(s.body, ?) > 0") * substrings,
+        substrings=(" AND strpos(s.body, ?) > 0" if postgres else " AND instr(s.body, ?) > 0") * len(substrings),
         visible="" if include_invalidated else " AND m.visible = 1",
     )
-
-
-def search_params(
-    dialect: str, words: list[str], substrings: list[str], session_id: str, limit: int
-) -> tuple[Any, ...]:
-    if dialect == "postgres":
-        rank = (" ".join(words),) if words else ()
-        return (*rank, *words, session_id, *substrings, limit)
-    head = (fts5_match(words),) if words else ()
-    return (*head, session_id, *substrings, limit)
+    return sql, (*head, session_id, *substrings, limit)

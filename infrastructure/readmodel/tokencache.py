@@ -1,8 +1,7 @@
 """Per-message token counts kept beside the read model (the TokenCountCache port).
 
 A cache, not a projection: counts are a pure function of (message, encoding), so the
-table is neither rebuilt nor compared by ``verify``, and its writes skip the fsync
-(ADR 0016).
+table is neither rebuilt nor compared by ``verify``, and its writes skip the fsync.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ class SqlTokenCountCache:
         return {int(seq): int(n) for seq, n in rows}
 
     def store_token_counts(self, session_id: str, key: str, counts: dict[int, int]) -> None:
-        # A cache (counts are a pure function of message and encoding): no fsync.
         if self.read_only:
             return
         with self.db.write(durable=False) as cur:

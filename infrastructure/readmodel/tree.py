@@ -1,11 +1,9 @@
 """Sessions as a tree in the read model (issue 42, ADR 0081).
 
-Two parts. The projection: a child's ``Started`` writes its ``rm_tree`` row and, for
-a fork, the state it inherits (counters, checkpoint pointer, pins, cleared results,
-learned windows) into its own rows; its invalidations extend the inherited seqs it
-hides. No message row is copied. The reads: ``TreeReadModel`` wraps any backend's
-read model and resolves a fork's inherited prefix from its ancestors' own rows, so
-every backend (SQLite, PostgreSQL, ``memory://``) answers alike.
+The projection: a child's ``Started`` writes its ``rm_tree`` row and, for a fork, the
+state it inherits into its own rows; no message row is copied. The reads:
+``TreeReadModel`` wraps any backend's read model and resolves a fork's inherited prefix
+from its ancestors' own rows.
 """
 
 from __future__ import annotations
@@ -83,62 +81,19 @@ class TreeRow:
     hidden: list[list[int]]
 
 
-class SqlTreeRows:
-    """``rm_tree`` on SQLite and PostgreSQL."""
-
-    def __init__(self, read_model: Any) -> None:
-        self.rm = read_model
-
-    def row(self, session_id: str) -> TreeRow | None:
-        with self.rm.fresh() as cur:
-            r = cur.execute(
-                "SELECT " + ", ".join(TREE_COLS) + " FROM {t}rm_tree WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return _tree_row(session_id, r) if r is not None else None
-
-    def children(self, session_id: str) -> list[TreeRow]:
-        with self.rm.fresh() as cur:
-            rows = cur.execute(
-                "SELECT session_id, " + ", ".join(TREE_COLS) + " FROM {t}rm_tree"
-                " WHERE parent_session_id = ? ORDER BY created_at, session_id", (session_id,)
-            ).fetchall()
-        return [_tree_row(r[0], r[1:]) for r in rows]
-
-
-class MemoryTreeRows:
-    """``rm_tree`` in the memory backend's tables."""
-
-    def __init__(self, read_model: Any) -> None:
-        self.rm = read_model
-
-    def row(self, session_id: str) -> TreeRow | None:
-        with self.rm.lock:
-            r = self.rm.t.get("rm_tree", session_id)
-        return _tree_row(session_id, r[1:7]) if r is not None else None
-
-    def children(self, session_id: str) -> list[TreeRow]:
-        with self.rm.lock:
-            rows = sorted((r for r in self.rm.t.data["rm_tree"].values() if r[1] == session_id),
-                          key=lambda r: (r[7], r[0]))
-        return [_tree_row(r[0], r[1:7]) for r in rows]
-
-
-def _tree_row(session_id: str, r: Any) -> TreeRow:
-    link = TreeLink(str(r[0]), str(r[1]), int(r[2]), int(r[3]), r[4])
-    return TreeRow(session_id, link, json.loads(r[5]) if r[5] else [])
+def _tree_row(r: Any) -> TreeRow:
+    """A row of (session_id, created_at, *TREE_COLS)."""
+    link = TreeLink(str(r[2]), str(r[3]), int(r[4]), int(r[5]), r[6])
+    return TreeRow(r[0], link, json.loads(r[7]) if r[7] else [])
 
 
 class TreeReadModel:
-    """A read model whose forks read their inherited prefix from their ancestors.
+    """A read model whose forks read their inherited prefix from their ancestors. A
+    session without a parent costs nothing more: its row says so, and ``link`` is kept
+    once known (a session's parent is fixed by its first event)."""
 
-    A session without a parent costs nothing more: its session row says so
-    (``parent_session_id``), and ``messages`` remembers which sessions have none (a
-    session's parent is fixed by its first event).
-    """
-
-    def __init__(self, inner: Any, rows: Any) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.rows = rows
         self._links: dict[str, TreeLink | None] = {}
         self._rows: dict[str, tuple[int, TreeRow]] = {}  # fork → (its version, its row then)
         self._guard = threading.Lock()
@@ -147,18 +102,23 @@ class TreeReadModel:
         return getattr(self.inner, name)
 
     # -------------------------------------------------------------- the tree
+    def _tree_rows(self, where: dict[str, str]) -> list[TreeRow]:
+        rows = self.inner.select("rm_tree", ("session_id", "created_at", *TREE_COLS), where)
+        return [_tree_row(r) for r in sorted(rows, key=lambda r: (r[1], r[0]))]
+
     def tree_row(self, session_id: str) -> TreeRow | None:
-        return self.rows.row(session_id)  # type: ignore[no-any-return]
+        rows = self._tree_rows({"session_id": session_id})
+        return rows[0] if rows else None
 
     def children(self, session_id: str) -> list[TreeRow]:
-        return self.rows.children(session_id)  # type: ignore[no-any-return]
+        return self._tree_rows({"parent_session_id": session_id})
 
     def link(self, session_id: str) -> TreeLink | None:
         """The session's link (None: a root, or no such session)."""
         with self._guard:
             if session_id in self._links:
                 return self._links[session_id]
-        row = self.rows.row(session_id)
+        row = self.tree_row(session_id)
         link = row.link if row is not None else None
         if link is not None or self.inner.session(session_id) is not None:
             with self._guard:  # (fixed by the first event: kept once the session exists)
@@ -169,7 +129,7 @@ class TreeReadModel:
         link = self.link(session_id)
         if link is None or link.kind != FORK or link.fork_seq == 0:
             return None
-        return self.rows.row(session_id)  # (fresh: ``hidden`` grows with invalidations)
+        return self.tree_row(session_id)  # (fresh: ``hidden`` grows with invalidations)
 
     def _fork_at(self, session_id: str, version: int) -> TreeRow | None:
         """``_fork`` for a view of the session at ``version``: the row read for that
@@ -298,7 +258,7 @@ class TreeReadModel:
 
     def reverts(self, session_id: str) -> list[Any]:
         """The session's reverts, its ancestors' up to the fork point first (a checkpoint
-        it inherits already reverted is listed so; review of ADR 0090)."""
+        it inherits already reverted is listed so)."""
         return self._with_inherited("reverts", session_id)
 
     def _with_inherited(self, query: str, session_id: str) -> list[Any]:
@@ -311,11 +271,6 @@ class TreeReadModel:
         inherited = [row for row in self._with_inherited(query, link.parent_session_id)
                      if row.version <= link.fork_version or row.session_id != link.parent_session_id]
         return [*inherited, *own]
-
-
-def tree_rows_for(read_model: Any) -> Any:
-    """The ``rm_tree`` reader for this backend's read model."""
-    return MemoryTreeRows(read_model) if hasattr(read_model, "t") else SqlTreeRows(read_model)
 
 
 # ----------------------------------------------------------------------- verify

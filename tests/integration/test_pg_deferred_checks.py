@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
-
-from context_compaction.infrastructure import database
+from backends import POSTGRES_URL
 from context_compaction.infrastructure.eventstore.internals import postgres
+from context_compaction.infrastructure.readmodel import ops
 from helpers import Harness, fingerprint, ok, user
 
 
@@ -59,8 +60,8 @@ def test_a_read_model_that_lags_fails_the_check_and_the_append_goes_the_careful_
     _rebuilt_equals_live(h)
 
 
-@pytest.mark.parametrize("count", [database.ROWS_PER_STATEMENT - 1, database.ROWS_PER_STATEMENT,
-                                   database.ROWS_PER_STATEMENT + 1, 2 * database.ROWS_PER_STATEMENT + 1])
+@pytest.mark.parametrize("count", [ops.ROWS_PER_STATEMENT - 1, ops.ROWS_PER_STATEMENT,
+                                   ops.ROWS_PER_STATEMENT + 1, 2 * ops.ROWS_PER_STATEMENT + 1])
 def test_a_batch_across_the_chunk_boundary_projects_every_message_once(pg_databases: Any, count: int) -> None:
     h: Harness = pg_databases.harness(f"chunks{count}")
     ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
@@ -73,4 +74,39 @@ def test_a_batch_across_the_chunk_boundary_projects_every_message_once(pg_databa
     assert h.query("SELECT message_count, next_seq FROM {t}rm_sessions") == [(count + 1, count + 2)]
     history = ok(h.do({"type": "get_history", "session_id": "s", "limit": 10_000}))
     assert [m["content"] for m in history["messages"]] == ["first", *(m["content"] for m in messages)]
+    _rebuilt_equals_live(h)
+
+
+@pytest.mark.parametrize("path", ["pipelined", "careful"])
+def test_ids_a_rolled_back_insert_took_are_stepped_over_without_the_careful_path(
+    pg_databases: Any, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """A rolled-back INSERT leaves its ids unused (the sequence does not go back): the one
+    position UPDATE steps over them, so the next pipelined append commits as it is and
+    does not fail its check; a careful (large) append steps over them too. (On SQLite the
+    id is the rowid, ``max + 1``: a rollback leaves no gap.)"""
+    h: Harness = pg_databases.harness(f"gap{path}")
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("before")]}))
+    events = h.inspect.app.projector.events_table
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:  # what a rolled-back INSERT leaves
+        conn.execute(f"SELECT nextval(pg_get_serial_sequence('{events.qualified}', 'notification_id'))"
+                     " FROM generate_series(1, 3)")
+    failed: list[bool] = []
+    real = postgres.check_failed
+
+    def counted(exc: BaseException) -> bool:
+        failed.append(real(exc))
+        return failed[-1]
+
+    monkeypatch.setattr(postgres, "check_failed", counted)
+    if path == "careful":
+        monkeypatch.setattr(postgres, "PIPELINE_LIMIT", 0)
+    ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("after"), user("the gap")]}))
+    assert failed == [], "no check failed: the position moved over the gap in the same statement"
+    ids = [r[0] for r in h.query(f"SELECT {events.id_column} FROM {events.qualified} ORDER BY 1")]
+    assert ids[-2] - ids[-3] == 4, ids  # the gap is there
+    position = h.query("SELECT notification_id FROM {t}rm_position WHERE name = 'read_model'")[0][0]
+    assert position == ids[-1]
+    assert h.query("SELECT seq FROM {t}rm_messages ORDER BY seq") == [(1,), (2,), (3,)]
     _rebuilt_equals_live(h)

@@ -14,7 +14,7 @@ import pytest
 
 from context_compaction.infrastructure.database import StorageBusy, storage_failure
 from context_compaction.infrastructure.readmodel.search import (
-    MAX_INDEXED_CHARS, query_terms, search_params, search_sql, split_terms,
+    MAX_INDEXED_CHARS, query_terms, search_query,
 )
 from helpers import Harness, assistant, ok, tool, user
 
@@ -82,7 +82,7 @@ def test_sqlite_search_cost_stays_near_a_one_term_query(harness: Harness, backen
     conn = sqlite3.connect(str(tmp_path / "main.db"))
     try:
         def steps(query: str) -> int:
-            words, substrings = split_terms(query_terms(query))
+            sql, params = search_query("sqlite", query_terms(query), "q", 50, False)
             counted = [0]
 
             def tick() -> int:
@@ -90,8 +90,7 @@ def test_sqlite_search_cost_stays_near_a_one_term_query(harness: Harness, backen
                 return 0
 
             conn.set_progress_handler(tick, 100)
-            conn.execute(search_sql("sqlite", False, len(words), len(substrings)).replace("{t}", ""),
-                         search_params("sqlite", words, substrings, "q", 50)).fetchall()
+            conn.execute(sql.replace("{t}", ""), params).fetchall()
             conn.set_progress_handler(None, 0)
             return counted[0]
 
@@ -105,7 +104,7 @@ def test_sqlite_search_cost_stays_near_a_one_term_query(harness: Harness, backen
 
 def _vm_steps(conn: sqlite3.Connection, session_id: str, query: str) -> int:
     """The SQLite VM steps (in hundreds) of one search as the read model runs it."""
-    terms, substrings = split_terms(query_terms(query))
+    sql, params = search_query("sqlite", query_terms(query), session_id, 20, False)
     counted = [0]
 
     def tick() -> int:
@@ -113,8 +112,7 @@ def _vm_steps(conn: sqlite3.Connection, session_id: str, query: str) -> int:
         return 0
 
     conn.set_progress_handler(tick, 100)
-    conn.execute(search_sql("sqlite", False, len(terms), len(substrings)).replace("{t}", ""),
-                 search_params("sqlite", terms, substrings, session_id, 20)).fetchall()
+    conn.execute(sql.replace("{t}", ""), params).fetchall()
     conn.set_progress_handler(None, 0)
     return counted[0]
 

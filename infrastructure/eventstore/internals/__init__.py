@@ -1,20 +1,16 @@
-"""The three private names of eventsourcing this project uses, and nothing else of the
-library beneath its public API (ADR 0073, ``docs/storage.md``).
-
-``tests/unit/test_library_pin.py`` checks that each still exists on the installed
-release (any ``eventsourcing>=9.5,<10``) and that no other private name is used:
+"""The three private names of eventsourcing this project uses (ADR 0073,
+``docs/storage.md``); ``tests/unit/test_library_pin.py`` checks that each still exists
+on the installed release and that no other is used:
 
 * ``SQLiteApplicationRecorder._insert_events(c, stored_events, **kwargs)``: the insert
-  hook the library's own process recorder and its ``searchablecontent`` example
-  extend. Ours calls it, then writes the read-model rows and due snapshots through the
-  same cursor, in the events' transaction.
+  hook the library's process recorder and ``searchablecontent`` example extend; ours
+  then writes the read-model rows and due snapshots through the same cursor.
 * ``PostgresApplicationRecorder._fetch_ids_after_insert_events(curs, stored_events,
-  **kwargs)``: on PostgreSQL the ``_insert_events`` hook runs before the events' INSERT,
-  when their notification ids (which the read model's rows carry) do not exist yet;
-  this one runs after it, in the same transaction, still under the events lock.
-* ``Application._notify(recordings)``: how a ``Leader`` prompts its followers. A
-  command that lost a race is decided again and saved inside a transaction that holds
-  the writer lock (ADR 0021); its followers are told once that has committed.
+  **kwargs)``: ``_insert_events`` runs before the events' INSERT, when the notification
+  ids the read model's rows carry do not exist yet; this one runs after it, in the
+  same transaction, under the events lock.
+* ``Application._notify(recordings)``: how a ``Leader`` prompts its followers, after a
+  command that lost a race was saved under the writer lock (ADR 0021) and committed.
 """
 
 from __future__ import annotations

@@ -6,15 +6,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import MethodType
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from ...database import CHECK_FAILED, Cur, Dialect, PipelinedCur
+from ...database import CHECK_FAILED, Cur, Dialect, PipelinedCur, drop_dead_connections
+from .sqlite import CursorWriter, LockedWriter
 
 if TYPE_CHECKING:
     from ...readmodel import ReadModelProjector
-    from .sqlite import LockedWriter
 
 
 #: State bytes above which an append is not pipelined: psycopg's pipeline mode hung
@@ -26,10 +25,6 @@ PIPELINE_LIMIT = 4 * 2**20
 
 #: A statement that fails the transaction it runs in, so that its COMMIT rolls back.
 ROLL_BACK = "DO $$ BEGIN RAISE EXCEPTION 'the read-model projection failed: the append rolls back'; END $$"
-
-
-def _size(stored_events: Sequence[StoredEvent], snapshots: Any) -> int:
-    return sum(len(s.state) for s in stored_events) + sum(len(s.state) for s in snapshots or ())
 
 
 def postgres_recorder_class() -> type:
@@ -60,7 +55,13 @@ def postgres_recorder_class() -> type:
 
         def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
             writer = kwargs.get("locked_writer")
-            if writer is None and _size(stored_events, kwargs.get("snapshots")) < PIPELINE_LIMIT:
+            if writer is not None:
+                # Inside the writer's transaction, which holds the events lock already:
+                # the library's NOTIFY and INSERT, then the same hook as its own path.
+                writer.curs.execute(self.notify_statement)
+                writer.curs.execute(self.insert_events_statement, (pg_rows(self, stored_events),))
+                return self._fetch_ids_after_insert_events(writer.curs, stored_events, **kwargs)
+            if sum(len(s.state) for s in (*stored_events, *(kwargs.get("snapshots") or ()))) < PIPELINE_LIMIT:
                 failed: list[BaseException] = []
                 try:
                     # (undecorated, as the reads: ``without_inner_retries``)
@@ -73,22 +74,11 @@ def postgres_recorder_class() -> type:
                             raise cause from None
                         raise
                 # A check of the pipelined projection failed at the COMMIT (a read model
-                # that lags, a command id another session took): rolled back; the same
-                # append again on the careful path, which reads as it goes and decides.
-                with self.locked_writer() as plain:
-                    plain.lock()
-                    return self.insert_events(stored_events, **{**kwargs, "locked_writer": plain})
-            if writer is None:
-                # (too large for a pipeline: the same statements in a plain transaction)
-                with self.locked_writer() as plain:
-                    plain.lock()
-                    return self.insert_events(stored_events, **{**kwargs, "locked_writer": plain})
-            # Inside the writer's transaction, which holds the events lock already: the
-            # library's NOTIFY and INSERT, then the same hook as its own path.
-            curs = writer.curs
-            curs.execute(self.notify_statement)
-            curs.execute(self.insert_events_statement, (pg_rows(self, stored_events),))
-            return self._fetch_ids_after_insert_events(curs, stored_events, **kwargs)
+                # that lags, a command id another session took): rolled back.
+            # The careful path (also for states too large for a pipeline): the same
+            # statements in a plain transaction, which reads as it goes and decides.
+            with self.locked_writer() as plain:
+                return self.insert_events(stored_events, **{**kwargs, "locked_writer": plain})
 
         def _fetch_ids_after_insert_events(
             self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -102,12 +92,10 @@ def postgres_recorder_class() -> type:
                 if not conn.pgconn.pipeline_status:
                     self._write_rows(Cur(raw, self.dialect), ids, events, snapshots)
                     return ids
-                # The library's pipelined transaction: the rows join its pipeline and go
-                # with its sync before the COMMIT; the projection reads nothing back in
-                # the common case (``PipelinedCur.expect_one``). The library keeps an
-                # exception raised here until its transaction has ended, and that ends
-                # in a COMMIT: a refusal of ours must fail the transaction on the
-                # server, or the events would stay.
+                # The library's pipelined transaction: the rows join its pipeline. The
+                # library keeps an exception raised here until its transaction has ended
+                # in a COMMIT: a refusal of ours must fail the transaction on the server,
+                # or the events would stay.
                 try:
                     self._write_rows(PipelinedCur(raw, self.dialect), ids, events, snapshots)
                 except BaseException as exc:
@@ -128,30 +116,12 @@ def postgres_recorder_class() -> type:
         @contextmanager
         def locked_writer(self) -> Iterator[LockedWriter]:
             with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
-                yield _PostgresLockedWriter(self, curs)
-
-    class _PostgresLockedWriter:
-        def __init__(self, recorder: ProjectingPostgresRecorder, curs: Any) -> None:
-            self.recorder = recorder
-            self.curs = curs
-
-        def lock(self) -> None:
-            # The events lock every insert takes (the library's statements), held to
-            # the end: no other writer can insert meanwhile.
-            for statement in self.recorder.lock_table_statements:
-                self.curs.execute(statement)
-
-        def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
-            self.lock()
-            self.curs.execute(
-                self.recorder.select_events_statement
-                + SQL(" AND originator_version > %s ORDER BY originator_version ASC"),
-                (originator_id, version),
-            )
-            return [
-                StoredEvent(originator_id, row["originator_version"], row["topic"], bytes(row["state"]))
-                for row in self.curs.fetchall()
-            ]
+                # The events lock every insert takes (the library's statements), held to
+                # the end: no other writer can insert meanwhile.
+                for statement in self.lock_table_statements:
+                    curs.execute(statement)
+                after = self.select_events_statement + SQL(" AND originator_version > %s ORDER BY originator_version")
+                yield CursorWriter(curs, after, lambda originator_id: originator_id)
 
     return ProjectingPostgresRecorder
 
@@ -165,16 +135,10 @@ def pg_rows(recorder: Any, stored_events: Sequence[StoredEvent]) -> list[Any]:
 
 
 def without_inner_retries(recorder: Any) -> None:
-    """eventsourcing retries each PostgreSQL query ten times on an ``OperationalError``,
-    a lock wait that timed out among them; inside our own retries (loading a session,
-    the command loop) that made fifty lock waits of one command. The recorder's reads
-    are used without that decorator (its public ``__wrapped__``), as its insert is:
-    the callers' loops decide how often to try again after a lock wait. A read on a
-    pooled connection the server has closed (a restart, ``pg_terminate_backend``, an
-    idle timeout) is still tried again at once on a live one: the decorator did that
-    for every caller, and callers without a loop of their own (the event feed, the
-    attempt log, the library's subscription) would otherwise fail once per dead
-    connection in the pool."""
+    """The recorder's reads without eventsourcing's retry decorator (ten tries on any
+    ``OperationalError``, a lock wait among them; its public ``__wrapped__``), as its
+    insert is: the callers' loops decide. A read whose pooled connection the server
+    closed is still tried again at once, as the decorator did (docs/storage.md)."""
     for name in ("select_events", "select_notifications", "max_notification_id"):
         inner = getattr(getattr(type(recorder), name, None), "__wrapped__", None)
         if inner is not None:
@@ -187,17 +151,14 @@ READ_TRIES = 3
 
 def _reconnecting(inner: Any) -> Any:
     def read(recorder: Any, *args: Any, **kwargs: Any) -> Any:
-        for attempt in range(READ_TRIES):
+        for _ in range(READ_TRIES - 1):
             try:
                 return inner(recorder, *args, **kwargs)
             except Exception as exc:
-                if attempt == READ_TRIES - 1 or not connection_lost(exc):
+                if not connection_lost(exc):
                     raise
-                try:  # (psycopg_pool's public check: drops the closed idle connections)
-                    recorder.datastore.pool.check()
-                except Exception:  # noqa: BLE001 - the next try reports what is still wrong
-                    pass
-        raise AssertionError("unreachable")
+                drop_dead_connections(recorder.datastore)
+        return inner(recorder, *args, **kwargs)
 
     return read
 

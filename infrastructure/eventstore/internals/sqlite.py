@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
-from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteTransaction
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor
 
-from ...database import Cur, Dialect
+from ...database import Cur, Dialect, ImmediateTransaction
 
 if TYPE_CHECKING:
     from ...readmodel import ReadModelProjector
@@ -24,35 +24,22 @@ class LockedWriter(Protocol):
     def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]: ...
 
 
-class _ImmediateTransaction(SQLiteTransaction):
-    """The library's transaction (commit, rollback, error mapping), begun IMMEDIATE:
-    it takes the write lock before its first read."""
+class CursorWriter:
+    """The ``LockedWriter`` of both SQL engines: the locked transaction's cursor, the
+    statement that selects an aggregate's events above a version, and the aggregate id
+    as that statement binds it."""
 
-    def __enter__(self) -> SQLiteCursor:
-        cursor = self.connection.cursor()
-        cursor.execute("BEGIN IMMEDIATE")
-        return cursor
-
-
-class _SQLiteLockedWriter:
-    def __init__(self, recorder: ProjectingSQLiteRecorder, c: SQLiteCursor) -> None:
-        self.recorder = recorder
-        self.c = c
+    def __init__(self, curs: Any, events_after_sql: Any, bound_id: Callable[[UUID], Any]) -> None:
+        self.curs = curs
+        self.events_after_sql = events_after_sql
+        self.bound_id = bound_id
 
     def events_after(self, originator_id: UUID, version: int) -> list[StoredEvent]:
-        self.c.execute(
-            self.recorder.select_events_statement + "AND originator_version>? ORDER BY originator_version ASC",
-            (originator_id.hex, version),
-        )
+        self.curs.execute(self.events_after_sql, (self.bound_id(originator_id), version))
         return [
             StoredEvent(originator_id, row["originator_version"], row["topic"], bytes(row["state"]))
-            for row in self.c.fetchall()
+            for row in self.curs.fetchall()
         ]
-
-
-def _row(s: StoredEvent) -> tuple[Any, ...]:
-    oid = s.originator_id
-    return (oid.hex if isinstance(oid, UUID) else str(oid), s.originator_version, s.topic, s.state)
 
 
 class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
@@ -71,12 +58,13 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
         writer = kwargs.get("locked_writer")
         if writer is None:
             return super().insert_events(stored_events, **kwargs)
-        return self._insert_events(writer.c, stored_events, **kwargs)
+        return self._insert_events(writer.curs, stored_events, **kwargs)
 
     @contextmanager
     def locked_writer(self) -> Iterator[LockedWriter]:
-        with self.datastore.get_connection(commit=True) as conn, _ImmediateTransaction(conn, commit=True) as c, c:
-            yield _SQLiteLockedWriter(self, c)
+        after = self.select_events_statement + "AND originator_version>? ORDER BY originator_version ASC"
+        with self.datastore.get_connection(commit=True) as conn, ImmediateTransaction(conn, commit=True) as c, c:
+            yield CursorWriter(c, after, lambda originator_id: originator_id.hex)
 
     def _insert_events(
         self, c: SQLiteCursor, stored_events: Sequence[StoredEvent], **kwargs: Any
@@ -87,5 +75,6 @@ class ProjectingSQLiteRecorder(SQLiteApplicationRecorder):
             self.projector.project_inline(Cur(c.sqlite_cursor, self.dialect), ids, events)
         snapshots = kwargs.get("snapshots")
         if snapshots:
-            c.executemany(self.snapshot_recorder.insert_events_statement, [_row(s) for s in snapshots])
+            rows = [(s.originator_id.hex, s.originator_version, s.topic, s.state) for s in snapshots]
+            c.executemany(self.snapshot_recorder.insert_events_statement, rows)
         return ids
