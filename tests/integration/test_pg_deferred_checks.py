@@ -38,14 +38,7 @@ def test_a_read_model_that_lags_fails_the_check_and_the_append_goes_the_careful_
     # (the store's own read model: the bus's is the tree wrapper around it, ADR 0081)
     read_model = getattr(h.bus.services.read_model, "inner", h.bus.services.read_model)
     monkeypatch.setattr(read_model, "catch_up", lambda: 0)
-    failed: list[bool] = []
-    real = postgres.check_failed
-
-    def counted(exc: BaseException) -> bool:
-        failed.append(real(exc))
-        return failed[-1]
-
-    monkeypatch.setattr(postgres, "check_failed", counted)
+    failed = _counted_checks(monkeypatch)
     done = ok(h.do({"type": "append_messages", "session_id": "s", "command_id": "c9",
                     "messages": [user("after the lag"), user("and one more")]}))
     assert failed == [True], "the deferred check failed at the COMMIT and the append was decided again"
@@ -92,14 +85,7 @@ def test_ids_a_rolled_back_insert_took_are_stepped_over_without_the_careful_path
     with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:  # what a rolled-back INSERT leaves
         conn.execute(f"SELECT nextval(pg_get_serial_sequence('{events.qualified}', 'notification_id'))"
                      " FROM generate_series(1, 3)")
-    failed: list[bool] = []
-    real = postgres.check_failed
-
-    def counted(exc: BaseException) -> bool:
-        failed.append(real(exc))
-        return failed[-1]
-
-    monkeypatch.setattr(postgres, "check_failed", counted)
+    failed = _counted_checks(monkeypatch)
     if path == "careful":
         monkeypatch.setattr(postgres, "PIPELINE_LIMIT", 0)
     ok(h.do({"type": "append_messages", "session_id": "s", "messages": [user("after"), user("the gap")]}))
@@ -110,3 +96,16 @@ def test_ids_a_rolled_back_insert_took_are_stepped_over_without_the_careful_path
     assert position == ids[-1]
     assert h.query("SELECT seq FROM {t}rm_messages ORDER BY seq") == [(1,), (2,), (3,)]
     _rebuilt_equals_live(h)
+
+
+def _counted_checks(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Each deferred check's verdict, in order, as the append path sees it."""
+    failed: list[bool] = []
+    real = postgres.check_failed
+
+    def counted(exc: BaseException) -> bool:
+        failed.append(real(exc))
+        return failed[-1]
+
+    monkeypatch.setattr(postgres, "check_failed", counted)
+    return failed
