@@ -1,0 +1,125 @@
+"""Every loss reported by design (ADR 0099): a user's content-bearing sentence that no kind
+reads is a low-priority ``remark``, carried and reported like any item; a change that names
+its subject with other words flags the earlier value instead of leaving it current.
+
+The sentences here are this module's own (not any ``ctxc eval`` phrasing set)."""
+
+from __future__ import annotations
+
+from context_compaction.domain.checklist import checklist_items, remark
+from context_compaction.domain.ledger import MAX_REMARKS, Ledger, LedgerItem, extract, fair_order, verify
+from context_compaction.domain.summary import SourceEntry
+from backends import MakeHarness
+from helpers import ok
+
+
+def said(seq: int, text: str, role: str = "user") -> SourceEntry:
+    return SourceEntry(seq=seq, role=role, text=text)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def merged(*texts: str, role: str = "user") -> Ledger:
+    ledger, _ = Ledger().merge(extract([said(n + 1, t, role) for n, t in enumerate(texts)]))
+    return ledger
+
+
+def test_a_user_statement_no_kind_reads_is_a_remark_and_its_loss_is_reported() -> None:
+    text = "Squashed merges keep the history readable for the auditors."
+    ledger = merged(text)
+    [item] = [i for i in ledger.items if i.value == text]
+    assert item.kind == "remark" and item.seq == 1 and not item.anchors
+    _, report = verify("## Progress\nNone.", ledger, budget_tokens=0, count=words)
+    assert {"kind": "remark", "value": text, "seq": 1} in report.to_record()["dropped_items"]
+    assert report.items_total == report.in_summary + report.restored + report.dropped
+    # (the assistant's prose is not a remark: its decisions have their kind, ADR 0099)
+    assert not [i for i in merged(text, role="assistant").items if i.kind == "remark"]
+
+
+def test_questions_acknowledgements_requests_and_code_are_no_remarks() -> None:
+    for s in ("Why does the importer skip empty rows?", "Thanks, that fixed it!", "Sounds good, go ahead.",
+              "Run the suite again, the exporter test was flaky.", "Could you tidy the docstrings up a bit.",
+              "total = sum(line.amount for line in invoice)", "    if limit is not None and total > limit:",
+              "Good morning!", "The key is in .env/prod.env", "Here is the plan:"):
+        assert not remark(s), s
+    for s in ("Squashed merges keep the history readable.", "Tabs, not spaces.",
+              "Make sure every migration can be rolled back."):
+        assert remark(s), s
+
+
+def test_text_in_other_scripts_is_kept_whole() -> None:
+    for s in ("Die Abrechnung läuft über das neue Modul, nicht über das alte.",
+              "Счёт-фактуры всегда проверяет бухгалтерия.",
+              "日志里不要出现客户的邮箱地址",
+              "الفواتير تمر عبر الوحدة الجديدة دائما"):
+        [(kind, value, anchors)] = checklist_items(s, user=True)
+        assert value == s, (kind, value)
+        # (a subject word is a whole word of its script: never "uft" out of "läuft")
+        assert all(w in s.casefold() and f" {w.split()[0]}" in f" {s.casefold()}" for w in anchors), anchors
+
+
+def test_typed_items_come_before_remarks_and_remarks_are_bounded() -> None:
+    typed = LedgerItem("date", "The audit is on May 4.", 1, 1, anchors=("audit",))
+    remarks = [LedgerItem("remark", f"Remark number {n} about the importer.", n + 2, n + 2)
+               for n in range(MAX_REMARKS + 5)]
+    ledger, evicted = Ledger().merge([typed, *remarks])
+    assert fair_order(ledger.items)[0] == typed
+    assert sum(i.kind == "remark" for i in ledger.items) == MAX_REMARKS
+    # (the oldest leave first and are reported by the compaction that evicts them)
+    assert sorted(i.seq for i in evicted) == [r.seq for r in remarks[:5]]
+    # (room for the typed line and the heading it creates, not for one remark more)
+    room = words(typed.line()) + 1 + words("## Fact Checklist") + 2
+    _, report = verify("## Progress\nNone.", ledger, budget_tokens=room, count=words)
+    assert typed not in report.dropped_items and report.dropped == MAX_REMARKS
+
+
+def test_a_change_naming_its_subject_otherwise_flags_the_old_value() -> None:
+    ledger = merged("The licence budget is $3,400 a month.",
+                    "Actually, what procurement signed off is now $5,800 a month.")
+    old = next(i for i in ledger.items if "$3,400" in i.value)
+    assert old.doubt == 2 and "possibly superseded at seq 2" in old.line()
+    assert any("$5,800" in i.value for i in ledger.items) and not ledger.superseded
+    # (one of several values of that kind and type, sharing a subject word: that one)
+    ledger = merged("Priya Raman is our release manager.", "Aiko Tanaka is the on-call reviewer.",
+                    "Actually Marcus Bell runs the releases now.")
+    assert {i.value: i.doubt for i in ledger.items if i.kind == "person"} == {
+        "Priya Raman is our release manager.": 3, "Aiko Tanaka is the on-call reviewer.": None}
+
+
+def test_a_change_that_names_the_old_value_replaces_it_and_no_cue_flags_nothing() -> None:
+    ledger = merged("The licence budget is $3,400 a month.",
+                    "Procurement moved the spend from $3,400 a month to $5,800 a month.")
+    assert [i.value for i in ledger.superseded] == ["The licence budget is $3,400 a month."]
+    # (no word of change: two amounts of two things)
+    ledger = merged("The licence budget is $3,400 a month.", "The travel allowance is $900 a month.")
+    assert all(i.doubt is None for i in ledger.items) and not ledger.superseded
+    # ("now" alone is no change said outright: the one time value there is stays current)
+    ledger = merged("The nightly batch takes two hours.", "The new parser is much faster now, 40 ms per file.",
+                    role="assistant")
+    assert all(i.doubt is None for i in ledger.items)
+
+
+def test_a_1000_token_window_still_compacts_a_session_full_of_remarks(make_harness: MakeHarness) -> None:
+    h = make_harness("w", summarizer="extractive", models={"gpt-4o": {"token_limit": 1_000}})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    areas = "amber cobalt indigo scarlet ochre teal olive maroon coral ivory violet russet".split()
+    remarks, statuses, dropped = [], [], set()
+    for area in areas * 2:
+        remarks.append(f"Squashed merges keep the {area} history readable for the auditors.")
+        for message in ({"role": "user", "content": remarks[-1]},
+                        {"role": "assistant", "content": "I read the parser and its tests again; nothing changed there."}):
+            ok(h.do({"type": "append_messages", "session_id": "s", "messages": [message]}))
+            env = h.do({"type": "prepare_turn", "session_id": "s"})
+            compaction = (env["result"].get("compaction") or {}) if env["ok"] else {}
+            statuses.append(compaction.get("status") if env["ok"] else env["error"]["code"])
+            ledger = compaction.get("ledger") or {}
+            dropped |= {(d["kind"], d["value"]) for d in ledger.get("dropped_items", ())}
+    assert "compacted" in statuses and "summary_failed" not in statuses, statuses
+    context = "\n".join(str(m.get("content") or "") for m in
+                        ok(h.do({"type": "get_projection", "session_id": "s"}))["messages"])
+    # (every remark is in the context, or was reported when it left)
+    assert all(r in context or ("remark", r) in dropped for r in remarks)
+    assert any(kind == "remark" for kind, _ in dropped)
+    h.close()
