@@ -123,3 +123,9 @@ def test_a_1000_token_window_still_compacts_a_session_full_of_remarks(make_harne
     assert all(r in context or ("remark", r) in dropped for r in remarks)
     assert any(kind == "remark" for kind, _ in dropped)
     h.close()
+
+
+def test_a_topic_closing_a_run_on_sentence_goes_with_the_wish_after_it() -> None:
+    items = checklist_items("bump WORKER_COUNT to 6 as well for the changelog I'd rather we keep one line per fix")
+    assert ("preference", "for the changelog I'd rather we keep one line per fix") in {(k, v) for k, v, _ in items}
+    assert any(v == "bump WORKER_COUNT to 6 as well" for _, v, _ in items)
