@@ -81,7 +81,8 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
     same type as an earlier item of the same kind (an update: of any value kind), but no
     anchor and no rephrasing matched. A current value wrongly hidden is a loss, so the
     earlier value is *flagged* possibly superseded, never hidden on this evidence: the
-    ones that share a subject word with the change, else the one such value there is.
+    ones that share most of their subject words with the change, else the one such value
+    there is.
     Only when the change also names the old value ("from $3,400 to $5,800") is it
     replaced."""
     types = _value_types(item.value) - {"name"} or _value_types(item.value)
@@ -97,7 +98,10 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
         del by_key[k]
         superseded[k] = replace(o, key=f"seq {item.seq}")
         return replace(item, kind=o.kind) if item.kind in (UPDATE, STATEMENT) else item
-    shared = [(k, o) for k, o in candidates if mine & _key_words(o.value)]
+    # (more than half of the smaller set of subject words: one verb or one generic noun
+    # in common, "owns" or "budget", is two subjects)
+    shared = [(k, o) for k, o in candidates
+              if len(mine & (theirs := _key_words(o.value))) * 2 > min(len(mine), len(theirs))]
     # (the one value of that kind and type there is: only on a change said outright, not
     # on "now" alone — "the parser is faster now, 40 ms a file" changes no batch runtime)
     alone = candidates if len(candidates) == 1 and _CHANGE.search(_NOW.sub(" ", item.value)) else []
@@ -118,7 +122,7 @@ def _values(sentence: str) -> list[str]:
     return [m.group(0).strip() for p in (_AMOUNT, _DATE, _NAME) for m in p.finditer(sentence)]
 
 
-_NOW = re.compile(r"(?<!is )(?<!are )(?<!'s )(?<!'re )\bnow\b(?! is\b)(?! are\b)", re.I)
+_NOW = re.compile(r"(?<!\bis )(?<!\bare )(?<!'s )(?<!'re )\bnow\b(?! is\b)(?! are\b)", re.I)
 # (a change said outright, ADR 0099: general English words of change and correction; alone
 # they decide nothing, they allow a doubt flag on a value of the same kind and type)
 _CHANGE = re.compile(r"\b(?:actually|correction|update[sd]?|chang(?:e|ed|es|ing)|mov(?:e|ed|es|ing)|now|instead|"
