@@ -54,9 +54,10 @@ def _topic_to_wish(raw: list[str]) -> list[str]:
     return out
 
 
-# (a topic phrase with no stop after it, and the wish the splitter cut it from)
+# (a topic phrase closing a sentence, and the wish the splitter cut it from)
+# (no stop after it: "... for string formatting." is a sentence of its own, complete)
 _TRAILING_TOPIC = re.compile(r"\b(?:for|as for|regarding|when it comes to)\s+(?:the\s+|our\s+|my\s+|all\s+)?"
-                             r"[A-Za-z][\w.-]*(?:\s+[A-Za-z][\w.-]*){0,3}\s*,?\s*$", re.I)
+                             r"[A-Za-z](?:[\w.-]*\w)?(?:\s+[A-Za-z](?:[\w.-]*\w)?){0,3}\s*$", re.I)
 _WISH = re.compile(r"^\s*I(?:'d| would)\s+(?:rather|prefer)\b|^\s*I\s+(?:\w+ly\s+)?prefer\b")
 
 

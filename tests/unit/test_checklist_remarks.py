@@ -129,3 +129,6 @@ def test_a_topic_closing_a_run_on_sentence_goes_with_the_wish_after_it() -> None
     items = checklist_items("bump WORKER_COUNT to 6 as well for the changelog I'd rather we keep one line per fix")
     assert ("preference", "for the changelog I'd rather we keep one line per fix") in {(k, v) for k, v, _ in items}
     assert any(v == "bump WORKER_COUNT to 6 as well" for _, v, _ in items)
+    # (a topic closing a sentence with a stop is that sentence's own)
+    own = "The release lead is Marta Nowak for the mobile apps. I'd rather we keep one line per fix."
+    assert [v for _, v, _ in checklist_items(own)][0] == "The release lead is Marta Nowak for the mobile apps."
