@@ -86,7 +86,7 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
     Only when the change also names the old value ("from $3,400 to $5,800") is it
     replaced."""
     types = _value_types(item.value) - {"name"} or _value_types(item.value)
-    mine = _key_words(item.value)
+    mine = _key_words(_NAME.sub(" ", item.value))  # (a person's name is the value, never the subject)
     candidates = [(k, o) for k, o in unmatched
                   if o.kind in _VALUE_KINDS and o.seq < item.seq and o.doubt is None
                   and (o.kind == item.kind or bool({UPDATE, STATEMENT, "correction"} & {o.kind, item.kind}))
@@ -101,7 +101,7 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
     # (more than half of the smaller set of subject words: one verb or one generic noun
     # in common, "owns" or "budget", is two subjects)
     shared = [(k, o) for k, o in candidates
-              if len(mine & (theirs := _key_words(o.value))) * 2 > min(len(mine), len(theirs))]
+              if len(mine & (theirs := _key_words(_NAME.sub(" ", o.value)))) * 2 > min(len(mine), len(theirs))]
     # (the one value of that kind and type there is: only on a change said outright, not
     # on "now" alone — "the parser is faster now, 40 ms a file" changes no batch runtime)
     alone = candidates if len(candidates) == 1 and _CHANGE.search(_NOW.sub(" ", item.value)) else []
