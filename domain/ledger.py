@@ -340,8 +340,11 @@ def _user_items(e: SourceEntry) -> list[LedgerItem]:
     return out
 
 
-def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tuple[str, LedgerReport]:
-    """The summary with every missing ledger item written back that fits the budget.
+def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
+           remark_tokens: int | None = None) -> tuple[str, LedgerReport]:
+    """The summary with every missing ledger item written back that fits the budget;
+    remarks within ``remark_tokens`` of it besides (ADR 0099: a user's own words written
+    back whole must not keep a compaction from shrinking what it covers).
 
     Deterministic: the same summary, ledger and budget give the same text and report.
     """
@@ -355,7 +358,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tu
         else:
             missing.append(item)
     additions: dict[str, list[str]] = {}
-    spent = 0
+    spent = remarks = 0
     headings = {ln.strip() for ln in text.splitlines() if ln.startswith("## ")}
     written = ""  # the lines written back so far
     for item in fair_order(missing):
@@ -364,13 +367,15 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tu
         cost = count(line) + 1
         if heading not in additions and f"## {heading}" not in headings:
             cost += count(f"## {heading}") + 2  # (the heading this line creates, and its blank line)
-        if spent + cost > budget_tokens:
+        over = item.kind == REMARK and remark_tokens is not None and remarks + cost > remark_tokens
+        if spent + cost > budget_tokens or over:
             if present(written, item):  # (stated by a restored line: a fact in a correction)
                 report.restored += 1
             else:
                 report.dropped_items.append(item)
             continue
         spent += cost
+        remarks += cost if item.kind == REMARK else 0
         written += "\n" + line
         additions.setdefault(heading, []).append(line)
         report.restored += 1

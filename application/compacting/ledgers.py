@@ -89,6 +89,18 @@ def summary_input(previous_summary: str | None, previous_ledger: Mapping[str, An
                         ledger_budget(output_reserve, room))
 
 
+#: Remarks (ADR 0099) may take back at most this share of what a compaction covers:
+#: written back whole, a user's own sentences would otherwise make a summary of short
+#: messages as long as the messages, and the compaction would not shrink the context.
+REMARK_SHARE = 0.25
+
+
+def remark_budget(entries: Sequence[SourceEntry]) -> int:
+    """Tokens the written-back remarks may take: ``REMARK_SHARE`` of the covered text, at
+    a conservative 4 characters a token (no second tokenizer pass over the range)."""
+    return int(sum(len(e.text) for e in entries) / 4 * REMARK_SHARE)
+
+
 def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:
     """Every message a compaction covers, as the extractor reads it."""
     names: dict[str, str] = {}
@@ -126,8 +138,10 @@ def verify_summary(
     does not take them (the next compaction reads those messages as covered).
     """
     cleaned, _, removed = clean_citations(text, 1, last_seq)
-    ledger, evicted = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
-    verified, report = verify(cleaned, checked_ledger(ledger, retained), budget_tokens, count)
+    entries = covered_entries(covered)
+    ledger, evicted = Ledger.from_record(previous).merge(extract(entries))
+    verified, report = verify(cleaned, checked_ledger(ledger, retained), budget_tokens, count,
+                              remark_tokens=remark_budget(entries))
     # Left the bounded ledger: reported, not lost silently, and counted among the items
     # (items_total = in_summary + restored + dropped holds).
     report.dropped_items.extend(evicted)
