@@ -9,7 +9,9 @@ a value-less rule sentence takes the sentence before it that carries the value),
 seq, and its subject anchors — the content bigrams, acronyms, setting names and package
 names it is about. A later item of the same kind sharing an anchor with an earlier one
 supersedes it (``Ledger.merge``). Deterministic and offline; English cues. Text in other
-languages matches no cue and is not cut: it is kept whole where it is kept at all.
+languages matches no cue and is not cut: it is kept whole where it is kept at all. A
+user's sentence with content that no kind reads is a ``remark`` (ADR 0099): the lowest
+priority, but an item, so that its loss is reported like any other.
 
 This module reads one sentence (its kind, its anchors); the cue tables and the value and
 subject tests are in ``cues.py``, the joining of sentences into one statement in

@@ -28,7 +28,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     keyed by the seq that replaced them; an update takes the kind of the item it
     replaces. Only when the subject matches (ADR 0083): a change that shares part of a
     subject with an earlier value marks that one *possibly superseded* and keeps both;
-    a statement with no value of its own ("never exceed it") replaces no value.
+    a statement with no value of its own ("never exceed it") replaces no value; a change
+    that matches nothing may flag a value it names otherwise (``_named_otherwise``).
     (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
     mine = set(item.anchors)
     carries = _carries_value(item.value)
@@ -82,9 +83,8 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
     anchor and no rephrasing matched. A current value wrongly hidden is a loss, so the
     earlier value is *flagged* possibly superseded, never hidden on this evidence: the
     ones that share most of their subject words with the change, else the one such value
-    there is.
-    Only when the change also names the old value ("from $3,400 to $5,800") is it
-    replaced."""
+    there is. Only when the change also names the old value ("from $3,400 to $5,800") is
+    it replaced."""
     types = _value_types(item.value) - {"name"} or _value_types(item.value)
     mine = _key_words(_NAME.sub(" ", item.value))  # (a person's name is the value, never the subject)
     candidates = [(k, o) for k, o in unmatched
