@@ -352,13 +352,15 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
     text, report.marked_superseded = _mark_superseded(summary, ledger)
     stated = stated_text(text)
     missing = []
+    remarks = 0  # (the remarks' share holds for what the summary states too, not only for what is written back)
     for item in ledger.items:
         if present(stated, item):
             report.in_summary += 1
+            remarks += count(item.line()) + 1 if item.kind == REMARK else 0
         else:
             missing.append(item)
     additions: dict[str, list[str]] = {}
-    spent = remarks = 0
+    spent = 0
     headings = {ln.strip() for ln in text.splitlines() if ln.startswith("## ")}
     written = ""  # the lines written back so far
     for item in fair_order(missing):

@@ -15,6 +15,7 @@ from typing import Any
 
 from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
                                               stated_text, verify)
+from context_compaction.domain.cues import REMARK
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
 from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
@@ -157,5 +158,11 @@ def verify_summary(
                and not present(stated, i) and not present(verified, i)]
     report.dropped_items.extend(leaving)
     report.items_total += len(leaving)
+    # A remark the summary does not state has left the context (ADR 0099): reported once,
+    # here, then no longer carried; else every later compaction would report it again and
+    # every checkpoint would store it again (the raw history still holds it for recall).
+    gone = {(i.kind, i.value) for i in report.dropped_items if i.kind == REMARK}
+    if gone:
+        ledger = Ledger(tuple(i for i in ledger.items if (i.kind, i.value) not in gone), ledger.superseded)
     return VerifiedSummary(verified.strip(), ledger, report, removed,
                            {**ledger.to_record(), "report": report.to_record()})

@@ -132,3 +132,27 @@ def test_a_topic_closing_a_run_on_sentence_goes_with_the_wish_after_it() -> None
     # (a topic closing a sentence with a stop is that sentence's own)
     own = "The release lead is Marta Nowak for the mobile apps. I'd rather we keep one line per fix."
     assert [v for _, v, _ in checklist_items(own)][0] == "The release lead is Marta Nowak for the mobile apps."
+
+
+def test_a_remark_the_summary_leaves_out_is_reported_once_and_not_carried_after() -> None:
+    from context_compaction.application.compacting.ledgers import verify_summary
+
+    def msg(seq: int, text: str) -> dict:
+        return {"seq": seq, "role": "user", "content": text, "tool_calls": [], "steering": False}
+
+    text = "Squashed merges keep the history readable for the auditors."
+    first = verify_summary("## Progress\nNone.", previous=None, covered=[msg(1, text)], last_seq=1,
+                           budget_tokens=0, count=words)
+    assert [i.value for i in first.report.dropped_items] == [text]
+    # (it left the context: the stored ledger no longer carries it, so no later report repeats it)
+    assert text not in [i["value"] for i in first.record.get("items", [])]
+    again = verify_summary("## Progress\nNone.", previous=first.record, covered=[msg(2, "Fine.")], last_seq=2,
+                           budget_tokens=0, count=words)
+    assert text not in [i.value for i in again.report.dropped_items] and again.report.dropped == 0
+    # (one the summary states is still carried, and reported when a later summary leaves it out)
+    kept = verify_summary(f"## Progress\n- {text}", previous=None, covered=[msg(1, text)], last_seq=1,
+                          budget_tokens=0, count=words)
+    assert not kept.report.dropped_items and text in [i["value"] for i in kept.record["items"]]
+    later = verify_summary("## Progress\nNone.", previous=kept.record, covered=[msg(2, "Fine.")], last_seq=2,
+                           budget_tokens=0, count=words)
+    assert [i.value for i in later.report.dropped_items] == [text]
