@@ -82,17 +82,21 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
     same type as an earlier item of the same kind (an update: of any value kind), but no
     anchor and no rephrasing matched. A current value wrongly hidden is a loss, so the
     earlier value is *flagged* possibly superseded, never hidden on this evidence: the
-    ones that share most of their subject words with the change, else the one such value
-    there is. Only when the change also names the old value ("from $3,400 to $5,800") is
-    it replaced."""
+    ones that share most of their subject words with the change, or the one such value
+    there is when the change is said outright and shares a subject word with it. Only
+    when the change also shares most of the old item's subject words and names the old
+    value as what it changes from ("moved the licence budget from $3,400 to $5,800") is
+    it replaced: a value merely repeated ("my flight moved from March 3 to March 5")
+    is about another subject, and a hidden current value would be a silent loss."""
     types = _value_types(item.value) - {"name"} or _value_types(item.value)
     mine = _key_words(_NAME.sub(" ", item.value))  # (a person's name is the value, never the subject)
-    candidates = [(k, o) for k, o in unmatched
+    candidates = [(k, o, _key_words(_NAME.sub(" ", o.value))) for k, o in unmatched
                   if o.kind in _VALUE_KINDS and o.seq < item.seq and o.doubt is None
                   and (o.kind == item.kind or bool({UPDATE, STATEMENT, "correction"} & {o.kind, item.kind}))
                   and not _two_units(set(item.anchors), set(o.anchors)) and types & _value_types(o.value)
                   and not _caseless_fact(o.value) and (k in by_key)]
-    named = [(k, o) for k, o in candidates if _names_old_value(item.value, o.value)]
+    named = [(k, o) for k, o, theirs in candidates
+             if len(mine & theirs) * 2 > len(theirs) and _names_old_value(item.value, o.value)]
     if len(named) == 1:
         (k, o), = named
         del by_key[k]
@@ -100,22 +104,26 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
         return replace(item, kind=o.kind) if item.kind in (UPDATE, STATEMENT) else item
     # (more than half of the smaller set of subject words: one verb or one generic noun
     # in common, "owns" or "budget", is two subjects)
-    shared = [(k, o) for k, o in candidates
-              if len(mine & (theirs := _key_words(_NAME.sub(" ", o.value)))) * 2 > min(len(mine), len(theirs))]
+    shared = [(k, o) for k, o, theirs in candidates if len(mine & theirs) * 2 > min(len(mine), len(theirs))]
     # (the one value of that kind and type there is: only on a change said outright, not
-    # on "now" alone — "the parser is faster now, 40 ms a file" changes no batch runtime)
-    alone = candidates if len(candidates) == 1 and _CHANGE.search(_NOW.sub(" ", item.value)) else []
+    # on "now" alone — "the parser is faster now, 40 ms a file" changes no batch runtime —
+    # and about something the old value is about: "the team barbecue is now on June 12"
+    # changes no contract renewal)
+    alone = [(k, o) for k, o, theirs in candidates if mine & theirs] \
+        if len(candidates) == 1 and _CHANGE.search(_NOW.sub(" ", item.value)) else []
     for k, o in shared or alone:
         by_key[k] = replace(o, doubt=item.seq)
     return item
 
 
 def _names_old_value(new: str, old: str) -> bool:
-    """The change states the old value too, and a value besides it: "moved from March 3
-    to March 10" names what it replaces."""
+    """The change names the old value as what it changes from, and a new value besides:
+    "moved from March 3 to March 10" (a value merely repeated names nothing it replaces)."""
     olds = {v.casefold() for v in _values(old)}
     news = [v.casefold() for v in _values(new)]
-    return bool(olds) and olds <= set(news) and any(v not in olds for v in news)
+    if not olds or not olds <= set(news) or all(v in olds for v in news):
+        return False
+    return any(re.search(rf"\bfrom\s+{re.escape(v)}(?:\s+[\w-]+){{0,3}}?\s+(?:to|into)\b", new, re.I) for v in olds)
 
 
 def _values(sentence: str) -> list[str]:

@@ -77,7 +77,7 @@ def test_typed_items_come_before_remarks_and_remarks_are_bounded() -> None:
 
 def test_a_change_naming_its_subject_otherwise_flags_the_old_value() -> None:
     ledger = merged("The licence budget is $3,400 a month.",
-                    "Actually, what procurement signed off is now $5,800 a month.")
+                    "Actually, what procurement signed off for the licence is now $5,800 a month.")
     old = next(i for i in ledger.items if "$3,400" in i.value)
     assert old.doubt == 2 and "possibly superseded at seq 2" in old.line()
     assert any("$5,800" in i.value for i in ledger.items) and not ledger.superseded
@@ -90,7 +90,7 @@ def test_a_change_naming_its_subject_otherwise_flags_the_old_value() -> None:
 
 def test_a_change_that_names_the_old_value_replaces_it_and_no_cue_flags_nothing() -> None:
     ledger = merged("The licence budget is $3,400 a month.",
-                    "Procurement moved the spend from $3,400 a month to $5,800 a month.")
+                    "Procurement moved the licence budget from $3,400 a month to $5,800 a month.")
     assert [i.value for i in ledger.superseded] == ["The licence budget is $3,400 a month."]
     # (no word of change: two amounts of two things)
     ledger = merged("The licence budget is $3,400 a month.", "The travel allowance is $900 a month.")
@@ -156,3 +156,18 @@ def test_a_remark_the_summary_leaves_out_is_reported_once_and_not_carried_after(
     later = verify_summary("## Progress\nNone.", previous=kept.record, covered=[msg(2, "Fine.")], last_seq=2,
                            budget_tokens=0, count=words)
     assert [i.value for i in later.report.dropped_items] == [text]
+
+
+def test_a_value_merely_repeated_by_a_change_of_another_subject_is_neither_hidden_nor_flagged() -> None:
+    for old, new in (("The product launch is on March 3.", "My flight moved from March 3 to March 5, so I miss the party."),
+                     ("The hosting invoice is $400 a month.", "I moved $400 from savings into the holiday fund, it's $1,200 now."),
+                     ("Our sprint demo is on Thursday.",
+                      "Actually, my kid's parent-teacher meeting moved to Thursday afternoon instead of Wednesday."),
+                     ("The contract renewal is due on June 30.", "Update: the team barbecue is now on June 12."),
+                     ("The team offsite in Porto is on March 3.", "Actually, my dentist appointment got moved to March 10.")):
+        ledger = merged(old, new)
+        assert not ledger.superseded, (old, new)
+        assert [i.doubt for i in ledger.items if i.value == old] == [None], (old, new)
+    # (the same subject, from the old value to a new one: replaced)
+    ledger = merged("The product launch is on March 3.", "The product launch moved from March 3 to March 5.")
+    assert [i.value for i in ledger.superseded] == ["The product launch is on March 3."]
