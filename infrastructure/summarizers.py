@@ -238,6 +238,9 @@ def _tool_result_line(e: SourceEntry) -> str | None:
 
 class ExtractiveSummarizer:
     provider_kind = "extractive"
+    #: It reads the source and the checklist, never the prompt: the must-keep lines take
+    #: no room from its source (ADR 0099).
+    reads_prompt = False
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         previous = parse_sections(request.source.previous_summary or "")

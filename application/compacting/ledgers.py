@@ -49,15 +49,21 @@ def checklist_for(previous: Mapping[str, Any] | None, covered: Sequence[MessageR
     return tuple(fair_order(ledger.items))
 
 
-def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: Count) -> list[str]:
+def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: Count,
+                    remark_tokens: int | None = None) -> list[str]:
     """The checklist lines an LLM summary prompt carries, highest priority first, within
-    ``budget_tokens`` (the summary input gives up the same room)."""
-    out, spent = [], 0
+    ``budget_tokens`` (the summary input gives up the same room); remarks (ADR 0099) within
+    ``remark_tokens`` of it, the share the write-back gives them too."""
+    out, spent, remarks = [], 0, 0
     for item in checklist:
         line = item.line()
         cost = count(line) + 1
         if spent + cost > budget_tokens:
             break
+        if item.kind == REMARK:
+            if remark_tokens is not None and remarks + cost > remark_tokens:
+                continue
+            remarks += cost
         out.append(line)
         spent += cost
     return out
@@ -77,16 +83,20 @@ class SummaryInput:
 
 def summary_input(previous_summary: str | None, previous_ledger: Mapping[str, Any] | None,
                   covered: Sequence[MessageRecord], *, source_budget: int, output_reserve: int,
-                  room: int, count: Count) -> SummaryInput:
+                  room: int, count: Count, reads_prompt: bool = True) -> SummaryInput:
     """The one way a compaction and ``resummarize`` build a summary call: the checklist
     takes up to a third of the input budget as must-keep lines, the material the rest;
     ``room`` (what the window leaves beside the kept tail and the summary) bounds the
-    ledger's write-back."""
+    ledger's write-back. ``reads_prompt`` false (the extractive summarizer reads the
+    source and the checklist, never the prompt): the material keeps its whole budget."""
     checklist = checklist_for(previous_ledger, covered)
-    must_keep = must_keep_lines(checklist, source_budget // 3, count)
-    source = build_summary_source(previous_summary, covered, count=count,
-                                  budget_tokens=source_budget - sum(count(ln) + 1 for ln in must_keep))
-    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep), checklist,
+    lines = must_keep_lines(checklist, source_budget // 3, count, remark_budget(covered_entries(covered)))
+    remark_lines = {i.line() for i in checklist if i.kind == REMARK}
+    must_keep = [ln for ln in lines if ln not in remark_lines]
+    may_keep = [ln for ln in lines if ln in remark_lines]  # (remarks: lowest priority, said so in the prompt)
+    spent = sum(count(ln) + 1 for ln in lines) if reads_prompt else 0
+    source = build_summary_source(previous_summary, covered, count=count, budget_tokens=source_budget - spent)
+    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep, may_keep), checklist,
                         ledger_budget(output_reserve, room))
 
 

@@ -250,7 +250,8 @@ def prepare_summary(
     checkpoint = ctx.checkpoint
     built = summary_input(checkpoint.summary if checkpoint else None, checkpoint.ledger if checkpoint else None,
                           plan.summarize, source_budget=limits.source_budget, output_reserve=limits.output_reserve,
-                          room=room, count=count)  # issue 44
+                          room=room, count=count,  # issue 44
+                          reads_prompt=getattr(svc.summarizer, "reads_prompt", True))
     # (measured, not guessed: the request with a one-character summary is the rest of it)
     empty = draft_with(svc, turn, candidate_checkpoint(
         turn, summary=".", first_retained_seq=first, reason=reason, provider_kind="",

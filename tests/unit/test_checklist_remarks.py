@@ -21,6 +21,10 @@ def words(text: str) -> int:
     return len(text.split())
 
 
+def chars(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
 def merged(*texts: str, role: str = "user") -> Ledger:
     ledger, _ = Ledger().merge(extract([said(n + 1, t, role) for n, t in enumerate(texts)]))
     return ledger
@@ -171,3 +175,31 @@ def test_a_value_merely_repeated_by_a_change_of_another_subject_is_neither_hidde
     # (the same subject, from the old value to a new one: replaced)
     ledger = merged("The product launch is on March 3.", "The product launch moved from March 3 to March 5.")
     assert [i.value for i in ledger.superseded] == ["The product launch is on March 3."]
+
+
+_AREAS = "amber cobalt indigo scarlet ochre teal olive maroon coral ivory".split()
+
+
+def test_remarks_in_the_prompt_are_bounded_said_last_and_take_no_room_from_a_summarizer_that_reads_no_prompt() -> None:
+    from context_compaction.application.compacting.ledgers import REMARK_SHARE, summary_input
+
+    covered = [{"seq": n + 1, "role": "user", "tool_calls": [], "steering": False,
+                "content": f"My cousin remembers the {a} garden and the {b} kettle by the window."}
+               for n, (a, b) in enumerate((a, b) for a in _AREAS for b in _AREAS[:8])]
+    covered.append({"seq": len(covered) + 1, "role": "user", "tool_calls": [], "steering": False,
+                    "content": "The audit is on May 4."})
+
+    def build(reads_prompt: bool, budget: int):
+        return summary_input(None, None, covered, source_budget=budget, output_reserve=400, room=10_000, count=chars,
+                             reads_prompt=reads_prompt)
+
+    whole = build(False, 100_000).source.tokens  # (the whole material, with room to spare)
+    llm, extractive = build(True, whole + 100), build(False, whole + 100)
+    user = llm.prompt[-1]["content"]
+    must, may = user.split("<must_keep>")[1].split("</must_keep>")[0], user.split("<may_keep>")[1]
+    assert "The audit is on May 4." in must and "My cousin" not in must and "Lowest priority" in may
+    covered_tokens = sum(len(m["content"]) for m in covered) / 4  # (the share's own estimate)
+    remark_cost = sum(chars(ln) + 1 for ln in may.split("\n") if ln.startswith("- "))
+    assert 0 < remark_cost <= covered_tokens * REMARK_SHARE
+    # (the extractive summarizer never reads the prompt: its material is not shrunk for it)
+    assert extractive.source.omitted_messages == 0 and llm.source.omitted_messages > 0
