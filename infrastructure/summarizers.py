@@ -25,6 +25,7 @@ from context_compaction.domain.costs import Usage
 from context_compaction.domain.errors import InvalidCommand, SummaryFailed
 from context_compaction.domain.checklist import CHECKLIST_KINDS
 from context_compaction.domain.cues import REMARK
+from context_compaction.application.compacting.ledgers import remark_budget
 from context_compaction.domain.checklist import HEADING as CHECKLIST_HEADING
 from context_compaction.domain.ledger import LedgerItem
 from context_compaction.domain.summary import HEADINGS, TOOL_STATUS_UNKNOWN, SourceEntry, parse_sections
@@ -266,9 +267,10 @@ class ExtractiveSummarizer:
         # overshot on dense text counted with the x1.25 factor); else conservatively.
         count = request.count_tokens or (lambda text: len(text) // 2 + 1)
         limit = request.max_output_tokens
-        # (remarks, ADR 0099, within a quarter of the material: the summary must still shrink it)
+        # (remarks, ADR 0099, within a quarter of the messages covered, as the write-back
+        # counts it: not of the previous summary too, or each summary would grow the next's share)
         checklist = _checklist_section(request.checklist, int(limit * CHECKLIST_SHARE), count,
-                                       remarks=request.source.tokens // 4)
+                                       remarks=remark_budget(request.source.entries))
         if checklist:
             merged = _without_repeats(merged, checklist)
         text = self.render(merged, max_tokens=limit - count(checklist) - 4, count=count)
