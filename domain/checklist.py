@@ -214,7 +214,7 @@ def checklist_items(text: str, asked: str | None = None, *,
     ``user``: the user said it, so a content-bearing sentence no kind reads is a remark."""
     out = []
     for s in sentences(text, asked):
-        if len(s) < 8:
+        if len(s) < 8 and not (user and _CASELESS.search(s)):  # (six characters of Chinese say a lot)
             continue
         if is_follow_up(s, _has_value, subject_words) and not _PROGRESS.search(s):
             out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
@@ -264,13 +264,25 @@ def remark(sentence: str) -> bool:
     pasted tool output; with at least two content words of its own (in any script: no
     stop word, filler, path or identifier), or six characters of a caseless script."""
     s = sentence.strip()
-    if len(s) < 12 or s.endswith("?") or _REQUEST.match(s) or _ONE_OFF.match(s) or _code_like(s):
+    if s.endswith(("?", "\uff1f")) or _REQUEST.match(s) or _ONE_OFF.match(s) or _code_like(s):
         return False
     if _CASELESS.search(s):
         return sum(1 for ch in s if _CASELESS.match(ch)) >= 6
+    if len(s) < 12:
+        return False
     bare = _PATHISH.sub(" ", _without_exact(s))  # (the ledger's exact facts hold paths on their own)
     words = [w for w in _WORD.findall(bare) if (x := w.casefold()) not in _STOP and x not in _FILLER]
-    return len(words) >= 2 and not (_ACK.match(s) and len(words) <= 3)
+    if len(words) < 2:
+        return False
+    # (an acknowledgement followed by content is content: "Sure, grandma is deaf."; by
+    # thanks or praise it is still an acknowledgement: "Great, thanks for the quick fix.")
+    rest = s
+    while (m := _ACK.match(rest)) and m.end() < len(rest):
+        rest = rest[m.end():]
+    if rest is s:
+        return True
+    own = [w for w in _WORD.findall(rest) if (x := w.casefold()) not in _STOP and x not in _FILLER]
+    return len(own) >= 2 and not _PRAISE.search(rest) and not _THANKS.search(s)
 
 
 def _whole(sentence: str) -> str:
@@ -293,7 +305,7 @@ def _code_like(s: str) -> bool:
 _PATHISH = re.compile(r"\S*[/\\]\S*|(?<![\w.])[\w-]*\.[A-Za-z]\w{0,7}\b")
 # (a word in any script: letters only, three or more)
 _WORD = re.compile(r"[^\W\d_][^\W\d_'\u2019-]{2,}")
-_PLAIN = re.compile(r"[(\"'\u201c\u2018]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d\u2019]*|[\d$€£%.,:/-]+\w{0,3}[.,;:!?)]*|[-\u2013\u2014&]")
+_PLAIN = re.compile(r"[(\"'\u201c\u2018\u300c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d\u2019\u3001\u3002\u300d\uff01\uff0c\uff1a\uff1b\uff1f]*|[\d$€£%.,:/-]+\w{0,3}[.,;:!?)]*|[-\u2013\u2014&]")
 _CODE = re.compile(r"```|==|!=|=>|->|::|[{}]|;\s*$|^\s*(?:def|class|import|from \S+ import|return|raise|assert|"
                    r"elif|except|Traceback|PASSED|FAILED|ERROR|\$|>>>|#include|SELECT|INSERT|UPDATE \w+ SET)\b|"
                    r"^\s*[$>#]\s|\b\w+\s*=\s*\S|^\s*File \"|"
@@ -302,11 +314,19 @@ _CODE = re.compile(r"```|==|!=|=>|->|::|[{}]|;\s*$|^\s*(?:def|class|import|from 
 # (a one-off request to act now, said as an imperative: "Run the suite again", "Fix the
 # flaky test, it blocks the release"; its outcome is what the assistant reports. Not
 # "use", "keep", "make sure": those open standing instructions too)
-_ONE_OFF = re.compile(r"^\s*(?:(?:ok|okay|also|and|now|then|so|next|first|alright|oh|hey|right)[,]?\s+)?"
+# The verb must be followed by what a request's object opens with (a determiner, a
+# pronoun, a particle) or end the sentence: "Read access is all the auditors get",
+# "Show business people ...", "Try-hard ..." are statements.
+_ONE_OFF = re.compile(r"^\s*(?:(?:ok|okay|also|and|now|then|so|next|first|alright|oh|hey|right|please)[,]?\s+)?"
+                      r"(?:(?:go ahead|continue|proceed|let me|tell me|give me|look (?:at|into|for)|"
+                      r"summari[sz]e|undo|retry|restart|rebuild)\b|"
                       r"(?:re-?run|run|fix|check|look|try|add|remove|delete|rename|refactor|trim|show|open|read|"
-                      r"write|create|revert|install|debug|investigate|grep|paste|send|go ahead|continue|proceed|"
-                      r"retry|restart|rebuild|generate|implement|explain|summari[sz]e|undo|let me|tell me|give me)\b",
-                      re.I)
+                      r"write|create|revert|install|debug|investigate|grep|paste|send|generate|implement|explain)"
+                      r"(?:\s*[.!,]?\s*$|\s+(?:the|a|an|this|that|these|those|it|its|them|me|us|my|our|your|all|"
+                      r"every|each|some|any|both|up|out|again|in|on|for|with|whether|if|how|why|what|which|where|"
+                      r"once|now|quickly)\b))", re.I)
+_PRAISE = re.compile(r"\b(?:great|perfect|nice|awesome|worked|fixed|solved|done)\b", re.I)
+_THANKS = re.compile(r"\b(?:thanks|thank|thx|appreciated?|helpful|cheers)\b", re.I)
 # (an acknowledgement or a greeting: "Thanks, that fixed it", "Sounds good, go ahead")
 _ACK = re.compile(r"^\W*(?:thanks|thank you|thx|ty|ok|okay|great|perfect|nice|cool|awesome|lgtm|sounds good|"
                   r"looks good|got it|sure|yes|yep|yeah|no worries|hi|hello|hey|morning|cheers|brilliant|excellent|"

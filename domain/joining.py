@@ -24,7 +24,7 @@ def sentences(text: str, asked: str | None = None) -> list[str]:
     the subject and no value ("That's the budget cap.") are one statement; so is a
     value-less rule that points back at the value before it. ``asked``: the question
     that ended the message before (ADR 0096); an answer opening this one joins it."""
-    raw = _topic_to_wish([s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")])
+    raw = _topic_to_wish([s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")], text)
     if asked is not None and raw:
         if not _belongs_to(asked, raw[0]):
             asked = None
@@ -41,7 +41,7 @@ def sentences(text: str, asked: str | None = None) -> list[str]:
     return out
 
 
-def _topic_to_wish(raw: list[str]) -> list[str]:
+def _topic_to_wish(raw: list[str], text: str) -> list[str]:
     """A topic that closes a run-on sentence belongs to the wish after it (ADR 0099):
     "flip the timeout to 75s for string formatting" / "I'd rather we use f-strings" — the
     wish's subject is "string formatting", not the timeout's; a wish without it is about
@@ -49,7 +49,9 @@ def _topic_to_wish(raw: list[str]) -> list[str]:
     out = list(raw)
     for n in range(len(out) - 1):
         m = _TRAILING_TOPIC.search(out[n])
-        if m and m.start() > 0 and _WISH.match(out[n + 1]):
+        # (never across a line break: a bullet or a chat line is a whole of its own)
+        if m and m.start() > 0 and _WISH.match(out[n + 1]) \
+                and re.search(rf"{re.escape(out[n])}[ \t]+{re.escape(out[n + 1])}", text):
             out[n], out[n + 1] = out[n][: m.start()].rstrip(" ,;"), f"{m.group(0).strip()} {out[n + 1]}"
     return out
 

@@ -203,3 +203,20 @@ def test_remarks_in_the_prompt_are_bounded_said_last_and_take_no_room_from_a_sum
     assert 0 < remark_cost <= covered_tokens * REMARK_SHARE
     # (the extractive summarizer never reads the prompt: its material is not shrunk for it)
     assert extractive.source.omitted_messages == 0 and llm.source.omitted_messages > 0
+
+
+def test_statements_that_open_like_a_request_or_an_acknowledgement_are_remarks() -> None:
+    for s in ("Read access is all the external auditors get.", "Show business people rarely read the fine print.",
+              "Try-hard marketing copy puts our customers off.", "Sure, grandma is deaf.",
+              "数据库服务器放在会计的办公室里面。"):
+        assert remark(s), s
+    for s in ("Read the logs.", "Check whether the cache is warm.", "Great, thanks for the quick fix.",
+              "Thanks, that fixed it!", "这个问题为什么还没修好？"):
+        assert not remark(s), s
+    # (a short sentence of a caseless script is content too: six characters say a lot)
+    assert [k for k, _, _ in checklist_items("我对花生过敏。", user=True)] == ["remark"]
+
+
+def test_a_topic_never_joins_a_wish_across_a_line_break() -> None:
+    items = checklist_items("- bump WORKER_COUNT to 6 as well for the changelog\n- I'd rather we keep one line per fix")
+    assert "I'd rather we keep one line per fix" in {v for _, v, _ in items}
