@@ -214,7 +214,7 @@ def checklist_items(text: str, asked: str | None = None, *,
     ``user``: the user said it, so a content-bearing sentence no kind reads is a remark."""
     out = []
     for s in sentences(text, asked):
-        if len(s) < 8 and not (user and _CASELESS.search(s)):  # (six characters of Chinese say a lot)
+        if len(s) < 8 and not (user and _CASELESS.search(s)):  # (five characters of Chinese say a lot)
             continue
         if is_follow_up(s, _has_value, subject_words) and not _PROGRESS.search(s):
             out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
@@ -267,7 +267,7 @@ def remark(sentence: str) -> bool:
     if s.endswith(("?", "\uff1f")) or _REQUEST.match(s) or _ONE_OFF.match(s) or _code_like(s):
         return False
     if _CASELESS.search(s):
-        return sum(1 for ch in s if _CASELESS.match(ch)) >= 6
+        return sum(1 for ch in s if _CASELESS.match(ch)) >= 5
     if len(s) < 12:
         return False
     bare = _PATHISH.sub(" ", _without_exact(s))  # (the ledger's exact facts hold paths on their own)
@@ -303,8 +303,9 @@ def _code_like(s: str) -> bool:
 
 
 _PATHISH = re.compile(r"\S*[/\\]\S*|(?<![\w.])[\w-]*\.[A-Za-z]\w{0,7}\b")
-# (a word in any script: letters only, three or more)
-_WORD = re.compile(r"[^\W\d_][^\W\d_'\u2019-]{2,}")
+# (a word in any script: letters only, three or more; two in a non-Latin cased script,
+# where "не ем" is as much a sentence as "I don't eat")
+_WORD = re.compile(r"[^\W\d_][^\W\d_'\u2019-]{2,}|(?<![^\W\d_])[^\W\d_A-Za-z\u00c0-\u024f]{2}(?![^\W\d_])")
 _PLAIN = re.compile(r"[(\"'\u201c\u2018\u300c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d\u2019\u3001\u3002\u300d\uff01\uff0c\uff1a\uff1b\uff1f]*|[\d$€£%.,:/-]+\w{0,3}[.,;:!?)]*|[-\u2013\u2014&]")
 _CODE = re.compile(r"```|==|!=|=>|->|::|[{}]|;\s*$|^\s*(?:def|class|import|from \S+ import|return|raise|assert|"
                    r"elif|except|Traceback|PASSED|FAILED|ERROR|\$|>>>|#include|SELECT|INSERT|UPDATE \w+ SET)\b|"

@@ -208,13 +208,13 @@ def test_remarks_in_the_prompt_are_bounded_said_last_and_take_no_room_from_a_sum
 def test_statements_that_open_like_a_request_or_an_acknowledgement_are_remarks() -> None:
     for s in ("Read access is all the external auditors get.", "Show business people rarely read the fine print.",
               "Try-hard marketing copy puts our customers off.", "Sure, grandma is deaf.",
-              "数据库服务器放在会计的办公室里面。"):
+              "数据库服务器放在会计的办公室里面。", "Я не ем мясо."):
         assert remark(s), s
     for s in ("Read the logs.", "Check whether the cache is warm.", "Great, thanks for the quick fix.",
               "Thanks, that fixed it!", "这个问题为什么还没修好？"):
         assert not remark(s), s
-    # (a short sentence of a caseless script is content too: six characters say a lot)
-    assert [k for k, _, _ in checklist_items("我对花生过敏。", user=True)] == ["remark"]
+    # (a short sentence of a caseless script is content too: five characters say a lot)
+    assert [k for k, _, _ in checklist_items("我是素食者。", user=True)] == ["remark"]
 
 
 def test_a_topic_never_joins_a_wish_across_a_line_break() -> None:
