@@ -104,7 +104,7 @@ def _without_checklist() -> Iterator[None]:
     from context_compaction.domain import ledger
 
     saved = ledger.checklist_items
-    ledger.checklist_items = lambda text, asked=None: []
+    ledger.checklist_items = lambda text, asked=None, **_: []
     try:
         yield
     finally:

@@ -9,7 +9,9 @@ a value-less rule sentence takes the sentence before it that carries the value),
 seq, and its subject anchors — the content bigrams, acronyms, setting names and package
 names it is about. A later item of the same kind sharing an anchor with an earlier one
 supersedes it (``Ledger.merge``). Deterministic and offline; English cues. Text in other
-languages matches no cue and is not cut: it is kept whole where it is kept at all.
+languages matches no cue and is not cut: it is kept whole where it is kept at all. A
+user's sentence with content that no kind reads is a ``remark`` (ADR 0099): the lowest
+priority, but an item, so that its loss is reported like any other.
 
 This module reads one sentence (its kind, its anchors); the cue tables and the value and
 subject tests are in ``cues.py``, the joining of sentences into one statement in
@@ -22,15 +24,15 @@ import re
 
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _FILLER, _HEDGE, _NAME, _NOT_DONE, _PLEASE_NO, _REASON, _REQUEST,
                    _SETTING, _SOFT_PREFERENCE, _STOP, _UNIT, _UPDATE, _VERSION, _VERSION_FIRST, AMOUNT, DATE, DECISION,
-                   FOLLOW_UP, PERSON, PREFERENCE, QUESTION, RULE, SETTING_TEXT, STATEMENT, TASK, UPDATE, VERSIONED,
-                   _has_value, subject_words)
+                   FOLLOW_UP, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK, UPDATE,
+                   VERSIONED, WORD, _has_value, subject_words)
 from .followups import is_follow_up
 from .joining import _PROGRESS, _answer, _asks, sentences
-from .splitting import clip
+from .splitting import SENTENCE_CHARS, clip
 
 #: Checklist kinds, in the order a summary lists them (and their write-back priority).
 CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
-                   UPDATE, STATEMENT)
+                   UPDATE, STATEMENT, REMARK)
 HEADING = "Fact Checklist"
 
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
@@ -174,7 +176,8 @@ def _plain_anchors(sentence: str) -> set[str]:
     sentence = _HEDGE.sub(" | ", _REASON.split(sentence, maxsplit=1)[0])  # ("until further notice": talk)
     bare = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", sentence)))
     bare = bare[:1] + _VALUE_ENTITY.sub(" | ", bare[1:])
-    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|\|", bare)]
+    # (words of any script, whole: "läuft" is no "uft", ADR 0099)
+    words = [w.lower() for w in re.findall(rf"{WORD}|\|", bare)]
     for a, b in zip(words, words[1:]):
         if a not in _STOP and b not in _STOP and a not in _FILLER and b not in _FILLER and "|" not in (a, b) \
                 and len(a) > 2 and len(b) > 2:
@@ -204,12 +207,14 @@ _VERSION_WORDS = frozenset("version versions stay stays stayed staying pin pins 
                            "run production release everywhere don past beyond above below from off than under over before after".split())
 
 
-def checklist_items(text: str, asked: str | None = None) -> list[tuple[str, str, frozenset[str]]]:
+def checklist_items(text: str, asked: str | None = None, *,
+                    user: bool = False) -> list[tuple[str, str, frozenset[str]]]:
     """(kind, sentence, anchors) of the checklist sentences of one message; ``asked``: the
-    question the message before ended with (``asked_last``), which an answer joins."""
+    question the message before ended with (``asked_last``), which an answer joins;
+    ``user``: the user said it, so a content-bearing sentence no kind reads is a remark."""
     out = []
     for s in sentences(text, asked):
-        if len(s) < 8:
+        if len(s) < 8 and not (user and _CASELESS.search(s)):  # (five characters of Chinese say a lot)
             continue
         if is_follow_up(s, _has_value, subject_words) and not _PROGRESS.search(s):
             out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
@@ -218,6 +223,9 @@ def checklist_items(text: str, asked: str | None = None) -> list[tuple[str, str,
         if kind is None and _caseless_fact(s):
             kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
             out.append((kind, clip(s), frozenset()))
+            continue
+        if kind is None and user and remark(s):
+            out.append((REMARK, _whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
             continue
         if kind is not None:
             out.append((kind, clip(s), anchors(s, kind)))
@@ -247,3 +255,80 @@ _IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
 # units, not two values of one: the number names the unit)
 _STEP = re.compile(r"\b(?:step|phase|stage|module|part|ticket|milestone|batch) \d+(?: of \d+)?\b", re.I)
 _IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
+
+
+def remark(sentence: str) -> bool:
+    """A content-bearing sentence of the user's that no kind reads (ADR 0099): a statement
+    or a standing instruction, not a question, not a one-off request ("Run it again",
+    "Could you ...", "Please ..."), not an acknowledgement or a greeting, not code or a
+    pasted tool output; with at least two content words of its own (in any script: no
+    stop word, filler, path or identifier), or six characters of a caseless script."""
+    s = sentence.strip()
+    if s.endswith(("?", "\uff1f")) or _REQUEST.match(s) or _ONE_OFF.match(s) or _code_like(s):
+        return False
+    if _CASELESS.search(s):
+        return sum(1 for ch in s if _CASELESS.match(ch)) >= 5
+    if len(s) < 12:
+        return False
+    bare = _PATHISH.sub(" ", _without_exact(s))  # (the ledger's exact facts hold paths on their own)
+    words = [w for w in _WORD.findall(bare) if (x := w.casefold()) not in _STOP and x not in _FILLER]
+    if len(words) < 2:
+        return False
+    # (an acknowledgement followed by content is content: "Sure, grandma is deaf."; by
+    # thanks or praise it is still an acknowledgement: "Great, thanks for the quick fix.")
+    rest = s
+    while (m := _ACK.match(rest)) and m.end() < len(rest):
+        rest = rest[m.end():]
+    if rest is s:
+        return True
+    own = [w for w in _WORD.findall(rest) if (x := w.casefold()) not in _STOP and x not in _FILLER]
+    return len(own) >= 2 and not _PRAISE.search(rest) and not _THANKS.search(s)
+
+
+def _whole(sentence: str) -> str:
+    """A remark as said: whole up to twice a sentence's usual bound (text in another
+    script is never cut), beyond that clipped around its values like any sentence."""
+    text = " ".join(sentence.split())
+    return text if len(text) <= 2 * SENTENCE_CHARS else clip(text)
+
+
+def _code_like(s: str) -> bool:
+    """Code, a command or a pasted tool line rather than prose: code punctuation, a
+    keyword or prompt at its start, or fewer than 60 % of its tokens plain words."""
+    if _CODE.search(s):
+        return True
+    tokens = s.split()
+    plain = sum(1 for t in tokens if _PLAIN.fullmatch(t))
+    return plain * 10 < len(tokens) * 6
+
+
+_PATHISH = re.compile(r"\S*[/\\]\S*|(?<![\w.])[\w-]*\.[A-Za-z]\w{0,7}\b")
+# (a word in any script: letters only, three or more; two in a non-Latin cased script,
+# where "не ем" is as much a sentence as "I don't eat")
+_WORD = re.compile(r"[^\W\d_][^\W\d_'\u2019-]{2,}|(?<![^\W\d_])[^\W\d_A-Za-z\u00c0-\u024f]{2}(?![^\W\d_])")
+_PLAIN = re.compile(r"[(\"'\u201c\u2018\u300c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d\u2019\u3001\u3002\u300d\uff01\uff0c\uff1a\uff1b\uff1f]*|[\d$€£%.,:/-]+\w{0,3}[.,;:!?)]*|[-\u2013\u2014&]")
+_CODE = re.compile(r"```|==|!=|=>|->|::|[{}]|;\s*$|^\s*(?:def|class|import|from \S+ import|return|raise|assert|"
+                   r"elif|except|Traceback|PASSED|FAILED|ERROR|\$|>>>|#include|SELECT|INSERT|UPDATE \w+ SET)\b|"
+                   r"^\s*[$>#]\s|\b\w+\s*=\s*\S|^\s*File \"|"
+                   # (a block opener, or a line that only introduces what follows: "Here's the plan:")
+                   r"^\s*(?:if|for|while|with|else|try|async|await|lambda)\b.*:\s*$|:\s*$", re.M)
+# (a one-off request to act now, said as an imperative: "Run the suite again", "Fix the
+# flaky test, it blocks the release"; its outcome is what the assistant reports. Not
+# "use", "keep", "make sure": those open standing instructions too)
+# The verb must be followed by what a request's object opens with (a determiner, a
+# pronoun, a particle) or end the sentence: "Read access is all the auditors get",
+# "Show business people ...", "Try-hard ..." are statements.
+_ONE_OFF = re.compile(r"^\s*(?:(?:ok|okay|also|and|now|then|so|next|first|alright|oh|hey|right|please)[,]?\s+)?"
+                      r"(?:(?:go ahead|continue|proceed|let me|tell me|give me|look (?:at|into|for)|"
+                      r"summari[sz]e|undo|retry|restart|rebuild)\b|"
+                      r"(?:re-?run|run|fix|check|look|try|add|remove|delete|rename|refactor|trim|show|open|read|"
+                      r"write|create|revert|install|debug|investigate|grep|paste|send|generate|implement|explain)"
+                      r"(?:\s*[.!,]?\s*$|\s+(?:the|a|an|this|that|these|those|it|its|them|me|us|my|our|your|all|"
+                      r"every|each|some|any|both|up|out|again|in|on|for|with|whether|if|how|why|what|which|where|"
+                      r"once|now|quickly)\b))", re.I)
+_PRAISE = re.compile(r"\b(?:great|perfect|nice|awesome|worked|fixed|solved|done)\b", re.I)
+_THANKS = re.compile(r"\b(?:thanks|thank|thx|appreciated?|helpful|cheers)\b", re.I)
+# (an acknowledgement or a greeting: "Thanks, that fixed it", "Sounds good, go ahead")
+_ACK = re.compile(r"^\W*(?:thanks|thank you|thx|ty|ok|okay|great|perfect|nice|cool|awesome|lgtm|sounds good|"
+                  r"looks good|got it|sure|yes|yep|yeah|no worries|hi|hello|hey|morning|cheers|brilliant|excellent|"
+                  r"sweet|good|fine|alright|right|understood|noted|makes sense|agreed|wow|oops|sorry|ah|oh)\b", re.I)

@@ -26,6 +26,10 @@ FOLLOW_UP = "follow_up"
 #: A salient sentence no cue names (ADR 0083): it carries a value or a named entity, a
 #: commitment or a reason, and a subject of its own. People say facts without cue words.
 STATEMENT = "statement"
+#: Any other content-bearing sentence a user states (ADR 0099): no cue, no value, no name
+#: reads it, yet it is theirs. The lowest priority, never superseded by a guess; it is
+#: there so that its loss, too, is reported.
+REMARK = "remark"
 
 _NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
              r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
@@ -172,10 +176,14 @@ def subject_words(s: str) -> list[str]:
     # (an amount's rate is part of the value: "$40 an hour" is about nothing called "hour")
     s = _RATE.sub(" ", s)
     bare = _DATE.sub(" ", _AMOUNT.sub(" ", _NAME.sub(" ", _VERSION_ANY.sub(" ", s))))
-    return [w for w in (x.lower() for x in re.findall(r"[A-Za-z][A-Za-z'-]+", bare))
+    return [w for w in (x.lower() for x in re.findall(WORD, bare))
             if len(w) > 2 and w not in _STOP and w not in _FILLER]
 
 
+#: A word of a cased script, whole (ADR 0099): "läuft" is no "uft"; a caseless script
+#: (CJK, Thai) has no words to these rules and is kept whole instead.
+_LETTER = r"[^\W\d_\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
+WORD = rf"{_LETTER}(?:{_LETTER}|['-])+"
 _VERSION_ANY = re.compile(r"\bv?\d+(?:\.\d+)+\b")
 _RATE = re.compile(rf"(?:{_AMOUNT.pattern})\s+(?:a|an|per|each|every)\s+"
                    r"(?:second|minute|hour|day|night|week|month|quarter|year|user|seat|request|run)s?\b", re.I)

@@ -24,7 +24,7 @@ def sentences(text: str, asked: str | None = None) -> list[str]:
     the subject and no value ("That's the budget cap.") are one statement; so is a
     value-less rule that points back at the value before it. ``asked``: the question
     that ended the message before (ADR 0096); an answer opening this one joins it."""
-    raw = [s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")]
+    raw = _topic_to_wish([s.strip(" -*\t") for s in split_raw(text) if s and s.strip(" -*\t")], text)
     if asked is not None and raw:
         if not _belongs_to(asked, raw[0]):
             asked = None
@@ -39,6 +39,28 @@ def sentences(text: str, asked: str | None = None) -> list[str]:
     if asked is not None and out and out[0] == asked:
         out.pop(0)  # (not joined after all: the question was the other message's)
     return out
+
+
+def _topic_to_wish(raw: list[str], text: str) -> list[str]:
+    """A topic that closes a run-on sentence belongs to the wish after it (ADR 0099):
+    "flip the timeout to 75s for string formatting" / "I'd rather we use f-strings" — the
+    wish's subject is "string formatting", not the timeout's; a wish without it is about
+    nothing, so neither kept nor reported as what it is."""
+    out = list(raw)
+    for n in range(len(out) - 1):
+        m = _TRAILING_TOPIC.search(out[n])
+        # (never across a line break: a bullet or a chat line is a whole of its own)
+        if m and m.start() > 0 and _WISH.match(out[n + 1]) \
+                and re.search(rf"{re.escape(out[n])}[ \t]+{re.escape(out[n + 1])}", text):
+            out[n], out[n + 1] = out[n][: m.start()].rstrip(" ,;"), f"{m.group(0).strip()} {out[n + 1]}"
+    return out
+
+
+# (a topic phrase closing a sentence, and the wish the splitter cut it from)
+# (no stop after it: "... for string formatting." is a sentence of its own, complete)
+_TRAILING_TOPIC = re.compile(r"\b(?:for|as for|regarding|when it comes to)\s+(?:the\s+|our\s+|my\s+|all\s+)?"
+                             r"[A-Za-z](?:[\w.-]*\w)?(?:\s+[A-Za-z](?:[\w.-]*\w)?){0,3}\s*$", re.I)
+_WISH = re.compile(r"^\s*I(?:'d| would)\s+(?:rather|prefer)\b|^\s*I\s+(?:\w+ly\s+)?prefer\b")
 
 
 def asked_last(text: str) -> str | None:

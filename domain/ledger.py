@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items
-from .cues import FOLLOW_UP, UPDATE
+from .cues import FOLLOW_UP, REMARK, UPDATE
 from .followups import resolve
 from .joining import asked_last, sentences
 from .splitting import clip
@@ -44,6 +44,10 @@ FACTS_HEADING = "Exact Facts"
 #: Bound of a ledger carried in every checkpoint; beyond it the oldest, rarest facts
 #: leave it (reported dropped by the compaction that evicts them).
 MAX_ITEMS = 1000  # (600 before the checklist, issue 44: its statements come beside the facts)
+#: Of which remarks (ADR 0099), the newest: every user sentence with content is one, so
+#: they are bounded apart, and the oldest leave first (reported by the compaction that
+#: evicts them); the ledger record and each report's ``dropped_items`` stay bounded.
+MAX_REMARKS = 150
 
 _CONSTRAINT = re.compile(
     r"\b(must|must not|do not|don't|never|always|only use|make sure|required|"
@@ -169,6 +173,11 @@ class Ledger:
             by_key[k] = item
         items = sorted(by_key.values(), key=priority)
         kept, evicted = items[:MAX_ITEMS], items[MAX_ITEMS:]
+        remarks = [i for i in kept if i.kind == REMARK]  # (newest first: ``priority``)
+        if len(remarks) > MAX_REMARKS:
+            old = set(map(id, remarks[MAX_REMARKS:]))
+            evicted = [i for i in kept if id(i) in old] + evicted
+            kept = [i for i in kept if id(i) not in old]
         kept.sort(key=lambda i: (i.first_seq, KINDS.index(i.kind), i.value))
         newest_super = sorted(superseded.values(), key=lambda i: -i.seq)[:MAX_ITEMS]
         return Ledger(tuple(kept), tuple(sorted(newest_super, key=lambda i: i.seq))), evicted
@@ -176,7 +185,7 @@ class Ledger:
 
 #: Kinds whose subject may be said in other words (ADR 0096): asked to supersede even
 #: with no content bigram ("When's the freeze? March 3." has none).
-_REPHRASABLE = frozenset((*SUPERSEDING, UPDATE, CONSTRAINT))
+_REPHRASABLE = frozenset((*SUPERSEDING, UPDATE, CONSTRAINT, CORRECTION))  # (a correction: ADR 0099)
 
 
 @dataclass
@@ -219,9 +228,11 @@ def _by(item: LedgerItem) -> dict[str, int]:
 
 def priority(item: LedgerItem) -> tuple[int, int, int, str]:
     """Corrections, then constraints and rules, then the other checklist items and the
-    exact facts together; newer first, then more frequent."""
+    exact facts together, then remarks; newer first, then more frequent."""
     if item.kind in (CORRECTION, CONSTRAINT, "rule"):
         group = 0 if item.kind == CORRECTION else 1
+    elif item.kind == REMARK:
+        group = 3  # (ADR 0099: whatever no kind reads comes after every kind)
     else:
         group = 2  # (the checklist and exact facts by recency: neither crowds the other out)
     return (group, -item.seq, -item.count, item.value)
@@ -263,7 +274,7 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
             # (a user's rule is one of their constraints, under that heading)
             corrections = {_squash(i.value) for i in said if i.kind == CORRECTION}
             question = asked[0] if asked else None
-            for kind, value, a in checklist_items(e.text, question):
+            for kind, value, a in checklist_items(e.text, question, user=e.role == "user"):
                 if _squash(value) in corrections:
                     continue
                 # (an answer joined to the question before it was first said at the question)
@@ -288,7 +299,7 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
 def _kind_of(kind: str, value: str, role: str) -> str:
     """A user's rule is one of their constraints, under that heading; so is a statement
     of theirs that a constraint word marks ("You must not touch the public API.")."""
-    if role == "user" and (kind == "rule" or (kind == "statement" and _CONSTRAINT.search(value))):
+    if role == "user" and (kind == "rule" or (kind in ("statement", REMARK) and _CONSTRAINT.search(value))):
         return CONSTRAINT
     return kind
 
@@ -329,8 +340,11 @@ def _user_items(e: SourceEntry) -> list[LedgerItem]:
     return out
 
 
-def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tuple[str, LedgerReport]:
-    """The summary with every missing ledger item written back that fits the budget.
+def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
+           remark_tokens: int | None = None) -> tuple[str, LedgerReport]:
+    """The summary with every missing ledger item written back that fits the budget;
+    remarks within ``remark_tokens`` of it besides (ADR 0099: a user's own words written
+    back whole must not keep a compaction from shrinking what it covers).
 
     Deterministic: the same summary, ledger and budget give the same text and report.
     """
@@ -338,9 +352,11 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tu
     text, report.marked_superseded = _mark_superseded(summary, ledger)
     stated = stated_text(text)
     missing = []
+    remarks = 0  # (the remarks' share holds for what the summary states too, not only for what is written back)
     for item in ledger.items:
         if present(stated, item):
             report.in_summary += 1
+            remarks += count(item.line()) + 1 if item.kind == REMARK else 0
         else:
             missing.append(item)
     additions: dict[str, list[str]] = {}
@@ -353,13 +369,15 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count) -> tu
         cost = count(line) + 1
         if heading not in additions and f"## {heading}" not in headings:
             cost += count(f"## {heading}") + 2  # (the heading this line creates, and its blank line)
-        if spent + cost > budget_tokens:
+        over = item.kind == REMARK and remark_tokens is not None and remarks + cost > remark_tokens
+        if spent + cost > budget_tokens or over:
             if present(written, item):  # (stated by a restored line: a fact in a correction)
                 report.restored += 1
             else:
                 report.dropped_items.append(item)
             continue
         spent += cost
+        remarks += cost if item.kind == REMARK else 0
         written += "\n" + line
         additions.setdefault(heading, []).append(line)
         report.restored += 1

@@ -290,9 +290,11 @@ Rules:
 PROMPT_VERSION = "p-" + hashlib.sha256(SYSTEM_PROMPT.encode()).hexdigest()[:10]
 
 
-def summary_prompt(source: SummarySource, max_tokens: int, must_keep: Sequence[str] = ()) -> list[dict[str, str]]:
+def summary_prompt(source: SummarySource, max_tokens: int, must_keep: Sequence[str] = (),
+                   may_keep: Sequence[str] = ()) -> list[dict[str, str]]:
     """The one summary request (spec §10.1): system rules + the bounded material, and the
-    checklist items the summary must keep (issue 44; verified after the call)."""
+    checklist items the summary must keep (issue 44; verified after the call); ``may_keep``:
+    the user's remarks (ADR 0099), kept only where the token limit leaves room."""
     system = SYSTEM_PROMPT.format(
         headings="\n".join(f"## {h}" for h in HEADINGS), max_tokens=max_tokens
     )
@@ -304,12 +306,16 @@ def summary_prompt(source: SummarySource, max_tokens: int, must_keep: Sequence[s
         user += ("\n\n<must_keep>\nState each of these in the summary (current values; later ones "
                  "replace earlier ones):\n" + "\n".join(_MUST_KEEP_TAG.sub(r"&lt;\1", ln) for ln in must_keep)
                  + "\n</must_keep>")
+    if may_keep:
+        user += ("\n\n<may_keep>\nLowest priority: the user's own remarks, newest first. Keep those that "
+                 "fit after everything above and within the token limit; leave out the rest:\n"
+                 + "\n".join(_MUST_KEEP_TAG.sub(r"&lt;\1", ln) for ln in may_keep) + "\n</may_keep>")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 #: A line quoting the block's own tag would close it and speak as the prompt (the lines are
 #: history: a user may have written anything): its ``<`` is escaped.
-_MUST_KEEP_TAG = re.compile(r"<(\s*/?\s*must_keep)", re.I)
+_MUST_KEEP_TAG = re.compile(r"<(\s*/?\s*m(?:ust|ay)_keep)", re.I)
 
 
 def prompt_overhead(count: Count, max_tokens: int) -> int:

@@ -28,10 +28,13 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     keyed by the seq that replaced them; an update takes the kind of the item it
     replaces. Only when the subject matches (ADR 0083): a change that shares part of a
     subject with an earlier value marks that one *possibly superseded* and keeps both;
-    a statement with no value of its own ("never exceed it") replaces no value.
+    a statement with no value of its own ("never exceed it") replaces no value; a change
+    that matches nothing may flag a value it names otherwise (``_named_otherwise``).
     (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
     mine = set(item.anchors)
     carries = _carries_value(item.value)
+    unmatched: list[tuple[tuple[str, str], Item]] = []  # (no subject in common: ADR 0099's doubt)
+    matched = False
     for other_k, other in list(by_key.items()):
         if other.kind == "setting" and other.key in mine and other.seq <= item.seq and f"{other.key}=" not in item.value:
             # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16.")
@@ -45,6 +48,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             # (no shared anchor: the same subject said in other words (ADR 0096), or none)
             if not (carries and other.kind in _VALUE_KINDS and not _two_units(mine, theirs)
                     and _rephrased(item.value, other.value)):
+                unmatched.append((other_k, other))
                 continue
         elif not carries and _carries_value(other.value):
             continue
@@ -52,7 +56,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                                                       and _rephrased(item.value, other.value)):
             if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
+                matched = True
+            else:
+                unmatched.append((other_k, other))
             continue
+        matched = True
         if item.kind in (UPDATE, STATEMENT) and other.kind not in (UPDATE, STATEMENT):
             item = replace(item, kind=other.kind)
         # (a correction replaces what it corrects, and is replaced by the next change,
@@ -61,7 +69,75 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
+    if not matched and carries and _CHANGE.search(item.value):
+        item = _named_otherwise(item, unmatched, by_key, superseded)
     return item
+
+
+def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
+                     by_key: dict[tuple[str, str], Item], superseded: dict[tuple[str, str], Item]) -> Item:
+    """A change that names its subject with other words than the value it changes (ADR
+    0099): "the licence budget is $3,400 a month" / "actually, what procurement signed
+    off is now $5,800 a month". It says it changes something and carries a value of the
+    same type as an earlier item of the same kind (an update: of any value kind), but no
+    anchor and no rephrasing matched. A current value wrongly hidden is a loss, so the
+    earlier value is *flagged* possibly superseded, never hidden on this evidence: the
+    ones that share most of their subject words with the change, or the one such value
+    there is when the change is said outright and shares a subject word with it. Only
+    when the change also shares most of the old item's subject words and names the old
+    value as what it changes from ("moved the licence budget from $3,400 to $5,800") is
+    it replaced: a value merely repeated ("my flight moved from March 3 to March 5")
+    is about another subject, and a hidden current value would be a silent loss."""
+    types = _value_types(item.value) - {"name"} or _value_types(item.value)
+    mine = _key_words(_NAME.sub(" ", item.value))  # (a person's name is the value, never the subject)
+    candidates = [(k, o, _key_words(_NAME.sub(" ", o.value))) for k, o in unmatched
+                  if o.kind in _VALUE_KINDS and o.seq < item.seq and o.doubt is None
+                  and (o.kind == item.kind or bool({UPDATE, STATEMENT, "correction"} & {o.kind, item.kind}))
+                  and not _two_units(set(item.anchors), set(o.anchors)) and types & _value_types(o.value)
+                  and not _caseless_fact(o.value) and (k in by_key)]
+    named = [(k, o) for k, o, theirs in candidates
+             if len(mine & theirs) * 2 > len(theirs) and _names_old_value(item.value, o.value)]
+    if len(named) == 1:
+        (k, o), = named
+        del by_key[k]
+        superseded[k] = replace(o, key=f"seq {item.seq}")
+        return replace(item, kind=o.kind) if item.kind in (UPDATE, STATEMENT) else item
+    # (more than half of the smaller set of subject words: one verb or one generic noun
+    # in common, "owns" or "budget", is two subjects)
+    shared = [(k, o) for k, o, theirs in candidates if len(mine & theirs) * 2 > min(len(mine), len(theirs))]
+    # (the one value of that kind and type there is: only on a change said outright, not
+    # on "now" alone — "the parser is faster now, 40 ms a file" changes no batch runtime —
+    # and about something the old value is about: "the team barbecue is now on June 12"
+    # changes no contract renewal)
+    alone = [(k, o) for k, o, theirs in candidates if mine & theirs] \
+        if len(candidates) == 1 and _CHANGE.search(_NOW.sub(" ", item.value)) else []
+    for k, o in shared or alone:
+        by_key[k] = replace(o, doubt=item.seq)
+    return item
+
+
+def _names_old_value(new: str, old: str) -> bool:
+    """The change names the old value as what it changes from, and a new value besides:
+    "moved from March 3 to March 10" (a value merely repeated names nothing it replaces)."""
+    olds = {v.casefold() for v in _values(old)}
+    news = [v.casefold() for v in _values(new)]
+    if not olds or not olds <= set(news) or all(v in olds for v in news):
+        return False
+    return any(re.search(rf"\bfrom\s+{re.escape(v)}(?:\s+[\w-]+){{0,3}}?\s+(?:to|into)\b", new, re.I) for v in olds)
+
+
+def _values(sentence: str) -> list[str]:
+    return [m.group(0).strip() for p in (_AMOUNT, _DATE, _NAME) for m in p.finditer(sentence)]
+
+
+_NOW = re.compile(r"(?<!\bis )(?<!\bare )(?<!'s )(?<!'re )\bnow\b(?! is\b)(?! are\b)", re.I)
+# (a change said outright, ADR 0099: general English words of change and correction; alone
+# they decide nothing, they allow a doubt flag on a value of the same kind and type)
+_CHANGE = re.compile(r"\b(?:actually|correction|update[sd]?|chang(?:e|ed|es|ing)|mov(?:e|ed|es|ing)|now|instead|"
+                     r"no longer|not anymore|any ?more|switch(?:ed|es|ing)?|swapp?(?:ed)?|replac(?:e|ed|es|ing)|"
+                     r"revised|rescheduled|postponed|pushed (?:back|out)|brought forward|bumped|raised|lowered|"
+                     r"reassigned|handed (?:over|off)|took over|taking over|from now on|going forward|scrap that|"
+                     r"scratch that|turns out|rather than)\b", re.I)
 
 
 def _rephrased(new: str, old: str) -> bool:

@@ -24,6 +24,8 @@ from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain.costs import Usage
 from context_compaction.domain.errors import InvalidCommand, SummaryFailed
 from context_compaction.domain.checklist import CHECKLIST_KINDS
+from context_compaction.domain.cues import REMARK
+from context_compaction.application.compacting.ledgers import remark_budget
 from context_compaction.domain.checklist import HEADING as CHECKLIST_HEADING
 from context_compaction.domain.ledger import LedgerItem
 from context_compaction.domain.summary import HEADINGS, TOOL_STATUS_UNKNOWN, SourceEntry, parse_sections
@@ -178,22 +180,25 @@ def _without_repeats(sections: dict[str, list[str]], checklist: str) -> dict[str
     return {h: (items if h == "Objective" else [x for x in items if not repeats(x)]) for h, items in sections.items()}
 
 
-def _checklist_section(items: Iterable[LedgerItem], budget: int, count: Callable[[str], int]) -> str:
+def _checklist_section(items: Iterable[LedgerItem], budget: int, count: Callable[[str], int],
+                       remarks: int | None = None) -> str:
     """``## Fact Checklist``: the cumulative must-keep statements (rules, constraints,
     corrections, decisions, people, dates, amounts, versions, settings, preferences, task
     state, questions) in priority order, as many as ``budget`` tokens hold (what is left
-    out the ledger check writes back or reports)."""
+    out the ledger check writes back or reports); remarks within ``remarks`` tokens."""
     lines = [f"## {CHECKLIST_HEADING}"]
-    spent = count(lines[0])
+    spent, said = count(lines[0]), 0
     for item in items:
         if item.kind not in CHECKLIST_KINDS and item.kind not in ("constraint", "correction"):
             continue  # (exact facts have their own section and the ledger's write-back)
         line = item.line()
         cost = count(line) + 1
-        if spent + cost > budget:
+        remark = item.kind == REMARK
+        if spent + cost > budget or (remark and remarks is not None and said + cost > remarks):
             continue
         lines.append(line)
         spent += cost
+        said += cost if remark else 0
     return "\n".join(lines) if len(lines) > 1 else ""
 
 
@@ -234,6 +239,9 @@ def _tool_result_line(e: SourceEntry) -> str | None:
 
 class ExtractiveSummarizer:
     provider_kind = "extractive"
+    #: It reads the source and the checklist, never the prompt: the must-keep lines take
+    #: no room from its source (ADR 0099).
+    reads_prompt = False
 
     def summarize(self, request: SummaryRequest) -> SummaryResult:
         previous = parse_sections(request.source.previous_summary or "")
@@ -259,7 +267,10 @@ class ExtractiveSummarizer:
         # overshot on dense text counted with the x1.25 factor); else conservatively.
         count = request.count_tokens or (lambda text: len(text) // 2 + 1)
         limit = request.max_output_tokens
-        checklist = _checklist_section(request.checklist, int(limit * CHECKLIST_SHARE), count)
+        # (remarks, ADR 0099, within a quarter of the messages covered, as the write-back
+        # counts it: not of the previous summary too, or each summary would grow the next's share)
+        checklist = _checklist_section(request.checklist, int(limit * CHECKLIST_SHARE), count,
+                                       remarks=remark_budget(request.source.entries))
         if checklist:
             merged = _without_repeats(merged, checklist)
         text = self.render(merged, max_tokens=limit - count(checklist) - 4, count=count)

@@ -15,6 +15,7 @@ from typing import Any
 
 from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
                                               stated_text, verify)
+from context_compaction.domain.cues import REMARK
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
 from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
@@ -48,15 +49,21 @@ def checklist_for(previous: Mapping[str, Any] | None, covered: Sequence[MessageR
     return tuple(fair_order(ledger.items))
 
 
-def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: Count) -> list[str]:
+def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: Count,
+                    remark_tokens: int | None = None) -> list[str]:
     """The checklist lines an LLM summary prompt carries, highest priority first, within
-    ``budget_tokens`` (the summary input gives up the same room)."""
-    out, spent = [], 0
+    ``budget_tokens`` (the summary input gives up the same room); remarks (ADR 0099) within
+    ``remark_tokens`` of it, the share the write-back gives them too."""
+    out, spent, remarks = [], 0, 0
     for item in checklist:
         line = item.line()
         cost = count(line) + 1
         if spent + cost > budget_tokens:
             break
+        if item.kind == REMARK:
+            if remark_tokens is not None and remarks + cost > remark_tokens:
+                continue
+            remarks += cost
         out.append(line)
         spent += cost
     return out
@@ -76,17 +83,33 @@ class SummaryInput:
 
 def summary_input(previous_summary: str | None, previous_ledger: Mapping[str, Any] | None,
                   covered: Sequence[MessageRecord], *, source_budget: int, output_reserve: int,
-                  room: int, count: Count) -> SummaryInput:
+                  room: int, count: Count, reads_prompt: bool = True) -> SummaryInput:
     """The one way a compaction and ``resummarize`` build a summary call: the checklist
     takes up to a third of the input budget as must-keep lines, the material the rest;
     ``room`` (what the window leaves beside the kept tail and the summary) bounds the
-    ledger's write-back."""
+    ledger's write-back. ``reads_prompt`` false (the extractive summarizer reads the
+    source and the checklist, never the prompt): the material keeps its whole budget."""
     checklist = checklist_for(previous_ledger, covered)
-    must_keep = must_keep_lines(checklist, source_budget // 3, count)
-    source = build_summary_source(previous_summary, covered, count=count,
-                                  budget_tokens=source_budget - sum(count(ln) + 1 for ln in must_keep))
-    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep), checklist,
+    lines = must_keep_lines(checklist, source_budget // 3, count, remark_budget(covered_entries(covered)))
+    remark_lines = {i.line() for i in checklist if i.kind == REMARK}
+    must_keep = [ln for ln in lines if ln not in remark_lines]
+    may_keep = [ln for ln in lines if ln in remark_lines]  # (remarks: lowest priority, said so in the prompt)
+    spent = sum(count(ln) + 1 for ln in lines) if reads_prompt else 0
+    source = build_summary_source(previous_summary, covered, count=count, budget_tokens=source_budget - spent)
+    return SummaryInput(source, summary_prompt(source, output_reserve, must_keep, may_keep), checklist,
                         ledger_budget(output_reserve, room))
+
+
+#: Remarks (ADR 0099) may take back at most this share of what a compaction covers:
+#: written back whole, a user's own sentences would otherwise make a summary of short
+#: messages as long as the messages, and the compaction would not shrink the context.
+REMARK_SHARE = 0.25
+
+
+def remark_budget(entries: Sequence[SourceEntry]) -> int:
+    """Tokens the written-back remarks may take: ``REMARK_SHARE`` of the covered text, at
+    a conservative 4 characters a token (no second tokenizer pass over the range)."""
+    return int(sum(len(e.text) for e in entries) / 4 * REMARK_SHARE)
 
 
 def covered_entries(records: Sequence[MessageRecord]) -> list[SourceEntry]:
@@ -126,8 +149,10 @@ def verify_summary(
     does not take them (the next compaction reads those messages as covered).
     """
     cleaned, _, removed = clean_citations(text, 1, last_seq)
-    ledger, evicted = Ledger.from_record(previous).merge(extract(covered_entries(covered)))
-    verified, report = verify(cleaned, checked_ledger(ledger, retained), budget_tokens, count)
+    entries = covered_entries(covered)
+    ledger, evicted = Ledger.from_record(previous).merge(extract(entries))
+    verified, report = verify(cleaned, checked_ledger(ledger, retained), budget_tokens, count,
+                              remark_tokens=remark_budget(entries))
     # Left the bounded ledger: reported, not lost silently, and counted among the items
     # (items_total = in_summary + restored + dropped holds).
     report.dropped_items.extend(evicted)
@@ -143,5 +168,11 @@ def verify_summary(
                and not present(stated, i) and not present(verified, i)]
     report.dropped_items.extend(leaving)
     report.items_total += len(leaving)
+    # A remark the summary does not state has left the context (ADR 0099): reported once,
+    # here, then no longer carried; else every later compaction would report it again and
+    # every checkpoint would store it again (the raw history still holds it for recall).
+    gone = {(i.kind, i.value) for i in report.dropped_items if i.kind == REMARK}
+    if gone:
+        ledger = Ledger(tuple(i for i in ledger.items if (i.kind, i.value) not in gone), ledger.superseded)
     return VerifiedSummary(verified.strip(), ledger, report, removed,
                            {**ledger.to_record(), "report": report.to_record()})

@@ -28,6 +28,7 @@ from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SummaryFailed
 from context_compaction.domain.ledger import FACTS_HEADING, HEADING, Ledger, LedgerItem, fair_order, present
+from context_compaction.domain.cues import REMARK
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.projection import build_projection
@@ -249,7 +250,8 @@ def prepare_summary(
     checkpoint = ctx.checkpoint
     built = summary_input(checkpoint.summary if checkpoint else None, checkpoint.ledger if checkpoint else None,
                           plan.summarize, source_budget=limits.source_budget, output_reserve=limits.output_reserve,
-                          room=room, count=count)  # issue 44
+                          room=room, count=count,  # issue 44
+                          reads_prompt=getattr(svc.summarizer, "reads_prompt", True))
     # (measured, not guessed: the request with a one-character summary is the rest of it)
     empty = draft_with(svc, turn, candidate_checkpoint(
         turn, summary=".", first_retained_seq=first, reason=reason, provider_kind="",
@@ -275,6 +277,8 @@ def carried_floor(checklist: tuple[LedgerItem, ...], budget_tokens: int, count: 
     spent, floor, headings = 0, 0, set()
     joined = "\0".join(i.value for i in checklist)
     for item in checklist:
+        if item.kind == REMARK:
+            continue  # (ADR 0099: a remark may be left out within its own share; it adds nothing for sure)
         heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(item.line()) + 1 + (0 if heading in headings else count(f"## {heading}") + 2)
         if spent + cost > budget_tokens:

@@ -74,7 +74,7 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
     room = budget.threshold - budget.keep - limits.output_reserve
     built = summary_input(parent.summary if parent else None, parent.ledger if parent else None, covered,
                           source_budget=limits.source_budget, output_reserve=limits.output_reserve, room=room,
-                          count=count)
+                          count=count, reads_prompt=getattr(summarizer, "reads_prompt", True))
     source = built.source
     result = asyncbus.summarize(
         summarizer,

@@ -71,7 +71,8 @@ class Scorer:
 
     def score(self, canaries: list[Canary], context: str, summary: str, history: list[dict[str, Any]],
               size: int, search: bool = False) -> dict[str, Any]:
-        dropped = [d for cp in self.checkpoints() for d in ((cp.get("ledger") or {}).get("dropped_items") or [])]
+        per_cp = [(cp.get("ledger") or {}).get("dropped_items") or [] for cp in self.checkpoints()]
+        dropped = [d for items in per_cp for d in items]
         truncated = _text(_truncate(history, size, self.count))
         per_kind: dict[str, list[int]] = {k: [0, 0, 0] for k in KINDS}  # kept, total, truncation kept
         lost, reported, found, current, doubted = [], 0, 0, [], 0
@@ -104,6 +105,8 @@ class Scorer:
             "kept_flagged_possibly_superseded": doubted,
             "superseded_current_examples": [c.text for c in current[:3]],
             "dropped_items": len(dropped),
+            # (what one checkpoint's report carries at most: ADR 0099 bounds it)
+            "dropped_items_max": max(map(len, per_cp), default=0),
         }
 
     def _found(self, c: Canary) -> bool:
