@@ -82,11 +82,18 @@ CAUSES: dict[str, str] = {
         "does not supersede; one miss in 2-5 preference canaries is 20-50 % of the kind "
         "(ADR 0096; soft wishes, answers and values said first were added there)")
        for drive in ("rounds", "conversation")},
-    # The set written without reading the extractor and frozen (ADR 0097): a miss is the
-    # extractor's on wording nobody tuned it to.
+    # The set written without reading the extractor and frozen (ADR 0097); used to diagnose
+    # since, so "blind2" is the untuned one (ADR 0102).
     **{f"blind {drive}": (
         "wording written blind to the extractor and never rephrased after a run (ADR 0097): "
         "`ctxc eval --sets blind --json` lists the sentences lost (`lost_examples`)")
+       for drive in ("rounds", "conversation")},
+    # Written under the same rule, frozen, never used to diagnose: a miss is the extractor's
+    # on wording nobody tuned it to.
+    **{f"blind2 {drive}": (
+        "wording written blind to the extractor, after `blind` was used to diagnose, and never "
+        "rephrased after a run (ADR 0102): `ctxc eval --sets blind2 --json` lists the sentences "
+        "lost (`lost_examples`)")
        for drive in ("rounds", "conversation")},
 }
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .blind import BLIND
+from .blind2 import BLIND2
 from .canaries import KINDS
 from .fresh import FRESH
 from .harness import Bootstrap, run_conversation, run_rounds
@@ -17,7 +18,7 @@ from .spoken import SPOKEN
 SHARES = (0.1, 0.2, 0.3)
 WINDOWS = (8_000, 32_000, 128_000)
 SETS = {"tuning": TUNING, "held-out": HELD_OUT, "review": REVIEW, "spoken": SPOKEN, "fresh": FRESH,
-        "blind": BLIND}
+        "blind": BLIND, "blind2": BLIND2}
 
 
 def evaluate(bootstrap: Bootstrap, *, summarizer: str = "extractive", shares: Sequence[float] = SHARES,

@@ -1,6 +1,7 @@
 """The phrasing sets of ``ctxc eval`` (issue 44): every template of every set is readable
-by the scorer; ``blind`` (ADR 0097), written without reading the extractor, plants every
-kind in wording of its own and is run by ``ctxc eval --sets blind`` and by the bench."""
+by the scorer; ``blind`` (ADR 0097) and ``blind2`` (ADR 0102), written without reading the
+extractor, plant every kind in wording of their own and are run by ``ctxc eval --sets`` and
+by the bench."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from context_compaction.infrastructure.cli_setup import UsageError
 from context_compaction.infrastructure.evaluation import report
 from context_compaction.infrastructure.evaluation.blind import BLIND
+from context_compaction.infrastructure.evaluation.blind2 import BLIND2
 from context_compaction.infrastructure.evaluation.canaries import KINDS, Phrasings, Planter, kept
 from context_compaction.infrastructure.evaluation.fresh import FRESH
 from context_compaction.infrastructure.evaluation.sessions import generate
@@ -58,35 +60,56 @@ def _phrases(p: Phrasings) -> list[str]:
     return [t for ts in p.templates.values() for t in ts] + list(p.negated) + [t for ts in p.updates.values() for t in ts]
 
 
-def test_blind_has_at_least_as_many_templates_per_kind_as_fresh() -> None:
-    assert set(BLIND.templates) == set(KINDS) and set(BLIND.updates) == set(FRESH.updates)
-    assert all(len(BLIND.templates[k]) >= len(FRESH.templates[k]) for k in KINDS)
-    assert len(BLIND.negated) >= len(FRESH.negated)
-    assert all(len(BLIND.updates[k]) >= len(FRESH.updates[k]) for k in FRESH.updates)
+BLINDS = ("blind", "blind2")  # (the sets written without reading the extractor)
 
 
-def test_blind_wording_is_its_own() -> None:
+@pytest.mark.parametrize("name", BLINDS)
+def test_a_blind_set_has_at_least_as_many_templates_per_kind_as_fresh(name: str) -> None:
+    p = report.SETS[name]
+    assert set(p.templates) == set(KINDS) and set(p.updates) == set(FRESH.updates)
+    assert all(len(p.templates[k]) >= len(FRESH.templates[k]) for k in KINDS)
+    assert len(p.negated) >= len(FRESH.negated)
+    assert all(len(p.updates[k]) >= len(FRESH.updates[k]) for k in FRESH.updates)
+
+
+def test_blind2_has_at_least_as_many_templates_per_kind_as_blind() -> None:
+    assert all(len(BLIND2.templates[k]) >= len(BLIND.templates[k]) for k in KINDS)
+    assert len(BLIND2.negated) >= len(BLIND.negated)
+    assert all(len(BLIND2.updates[k]) >= len(BLIND.updates[k]) for k in BLIND.updates)
+
+
+@pytest.mark.parametrize("name", BLINDS)
+def test_a_blind_sets_wording_is_its_own(name: str) -> None:
     """No template repeated within the set, nor shared with another set (compared without
     case, punctuation or spacing)."""
 
     def norm(t: str) -> str:
         return re.sub(r"[\W_]+", " ", t.casefold()).strip()
 
-    ours = [norm(t) for t in _phrases(BLIND)]
+    ours = [norm(t) for t in _phrases(report.SETS[name])]
     assert len(ours) == len(set(ours))
-    others = {norm(t) for name, p in report.SETS.items() if name != "blind" for t in _phrases(p)}
+    others = {norm(t) for other, p in report.SETS.items() if other != name for t in _phrases(p)}
     assert set(ours) & others == set()
 
 
-def test_blind_plants_every_kind_and_supersedes_every_updatable_kind() -> None:
+@pytest.mark.parametrize("name", BLINDS)
+def test_a_blind_set_plants_every_kind_and_supersedes_every_updatable_kind(name: str) -> None:
+    p = report.SETS[name]
     planted, negations, updated = set(), set(), set()
     for seed in (1, 2, 3, 44):
-        session = generate(BLIND, seed, rounds=4, turns_per_round=30, per_kind=1, tool_chars=100)
+        session = generate(p, seed, rounds=4, turns_per_round=30, per_kind=1, tool_chars=100)
         planted |= {c.kind for c in session.canaries}
         negations |= {c.negated for c in session.canaries if c.kind == "preference"}
         updated |= {c.kind for c in session.canaries if c.superseded_by is not None}
     assert planted == set(KINDS) and negations == {True, False}
-    assert updated == set(BLIND.updates)
+    assert updated == set(p.updates)
+
+
+def test_blind2_updates_avoid_the_usual_update_words() -> None:
+    """ADR 0102: its updates are worded the way people announce a change without saying so."""
+    said = [t for ts in BLIND2.updates.values() for t in ts
+            if re.search(r"\b(update[ds]?|now|changed|actually)\b", t, re.I)]
+    assert said == []
 
 
 def test_blind_carries_whole_sentences_in_other_languages() -> None:
@@ -96,20 +119,27 @@ def test_blind_carries_whole_sentences_in_other_languages() -> None:
     assert [t for t in phrases if re.search(r"\b(bitte|zuständig|höchstens)\b", t)]  # German
 
 
+def test_blind2_carries_whole_sentences_in_french_portuguese_and_japanese() -> None:
+    phrases = _phrases(BLIND2)
+    assert [t for t in phrases if re.search(r"[\u3040-\u30ff]", t)]  # Japanese kana
+    assert [t for t in phrases if re.search(r"\b(doit|c'est|personne)\b", t)]  # French
+    assert [t for t in phrases if re.search(r"\b(ficou|passou|prefiro|escolhemos)\b", t, re.I)]  # Portuguese
+
+
 def _args(sets: str) -> argparse.Namespace:
     return argparse.Namespace(seeds="1,2", seed=44, shares="0.3", windows="", sets=sets)
 
 
-def test_ctxc_eval_takes_the_blind_set() -> None:
+def test_ctxc_eval_takes_the_blind_sets() -> None:
     from context_compaction.infrastructure.cli_eval import _options
 
-    assert report.SETS["blind"] is BLIND
-    assert _options(_args("blind,fresh"), report.SETS)[3] == ["blind", "fresh"]
+    assert report.SETS["blind"] is BLIND and report.SETS["blind2"] is BLIND2
+    assert _options(_args("blind,fresh,blind2"), report.SETS)[3] == ["blind", "fresh", "blind2"]
     with pytest.raises(UsageError, match="blinder"):
         _options(_args("blinder"), report.SETS)
 
 
-def test_the_bench_eval_section_runs_blind_beside_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bench_eval_section_runs_the_blind_sets_beside_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     if not (BENCHMARKS / "sections.py").exists():
         pytest.skip("the sdist ships no benchmarks/ (make bench runs from the repository)")
     sys.path.append(str(BENCHMARKS))  # (after ours: no shadowing)
@@ -124,7 +154,9 @@ def test_the_bench_eval_section_runs_blind_beside_fresh(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(report, "evaluate", evaluate)
     sections._eval(argparse.Namespace(), {}, [])
-    assert asked and {"fresh", "blind"} <= set(asked[0])
+    assert asked and {"fresh", "blind", "blind2"} <= set(asked[0])
     missed = {"target": "blind rounds 30%: worst kind after 5 rounds >= 95%", "ok": False, "value": "80% (date)",
               "limit": "issue 44"}
     assert "ADR 0097" in cause(missed)
+    missed2 = {**missed, "target": "blind2 conversation 8,000: facts kept >= 75%"}
+    assert "ADR 0102" in cause(missed2) and "ADR 0097" not in cause(missed2)
