@@ -12,7 +12,7 @@ from datetime import UTC
 from typing import TypeVar
 
 from context_compaction.domain.errors import ContextCompactionError, StorageError
-from context_compaction.domain.projection import ProviderIdentity
+from context_compaction.domain.provider_messages import ProviderIdentity
 from context_compaction.domain.session import HistoryNeeded, Session
 
 from ..contracts.ports import (
