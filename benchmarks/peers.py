@@ -21,7 +21,7 @@ def ms(seconds: float) -> float:
 
 
 def as_openai(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from context_compaction.domain.projection import to_provider_message
+    from context_compaction.domain.provider_messages import to_provider_message
 
     out = []
     for seq, m in enumerate(messages, 1):

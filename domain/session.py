@@ -27,19 +27,11 @@ from .clearing import check_clear_request
 from .errors import InvalidCommand
 from .messages import Message
 from .pins import pin_scope, pins_of_append
-from .session_snapshot import snapshot_problem
-from .session_state import COMMAND_WINDOW, HistoryNeeded, SessionState
+from .session_state import SessionState
 from .tree import born_in_tree
 from .toolgroups import check_tool_chain, invalidation_ranges, merge_ranges, split_group_seq
 
-__all__ = [
-    "COMMAND_WINDOW",
-    "HistoryNeeded",
-    "Invalidation",
-    "Session",
-    "session_aggregate_id",
-    "snapshot_problem",
-]
+__all__ = ["Invalidation", "Session", "session_aggregate_id"]
 
 SESSION_NAMESPACE = UUID("7d1c2f0e-4b7a-5c55-9a53-3f0c9b6e2a11")
 

@@ -164,10 +164,10 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 class _Interrupted:
-    """Ctrl-C asks a follower to stop between polls. A KeyboardInterrupt raised inside a
-    dispatch could leave the bus counting a command that never ended, and ``close`` would
-    then wait the summary timeout for it (a SIGINT that hung the follower for 60 s in CI);
-    a flag read between polls stops it within one interval, the bus closed as usual."""
+    """Ctrl-C asks a follower to stop between polls, within one interval: never inside a
+    read, where a KeyboardInterrupt would break off a database call or a page half
+    printed. (It once also left the bus counting a command that never ended, and its
+    close waiting the summary timeout; ``Running.around`` now counts inside its ``try``.)"""
 
     def __init__(self) -> None:
         self.asked = False

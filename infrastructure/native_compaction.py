@@ -37,7 +37,8 @@ from typing import Any
 from context_compaction.application.contracts.ports import Summarizer, SummaryRequest, SummaryResult
 from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain.errors import SummaryFailed
-from context_compaction.domain.projection import ProviderIdentity, summary_message
+from context_compaction.domain.projection import summary_message
+from context_compaction.domain.provider_messages import ProviderIdentity
 from context_compaction.domain.summary import SourceEntry
 
 from .catalog import LiteLLMCatalog

@@ -16,7 +16,8 @@ import platform
 from copy import deepcopy
 from typing import Any
 
-from context_compaction.domain.projection import JSON_SCALARS, KnownFlat
+from context_compaction.domain.projection import KnownFlat
+from context_compaction.domain.provider_messages import JSON_SCALARS
 
 from ..contracts.results import ProjectionResult, TurnRequest
 

@@ -18,20 +18,26 @@ class Running:
 
     def __init__(self) -> None:
         self.closed = False
-        self._count = 0
+        self._running: set[object] = set()
         self._idle = threading.Condition()
 
     def around(self, command: Any, call: Callable[[Any], Any]) -> Any:
-        """A wrapper of the bus: one command's run, refused once the bus is closed."""
-        with self._idle:
-            if self.closed:
-                raise InvalidCommand("the bus is closed")
-            self._count += 1
+        """A wrapper of the bus: one command's run, refused once the bus is closed.
+
+        A KeyboardInterrupt lands between any two bytecodes: a count raised before the
+        ``try`` (or a flag set after it) leaves a window where the command stays counted
+        and ``close`` waits the summary timeout for it. A token added and discarded in
+        one C call each, both inside the ``try``, has none."""
+        token = object()
         try:
+            with self._idle:
+                if self.closed:
+                    raise InvalidCommand("the bus is closed")
+                self._running.add(token)
             return call(command)
         finally:
+            self._running.discard(token)  # (first: an interrupt in the lock finds it gone)
             with self._idle:
-                self._count -= 1
                 self._idle.notify_all()
 
     def close(self, timeout: float, then: Callable[[], None] | None) -> None:
@@ -41,6 +47,6 @@ class Running:
             if self.closed:
                 return
             self.closed = True
-            self._idle.wait_for(lambda: self._count == 0, timeout=timeout)
+            self._idle.wait_for(lambda: not self._running, timeout=timeout)
         if then is not None:
             then()

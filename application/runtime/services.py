@@ -12,8 +12,9 @@ from datetime import UTC
 from typing import TypeVar
 
 from context_compaction.domain.errors import ContextCompactionError, StorageError
-from context_compaction.domain.projection import ProviderIdentity
-from context_compaction.domain.session import HistoryNeeded, Session
+from context_compaction.domain.provider_messages import ProviderIdentity
+from context_compaction.domain.session import Session
+from context_compaction.domain.session_state import HistoryNeeded
 
 from ..contracts.ports import (
     AttemptLog,

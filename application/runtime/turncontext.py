@@ -19,7 +19,7 @@ from typing import Any
 
 from context_compaction.domain.budget import Budget, resolve_window
 from context_compaction.domain.messages import MessageRecord
-from context_compaction.domain.projection import ProviderIdentity
+from context_compaction.domain.provider_messages import ProviderIdentity
 
 from ..state.calibration import CalibrationKey
 from ..state.drafts import Draft, TurnInputs, build_draft

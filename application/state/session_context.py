@@ -24,9 +24,9 @@ from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.projection import (
     ContextProjection,
     ProjectionBuilder,
-    ProviderIdentity,
     checkpoint_problem,
 )
+from context_compaction.domain.provider_messages import ProviderIdentity
 
 from ..contracts.ports import CheckpointRow, ReadModel, SessionRow, TokenCountCache, TokenCounter
 

@@ -12,7 +12,8 @@ from eventsourcing.utils import get_topic
 
 from context_compaction.domain.attempts import CompactionAttempts
 from context_compaction.domain.errors import CorruptEvent
-from context_compaction.domain.session import Session, snapshot_problem
+from context_compaction.domain.session import Session
+from context_compaction.domain.session_snapshot import snapshot_problem
 
 from ..transcoding import corrupt_event, field_checks, message_problem, required_fields
 

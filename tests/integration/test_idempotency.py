@@ -17,7 +17,7 @@ import pytest
 from context_compaction.application.contracts import commands as c
 from context_compaction.application.contracts.ports import ProviderReply
 from context_compaction.application.agent.runner import TurnRunner
-from context_compaction.domain.session import COMMAND_WINDOW
+from context_compaction.domain.session_state import COMMAND_WINDOW
 from helpers import Harness, assistant, err, fingerprint, ok, user
 
 TURN = [user("Fix the flaky refund test."), assistant("It races on the ledger lock.")]

@@ -14,9 +14,9 @@ from context_compaction.domain.projection import (
     SUMMARY_FOOTER,
     SUMMARY_HEADER,
     ProjectionBuilder,
-    ProviderIdentity,
     build_projection,
 )
+from context_compaction.domain.provider_messages import ProviderIdentity
 from helpers import Harness, assistant, err, ok, tool, user
 from projection_builders import rec
 

@@ -16,7 +16,8 @@ from projection_builders import rec
 from context_compaction.application.contracts.commands import AppendMessages, GetProjection, PrepareTurn
 from context_compaction.application.runtime import handout
 from context_compaction.domain.messages import Message
-from context_compaction.domain.projection import KnownFlat, ProjectionBuilder, ProviderIdentity, calls_only, is_flat
+from context_compaction.domain.projection import KnownFlat, ProjectionBuilder
+from context_compaction.domain.provider_messages import ProviderIdentity, calls_only, is_flat
 from containers import containers
 
 BACKENDS = ("memory",)

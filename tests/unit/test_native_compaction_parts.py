@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from context_compaction.domain.errors import SummaryFailed
-from context_compaction.domain.projection import SUMMARY_HEADER, ProviderIdentity
+from context_compaction.domain.projection import SUMMARY_HEADER
+from context_compaction.domain.provider_messages import ProviderIdentity
 from context_compaction.domain.summary import SourceEntry, SummarySource
 from context_compaction.application.contracts.ports import SummaryRequest
 from context_compaction.infrastructure.native_compaction import (

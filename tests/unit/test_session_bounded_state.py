@@ -13,7 +13,9 @@ from eventsourcing.domain import Snapshot
 
 from context_compaction.domain.errors import InvalidCommand, InvalidMessage
 from context_compaction.domain.messages import parse_message
-from context_compaction.domain.session import HistoryNeeded, Session, snapshot_problem
+from context_compaction.domain.session import Session
+from context_compaction.domain.session_snapshot import snapshot_problem
+from context_compaction.domain.session_state import HistoryNeeded
 from context_compaction.infrastructure.transcoding import PlainJSONTranscoder
 from helpers import commit_checkpoint
 

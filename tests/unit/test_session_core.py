@@ -91,7 +91,7 @@ def test_append_is_idempotent_on_command_id(harness: Harness) -> None:
 
 
 def test_idempotency_outlives_the_aggregates_command_window(harness: Harness) -> None:
-    from context_compaction.domain.session import COMMAND_WINDOW
+    from context_compaction.domain.session_state import COMMAND_WINDOW
 
     start(harness)
     first = append(harness, "s1", user("first"), command_id="old")

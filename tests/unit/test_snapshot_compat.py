@@ -12,7 +12,8 @@ from eventsourcing.domain import Snapshot
 from context_compaction.domain.checkpoint import Checkpoint, CheckpointMark
 from context_compaction.domain.errors import InvalidCommand, StaleCandidate
 from context_compaction.domain.messages import parse_message
-from context_compaction.domain.session import Session, session_aggregate_id, snapshot_problem
+from context_compaction.domain.session import Session, session_aggregate_id
+from context_compaction.domain.session_snapshot import snapshot_problem
 from context_compaction.domain.toolgroups import ToolGroup
 from context_compaction.infrastructure.transcoding import PlainJSONTranscoder
 from snapshot_builders import build_session, checkpoint
