@@ -27,14 +27,16 @@ class CountingTokens(TiktokenCounter):
         return super().count_record(record, encoding)
 
 
-def turn(n: int) -> list[dict]:
-    body = f"def handler_{n}(event):\n    return process(event, retries={n % 7})\n" * 12
+def turn(n: int, subject: int | None = None) -> list[dict]:
+    """Turn ``n``, about handler and file ``subject`` (``n`` unless given)."""
+    f = n if subject is None else subject
+    body = f"def handler_{f}(event):\n    return process(event, retries={n % 7})\n" * 12
     return [
-        {"role": "user", "content": f"Turn {n}: please refactor handler_{n} in src/h{n}.py", "turn_id": f"t{n}"},
+        {"role": "user", "content": f"Turn {n}: please refactor handler_{f} in src/h{f}.py", "turn_id": f"t{n}"},
         {"role": "assistant", "content": None, "turn_id": f"t{n}",
-         "tool_calls": [{"id": f"c{n}", "name": "read_file", "arguments": f'{{"path": "src/h{n}.py"}}'}]},
+         "tool_calls": [{"id": f"c{n}", "name": "read_file", "arguments": f'{{"path": "src/h{f}.py"}}'}]},
         {"role": "tool", "tool_call_id": f"c{n}", "content": body, "turn_id": f"t{n}"},
-        {"role": "assistant", "content": f"Refactored handler_{n}.", "turn_id": f"t{n}"},
+        {"role": "assistant", "content": f"Refactored handler_{f}.", "turn_id": f"t{n}"},
     ]
 
 
@@ -99,6 +101,18 @@ def test_per_turn_budget_cost_is_flat_from_400_to_4000_messages(tmp_path: Path) 
 
 
 # ------------------------------------------------------------------ JSON path
+# The compacted sessions' turns cycle through 50 handlers and files. With one per turn the
+# summary's must-keep ledger grew with N (9,600 characters at 400 messages, 29,500 at
+# 1,200), so the large session's requests were not the same size as the small one's, and
+# its one compaction merged 1,000 distinct requests pairwise (~23 s of this test's ~30 s,
+# ADR 0104). Cycled, the summary is ~6,400 characters at 400, 1,200 and 4,000 messages.
+SUBJECTS = 50
+
+
+def cycled_turn(n: int) -> list[dict]:
+    return turn(n, n % SUBJECTS)
+
+
 def compacted_session(tmp_path: Path, messages: int) -> Harness:
     """``messages`` fixture messages, then one compaction keeping ~2k tokens: the
     projection (and so every prepare_turn result) is the same size at any N."""
@@ -106,7 +120,7 @@ def compacted_session(tmp_path: Path, messages: int) -> Harness:
                 context_compaction={"enabled": False, "keep_recent_tokens": 2000})
     h.bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=None))
     for start in range(0, messages // 4, 50):
-        batch = [m for n in range(start, min(start + 50, messages // 4)) for m in turn(n)]
+        batch = [m for n in range(start, min(start + 50, messages // 4)) for m in cycled_turn(n)]
         h.bus.dispatch(commands.AppendMessages(session_id="s", messages=batch))
     outcome = h.do({"type": "compact", "session_id": "s"})
     assert outcome["ok"] and outcome["result"]["status"] == "compacted", outcome
@@ -120,7 +134,7 @@ def json_turn_seconds(h: Harness, start: int, rounds: int) -> tuple[list[float],
     appends, prepares = [], []
     prepare = json.dumps({"type": "prepare_turn", "session_id": "s", "system_prompt": "You are a careful agent."})
     for k in range(rounds):
-        append = json.dumps({"type": "append_messages", "session_id": "s", "messages": turn(start + k)})
+        append = json.dumps({"type": "append_messages", "session_id": "s", "messages": cycled_turn(start + k)})
         t0 = time.perf_counter()
         appended = h.bus.dispatch_json_bytes(append)
         t1 = time.perf_counter()
@@ -141,9 +155,11 @@ def test_json_path_append_and_prepare_turn_are_flat_from_400_to_4000_messages(tm
     on compacted sessions whose requests are the same size (ratios, not times)."""
     small = compacted_session(tmp_path, 400)
     large = compacted_session(tmp_path, 4000)
-    sizes = [len(small.do({"type": "get_projection", "session_id": "s"})["result"]["messages"]),
-             len(large.do({"type": "get_projection", "session_id": "s"})["result"]["messages"])]
+    projections = [h.do({"type": "get_projection", "session_id": "s"})["result"] for h in (small, large)]
+    sizes = [len(p["messages"]) for p in projections]
     assert sizes[0] == sizes[1] and sizes[0] < 100, sizes  # the same bounded tail at both sizes
+    chars = [len(json.dumps(p)) for p in projections]
+    assert chars[1] < 1.1 * chars[0], chars  # and as long: the summary does not grow with N either
     json_turn_seconds(small, 20_000, 2)  # warm: handlers, schemas, caches
     json_turn_seconds(large, 20_000, 2)
     times: dict[str, list[float]] = {"small append": [], "small prepare": [], "large append": [],
