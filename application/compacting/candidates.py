@@ -26,7 +26,7 @@ from .attemptlog import run_recorded
 from .compaction import Candidate, commit_candidate, compact_part, compaction_report
 from .compaction import compact as compact_whole
 from ..history.costs import net_result, summary_cost
-from .forecasting import turn_growth
+from .forecasting import token_count, turn_growth
 from .prepare import Part, draft_with, record_counts
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext, prepare_context
@@ -56,7 +56,7 @@ def prepared(svc: Services, turn: TurnContext, candidate: Candidate) -> r.Compac
         "candidate_id": candidate_id, "checkpoint": cp.to_record(), "kept_turns": candidate.kept_turns,
     })
     # Forecast: one request per turn until the compacted context grows back to the trigger.
-    ahead = forecast(turn_growth(turn.records, record_counts(turn)), used=cp.tokens_after, threshold=turn.budget.threshold,
+    ahead = forecast(turn_growth(turn.records, token_count(turn)), used=cp.tokens_after, threshold=turn.budget.threshold,
                      window=turn.budget.window)
     requests = ahead.turns_to_threshold or 0
     outcome = r.CompactOutcome(

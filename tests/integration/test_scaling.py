@@ -86,6 +86,10 @@ def test_budgeting_one_more_turn_tokenizes_only_that_turn(tmp_path: Path) -> Non
     h.close()
 
 
+def quartile(values: list[float]) -> float:
+    return statistics.quantiles(values, n=4)[0]
+
+
 def test_per_turn_budget_cost_is_flat_from_400_to_4000_messages(tmp_path: Path) -> None:
     small, _ = session_of(tmp_path, 400)
     large, _ = session_of(tmp_path, 4000)
@@ -94,7 +98,9 @@ def test_per_turn_budget_cost_is_flat_from_400_to_4000_messages(tmp_path: Path) 
     for r in range(3):
         small_times += per_turn_budget_seconds(small, 10_000 + r * 100, rounds=5)
         large_times += per_turn_budget_seconds(large, 10_000 + r * 100, rounds=5)
-    ratio = statistics.median(large_times) / statistics.median(small_times)
+    # The lower quartile, as in the JSON-path test below: under ``-n 2`` a neighbour slowed
+    # enough turns of one size for the medians to read 2.04 (alone: ~1.0).
+    ratio = quartile(large_times) / quartile(small_times)
     assert ratio < 1.8, f"per-turn budget at 4,000 messages is {ratio:.2f}x the 400-message cost"
     small.close()
     large.close()
@@ -144,10 +150,6 @@ def json_turn_seconds(h: Harness, start: int, rounds: int) -> tuple[list[float],
         prepares.append(t2 - t1)
         assert appended.startswith(b'{"ok":true') and request.startswith(b'{"ok":true'), (appended[:300], request[:300])
     return appends, prepares
-
-
-def quartile(values: list[float]) -> float:
-    return statistics.quantiles(values, n=4)[0]
 
 
 def test_json_path_append_and_prepare_turn_are_flat_from_400_to_4000_messages(tmp_path: Path) -> None:
