@@ -150,6 +150,11 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
             before = re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", sentence[: m.end(1)])[-4:]
             found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
         found |= {m.group(1).lower() for m in _VERSION_FIRST.finditer(sentence) if m.group(1)}
+        # (an answer is about what its question names, not about where it was looked up:
+        # "Which pydantic are we on? Checked the lockfile: 2.7.4.", ADR 0103)
+        if "? " in sentence and (asked := {w for w in subject_words(sentence.partition("? ")[0])
+                                           if w not in _VERSION_WORDS}):
+            found = asked
         if found:
             return frozenset(found)
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}

@@ -54,7 +54,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         elif not _same_subject(mine, theirs) and not (carries and not _two_units(mine, theirs)
                                                       and _rephrased(item.value, other.value)):
-            if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
+            if _partly_same(mine, theirs) and other.doubt is None and (
+                    _UPDATE.search(item.value) or _another_version(item, other, mine & theirs)):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
@@ -200,6 +201,18 @@ def _carries_value(sentence: str) -> bool:
 
 
 _PRODUCT = re.compile(r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")
+
+
+def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
+    """A later version of a package both name (any wording, any language: "Wir bleiben bei
+    pydantic 2.7.4" / "pydantic läuft jetzt auf 2.8.2"): a version sentence states the one
+    in use, so the older one is flagged, never hidden (the words around a version are too
+    loose to be sure the subject is one)."""
+    return (new.kind == old.kind == VERSIONED and any(" " not in a for a in shared)
+            and not set(_VERSION_NUMBER.findall(old.value)) <= set(_VERSION_NUMBER.findall(new.value)))
+
+
+_VERSION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)?")
 
 
 def _partly_same(a: set[str], b: set[str]) -> bool:

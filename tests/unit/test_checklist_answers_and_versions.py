@@ -1,0 +1,69 @@
+"""ADR 0103: an answer after a lead-in joins its question, a subject named after the fact
+joins its value, and a later version of a package flags the older one.
+
+Every sentence here is this module's own (not any ``ctxc eval`` phrasing set); each
+pattern has sentences that must match and routine ones that must not."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_compaction.domain.checklist import checklist_items
+from context_compaction.domain.joining import sentences
+from context_compaction.domain.ledger import Ledger, extract
+from context_compaction.domain.summary import SourceEntry
+
+
+def merged(*texts: str, role: str = "assistant") -> Ledger:
+    ledger, _ = Ledger().merge(extract([SourceEntry(seq=n * 2 + 1, role=role, text=t) for n, t in enumerate(texts)]))
+    return ledger
+
+
+@pytest.mark.parametrize("text", [
+    "Which numpy do we ship? Looked at the wheel metadata: 1.26.4.",
+    "What's our lint config based on? Checked the repo: ruff defaults.",
+    "Who signs off on schema changes? That'd be Ana Lopes.",
+    "Who runs the pager this week? It's Jonas Weber.",
+    "Q: do exports include deleted rows? A: nobody has decided.",
+])
+def test_an_answer_after_a_lead_in_joins_its_question(text: str) -> None:
+    assert sentences(text) == [text]
+
+
+@pytest.mark.parametrize("text", [
+    "Which file is slow? It's hard to say without a profile.",  # (a lead-in then talk: no answer)
+    "Is the cache warm? I checked: nothing there yet.",  # (found nothing: the question stays apart)
+    "Can you bump numpy? Checked the wheel: fine.",  # (a request, not a question about a value)
+])
+def test_a_lead_in_before_talk_is_no_answer(text: str) -> None:
+    assert len(sentences(text)) == 2, text
+
+
+def test_a_version_answer_is_about_the_package_the_question_names() -> None:
+    (kind, value, anchors), = checklist_items("Which numpy do we ship? Looked at the wheel metadata: 1.26.4.")
+    assert kind == "versioned" and "1.26.4" in value and "numpy" in anchors
+
+
+@pytest.mark.parametrize("text", [
+    "12 workers is the maximum. For the ingest pool, that is.",
+    "It tops out at 2 GB. About the upload buffer, I mean.",
+])
+def test_a_subject_named_after_the_fact_stays_with_its_value(text: str) -> None:
+    assert sentences(text) == [text]
+
+
+def test_a_sentence_that_only_starts_with_for_is_not_an_afterthought() -> None:
+    assert len(sentences("12 workers is the maximum. For the ingest pool we use four.")) == 2
+
+
+def test_a_later_version_of_the_same_package_flags_the_older_one_in_any_wording() -> None:
+    ledger = merged("Wir bleiben bei numpy 1.26.4, bis der Test durch ist.", "numpy läuft jetzt auf 2.0.1, bitte neu bauen.")
+    old = next(i for i in ledger.items if "1.26.4" in i.value and i.kind == "versioned")
+    assert old.doubt == 3  # (flagged, never hidden: the words around a version are loose)
+    new = next(i for i in ledger.items if "2.0.1" in i.value and i.kind == "versioned")
+    assert new.doubt is None
+
+
+def test_a_version_restated_beside_another_package_flags_nothing() -> None:
+    ledger = merged("numpy runs at 2.0.1 in the image.", "The image pins scipy 1.13.1 and numpy 2.0.1 together.")
+    assert all(i.doubt is None for i in ledger.items)
