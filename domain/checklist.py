@@ -25,10 +25,12 @@ import re
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _FILLER, _HEDGE, _NAME, _NOT_DONE, _PLEASE_NO, _REASON, _REQUEST,
                    _SETTING, _SOFT_PREFERENCE, _STOP, _UNIT, _UPDATE, _VERSION, _VERSION_FIRST, AMOUNT, DATE, DECISION,
                    FOLLOW_UP, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK, UPDATE,
-                   VERSIONED, WORD, _has_value, subject_words)
+                   VERSIONED, WORD, _CASELESS, _IDENT, _IDENT_MARK, _has_value, _without_exact,
+                   subject_words)
 from .followups import is_follow_up
+from .remarks import remark, whole
 from .joining import _PROGRESS, _answer, _asks, sentences
-from .splitting import SENTENCE_CHARS, clip
+from .splitting import clip
 
 #: Checklist kinds, in the order a summary lists them (and their write-back priority).
 CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
@@ -110,11 +112,6 @@ def salient(sentence: str) -> bool:
                 or _TOPIC.search(sentence))
 
 
-def _without_exact(sentence: str) -> str:
-    """The sentence without paths, ids and identifiers: the ledger's exact facts hold them
-    already ("Ticket PAY-7.", "Done with src/mod3.py.")."""
-    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
-    return _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
 
 
 # (a subject stated first, then what holds for it: "Deploy window: Tuesdays only.", "When
@@ -122,9 +119,6 @@ def _without_exact(sentence: str) -> str:
 _TOPIC = re.compile(r"^[^:?!]{3,60}:\s+\S|^(?:as for|regarding|when it comes to|for|on|about)\b[^,.;]{3,60},\s*\S",
                     re.I)
 _BECAUSE = re.compile(r"\b(?:because|since|given that|due to|so that|the reason)\b", re.I)
-# (URLs, versions, ports and hashes: the ledger's exact facts hold them on their own)
-_EXACT = re.compile(r"https?://\S+|\bv?\d+\.\d+\.\d+\S*|\bport \d+|(?<=localhost:)\d+|\b[0-9a-f]{7,40}\b", re.I)
-_CITATION = re.compile(r"\(seqs? [^()]*\)")
 # (an entity: a capitalised word inside a sentence, an acronym, a mixed-case or
 # digit-bearing name: "Tortoise", "the ORM", "RabbitMQ", "urllib3")
 _ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I'|None\b|OK\b)[A-Z][a-z]{2,}\b|\b[A-Z]{2,6}s?\b|"
@@ -230,15 +224,13 @@ def checklist_items(text: str, asked: str | None = None, *,
             out.append((kind, clip(s), frozenset()))
             continue
         if kind is None and user and remark(s):
-            out.append((REMARK, _whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
+            out.append((REMARK, whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
             continue
         if kind is not None:
             out.append((kind, clip(s), anchors(s, kind)))
     return out
 
 
-# (a script without letter case — Chinese, Japanese, Korean, Thai: no cue of ours reads it)
-_CASELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 # (what makes such a sentence a fact rather than talk: a digit, a Latin name, a numeral,
 # a date or a unit character)
 _CASELESS_VALUE = re.compile(r"\d|[A-Za-z]{2,}|[一二三四五六七八九十百千万亿两年月日号点分秒元％]")
@@ -255,85 +247,6 @@ def _caseless_fact(sentence: str) -> bool:
     return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))
 
 
-_IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
 # ("Step 3 is done" updates "Step 3: start the migration"; "module 2" and "module 3" are two
 # units, not two values of one: the number names the unit)
 _STEP = re.compile(r"\b(?:step|phase|stage|module|part|ticket|milestone|batch) \d+(?: of \d+)?\b", re.I)
-_IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
-
-
-def remark(sentence: str) -> bool:
-    """A content-bearing sentence of the user's that no kind reads (ADR 0099): a statement
-    or a standing instruction, not a question, not a one-off request ("Run it again",
-    "Could you ...", "Please ..."), not an acknowledgement or a greeting, not code or a
-    pasted tool output; with at least two content words of its own (in any script: no
-    stop word, filler, path or identifier), or six characters of a caseless script."""
-    s = sentence.strip()
-    if s.endswith(("?", "\uff1f")) or _REQUEST.match(s) or _ONE_OFF.match(s) or _code_like(s):
-        return False
-    if _CASELESS.search(s):
-        return sum(1 for ch in s if _CASELESS.match(ch)) >= 5
-    if len(s) < 12:
-        return False
-    bare = _PATHISH.sub(" ", _without_exact(s))  # (the ledger's exact facts hold paths on their own)
-    words = [w for w in _WORD.findall(bare) if (x := w.casefold()) not in _STOP and x not in _FILLER]
-    if len(words) < 2:
-        return False
-    # (an acknowledgement followed by content is content: "Sure, grandma is deaf."; by
-    # thanks or praise it is still an acknowledgement: "Great, thanks for the quick fix.")
-    rest = s
-    while (m := _ACK.match(rest)) and m.end() < len(rest):
-        rest = rest[m.end():]
-    if rest is s:
-        return True
-    own = [w for w in _WORD.findall(rest) if (x := w.casefold()) not in _STOP and x not in _FILLER]
-    return len(own) >= 2 and not _PRAISE.search(rest) and not _THANKS.search(s)
-
-
-def _whole(sentence: str) -> str:
-    """A remark as said: whole up to twice a sentence's usual bound (text in another
-    script is never cut), beyond that clipped around its values like any sentence."""
-    text = " ".join(sentence.split())
-    return text if len(text) <= 2 * SENTENCE_CHARS else clip(text)
-
-
-def _code_like(s: str) -> bool:
-    """Code, a command or a pasted tool line rather than prose: code punctuation, a
-    keyword or prompt at its start, or fewer than 60 % of its tokens plain words."""
-    if _CODE.search(s):
-        return True
-    tokens = s.split()
-    plain = sum(1 for t in tokens if _PLAIN.fullmatch(t))
-    return plain * 10 < len(tokens) * 6
-
-
-_PATHISH = re.compile(r"\S*[/\\]\S*|(?<![\w.])[\w-]*\.[A-Za-z]\w{0,7}\b")
-# (a word in any script: letters only, three or more; two in a non-Latin cased script,
-# where "не ем" is as much a sentence as "I don't eat")
-_WORD = re.compile(r"[^\W\d_][^\W\d_'\u2019-]{2,}|(?<![^\W\d_])[^\W\d_A-Za-z\u00c0-\u024f]{2}(?![^\W\d_])")
-_PLAIN = re.compile(r"[(\"'\u201c\u2018\u300c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d\u2019\u3001\u3002\u300d\uff01\uff0c\uff1a\uff1b\uff1f]*|[\d$€£%.,:/-]+\w{0,3}[.,;:!?)]*|[-\u2013\u2014&]")
-_CODE = re.compile(r"```|==|!=|=>|->|::|[{}]|;\s*$|^\s*(?:def|class|import|from \S+ import|return|raise|assert|"
-                   r"elif|except|Traceback|PASSED|FAILED|ERROR|\$|>>>|#include|SELECT|INSERT|UPDATE \w+ SET)\b|"
-                   r"^\s*[$>#]\s|\b\w+\s*=\s*\S|^\s*File \"|"
-                   # (a block opener, or a line that only introduces what follows: "Here's the plan:")
-                   r"^\s*(?:if|for|while|with|else|try|async|await|lambda)\b.*:\s*$|:\s*$", re.M)
-# (a one-off request to act now, said as an imperative: "Run the suite again", "Fix the
-# flaky test, it blocks the release"; its outcome is what the assistant reports. Not
-# "use", "keep", "make sure": those open standing instructions too)
-# The verb must be followed by what a request's object opens with (a determiner, a
-# pronoun, a particle) or end the sentence: "Read access is all the auditors get",
-# "Show business people ...", "Try-hard ..." are statements.
-_ONE_OFF = re.compile(r"^\s*(?:(?:ok|okay|also|and|now|then|so|next|first|alright|oh|hey|right|please)[,]?\s+)?"
-                      r"(?:(?:go ahead|continue|proceed|let me|tell me|give me|look (?:at|into|for)|"
-                      r"summari[sz]e|undo|retry|restart|rebuild)\b|"
-                      r"(?:re-?run|run|fix|check|look|try|add|remove|delete|rename|refactor|trim|show|open|read|"
-                      r"write|create|revert|install|debug|investigate|grep|paste|send|generate|implement|explain)"
-                      r"(?:\s*[.!,]?\s*$|\s+(?:the|a|an|this|that|these|those|it|its|them|me|us|my|our|your|all|"
-                      r"every|each|some|any|both|up|out|again|in|on|for|with|whether|if|how|why|what|which|where|"
-                      r"once|now|quickly)\b))", re.I)
-_PRAISE = re.compile(r"\b(?:great|perfect|nice|awesome|worked|fixed|solved|done)\b", re.I)
-_THANKS = re.compile(r"\b(?:thanks|thank|thx|appreciated?|helpful|cheers)\b", re.I)
-# (an acknowledgement or a greeting: "Thanks, that fixed it", "Sounds good, go ahead")
-_ACK = re.compile(r"^\W*(?:thanks|thank you|thx|ty|ok|okay|great|perfect|nice|cool|awesome|lgtm|sounds good|"
-                  r"looks good|got it|sure|yes|yep|yeah|no worries|hi|hello|hey|morning|cheers|brilliant|excellent|"
-                  r"sweet|good|fine|alright|right|understood|noted|makes sense|agreed|wow|oops|sorry|ah|oh)\b", re.I)

@@ -210,3 +210,20 @@ _BACK = re.compile(r"\b(it|that|this|them|those|these)\b|^(never|do not|don't|al
 
 # (a request to the assistant is not a fact: "Can you look at ...?", "Please run ...")
 _REQUEST = re.compile(r"^\s*(?:can|could|would|will) you\b|^\s*please\b", re.I)
+
+
+def _without_exact(sentence: str) -> str:
+    """The sentence without paths, ids and identifiers: the ledger's exact facts hold them
+    already ("Ticket PAY-7.", "Done with src/mod3.py.")."""
+    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
+    return _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
+
+
+# (URLs, versions, ports and hashes: the ledger's exact facts hold them on their own)
+_EXACT = re.compile(r"https?://\S+|\bv?\d+\.\d+\.\d+\S*|\bport \d+|(?<=localhost:)\d+|\b[0-9a-f]{7,40}\b", re.I)
+_CITATION = re.compile(r"\(seqs? [^()]*\)")
+_IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
+# (a path or identifier mark: a slash, an underscore, a digit, a dotted suffix)
+_IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
+# (a script without letter case — Chinese, Japanese, Korean, Thai: no cue of ours reads it)
+_CASELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")

@@ -23,10 +23,11 @@ from typing import Any
 
 from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items
 from .cues import FOLLOW_UP, REMARK, UPDATE
+from . import remarks
 from .followups import resolve
 from .joining import asked_last, sentences
 from .splitting import clip
-from .supersession import supersede
+from .supersession import mark_superseded, stated_text, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
@@ -44,10 +45,6 @@ FACTS_HEADING = "Exact Facts"
 #: Bound of a ledger carried in every checkpoint; beyond it the oldest, rarest facts
 #: leave it (reported dropped by the compaction that evicts them).
 MAX_ITEMS = 1000  # (600 before the checklist, issue 44: its statements come beside the facts)
-#: Of which remarks (ADR 0099), the newest: every user sentence with content is one, so
-#: they are bounded apart, and the oldest leave first (reported by the compaction that
-#: evicts them); the ledger record and each report's ``dropped_items`` stay bounded.
-MAX_REMARKS = 150
 
 _CONSTRAINT = re.compile(
     r"\b(must|must not|do not|don't|never|always|only use|make sure|required|"
@@ -173,11 +170,8 @@ class Ledger:
             by_key[k] = item
         items = sorted(by_key.values(), key=priority)
         kept, evicted = items[:MAX_ITEMS], items[MAX_ITEMS:]
-        remarks = [i for i in kept if i.kind == REMARK]  # (newest first: ``priority``)
-        if len(remarks) > MAX_REMARKS:
-            old = set(map(id, remarks[MAX_REMARKS:]))
-            evicted = [i for i in kept if id(i) in old] + evicted
-            kept = [i for i in kept if id(i) not in old]
+        kept, old = remarks.bound(kept)  # (ADR 0099: the newest MAX_REMARKS remarks)
+        evicted = old + evicted
         kept.sort(key=lambda i: (i.first_seq, KINDS.index(i.kind), i.value))
         newest_super = sorted(superseded.values(), key=lambda i: -i.seq)[:MAX_ITEMS]
         return Ledger(tuple(kept), tuple(sorted(newest_super, key=lambda i: i.seq))), evicted
@@ -349,7 +343,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
     Deterministic: the same summary, ledger and budget give the same text and report.
     """
     report = LedgerReport(items_total=len(ledger.items))
-    text, report.marked_superseded = _mark_superseded(summary, ledger)
+    text, report.marked_superseded = mark_superseded(summary, ledger)
     stated = stated_text(text)
     missing = []
     remarks = 0  # (the remarks' share holds for what the summary states too, not only for what is written back)
@@ -382,11 +376,6 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
         additions.setdefault(heading, []).append(line)
         report.restored += 1
     return _insert(text, additions), report
-
-
-def stated_text(summary: str) -> str:
-    """The summary without its superseded-notes: a note names the new value, it does not state it."""
-    return _SUPERSEDED_NOTE.sub("", summary)
 
 
 def present(text: str, item: LedgerItem) -> bool:
@@ -424,42 +413,6 @@ def _continues(text: str, i: int, step: int, joiners: str) -> bool:
         return True
     j = i + step
     return text[i] in joiners and 0 <= j < len(text) and _is_word(text[j])
-
-
-_SUPERSEDED_NOTE = re.compile(r" \(superseded (?:by [^()\n]* )?at seq \d+\)")
-
-
-MARK_PREFIX = 48  # a superseded sentence is found by its opening: a summary line may clip it
-_MARKED = re.compile(r"\(superseded at seq \d+\) $")
-
-
-def _mark_superseded(text: str, ledger: Ledger) -> tuple[str, int]:
-    current = {i.key: i for i in ledger.items if i.key is not None}
-    marked = 0
-    for old in ledger.superseded:
-        if old.anchors:  # (a sentence; its key names the seq that replaced it)
-            # (marked before it: its value may be in its first half; not a current one alike)
-            note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
-            alike = [i.value for i in ledger.items if i.value.startswith(head)]
-            parts, last, n = [], 0, 0
-            for m in re.finditer(re.escape(head), text):
-                if not _MARKED.search(text, max(0, m.start() - 40), m.start()) and not any(
-                        text.startswith(v, m.start()) for v in alike):
-                    parts += [text[last:m.start()], note]
-                    last, n = m.start(), n + 1
-            text = "".join(parts) + text[last:]
-            marked += n
-            continue
-        new = current.get(old.key)
-        if new is None or new.value == old.value or old.value not in text:
-            continue
-        note = f"{old.value} (superseded by {new.value} at seq {new.seq})"
-        if note in text:
-            continue
-        pattern = re.compile(re.escape(old.value) + r"(?![^\s,;'\"`)])(?! \(superseded)")
-        text, n = pattern.subn(lambda _m: note, text)
-        marked += n
-    return text, marked
 
 
 def _insert(summary: str, additions: dict[str, list[str]]) -> str:

@@ -242,3 +242,46 @@ def _two_units(a: set[str], b: set[str]) -> bool:
 
 
 _ID = re.compile(r"[/_.\d]")
+
+
+def stated_text(summary: str) -> str:
+    """The summary without its superseded-notes: a note names the new value, it does not state it."""
+    return _SUPERSEDED_NOTE.sub("", summary)
+
+
+_SUPERSEDED_NOTE = re.compile(r" \(superseded (?:by [^()\n]* )?at seq \d+\)")
+
+
+MARK_PREFIX = 48  # a superseded sentence is found by its opening: a summary line may clip it
+_MARKED = re.compile(r"\(superseded at seq \d+\) $")
+
+
+def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
+    """``text`` with each value the ``ledger`` (a ``ledger.Ledger``) holds as superseded
+    marked where the summary still states it, and how many marks were set."""
+    current = {i.key: i for i in ledger.items if i.key is not None}
+    marked = 0
+    for old in ledger.superseded:
+        if old.anchors:  # (a sentence; its key names the seq that replaced it)
+            # (marked before it: its value may be in its first half; not a current one alike)
+            note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
+            alike = [i.value for i in ledger.items if i.value.startswith(head)]
+            parts, last, n = [], 0, 0
+            for m in re.finditer(re.escape(head), text):
+                if not _MARKED.search(text, max(0, m.start() - 40), m.start()) and not any(
+                        text.startswith(v, m.start()) for v in alike):
+                    parts += [text[last:m.start()], note]
+                    last, n = m.start(), n + 1
+            text = "".join(parts) + text[last:]
+            marked += n
+            continue
+        new = current.get(old.key)
+        if new is None or new.value == old.value or old.value not in text:
+            continue
+        note = f"{old.value} (superseded by {new.value} at seq {new.seq})"
+        if note in text:
+            continue
+        pattern = re.compile(re.escape(old.value) + r"(?![^\s,;'\"`)])(?! \(superseded)")
+        text, n = pattern.subn(lambda _m: note, text)
+        marked += n
+    return text, marked

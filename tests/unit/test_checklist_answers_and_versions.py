@@ -67,3 +67,19 @@ def test_a_later_version_of_the_same_package_flags_the_older_one_in_any_wording(
 def test_a_version_restated_beside_another_package_flags_nothing() -> None:
     ledger = merged("numpy runs at 2.0.1 in the image.", "The image pins scipy 1.13.1 and numpy 2.0.1 together.")
     assert all(i.doubt is None for i in ledger.items)
+
+
+def test_the_remark_bound_is_a_stable_partition_typed_items_then_the_newest_remarks() -> None:
+    # (ADR 0103: a partition by position replaced a filter by object identity; the same
+    # outcome, pinned here — an item equal to a kept one is kept by its place, not its value)
+    from context_compaction.domain.ledger import LedgerItem
+    from context_compaction.domain.remarks import MAX_REMARKS, bound
+
+    typed = [LedgerItem("path", f"src/m{n}.py", n, n) for n in range(3)]
+    said = [LedgerItem("remark", f"remark number {n} said here", 1000 - n, 1000 - n) for n in range(MAX_REMARKS + 3)]
+    twin = LedgerItem("remark", "remark number 0 said here", 1000, 1000)  # (equal to the newest one)
+    items = [*typed, said[0], twin, *said[1:]]
+    kept, evicted = bound(items)
+    assert kept == [*typed, said[0], twin, *said[1:MAX_REMARKS - 1]]
+    assert evicted == said[MAX_REMARKS - 1:]
+    assert len(kept) - len(typed) == MAX_REMARKS
