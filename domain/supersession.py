@@ -54,8 +54,10 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         elif not _same_subject(mine, theirs) and not (carries and not _two_units(mine, theirs)
                                                       and _rephrased(item.value, other.value)):
+            # (two versions: only when a package both name is changed, whatever the wording)
             if _partly_same(mine, theirs) and other.doubt is None and (
-                    _UPDATE.search(item.value) or _another_version(item, other, mine & theirs)):
+                    _another_version(item, other, mine & theirs) if item.kind == other.kind == VERSIONED
+                    else _UPDATE.search(item.value)):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
@@ -204,15 +206,19 @@ _PRODUCT = re.compile(r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")
 
 
 def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
-    """A later version of a package both name (any wording, any language: "Wir bleiben bei
-    pydantic 2.7.4" / "pydantic läuft jetzt auf 2.8.2"): a version sentence states the one
-    in use, so the older one is flagged, never hidden (the words around a version are too
-    loose to be sure the subject is one)."""
-    return (new.kind == old.kind == VERSIONED and any(" " not in a for a in shared)
+    """Of two version items: a later version of a package both name, in any wording or
+    language ("Wir bleiben bei pydantic 2.7.4" / "pydantic läuft jetzt auf 2.8.2"). A
+    version sentence states the one in use, so the older one is flagged, never hidden
+    (the words around a version are too loose to be sure the subject is one)."""
+    named = {m.group(1).lower() for v in (new.value, old.value) for m in _NAMED_VERSION.finditer(v)}
+    # (the shared word names the version in one of them, "pydantic 2.7.4"; not a word of
+    # the talk around it, "We're on celery 5.3.6" / "We're on boto3 1.34.90")
+    return (bool(shared & named)
             and not set(_VERSION_NUMBER.findall(old.value)) <= set(_VERSION_NUMBER.findall(new.value)))
 
 
 _VERSION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)?")
+_NAMED_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|@|\s)\s*v?\d+\.\d+")
 
 
 def _partly_same(a: set[str], b: set[str]) -> bool:

@@ -83,3 +83,14 @@ def test_the_remark_bound_is_a_stable_partition_typed_items_then_the_newest_rema
     assert kept == [*typed, said[0], twin, *said[1:MAX_REMARKS - 1]]
     assert evicted == said[MAX_REMARKS - 1:]
     assert len(kept) - len(typed) == MAX_REMARKS
+
+
+def test_two_packages_said_alike_flag_nothing() -> None:
+    # (the words around a version are talk: "We're on" names no package)
+    ledger = merged("We're on numpy 1.26.4 in the image.", "We're on scipy 1.13.1 in the image.")
+    assert all(i.doubt is None for i in ledger.items)
+    ledger = merged("ok let's go with numpy==1.26.4 then", "ok let's go with scipy==1.13.1 then")
+    assert all(i.doubt is None for i in ledger.items)
+    # (a word of change does not make two packages one: "actually ... instead")
+    ledger = merged("actually let's go with numpy==1.26.4 instead", "actually let's go with scipy==1.13.1 instead")
+    assert all(i.doubt is None for i in ledger.items)
