@@ -52,6 +52,18 @@ def _first_name(sentence: str) -> bool:
     return bool(m) and (w := m.group(1).lower()) not in _STOP and w not in _FILLER and w not in _NOT_NAMES
 
 
+def _from_now_on_value(sentence: str) -> bool:
+    """"Going forward" said of a person's role, a date or an amount ("Going forward, direct
+    billing questions to Ana Lopes"): when a value changes, not a wish (ADR 0103); the
+    sentence is read for that value's kind, which a later value replaces."""
+    return (not _SOFT_PREFERENCE.search(_GOING_FORWARD.sub(" ", sentence))
+            and (bool(_DATE.search(sentence) or _AMOUNT.search(sentence))
+                 or bool((_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence))))
+
+
+_GOING_FORWARD = re.compile(r"\bgoing forward\b", re.I)
+
+
 def _reports_done(sentence: str) -> bool:
     """A statement that a piece of work is done: not a question, a request or a condition,
     and about something ("Done!" alone is about nothing)."""
@@ -77,7 +89,7 @@ def classify(sentence: str) -> str | None:
                 continue  # ("once the tests are done, push": a condition, not a state, ADR 0096)
             return kind
     if _SOFT_PREFERENCE.search(sentence) and (not _REQUEST.match(sentence) or _PLEASE_NO.match(sentence)) \
-            and subject_words(_SOFT_PREFERENCE.sub(" ", sentence)):
+            and subject_words(_SOFT_PREFERENCE.sub(" ", sentence)) and not _from_now_on_value(sentence):
         return PREFERENCE
     if _DONE.search(sentence) and _reports_done(sentence):
         return TASK

@@ -94,3 +94,22 @@ def test_two_packages_said_alike_flag_nothing() -> None:
     # (a word of change does not make two packages one: "actually ... instead")
     ledger = merged("actually let's go with numpy==1.26.4 instead", "actually let's go with scipy==1.13.1 instead")
     assert all(i.doubt is None for i in ledger.items)
+
+
+@pytest.mark.parametrize(("first", "then"), [
+    ("Ana Lopes is the release manager for now.", "Going forward, send release manager questions to Jonas Weber."),
+    ("The audit review is on March 3.", "Going forward, the audit review is on April 9."),
+])
+def test_going_forward_with_a_new_value_changes_the_old_one(first: str, then: str) -> None:
+    # (ADR 0103: "going forward" read as a wish made the change a preference, which
+    # replaces no value: the old one stayed current, unflagged)
+    ledger = merged(first, then, role="user")
+    old = [i for i in ledger.items if i.value == first]
+    assert not old or old[0].doubt is not None, ledger.items
+    assert any(i.value == then and i.kind != "preference" for i in ledger.items)
+
+
+def test_going_forward_with_a_wish_and_no_value_is_still_a_preference() -> None:
+    from context_compaction.domain.checklist import classify
+
+    assert classify("Going forward, use pathlib for file handling.") == "preference"
