@@ -231,7 +231,7 @@ def checklist_items(text: str, asked: str | None = None, *,
             out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
             continue
         kind = classify(s)
-        if kind is None and _caseless_fact(s):
+        if kind is None and (_caseless_fact(s) or _caseless_clause(s)):
             kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
             out.append((kind, clip(s), frozenset()))
             continue
@@ -257,6 +257,16 @@ def _caseless_fact(sentence: str) -> bool:
     letters = [ch for ch in sentence if ch.isalpha()]
     caseless = sum(1 for ch in letters if _CASELESS.match(ch))
     return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))
+
+
+def _caseless_clause(sentence: str) -> bool:
+    """A sentence whose own words are in a caseless script, around English terms ("还没定下来的
+    问题：guests may see draft invoices？", ADR 0103): a caseless character says about as much
+    as a word, so with as many of them as Latin words the English cues that found nothing
+    read only the terms; kept whole as a statement, like ``_caseless_fact``."""
+    caseless = sum(1 for ch in sentence if _CASELESS.match(ch))
+    return caseless >= 4 and caseless >= len(re.findall(r"[A-Za-z]+", sentence)) \
+        and bool(_CASELESS_VALUE.search(sentence))
 
 
 # ("Step 3 is done" updates "Step 3: start the migration"; "module 2" and "module 3" are two

@@ -113,3 +113,16 @@ def test_going_forward_with_a_wish_and_no_value_is_still_a_preference() -> None:
     from context_compaction.domain.checklist import classify
 
     assert classify("Going forward, use pathlib for file handling.") == "preference"
+
+
+@pytest.mark.parametrize("text", [
+    "还没决定的事：staging 要不要保留 nightly snapshots？",
+    "这个问题还没有答案：do refunds include shipping？",
+])
+def test_a_sentence_said_in_a_caseless_script_around_english_terms_is_kept_whole(text: str) -> None:
+    # (ADR 0103: the English cues read only the terms; the sentence was no item, its loss unreported)
+    assert checklist_items(text, user=True) == [("statement", text, frozenset())]
+
+
+def test_an_english_sentence_with_a_short_caseless_name_is_not_kept_whole() -> None:
+    assert checklist_items("Please ask 王小明 about the deploy window tomorrow.", user=True) == []
