@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_fact
-from .cues import (_AMOUNT, _DATE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT, STATEMENT, UPDATE,
-                   VERSIONED, _has_value, subject_words)
+from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT,
+                   STATEMENT, TASK, UPDATE, VERSIONED, _has_value, subject_words)
 
 Item = Any  # a ledger.LedgerItem (that module imports this one)
 
@@ -62,6 +62,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 matched = True
             else:
                 unmatched.append((other_k, other))
+            continue
+        if other.kind == TASK and item.kind in (UPDATE, STATEMENT) and not _PROGRESS.search(item.value):
+            # (work's state changes by a report on it: "GitHub Actions is the CI runner" is
+            # no news about "the backfill is sorted, I'll rerun CI", whatever they share)
+            unmatched.append((other_k, other))
             continue
         matched = True
         if item.kind in (UPDATE, STATEMENT) and other.kind not in (UPDATE, STATEMENT):
@@ -217,6 +222,8 @@ def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
             and not set(_VERSION_NUMBER.findall(old.value)) <= set(_VERSION_NUMBER.findall(new.value)))
 
 
+#: A report on work: a done word or a task cue (a step count, "still to do", "blocked on").
+_PROGRESS = re.compile(f"{_DONE.pattern}|{dict(_CUES)[TASK].pattern}", re.I)
 _VERSION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)?")
 _NAMED_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|@|\s)\s*v?\d+\.\d+")
 

@@ -126,3 +126,18 @@ def test_a_sentence_said_in_a_caseless_script_around_english_terms_is_kept_whole
 
 def test_an_english_sentence_with_a_short_caseless_name_is_not_kept_whole() -> None:
     assert checklist_items("Please ask 王小明 about the deploy window tomorrow.", user=True) == []
+
+
+def test_a_statement_sharing_a_word_with_a_task_does_not_replace_it() -> None:
+    # (ADR 0103: "rerun CI" in a task report and "the CI runner" in a decision: the
+    # statement took the task's kind and replaced it, then the next task replaced the decision)
+    ledger = merged("The export job is sorted now (step 2 of 5), but I'll rerun CI to be sure.",
+                    "Buildkite has been selected as the CI runner, because it is cheap.",
+                    "The docs update is sorted now (step 3 of 5), but I'll rerun CI to be sure.")
+    assert not ledger.superseded
+    assert [i.kind for i in ledger.items if "Buildkite" in i.value] == ["statement"]
+
+
+def test_a_report_on_the_same_work_still_replaces_it() -> None:
+    ledger = merged("Step 2 of 5: the export job, half done.", "Step 2 of 5 is done: the export job shipped.")
+    assert [i.value for i in ledger.superseded] == ["Step 2 of 5: the export job, half done."]
