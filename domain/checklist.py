@@ -235,6 +235,8 @@ def checklist_items(text: str, asked: str | None = None, *,
             kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
             out.append((kind, clip(s), frozenset()))
             continue
+        if kind is None and not user and _open_question(s):
+            kind = QUESTION  # (ADR 0103: what the assistant asks is open until an answer joins it)
         if kind is None and user and remark(s):
             out.append((REMARK, whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
             continue
@@ -257,6 +259,24 @@ def _caseless_fact(sentence: str) -> bool:
     letters = [ch for ch in sentence if ch.isalpha()]
     caseless = sum(1 for ch in letters if _CASELESS.match(ch))
     return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))
+
+
+def _open_question(sentence: str) -> bool:
+    """A question of the assistant's about the work ("Should the export keep archived
+    projects?", "Does the invoice total include tax?"), not an offer or a check-in ("Shall
+    I run it?", "Does that help?"), with two subject words: open until the user answers
+    it (an answer in the next message joins it, ``ledger.extract``)."""
+    s = sentence.strip()
+    return (s.endswith("?") and len(s) <= 200 and "? " not in s and not _REQUEST.match(s) and not _OFFER.match(s)
+            and len(subject_words(s)) >= 2)
+
+
+# (an offer to act, a request for a go-ahead or a check-in: no open question about the work)
+_OFFER = re.compile(r"^\s*(?:(?:ok|okay|so|and|also|then),?\s+)?(?:(?:shall|should|can|could|may|do|would|will) i\b|"
+                    r"(?:do|would) you (?:want|like|prefer|mind)\b|want me\b|anything else\b|"
+                    r"any (?:other )?(?:questions|thoughts|objections|concerns)\b|"
+                    r"(?:does|did|is|was) (?:that|this|it) (?:work|help|look|sound|make sense|fix|answer)\b|"
+                    r"(?:sounds?|looks?) (?:good|ok|okay|right)\b|(?:ready|ok|okay|right|good)\b)", re.I)
 
 
 def _caseless_clause(sentence: str) -> bool:

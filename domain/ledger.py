@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items
-from .cues import FOLLOW_UP, REMARK, UPDATE
+from .cues import FOLLOW_UP, QUESTION, REMARK, UPDATE
 from . import remarks
 from .followups import resolve
 from .joining import asked_last, sentences
@@ -274,6 +274,8 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
                 # (an answer joined to the question before it was first said at the question)
                 first = asked[1] if asked and question and value.startswith(question) else e.seq
                 item = LedgerItem(_kind_of(kind, value, e.role), value, e.seq, first, anchors=tuple(sorted(a)))
+                if first != e.seq:  # (answered: the open question alone is no longer an item, ADR 0103)
+                    found = [i for i in found if not (i.seq == first and i.kind == QUESTION and i.value == question)]
                 if kind == FOLLOW_UP:
                     item = resolve(replace(item, kind=UPDATE), last)
                 found.append(item)

@@ -141,3 +141,35 @@ def test_a_statement_sharing_a_word_with_a_task_does_not_replace_it() -> None:
 def test_a_report_on_the_same_work_still_replaces_it() -> None:
     ledger = merged("Step 2 of 5: the export job, half done.", "Step 2 of 5 is done: the export job shipped.")
     assert [i.value for i in ledger.superseded] == ["Step 2 of 5: the export job, half done."]
+
+
+@pytest.mark.parametrize("question", [
+    "Should the nightly export keep soft-deleted accounts?",
+    "Does the quote total include the setup fee?",
+    "Should we cap retries for the webhook sender?",
+])
+def test_an_open_question_of_the_assistant_is_an_item(question: str) -> None:
+    # (ADR 0103: no cue word, so it was no item; when it left the context nothing said so)
+    assert [k for k, _, _ in checklist_items(f"I split the parser into two helpers. {question}")] == ["question"]
+
+
+@pytest.mark.parametrize("question", [
+    "Shall I run the suite again?", "Does that help?", "Do you want me to add a test for the empty case?",
+    "Anything else?", "Should I push the branch now?", "Sounds good?",
+])
+def test_an_offer_or_a_check_in_is_no_open_question(question: str) -> None:
+    assert checklist_items(question) == []
+
+
+def test_an_answered_question_is_one_item_with_its_answer() -> None:
+    ledger = merged("I split the parser. How long do we keep the audit logs?", role="assistant")
+    assert [i.kind for i in ledger.items] == ["question"]
+    ledger, _ = Ledger().merge(extract([
+        SourceEntry(seq=1, role="assistant", text="I split the parser. How long do we keep the audit logs?"),
+        SourceEntry(seq=2, role="user", text="30 days, I believe.")]))
+    assert [(i.value, i.first_seq) for i in ledger.items] == [("How long do we keep the audit logs? 30 days, I believe.", 1)]
+
+
+def test_a_question_of_the_user_stays_no_item() -> None:
+    # (the user's questions are what the assistant answers next; ADR 0099 leaves them out)
+    assert checklist_items("Should the nightly export keep soft-deleted accounts?", user=True) == []
