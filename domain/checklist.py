@@ -24,7 +24,7 @@ import re
 
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _FILLER, _HEDGE, _NAME, _NOT_DONE, _PLEASE_NO, _REASON, _REQUEST,
                    _SETTING, _SOFT_PREFERENCE, _STOP, _UNIT, _UPDATE, _VERSION, _VERSION_FIRST, AMOUNT, DATE, DECISION,
-                   FOLLOW_UP, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK, UPDATE,
+                   FOLLOW_UP, OPEN_QUESTION, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK, UPDATE,
                    VERSIONED, WORD, _CASELESS, _IDENT, _IDENT_MARK, _has_value, _without_exact,
                    subject_words)
 from .followups import is_follow_up
@@ -34,7 +34,7 @@ from .splitting import clip
 
 #: Checklist kinds, in the order a summary lists them (and their write-back priority).
 CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
-                   UPDATE, STATEMENT, REMARK)
+                   UPDATE, STATEMENT, OPEN_QUESTION, REMARK)
 HEADING = "Fact Checklist"
 
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
@@ -236,7 +236,8 @@ def checklist_items(text: str, asked: str | None = None, *,
             out.append((kind, clip(s), frozenset()))
             continue
         if kind is None and not user and _open_question(s):
-            kind = QUESTION  # (ADR 0103: what the assistant asks is open until an answer joins it)
+            out.append((OPEN_QUESTION, clip(s), frozenset()))  # (ADR 0103: open until an answer joins it)
+            continue
         if kind is None and user and remark(s):
             out.append((REMARK, whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
             continue

@@ -30,6 +30,12 @@ STATEMENT = "statement"
 #: reads it, yet it is theirs. The lowest priority, never superseded by a guess; it is
 #: there so that its loss, too, is reported.
 REMARK = "remark"
+#: A question the assistant asked about the work with no cue word (ADR 0103): open until
+#: an answer joins it. Like a remark: no anchors, lowest priority, bounded apart.
+OPEN_QUESTION = "open_question"
+#: The catch-all kinds: what no typed rule reads, carried while a summary states it and
+#: reported once, by the compaction where it leaves (ADRs 0099, 0103).
+CATCH_ALL = frozenset((REMARK, OPEN_QUESTION))
 
 _NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
              r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items
-from .cues import FOLLOW_UP, QUESTION, REMARK, UPDATE
+from .cues import CATCH_ALL, FOLLOW_UP, OPEN_QUESTION, REMARK, UPDATE
 from . import remarks
 from .followups import resolve
 from .joining import asked_last, sentences
@@ -170,7 +170,7 @@ class Ledger:
             by_key[k] = item
         items = sorted(by_key.values(), key=priority)
         kept, evicted = items[:MAX_ITEMS], items[MAX_ITEMS:]
-        kept, old = remarks.bound(kept)  # (ADR 0099: the newest MAX_REMARKS remarks)
+        kept, old = remarks.bound(kept)  # (ADRs 0099, 0103: the newest of each catch-all kind)
         evicted = old + evicted
         kept.sort(key=lambda i: (i.first_seq, KINDS.index(i.kind), i.value))
         newest_super = sorted(superseded.values(), key=lambda i: -i.seq)[:MAX_ITEMS]
@@ -225,7 +225,7 @@ def priority(item: LedgerItem) -> tuple[int, int, int, str]:
     exact facts together, then remarks; newer first, then more frequent."""
     if item.kind in (CORRECTION, CONSTRAINT, "rule"):
         group = 0 if item.kind == CORRECTION else 1
-    elif item.kind == REMARK:
+    elif item.kind in CATCH_ALL:
         group = 3  # (ADR 0099: whatever no kind reads comes after every kind)
     else:
         group = 2  # (the checklist and exact facts by recency: neither crowds the other out)
@@ -275,7 +275,7 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
                 first = asked[1] if asked and question and value.startswith(question) else e.seq
                 item = LedgerItem(_kind_of(kind, value, e.role), value, e.seq, first, anchors=tuple(sorted(a)))
                 if first != e.seq:  # (answered: the open question alone is no longer an item, ADR 0103)
-                    found = [i for i in found if not (i.seq == first and i.kind == QUESTION and i.value == question)]
+                    found = [i for i in found if not (i.seq == first and i.kind == OPEN_QUESTION and i.value == question)]
                 if kind == FOLLOW_UP:
                     item = resolve(replace(item, kind=UPDATE), last)
                 found.append(item)
@@ -352,7 +352,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
     for item in ledger.items:
         if present(stated, item):
             report.in_summary += 1
-            remarks += count(item.line()) + 1 if item.kind == REMARK else 0
+            remarks += count(item.line()) + 1 if item.kind in CATCH_ALL else 0
         else:
             missing.append(item)
     additions: dict[str, list[str]] = {}
@@ -365,7 +365,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
         cost = count(line) + 1
         if heading not in additions and f"## {heading}" not in headings:
             cost += count(f"## {heading}") + 2  # (the heading this line creates, and its blank line)
-        over = item.kind == REMARK and remark_tokens is not None and remarks + cost > remark_tokens
+        over = item.kind in CATCH_ALL and remark_tokens is not None and remarks + cost > remark_tokens
         if spent + cost > budget_tokens or over:
             if present(written, item):  # (stated by a restored line: a fact in a correction)
                 report.restored += 1
@@ -373,7 +373,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
                 report.dropped_items.append(item)
             continue
         spent += cost
-        remarks += cost if item.kind == REMARK else 0
+        remarks += cost if item.kind in CATCH_ALL else 0
         written += "\n" + line
         additions.setdefault(heading, []).append(line)
         report.restored += 1

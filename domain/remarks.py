@@ -4,7 +4,8 @@ A remark is an item so that its loss, too, is reported; it has no anchors (it re
 nothing and nothing replaces it), sorts after every typed kind, and is bounded apart:
 every user sentence with content is one. This module says which sentence is a remark
 (not a question, a one-off request, an acknowledgement, code or a pasted tool line) and
-which remarks a ledger carries (``bound``, the newest ``MAX_REMARKS``).
+which remarks a ledger carries (``bound``, the newest ``MAX_REMARKS``), and the bound of the
+assistant's catch-all, its open questions (ADR 0103), which are held the same way.
 """
 
 from __future__ import annotations
@@ -14,22 +15,34 @@ from collections.abc import Sequence
 from typing import Any
 
 from .cues import _CASELESS, _FILLER, _REQUEST, _STOP, _without_exact
-from .cues import REMARK
+from .cues import OPEN_QUESTION, REMARK
 from .splitting import SENTENCE_CHARS, clip
 
 #: Remarks a ledger carries, the newest: every user sentence with content is one, so they
 #: are bounded apart, and the oldest leave first (reported by the compaction that evicts
 #: them); the ledger record and each report's ``dropped_items`` stay bounded.
 MAX_REMARKS = 150
+#: Open questions of the assistant's a ledger carries, the newest (ADR 0103): an assistant
+#: writes far more than a user, so its catch-all is bounded harder.
+MAX_OPEN_QUESTIONS = 20
+_BOUNDS = {REMARK: MAX_REMARKS, OPEN_QUESTION: MAX_OPEN_QUESTIONS}
 
 
 def bound(items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """``items`` (ledger items in ``priority`` order: remarks last, newest first) split
-    into what a ledger carries — every typed item, then the newest ``MAX_REMARKS``
-    remarks — and the older remarks it evicts, each list in its given order."""
-    typed = [i for i in items if i.kind != REMARK]
-    remarks = [i for i in items if i.kind == REMARK]
-    return typed + remarks[:MAX_REMARKS], remarks[MAX_REMARKS:]
+    """``items`` (ledger items in ``priority`` order: the catch-all kinds last, newest
+    first) split into what a ledger carries — every typed item, then the newest
+    ``MAX_REMARKS`` remarks and ``MAX_OPEN_QUESTIONS`` open questions — and the older ones
+    it evicts; a stable partition, each list in its given order."""
+    seen = dict.fromkeys(_BOUNDS, 0)
+    kept, evicted = [], []
+    for item in items:
+        if item.kind in seen:
+            seen[item.kind] += 1
+            if seen[item.kind] > _BOUNDS[item.kind]:
+                evicted.append(item)
+                continue
+        kept.append(item)
+    return kept, evicted
 
 
 def remark(sentence: str) -> bool:

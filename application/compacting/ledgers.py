@@ -15,7 +15,7 @@ from typing import Any
 
 from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
                                               stated_text, verify)
-from context_compaction.domain.cues import REMARK
+from context_compaction.domain.cues import CATCH_ALL
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
 from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
@@ -60,7 +60,7 @@ def must_keep_lines(checklist: Sequence[LedgerItem], budget_tokens: int, count: 
         cost = count(line) + 1
         if spent + cost > budget_tokens:
             break
-        if item.kind == REMARK:
+        if item.kind in CATCH_ALL:
             if remark_tokens is not None and remarks + cost > remark_tokens:
                 continue
             remarks += cost
@@ -91,7 +91,7 @@ def summary_input(previous_summary: str | None, previous_ledger: Mapping[str, An
     source and the checklist, never the prompt): the material keeps its whole budget."""
     checklist = checklist_for(previous_ledger, covered)
     lines = must_keep_lines(checklist, source_budget // 3, count, remark_budget(covered_entries(covered)))
-    remark_lines = {i.line() for i in checklist if i.kind == REMARK}
+    remark_lines = {i.line() for i in checklist if i.kind in CATCH_ALL}
     must_keep = [ln for ln in lines if ln not in remark_lines]
     may_keep = [ln for ln in lines if ln in remark_lines]  # (remarks: lowest priority, said so in the prompt)
     spent = sum(count(ln) + 1 for ln in lines) if reads_prompt else 0
@@ -180,7 +180,7 @@ def verify_summary(
     # A remark the summary does not state has left the context (ADR 0099): reported once,
     # here, then no longer carried; else every later compaction would report it again and
     # every checkpoint would store it again (the raw history still holds it for recall).
-    gone = {(i.kind, i.value) for i in report.dropped_items if i.kind == REMARK}
+    gone = {(i.kind, i.value) for i in report.dropped_items if i.kind in CATCH_ALL}
     if gone:
         ledger = Ledger(tuple(i for i in ledger.items if (i.kind, i.value) not in gone), ledger.superseded)
     return VerifiedSummary(verified.strip(), ledger, report, removed,

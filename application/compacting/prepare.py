@@ -28,7 +28,7 @@ from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SummaryFailed
 from context_compaction.domain.ledger import FACTS_HEADING, HEADING, Ledger, LedgerItem, fair_order, present
-from context_compaction.domain.cues import REMARK
+from context_compaction.domain.cues import CATCH_ALL
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.projection import build_projection
@@ -282,7 +282,7 @@ def carried_floor(checklist: tuple[LedgerItem, ...], budget_tokens: int, count: 
     spent, floor, headings = 0, 0, set()
     joined = "\0".join(i.value for i in checklist)
     for item in checklist:
-        if item.kind == REMARK:
+        if item.kind in CATCH_ALL:
             continue  # (ADR 0099: a remark may be left out within its own share; it adds nothing for sure)
         heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(item.line()) + 1 + (0 if heading in headings else count(f"## {heading}") + 2)

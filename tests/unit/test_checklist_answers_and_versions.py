@@ -150,7 +150,7 @@ def test_a_report_on_the_same_work_still_replaces_it() -> None:
 ])
 def test_an_open_question_of_the_assistant_is_an_item(question: str) -> None:
     # (ADR 0103: no cue word, so it was no item; when it left the context nothing said so)
-    assert [k for k, _, _ in checklist_items(f"I split the parser into two helpers. {question}")] == ["question"]
+    assert [k for k, _, _ in checklist_items(f"I split the parser into two helpers. {question}")] == ["open_question"]
 
 
 @pytest.mark.parametrize("question", [
@@ -163,7 +163,7 @@ def test_an_offer_or_a_check_in_is_no_open_question(question: str) -> None:
 
 def test_an_answered_question_is_one_item_with_its_answer() -> None:
     ledger = merged("I split the parser. How long do we keep the audit logs?", role="assistant")
-    assert [i.kind for i in ledger.items] == ["question"]
+    assert [i.kind for i in ledger.items] == ["open_question"]
     ledger, _ = Ledger().merge(extract([
         SourceEntry(seq=1, role="assistant", text="I split the parser. How long do we keep the audit logs?"),
         SourceEntry(seq=2, role="user", text="30 days, I believe.")]))
@@ -173,3 +173,36 @@ def test_an_answered_question_is_one_item_with_its_answer() -> None:
 def test_a_question_of_the_user_stays_no_item() -> None:
     # (the user's questions are what the assistant answers next; ADR 0099 leaves them out)
     assert checklist_items("Should the nightly export keep soft-deleted accounts?", user=True) == []
+
+
+def test_an_open_question_the_summary_leaves_out_is_reported_once_and_not_carried_after() -> None:
+    # (ADR 0103: like a remark; a typed item left out is reported at every compaction, which
+    # an assistant asking now and then would turn into thousands of report entries)
+    from context_compaction.application.compacting.ledgers import verify_summary
+
+    def msg(seq: int, text: str, role: str = "assistant") -> dict:
+        return {"seq": seq, "role": role, "content": text, "tool_calls": [], "steering": False}
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    asked = "Should the nightly export keep soft-deleted accounts?"
+    first = verify_summary("## Progress\nNone.", previous=None, covered=[msg(1, f"I split the parser. {asked}")],
+                           last_seq=1, budget_tokens=0, count=words)
+    assert [(i.kind, i.value) for i in first.report.dropped_items] == [("open_question", asked)]
+    assert asked not in [i["value"] for i in first.record.get("items", [])]
+    again = verify_summary("## Progress\nNone.", previous=first.record, covered=[msg(2, "Fine.", "user")],
+                           last_seq=2, budget_tokens=0, count=words)
+    assert again.report.dropped == 0
+
+
+def test_a_ledger_carries_the_newest_open_questions_and_evicts_the_older_reported() -> None:
+    from context_compaction.domain.remarks import MAX_OPEN_QUESTIONS
+
+    names = [a + b for a in ("al", "be", "co", "de", "el") for b in ("pha", "ta", "ro", "ma", "xo")]
+    entries = [SourceEntry(seq=n + 1, role="assistant", text=f"Should the {name} export keep archived rows?")
+               for n, name in enumerate(names[:MAX_OPEN_QUESTIONS + 4])]
+    ledger, evicted = Ledger().merge(extract(entries))
+    carried = [i for i in ledger.items if i.kind == "open_question"]
+    assert len(carried) == MAX_OPEN_QUESTIONS and min(i.seq for i in carried) == 5
+    assert sorted(i.seq for i in evicted) == [1, 2, 3, 4]
