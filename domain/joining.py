@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .cues import (_CUES, _DONE, _FILLER, _HEDGE, _NUM_WORD, _REQUEST, _SOFT_PREFERENCE, _STOP, TASK, _has_value,
+from .cues import (_CASELESS, _CUES, _DONE, _FILLER, _HEDGE, _NUM_WORD, _REQUEST, _SOFT_PREFERENCE, _STOP, TASK, _has_value,
                    _value_less_rule, subject_words)
 from .splitting import SENTENCE_CHARS, split_raw
 
@@ -155,7 +155,8 @@ def _belongs_to(before: str, s: str) -> bool:
         return True  # ("40 connections is the ceiling. For the connection pool ceiling, that is.")
     if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):
         return bool(subject_words(s)) or _value_less_rule(s)
-    if value_here and not subject_words(s) and not value_before:
+    if value_here and not subject_words(s) and not value_before and not _CASELESS.search(s):
+        # (a sentence in a caseless script has a subject no rule reads, ADR 0103)
         return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
     # (a count of steps says how far the task before it is: "The export is done. That
     # makes 4 of 6.")

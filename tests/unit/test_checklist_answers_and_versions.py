@@ -206,3 +206,12 @@ def test_a_ledger_carries_the_newest_open_questions_and_evicts_the_older_reporte
     carried = [i for i in ledger.items if i.kind == "open_question"]
     assert len(carried) == MAX_OPEN_QUESTIONS and min(i.seq for i in carried) == 5
     assert sorted(i.seq for i in evicted) == [1, 2, 3, 4]
+
+
+def test_a_sentence_in_a_caseless_script_after_an_english_one_is_its_own() -> None:
+    # (ADR 0103: no capital after the stop, so the splitter glued it to the English sentence
+    # before it, whose cues then decided the kind and the subject of both)
+    text = "Run the linter again, it was noisy. 部署窗口定在 Tuesday，不要改。"
+    assert sentences(text) == ["Run the linter again, it was noisy.", "部署窗口定在 Tuesday，不要改。"]
+    assert checklist_items("queue backend 最后定了 RabbitMQ，理由是 the team knows it。") == [
+        ("statement", "queue backend 最后定了 RabbitMQ，理由是 the team knows it。", frozenset())]
