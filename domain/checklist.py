@@ -24,9 +24,8 @@ import re
 
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _FILLER, _HEDGE, _NAME, _NOT_DONE, _PLEASE_NO, _REASON, _REQUEST,
                    _SETTING, _SOFT_PREFERENCE, _STOP, _UNIT, _UPDATE, _VERSION, _VERSION_FIRST, AMOUNT, DATE, DECISION,
-                   FOLLOW_UP, OPEN_QUESTION, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK, UPDATE,
-                   VERSIONED, WORD, _CASELESS, _IDENT, _IDENT_MARK, _has_value, _without_exact,
-                   subject_words)
+                   FOLLOW_UP, OPEN_QUESTION, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK,
+                   UPDATE, VERSIONED, WORD, _CASELESS, _IDENT, _IDENT_MARK, _has_value, _without_exact, subject_words)
 from .followups import is_follow_up
 from .remarks import remark, whole
 from .joining import _PROGRESS, _answer, _asks, sentences

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from .cues import (_CASELESS, _CUES, _DONE, _FILLER, _HEDGE, _NUM_WORD, _REQUEST, _SOFT_PREFERENCE, _STOP, TASK, _has_value,
-                   _value_less_rule, subject_words)
+from .cues import (_CASELESS, _CUES, _DONE, _FILLER, _HEDGE, _NUM_WORD, _REQUEST, _SOFT_PREFERENCE, _STOP, TASK,
+                   _has_value, _value_less_rule, subject_words)
 from .splitting import SENTENCE_CHARS, split_raw
 
 
