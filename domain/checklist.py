@@ -52,11 +52,12 @@ def _first_name(sentence: str) -> bool:
 
 
 def _from_now_on_value(sentence: str) -> bool:
-    """"Going forward" said of a person's role, a date or an amount ("Going forward, direct
-    billing questions to Ana Lopes"): when a value changes, not a wish (ADR 0103); the
-    sentence is read for that value's kind, which a later value replaces."""
+    """"Going forward" said of a person's role, a date, an amount or a named choice ("Going
+    forward, direct billing questions to Ana Lopes", "Buildkite is the CI runner going
+    forward"): when a value changes, not a wish (ADR 0103); the sentence is read for that
+    value's kind, which replaces or flags the earlier value."""
     return (not _SOFT_PREFERENCE.search(_GOING_FORWARD.sub(" ", sentence))
-            and (bool(_DATE.search(sentence) or _AMOUNT.search(sentence))
+            and (bool(_DATE.search(sentence) or _AMOUNT.search(sentence) or _ENTITY.search(sentence[1:]))
                  or bool((_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence))))
 
 

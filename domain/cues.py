@@ -136,7 +136,7 @@ _NOT_DONE = re.compile(r"^\s*(?:once|when|whenever|after|if|until|as soon as|bef
 
 _PLEASE_NO = re.compile(r"^\s*please,?\s+(?:no|don't|never|not)\b", re.I)
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
-                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward|"
+                     r"instead|from now on|going forward|revised|new \w+ for|reversing|roll \w+ forward|"
                      # (chat: "scrap that, ...", "we ended up ...", "no longer", "... for X now")
                      r"scrap that|scratch that|ended up|no longer|not anymore|changed (?:my|our) minds?|"
                      r"(?:for|on|to) the \w+(?: \w+)? now)\b", re.I)

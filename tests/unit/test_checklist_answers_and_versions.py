@@ -215,3 +215,10 @@ def test_a_sentence_in_a_caseless_script_after_an_english_one_is_its_own() -> No
     assert sentences(text) == ["Run the linter again, it was noisy.", "部署窗口定在 Tuesday，不要改。"]
     assert checklist_items("queue backend 最后定了 RabbitMQ，理由是 the team knows it。") == [
         ("statement", "queue backend 最后定了 RabbitMQ，理由是 the team knows it。", frozenset())]
+
+
+def test_a_named_choice_going_forward_flags_the_earlier_choice() -> None:
+    ledger = merged("After a week of trials the build runner is going to be Drone, since it is cheap.",
+                    "We dropped that pick — Buildkite is the build runner going forward, since it is faster.")
+    old = next(i for i in ledger.items if "Drone" in i.value)
+    assert old.doubt is not None  # (flagged, not hidden: the subject is only partly shared)
