@@ -219,6 +219,10 @@ def test_a_sentence_in_a_caseless_script_after_an_english_one_is_its_own() -> No
 
 def test_a_named_choice_going_forward_flags_the_earlier_choice() -> None:
     ledger = merged("After a week of trials the build runner is going to be Drone, since it is cheap.",
-                    "We dropped that pick — Buildkite is the build runner going forward, since it is faster.")
+                    "We dropped that pick, Buildkite is the build runner going forward, since it is faster.")
+    # (the change's whole subject is the old one's: replaced, and reported where it leaves)
+    assert [i.value for i in ledger.superseded if "Drone" in i.value]
+    ledger = merged("After two rounds of trials the CI runner is going to be Drone, since it is cheap.",
+                    "We ditched the earlier pick, Buildkite is the CI runner going forward, since it is faster.")
     old = next(i for i in ledger.items if "Drone" in i.value)
-    assert old.doubt is not None  # (flagged, not hidden: the subject is only partly shared)
+    assert old.doubt is not None  # (only part of the subject shared: flagged, not hidden)
