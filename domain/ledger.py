@@ -170,8 +170,8 @@ class Ledger:
             by_key[k] = item
         items = sorted(by_key.values(), key=priority)
         kept, evicted = items[:MAX_ITEMS], items[MAX_ITEMS:]
-        kept, old = remarks.bound(kept)  # (ADRs 0099, 0103: the newest of each catch-all kind)
-        evicted = old + evicted
+        kept, gone = remarks.bound(kept)  # (ADRs 0099, 0103: the newest of each catch-all kind)
+        evicted = gone + evicted
         kept.sort(key=lambda i: (i.first_seq, KINDS.index(i.kind), i.value))
         newest_super = sorted(superseded.values(), key=lambda i: -i.seq)[:MAX_ITEMS]
         return Ledger(tuple(kept), tuple(sorted(newest_super, key=lambda i: i.seq))), evicted

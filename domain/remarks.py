@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol, TypeVar
 
 from .cues import _CASELESS, _FILLER, _REQUEST, _STOP, _without_exact
 from .cues import OPEN_QUESTION, REMARK
@@ -28,13 +28,22 @@ MAX_OPEN_QUESTIONS = 20
 _BOUNDS = {REMARK: MAX_REMARKS, OPEN_QUESTION: MAX_OPEN_QUESTIONS}
 
 
-def bound(items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+class _Kinded(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=_Kinded)  # (a ``ledger.LedgerItem``: that module imports this one)
+
+
+def bound(items: Sequence[Item]) -> tuple[list[Item], list[Item]]:
     """``items`` (ledger items in ``priority`` order: the catch-all kinds last, newest
     first) split into what a ledger carries — every typed item, then the newest
     ``MAX_REMARKS`` remarks and ``MAX_OPEN_QUESTIONS`` open questions — and the older ones
     it evicts; a stable partition, each list in its given order."""
     seen = dict.fromkeys(_BOUNDS, 0)
-    kept, evicted = [], []
+    kept: list[Item] = []
+    evicted: list[Item] = []
     for item in items:
         if item.kind in seen:
             seen[item.kind] += 1
