@@ -24,15 +24,16 @@ import re
 
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _FILLER, _HEDGE, _NAME, _NOT_DONE, _PLEASE_NO, _REASON, _REQUEST,
                    _SETTING, _SOFT_PREFERENCE, _STOP, _UNIT, _UPDATE, _VERSION, _VERSION_FIRST, AMOUNT, DATE, DECISION,
-                   FOLLOW_UP, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK, UPDATE,
-                   VERSIONED, WORD, _has_value, subject_words)
+                   FOLLOW_UP, OPEN_QUESTION, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK,
+                   UPDATE, VERSIONED, WORD, _CASELESS, _IDENT, _IDENT_MARK, _has_value, _without_exact, subject_words)
 from .followups import is_follow_up
+from .remarks import remark, whole
 from .joining import _PROGRESS, _answer, _asks, sentences
-from .splitting import SENTENCE_CHARS, clip
+from .splitting import clip
 
 #: Checklist kinds, in the order a summary lists them (and their write-back priority).
 CHECKLIST_KINDS = (RULE, PREFERENCE, DECISION, TASK, QUESTION, PERSON, DATE, AMOUNT, VERSIONED, SETTING_TEXT,
-                   UPDATE, STATEMENT, REMARK)
+                   UPDATE, STATEMENT, OPEN_QUESTION, REMARK)
 HEADING = "Fact Checklist"
 
 _ROLE = re.compile(r"\b(owner|owns|reviewer|manager|contact|lead|admin|maintainer|on-call|ask|ping|loop in|"
@@ -48,6 +49,19 @@ def _first_name(sentence: str) -> bool:
     first word that is no stop word, filler or pronoun (the role word decides)."""
     m = _FIRST.match(sentence)
     return bool(m) and (w := m.group(1).lower()) not in _STOP and w not in _FILLER and w not in _NOT_NAMES
+
+
+def _from_now_on_value(sentence: str) -> bool:
+    """"Going forward" said of a person's role, a date, an amount or a named choice ("Going
+    forward, direct billing questions to Ana Lopes", "Buildkite is the CI runner going
+    forward"): when a value changes, not a wish (ADR 0103); the sentence is read for that
+    value's kind, which replaces or flags the earlier value."""
+    return (not _SOFT_PREFERENCE.search(_GOING_FORWARD.sub(" ", sentence))
+            and (bool(_DATE.search(sentence) or _AMOUNT.search(sentence) or _ENTITY.search(sentence[1:]))
+                 or bool((_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence))))
+
+
+_GOING_FORWARD = re.compile(r"\bgoing forward\b", re.I)
 
 
 def _reports_done(sentence: str) -> bool:
@@ -75,7 +89,7 @@ def classify(sentence: str) -> str | None:
                 continue  # ("once the tests are done, push": a condition, not a state, ADR 0096)
             return kind
     if _SOFT_PREFERENCE.search(sentence) and (not _REQUEST.match(sentence) or _PLEASE_NO.match(sentence)) \
-            and subject_words(_SOFT_PREFERENCE.sub(" ", sentence)):
+            and subject_words(_SOFT_PREFERENCE.sub(" ", sentence)) and not _from_now_on_value(sentence):
         return PREFERENCE
     if _DONE.search(sentence) and _reports_done(sentence):
         return TASK
@@ -110,11 +124,6 @@ def salient(sentence: str) -> bool:
                 or _TOPIC.search(sentence))
 
 
-def _without_exact(sentence: str) -> str:
-    """The sentence without paths, ids and identifiers: the ledger's exact facts hold them
-    already ("Ticket PAY-7.", "Done with src/mod3.py.")."""
-    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
-    return _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
 
 
 # (a subject stated first, then what holds for it: "Deploy window: Tuesdays only.", "When
@@ -122,9 +131,6 @@ def _without_exact(sentence: str) -> str:
 _TOPIC = re.compile(r"^[^:?!]{3,60}:\s+\S|^(?:as for|regarding|when it comes to|for|on|about)\b[^,.;]{3,60},\s*\S",
                     re.I)
 _BECAUSE = re.compile(r"\b(?:because|since|given that|due to|so that|the reason)\b", re.I)
-# (URLs, versions, ports and hashes: the ledger's exact facts hold them on their own)
-_EXACT = re.compile(r"https?://\S+|\bv?\d+\.\d+\.\d+\S*|\bport \d+|(?<=localhost:)\d+|\b[0-9a-f]{7,40}\b", re.I)
-_CITATION = re.compile(r"\(seqs? [^()]*\)")
 # (an entity: a capitalised word inside a sentence, an acronym, a mixed-case or
 # digit-bearing name: "Tortoise", "the ORM", "RabbitMQ", "urllib3")
 _ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I'|None\b|OK\b)[A-Z][a-z]{2,}\b|\b[A-Z]{2,6}s?\b|"
@@ -150,6 +156,11 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
             before = re.findall(r"[A-Za-z][\w.-]*[A-Za-z0-9]", sentence[: m.end(1)])[-4:]
             found |= {w.lower() for w in before if w.lower() not in _STOP and w.lower() not in _VERSION_WORDS}
         found |= {m.group(1).lower() for m in _VERSION_FIRST.finditer(sentence) if m.group(1)}
+        # (an answer is about what its question names, not about where it was looked up:
+        # "Which pydantic are we on? Checked the lockfile: 2.7.4.", ADR 0103)
+        if "? " in sentence and (asked := {w for w in subject_words(sentence.partition("? ")[0])
+                                           if w not in _VERSION_WORDS}):
+            found = asked
         if found:
             return frozenset(found)
     out: set[str] = keys | idents | {m.group(0).lower() for m in _STEP.finditer(sentence)}
@@ -220,20 +231,21 @@ def checklist_items(text: str, asked: str | None = None, *,
             out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
             continue
         kind = classify(s)
-        if kind is None and _caseless_fact(s):
+        if kind is None and (_caseless_fact(s) or _caseless_clause(s)):
             kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
             out.append((kind, clip(s), frozenset()))
             continue
+        if kind is None and not user and _open_question(s):
+            out.append((OPEN_QUESTION, clip(s), frozenset()))  # (ADR 0103: open until an answer joins it)
+            continue
         if kind is None and user and remark(s):
-            out.append((REMARK, _whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
+            out.append((REMARK, whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
             continue
         if kind is not None:
             out.append((kind, clip(s), anchors(s, kind)))
     return out
 
 
-# (a script without letter case — Chinese, Japanese, Korean, Thai: no cue of ours reads it)
-_CASELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 # (what makes such a sentence a fact rather than talk: a digit, a Latin name, a numeral,
 # a date or a unit character)
 _CASELESS_VALUE = re.compile(r"\d|[A-Za-z]{2,}|[一二三四五六七八九十百千万亿两年月日号点分秒元％]")
@@ -250,85 +262,33 @@ def _caseless_fact(sentence: str) -> bool:
     return caseless >= 4 and caseless * 2 > len(letters) and bool(_CASELESS_VALUE.search(sentence))
 
 
-_IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
+def _open_question(sentence: str) -> bool:
+    """A question of the assistant's about the work ("Should the export keep archived
+    projects?", "Does the invoice total include tax?"), not an offer or a check-in ("Shall
+    I run it?", "Does that help?"), with two subject words: open until the user answers
+    it (an answer in the next message joins it, ``ledger.extract``)."""
+    s = sentence.strip()
+    return (s.endswith("?") and len(s) <= 200 and "? " not in s and not _REQUEST.match(s) and not _OFFER.match(s)
+            and len(subject_words(s)) >= 2)
+
+
+# (an offer to act, a request for a go-ahead or a check-in: no open question about the work)
+_OFFER = re.compile(r"^\s*(?:(?:ok|okay|so|and|also|then),?\s+)?(?:(?:shall|should|can|could|may|do|would|will) i\b|"
+                    r"(?:do|would) you (?:want|like|prefer|mind)\b|want me\b|anything else\b|"
+                    r"any (?:other )?(?:questions|thoughts|objections|concerns)\b|"
+                    r"(?:does|did|is|was) (?:that|this|it) (?:work|help|look|sound|make sense|fix|answer)\b|"
+                    r"(?:sounds?|looks?) (?:good|ok|okay|right)\b|(?:ready|ok|okay|right|good)\b)", re.I)
+
+
+def _caseless_clause(sentence: str) -> bool:
+    """A sentence that says part of itself in a caseless script, around English terms
+    ("还没定下来的问题：guests may see draft invoices？", "cache layer 最后定了 Memcached", ADR
+    0103): four caseless characters say as much as a clause, which no English cue reads;
+    when the cues found nothing, the sentence is kept whole as a statement, like
+    ``_caseless_fact`` (no anchors: never superseded by a guess)."""
+    return sum(1 for ch in sentence if _CASELESS.match(ch)) >= 4 and bool(_CASELESS_VALUE.search(sentence))
+
+
 # ("Step 3 is done" updates "Step 3: start the migration"; "module 2" and "module 3" are two
 # units, not two values of one: the number names the unit)
 _STEP = re.compile(r"\b(?:step|phase|stage|module|part|ticket|milestone|batch) \d+(?: of \d+)?\b", re.I)
-_IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
-
-
-def remark(sentence: str) -> bool:
-    """A content-bearing sentence of the user's that no kind reads (ADR 0099): a statement
-    or a standing instruction, not a question, not a one-off request ("Run it again",
-    "Could you ...", "Please ..."), not an acknowledgement or a greeting, not code or a
-    pasted tool output; with at least two content words of its own (in any script: no
-    stop word, filler, path or identifier), or six characters of a caseless script."""
-    s = sentence.strip()
-    if s.endswith(("?", "\uff1f")) or _REQUEST.match(s) or _ONE_OFF.match(s) or _code_like(s):
-        return False
-    if _CASELESS.search(s):
-        return sum(1 for ch in s if _CASELESS.match(ch)) >= 5
-    if len(s) < 12:
-        return False
-    bare = _PATHISH.sub(" ", _without_exact(s))  # (the ledger's exact facts hold paths on their own)
-    words = [w for w in _WORD.findall(bare) if (x := w.casefold()) not in _STOP and x not in _FILLER]
-    if len(words) < 2:
-        return False
-    # (an acknowledgement followed by content is content: "Sure, grandma is deaf."; by
-    # thanks or praise it is still an acknowledgement: "Great, thanks for the quick fix.")
-    rest = s
-    while (m := _ACK.match(rest)) and m.end() < len(rest):
-        rest = rest[m.end():]
-    if rest is s:
-        return True
-    own = [w for w in _WORD.findall(rest) if (x := w.casefold()) not in _STOP and x not in _FILLER]
-    return len(own) >= 2 and not _PRAISE.search(rest) and not _THANKS.search(s)
-
-
-def _whole(sentence: str) -> str:
-    """A remark as said: whole up to twice a sentence's usual bound (text in another
-    script is never cut), beyond that clipped around its values like any sentence."""
-    text = " ".join(sentence.split())
-    return text if len(text) <= 2 * SENTENCE_CHARS else clip(text)
-
-
-def _code_like(s: str) -> bool:
-    """Code, a command or a pasted tool line rather than prose: code punctuation, a
-    keyword or prompt at its start, or fewer than 60 % of its tokens plain words."""
-    if _CODE.search(s):
-        return True
-    tokens = s.split()
-    plain = sum(1 for t in tokens if _PLAIN.fullmatch(t))
-    return plain * 10 < len(tokens) * 6
-
-
-_PATHISH = re.compile(r"\S*[/\\]\S*|(?<![\w.])[\w-]*\.[A-Za-z]\w{0,7}\b")
-# (a word in any script: letters only, three or more; two in a non-Latin cased script,
-# where "не ем" is as much a sentence as "I don't eat")
-_WORD = re.compile(r"[^\W\d_][^\W\d_'\u2019-]{2,}|(?<![^\W\d_])[^\W\d_A-Za-z\u00c0-\u024f]{2}(?![^\W\d_])")
-_PLAIN = re.compile(r"[(\"'\u201c\u2018\u300c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d\u2019\u3001\u3002\u300d\uff01\uff0c\uff1a\uff1b\uff1f]*|[\d$€£%.,:/-]+\w{0,3}[.,;:!?)]*|[-\u2013\u2014&]")
-_CODE = re.compile(r"```|==|!=|=>|->|::|[{}]|;\s*$|^\s*(?:def|class|import|from \S+ import|return|raise|assert|"
-                   r"elif|except|Traceback|PASSED|FAILED|ERROR|\$|>>>|#include|SELECT|INSERT|UPDATE \w+ SET)\b|"
-                   r"^\s*[$>#]\s|\b\w+\s*=\s*\S|^\s*File \"|"
-                   # (a block opener, or a line that only introduces what follows: "Here's the plan:")
-                   r"^\s*(?:if|for|while|with|else|try|async|await|lambda)\b.*:\s*$|:\s*$", re.M)
-# (a one-off request to act now, said as an imperative: "Run the suite again", "Fix the
-# flaky test, it blocks the release"; its outcome is what the assistant reports. Not
-# "use", "keep", "make sure": those open standing instructions too)
-# The verb must be followed by what a request's object opens with (a determiner, a
-# pronoun, a particle) or end the sentence: "Read access is all the auditors get",
-# "Show business people ...", "Try-hard ..." are statements.
-_ONE_OFF = re.compile(r"^\s*(?:(?:ok|okay|also|and|now|then|so|next|first|alright|oh|hey|right|please)[,]?\s+)?"
-                      r"(?:(?:go ahead|continue|proceed|let me|tell me|give me|look (?:at|into|for)|"
-                      r"summari[sz]e|undo|retry|restart|rebuild)\b|"
-                      r"(?:re-?run|run|fix|check|look|try|add|remove|delete|rename|refactor|trim|show|open|read|"
-                      r"write|create|revert|install|debug|investigate|grep|paste|send|generate|implement|explain)"
-                      r"(?:\s*[.!,]?\s*$|\s+(?:the|a|an|this|that|these|those|it|its|them|me|us|my|our|your|all|"
-                      r"every|each|some|any|both|up|out|again|in|on|for|with|whether|if|how|why|what|which|where|"
-                      r"once|now|quickly)\b))", re.I)
-_PRAISE = re.compile(r"\b(?:great|perfect|nice|awesome|worked|fixed|solved|done)\b", re.I)
-_THANKS = re.compile(r"\b(?:thanks|thank|thx|appreciated?|helpful|cheers)\b", re.I)
-# (an acknowledgement or a greeting: "Thanks, that fixed it", "Sounds good, go ahead")
-_ACK = re.compile(r"^\W*(?:thanks|thank you|thx|ty|ok|okay|great|perfect|nice|cool|awesome|lgtm|sounds good|"
-                  r"looks good|got it|sure|yes|yep|yeah|no worries|hi|hello|hey|morning|cheers|brilliant|excellent|"
-                  r"sweet|good|fine|alright|right|understood|noted|makes sense|agreed|wow|oops|sorry|ah|oh)\b", re.I)

@@ -30,6 +30,12 @@ STATEMENT = "statement"
 #: reads it, yet it is theirs. The lowest priority, never superseded by a guess; it is
 #: there so that its loss, too, is reported.
 REMARK = "remark"
+#: A question the assistant asked about the work with no cue word (ADR 0103): open until
+#: an answer joins it. Like a remark: no anchors, lowest priority, bounded apart.
+OPEN_QUESTION = "open_question"
+#: The catch-all kinds: what no typed rule reads, carried while a summary states it and
+#: reported once, by the compaction where it leaves (ADRs 0099, 0103).
+CATCH_ALL = frozenset((REMARK, OPEN_QUESTION))
 
 _NUM_WORD = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
              r"forty|fifty|sixty|seventy|eighty|ninety|hundred|half)(?:-\w+)?")
@@ -130,7 +136,7 @@ _NOT_DONE = re.compile(r"^\s*(?:once|when|whenever|after|if|until|as soon as|bef
 
 _PLEASE_NO = re.compile(r"^\s*please,?\s+(?:no|don't|never|not)\b", re.I)
 _UPDATE = re.compile(r"\b(is now|are now|now is|moved to|changed to|change of plan|switch(?:ed)?|becomes|"
-                     r"instead|from now on|revised|new \w+ for|reversing|roll \w+ forward|"
+                     r"instead|from now on|going forward|revised|new \w+ for|reversing|roll \w+ forward|"
                      # (chat: "scrap that, ...", "we ended up ...", "no longer", "... for X now")
                      r"scrap that|scratch that|ended up|no longer|not anymore|changed (?:my|our) minds?|"
                      r"(?:for|on|to) the \w+(?: \w+)? now)\b", re.I)
@@ -210,3 +216,20 @@ _BACK = re.compile(r"\b(it|that|this|them|those|these)\b|^(never|do not|don't|al
 
 # (a request to the assistant is not a fact: "Can you look at ...?", "Please run ...")
 _REQUEST = re.compile(r"^\s*(?:can|could|would|will) you\b|^\s*please\b", re.I)
+
+
+def _without_exact(sentence: str) -> str:
+    """The sentence without paths, ids and identifiers: the ledger's exact facts hold them
+    already ("Ticket PAY-7.", "Done with src/mod3.py.")."""
+    sentence = _EXACT.sub(" ", _CITATION.sub(" ", sentence))
+    return _IDENT.sub(lambda m: " " if _IDENT_MARK.search(m.group(0)) else m.group(0), sentence)
+
+
+# (URLs, versions, ports and hashes: the ledger's exact facts hold them on their own)
+_EXACT = re.compile(r"https?://\S+|\bv?\d+\.\d+\.\d+\S*|\bport \d+|(?<=localhost:)\d+|\b[0-9a-f]{7,40}\b", re.I)
+_CITATION = re.compile(r"\(seqs? [^()]*\)")
+_IDENT = re.compile(r"(?<![\w/.-])[A-Za-z][\w./-]*[A-Za-z0-9]")
+# (a path or identifier mark: a slash, an underscore, a digit, a dotted suffix)
+_IDENT_MARK = re.compile(r"[/_]|\d|\.\w")
+# (a script without letter case — Chinese, Japanese, Korean, Thai: no cue of ours reads it)
+_CASELESS = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from .cues import (_CUES, _DONE, _FILLER, _HEDGE, _NUM_WORD, _REQUEST, _SOFT_PREFERENCE, _STOP, TASK, _has_value,
-                   _value_less_rule, subject_words)
+from .cues import (_CASELESS, _CUES, _DONE, _FILLER, _HEDGE, _NUM_WORD, _REQUEST, _SOFT_PREFERENCE, _STOP, TASK,
+                   _has_value, _value_less_rule, subject_words)
 from .splitting import SENTENCE_CHARS, split_raw
 
 
@@ -93,6 +93,11 @@ def _answer(s: str) -> bool:
     """
     if s.endswith("?") or _REQUEST.match(s):
         return False
+    if _ANSWER_MARK.match(s):
+        return True  # ("Q: ...? A: nobody knows yet.": said to be the answer)
+    # (how the answer was found or that it is one, then the answer: "Checked the lockfile:
+    # 2.7.4.", "That'd be Team Falcon." — the lead-in is no subject of its own)
+    s = _ANSWER_LEAD.sub("", s, count=1)
     head = _ANSWER_HEAD.split(s, maxsplit=1)[0].strip()
     if not head or len(head) > 60:
         return False
@@ -109,6 +114,9 @@ def _answer(s: str) -> bool:
     return len(head_words) <= 2 and not _ANSWER_NOT.match(head)
 
 
+_ANSWER_MARK = re.compile(r"^\s*A\s*:\s*\S")
+_ANSWER_LEAD = re.compile(r"^\s*(?:(?:that|it)(?:'d| would) be|that's|that is|it's|it is|"
+                          r"(?:i\s+)?(?:checked|looked(?: at| it up in)?|found|asked)\b[^:.?!]{0,40}:)\s+", re.I)
 _ANSWER_HEAD = re.compile(r",|;|\s[\u2013\u2014-]\s|\s\(|[.!](?:\s|$)")
 _BARE_NUMBER = re.compile(rf"^(?:(?:about|around|roughly|maybe|probably|just|only|like|um|uh|oh|prob|approx\.?)\s+)*"
                           rf"(?:{_NUM_WORD}|\d[\d,.]*)\b", re.I)
@@ -129,6 +137,8 @@ def _leads(s: str, after: str, before: str) -> bool:
             and (s.rstrip().endswith("?") or bool(_POINTS_BACK.match(after))))
 
 
+# (a subject named after the fact: "For the pool ceiling, that is.", "About the demo, I mean.")
+_AFTERTHOUGHT = re.compile(r"^(?:for|as for|about|regarding|on)\b[^.?!]{3,80},\s*(?:that is|i mean|mind you)\W*$", re.I)
 _POINTS_BACK = re.compile(r"^(?:that's|that is|this is|it's|it is|for|as for|re:?|about|on)\b", re.I)
 
 
@@ -141,9 +151,12 @@ def _belongs_to(before: str, s: str) -> bool:
     if _asks(before) and (_answer(s) or (_SOFT_PREFERENCE.search(s) is not None
                                          and not subject_words(_SOFT_PREFERENCE.sub(" ", s)))):
         return True  # (ADR 0096: "When's the freeze? March 3, last I heard.", "Emojis? Hard pass.")
+    if value_before and not value_here and _AFTERTHOUGHT.match(s):
+        return True  # ("40 connections is the ceiling. For the connection pool ceiling, that is.")
     if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):
         return bool(subject_words(s)) or _value_less_rule(s)
-    if value_here and not subject_words(s) and not value_before:
+    if value_here and not subject_words(s) and not value_before and not _CASELESS.search(s):
+        # (a sentence in a caseless script has a subject no rule reads, ADR 0103)
         return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
     # (a count of steps says how far the task before it is: "The export is done. That
     # makes 4 of 6.")

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .checklist import CHECKLIST_KINDS, SUPERSEDING, anchors, checklist_items
-from .cues import FOLLOW_UP, REMARK, UPDATE
+from .cues import CATCH_ALL, FOLLOW_UP, OPEN_QUESTION, REMARK, UPDATE
+from . import remarks
 from .followups import resolve
 from .joining import asked_last, sentences
 from .splitting import clip
-from .supersession import supersede
+from .supersession import mark_superseded, stated_text, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry
 
@@ -44,10 +45,6 @@ FACTS_HEADING = "Exact Facts"
 #: Bound of a ledger carried in every checkpoint; beyond it the oldest, rarest facts
 #: leave it (reported dropped by the compaction that evicts them).
 MAX_ITEMS = 1000  # (600 before the checklist, issue 44: its statements come beside the facts)
-#: Of which remarks (ADR 0099), the newest: every user sentence with content is one, so
-#: they are bounded apart, and the oldest leave first (reported by the compaction that
-#: evicts them); the ledger record and each report's ``dropped_items`` stay bounded.
-MAX_REMARKS = 150
 
 _CONSTRAINT = re.compile(
     r"\b(must|must not|do not|don't|never|always|only use|make sure|required|"
@@ -173,11 +170,8 @@ class Ledger:
             by_key[k] = item
         items = sorted(by_key.values(), key=priority)
         kept, evicted = items[:MAX_ITEMS], items[MAX_ITEMS:]
-        remarks = [i for i in kept if i.kind == REMARK]  # (newest first: ``priority``)
-        if len(remarks) > MAX_REMARKS:
-            old = set(map(id, remarks[MAX_REMARKS:]))
-            evicted = [i for i in kept if id(i) in old] + evicted
-            kept = [i for i in kept if id(i) not in old]
+        kept, gone = remarks.bound(kept)  # (ADRs 0099, 0103: the newest of each catch-all kind)
+        evicted = gone + evicted
         kept.sort(key=lambda i: (i.first_seq, KINDS.index(i.kind), i.value))
         newest_super = sorted(superseded.values(), key=lambda i: -i.seq)[:MAX_ITEMS]
         return Ledger(tuple(kept), tuple(sorted(newest_super, key=lambda i: i.seq))), evicted
@@ -231,7 +225,7 @@ def priority(item: LedgerItem) -> tuple[int, int, int, str]:
     exact facts together, then remarks; newer first, then more frequent."""
     if item.kind in (CORRECTION, CONSTRAINT, "rule"):
         group = 0 if item.kind == CORRECTION else 1
-    elif item.kind == REMARK:
+    elif item.kind in CATCH_ALL:
         group = 3  # (ADR 0099: whatever no kind reads comes after every kind)
     else:
         group = 2  # (the checklist and exact facts by recency: neither crowds the other out)
@@ -280,6 +274,8 @@ def extract(entries: Sequence[SourceEntry]) -> list[LedgerItem]:
                 # (an answer joined to the question before it was first said at the question)
                 first = asked[1] if asked and question and value.startswith(question) else e.seq
                 item = LedgerItem(_kind_of(kind, value, e.role), value, e.seq, first, anchors=tuple(sorted(a)))
+                if first != e.seq:  # (answered: the open question alone is no longer an item, ADR 0103)
+                    found = [i for i in found if not (i.seq == first and i.kind == OPEN_QUESTION and i.value == question)]
                 if kind == FOLLOW_UP:
                     item = resolve(replace(item, kind=UPDATE), last)
                 found.append(item)
@@ -349,14 +345,14 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
     Deterministic: the same summary, ledger and budget give the same text and report.
     """
     report = LedgerReport(items_total=len(ledger.items))
-    text, report.marked_superseded = _mark_superseded(summary, ledger)
+    text, report.marked_superseded = mark_superseded(summary, ledger)
     stated = stated_text(text)
     missing = []
     remarks = 0  # (the remarks' share holds for what the summary states too, not only for what is written back)
     for item in ledger.items:
         if present(stated, item):
             report.in_summary += 1
-            remarks += count(item.line()) + 1 if item.kind == REMARK else 0
+            remarks += count(item.line()) + 1 if item.kind in CATCH_ALL else 0
         else:
             missing.append(item)
     additions: dict[str, list[str]] = {}
@@ -369,7 +365,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
         cost = count(line) + 1
         if heading not in additions and f"## {heading}" not in headings:
             cost += count(f"## {heading}") + 2  # (the heading this line creates, and its blank line)
-        over = item.kind == REMARK and remark_tokens is not None and remarks + cost > remark_tokens
+        over = item.kind in CATCH_ALL and remark_tokens is not None and remarks + cost > remark_tokens
         if spent + cost > budget_tokens or over:
             if present(written, item):  # (stated by a restored line: a fact in a correction)
                 report.restored += 1
@@ -377,16 +373,11 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
                 report.dropped_items.append(item)
             continue
         spent += cost
-        remarks += cost if item.kind == REMARK else 0
+        remarks += cost if item.kind in CATCH_ALL else 0
         written += "\n" + line
         additions.setdefault(heading, []).append(line)
         report.restored += 1
     return _insert(text, additions), report
-
-
-def stated_text(summary: str) -> str:
-    """The summary without its superseded-notes: a note names the new value, it does not state it."""
-    return _SUPERSEDED_NOTE.sub("", summary)
 
 
 def present(text: str, item: LedgerItem) -> bool:
@@ -424,42 +415,6 @@ def _continues(text: str, i: int, step: int, joiners: str) -> bool:
         return True
     j = i + step
     return text[i] in joiners and 0 <= j < len(text) and _is_word(text[j])
-
-
-_SUPERSEDED_NOTE = re.compile(r" \(superseded (?:by [^()\n]* )?at seq \d+\)")
-
-
-MARK_PREFIX = 48  # a superseded sentence is found by its opening: a summary line may clip it
-_MARKED = re.compile(r"\(superseded at seq \d+\) $")
-
-
-def _mark_superseded(text: str, ledger: Ledger) -> tuple[str, int]:
-    current = {i.key: i for i in ledger.items if i.key is not None}
-    marked = 0
-    for old in ledger.superseded:
-        if old.anchors:  # (a sentence; its key names the seq that replaced it)
-            # (marked before it: its value may be in its first half; not a current one alike)
-            note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
-            alike = [i.value for i in ledger.items if i.value.startswith(head)]
-            parts, last, n = [], 0, 0
-            for m in re.finditer(re.escape(head), text):
-                if not _MARKED.search(text, max(0, m.start() - 40), m.start()) and not any(
-                        text.startswith(v, m.start()) for v in alike):
-                    parts += [text[last:m.start()], note]
-                    last, n = m.start(), n + 1
-            text = "".join(parts) + text[last:]
-            marked += n
-            continue
-        new = current.get(old.key)
-        if new is None or new.value == old.value or old.value not in text:
-            continue
-        note = f"{old.value} (superseded by {new.value} at seq {new.seq})"
-        if note in text:
-            continue
-        pattern = re.compile(re.escape(old.value) + r"(?![^\s,;'\"`)])(?! \(superseded)")
-        text, n = pattern.subn(lambda _m: note, text)
-        marked += n
-    return text, marked
 
 
 def _insert(summary: str, additions: dict[str, list[str]]) -> str:

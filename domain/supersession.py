@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_fact
-from .cues import (_AMOUNT, _DATE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT, STATEMENT, UPDATE,
-                   VERSIONED, _has_value, subject_words)
+from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT,
+                   STATEMENT, TASK, UPDATE, VERSIONED, _has_value, subject_words)
 
 Item = Any  # a ledger.LedgerItem (that module imports this one)
 
@@ -54,11 +54,19 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         elif not _same_subject(mine, theirs) and not (carries and not _two_units(mine, theirs)
                                                       and _rephrased(item.value, other.value)):
-            if _partly_same(mine, theirs) and _UPDATE.search(item.value) and other.doubt is None:
+            # (two versions: only when a package both name is changed, whatever the wording)
+            if _partly_same(mine, theirs) and other.doubt is None and (
+                    _another_version(item, other, mine & theirs) if item.kind == other.kind == VERSIONED
+                    else _UPDATE.search(item.value)):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
                 unmatched.append((other_k, other))
+            continue
+        if other.kind == TASK and item.kind in (UPDATE, STATEMENT) and not _PROGRESS.search(item.value):
+            # (work's state changes by a report on it: "GitHub Actions is the CI runner" is
+            # no news about "the backfill is sorted, I'll rerun CI", whatever they share)
+            unmatched.append((other_k, other))
             continue
         matched = True
         if item.kind in (UPDATE, STATEMENT) and other.kind not in (UPDATE, STATEMENT):
@@ -202,6 +210,24 @@ def _carries_value(sentence: str) -> bool:
 _PRODUCT = re.compile(r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")
 
 
+def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
+    """Of two version items: a later version of a package both name, in any wording or
+    language ("Wir bleiben bei pydantic 2.7.4" / "pydantic läuft jetzt auf 2.8.2"). A
+    version sentence states the one in use, so the older one is flagged, never hidden
+    (the words around a version are too loose to be sure the subject is one)."""
+    named = {m.group(1).lower() for v in (new.value, old.value) for m in _NAMED_VERSION.finditer(v)}
+    # (the shared word names the version in one of them, "pydantic 2.7.4"; not a word of
+    # the talk around it, "We're on celery 5.3.6" / "We're on boto3 1.34.90")
+    return (bool(shared & named)
+            and not set(_VERSION_NUMBER.findall(old.value)) <= set(_VERSION_NUMBER.findall(new.value)))
+
+
+#: A report on work: a done word or a task cue (a step count, "still to do", "blocked on").
+_PROGRESS = re.compile(f"{_DONE.pattern}|{dict(_CUES)[TASK].pattern}", re.I)
+_VERSION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)?")
+_NAMED_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|@|\s)\s*v?\d+\.\d+")
+
+
 def _partly_same(a: set[str], b: set[str]) -> bool:
     """Some of a subject shared, not enough to be sure: a content bigram or a name in both."""
     return bool(a & b)
@@ -229,3 +255,46 @@ def _two_units(a: set[str], b: set[str]) -> bool:
 
 
 _ID = re.compile(r"[/_.\d]")
+
+
+def stated_text(summary: str) -> str:
+    """The summary without its superseded-notes: a note names the new value, it does not state it."""
+    return _SUPERSEDED_NOTE.sub("", summary)
+
+
+_SUPERSEDED_NOTE = re.compile(r" \(superseded (?:by [^()\n]* )?at seq \d+\)")
+
+
+MARK_PREFIX = 48  # a superseded sentence is found by its opening: a summary line may clip it
+_MARKED = re.compile(r"\(superseded at seq \d+\) $")
+
+
+def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
+    """``text`` with each value the ``ledger`` (a ``ledger.Ledger``) holds as superseded
+    marked where the summary still states it, and how many marks were set."""
+    current = {i.key: i for i in ledger.items if i.key is not None}
+    marked = 0
+    for old in ledger.superseded:
+        if old.anchors:  # (a sentence; its key names the seq that replaced it)
+            # (marked before it: its value may be in its first half; not a current one alike)
+            note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
+            alike = [i.value for i in ledger.items if i.value.startswith(head)]
+            parts, last, n = [], 0, 0
+            for m in re.finditer(re.escape(head), text):
+                if not _MARKED.search(text, max(0, m.start() - 40), m.start()) and not any(
+                        text.startswith(v, m.start()) for v in alike):
+                    parts += [text[last:m.start()], note]
+                    last, n = m.start(), n + 1
+            text = "".join(parts) + text[last:]
+            marked += n
+            continue
+        new = current.get(old.key)
+        if new is None or new.value == old.value or old.value not in text:
+            continue
+        note = f"{old.value} (superseded by {new.value} at seq {new.seq})"
+        if note in text:
+            continue
+        pattern = re.compile(re.escape(old.value) + r"(?![^\s,;'\"`)])(?! \(superseded)")
+        text, n = pattern.subn(lambda _m: note, text)
+        marked += n
+    return text, marked

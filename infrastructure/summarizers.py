@@ -24,7 +24,7 @@ from context_compaction.application.contracts.settings import Settings
 from context_compaction.domain.costs import Usage
 from context_compaction.domain.errors import InvalidCommand, SummaryFailed
 from context_compaction.domain.checklist import CHECKLIST_KINDS
-from context_compaction.domain.cues import REMARK
+from context_compaction.domain.cues import CATCH_ALL
 from context_compaction.application.compacting.ledgers import remark_budget
 from context_compaction.domain.checklist import HEADING as CHECKLIST_HEADING
 from context_compaction.domain.ledger import LedgerItem
@@ -193,7 +193,7 @@ def _checklist_section(items: Iterable[LedgerItem], budget: int, count: Callable
             continue  # (exact facts have their own section and the ledger's write-back)
         line = item.line()
         cost = count(line) + 1
-        remark = item.kind == REMARK
+        remark = item.kind in CATCH_ALL
         if spent + cost > budget or (remark and remarks is not None and said + cost > remarks):
             continue
         lines.append(line)

@@ -160,6 +160,7 @@ def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:
         count=count,
         retained=prepared.retained,
         previous_summary=previous.summary if previous else None,
+        tail=prepared.tail,  # (extracted once, by ``prepare_summary``)
     )
     checkpoint = candidate_checkpoint(
         turn,

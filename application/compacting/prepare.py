@@ -28,7 +28,7 @@ from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import SummaryFailed
 from context_compaction.domain.ledger import FACTS_HEADING, HEADING, Ledger, LedgerItem, fair_order, present
-from context_compaction.domain.cues import REMARK
+from context_compaction.domain.cues import CATCH_ALL
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.partial import plan_partial_cut
 from context_compaction.domain.projection import build_projection
@@ -37,7 +37,7 @@ from context_compaction.domain.summary import prompt_overhead, smallest_window
 from ..runtime.services import Services
 from ..runtime.turncontext import TurnContext
 from ..state.drafts import Draft, build_draft
-from .ledgers import SummaryInput, checked_ledger, summary_input
+from .ledgers import SummaryInput, checked_ledger, summary_input, tail_statements
 
 #: Slack for the summary's own count against its count inside the request (token
 #: boundaries at the joins).
@@ -197,6 +197,9 @@ class Preparation:
     #: The request with the smallest summary the candidate can carry: the summary block
     #: and the values of the checklist items its write-back has room for.
     smallest_after: int
+    #: The kept tail's statements that supersede older values (``tail_statements``): read
+    #: by the shrink check here and by ``verify_summary``, extracted once (ADR 0103).
+    tail: tuple[LedgerItem, ...] = ()
 
 
 
@@ -258,13 +261,15 @@ def prepare_summary(
         model=model, degraded=False, summary_source={}))
     beside = budget.threshold - empty.total - _SUMMARY_MARGIN_TOKENS
     max_output = min(limits.output_reserve, beside) if beside >= _SMALLEST_SUMMARY else limits.output_reserve
+    tail = tail_statements(retained)
     return Preparation(
         turn=turn, reason=reason, plan=plan, retained=retained, previous=checkpoint, model=model,
         summarizer=summarizer_name(svc), count=count, budget=limits,
         input=built, max_output_tokens=max_output,
         # (checked as ``verify_summary`` checks: the kept tail supersedes what it restates)
         smallest_after=empty.total + carried_floor(
-            tuple(fair_order(checked_ledger(Ledger(built.checklist), retained).items)), built.ledger_tokens, count),
+            tuple(fair_order(checked_ledger(Ledger(built.checklist), tail).items)), built.ledger_tokens, count),
+        tail=tail,
     )
 
 
@@ -277,7 +282,7 @@ def carried_floor(checklist: tuple[LedgerItem, ...], budget_tokens: int, count: 
     spent, floor, headings = 0, 0, set()
     joined = "\0".join(i.value for i in checklist)
     for item in checklist:
-        if item.kind == REMARK:
+        if item.kind in CATCH_ALL:
             continue  # (ADR 0099: a remark may be left out within its own share; it adds nothing for sure)
         heading = HEADING.get(item.kind, FACTS_HEADING)
         cost = count(item.line()) + 1 + (0 if heading in headings else count(f"## {heading}") + 2)

@@ -7,7 +7,8 @@ The sentences here are this module's own (not any ``ctxc eval`` phrasing set).""
 from __future__ import annotations
 
 from context_compaction.domain.checklist import checklist_items, remark
-from context_compaction.domain.ledger import MAX_REMARKS, Ledger, LedgerItem, extract, fair_order, verify
+from context_compaction.domain.ledger import Ledger, LedgerItem, extract, fair_order, verify
+from context_compaction.domain.remarks import MAX_REMARKS
 from context_compaction.domain.summary import SourceEntry
 from backends import MakeHarness
 from helpers import ok

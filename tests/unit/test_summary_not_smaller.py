@@ -99,6 +99,7 @@ def test_the_floor_never_exceeds_what_the_write_back_of_a_bare_summary_adds() ->
     from context_compaction.application.compacting.ledgers import (
         checked_ledger,
         checklist_for,
+        tail_statements,
         verify_summary,
     )
     from context_compaction.application.compacting.prepare import carried_floor
@@ -122,8 +123,34 @@ def test_the_floor_never_exceeds_what_the_write_back_of_a_bare_summary_adds() ->
         cut = 2 * rng.randrange(1, len(records) // 2)
         covered, retained = records[:cut], records[cut:]
         budget = rng.choice([15, 40, 120, 1_000])
-        checked = tuple(fair_order(checked_ledger(Ledger(checklist_for(None, covered)), retained).items))
+        checked = tuple(fair_order(checked_ledger(Ledger(checklist_for(None, covered)), tail_statements(retained)).items))
         floor = carried_floor(checked, budget, count)
         written = verify_summary(".", previous=None, covered=covered, last_seq=cut, budget_tokens=budget,
                                  count=count, retained=retained).text
         assert floor <= count(written) - count("."), (floor, written, covered, retained)
+
+
+def test_one_compaction_reads_the_kept_tail_for_its_statements_once(make_harness: MakeHarness, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # ADR 0103: the shrink check and the verification both need the kept tail's statements;
+    # each extracted them (~24 ms for a 57-message tail), now ``Preparation.tail`` carries them.
+    from context_compaction.application.compacting import ledgers
+
+    reads: list[tuple[int, ...]] = []
+    real = ledgers.extract
+
+    def extract(entries):  # type: ignore[no-untyped-def]
+        reads.append(tuple(e.seq for e in entries))
+        return real(entries)
+
+    monkeypatch.setattr(ledgers, "extract", extract)
+    summarizer = RecordingSummarizer(text="Summary.")
+    h = make(make_harness, summarizer, context_compaction={"keep_recent_tokens": 10})
+    for n in range(3):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+            user(f"The deploy date is March {n + 3}. " + "filler words " * 30, turn_id=f"t{n}"),
+            {"role": "assistant", "content": "ok " * 30, "turn_id": f"t{n}"}]}))
+    got = ok(h.do({"type": "compact", "session_id": SID}))
+    assert got["status"] == "compacted", got
+    tail = [r for r in reads if r and r[-1] == max(max(x) for x in reads if x) and r[0] > 1]
+    assert len(tail) == 1, reads
+    h.close()
