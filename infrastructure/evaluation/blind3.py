@@ -9,7 +9,8 @@ fields ("Owner: ...", "Due: ..."), the fact inside parentheses or after a semico
 numbers in words and digits around the value, long sentences that hold the subject and the
 value far apart, a terse reply quoted under its question, passive and impersonal forms, and
 whole Italian, Dutch and Korean sentences with the English subject and value inside (in
-Korean the particle after a value is set off, so the value stays a token of its own).
+Korean a space or a punctuation mark follows the value, never a particle, so the value
+stays a token of its own).
 Updates are corrections of a colleague, retractions, plans that moved ("aiming for ...
 instead", "pushed to"), and some name the subject with another noun first ("that knob")
 and its name only afterwards.

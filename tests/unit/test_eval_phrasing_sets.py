@@ -88,8 +88,8 @@ def test_blind3_has_at_least_as_many_templates_per_kind_as_blind2() -> None:
 
 
 def test_blind3_is_readable_by_the_scorer_on_every_value_of_its_pools() -> None:
-    """Its Korean sentences put a particle after the value: set off, or the value would not
-    be a token of its own. 200 seeded draws per template meet every value (8 meet a few)."""
+    """Every value of the pools, not the few that 8 draws meet: 200 seeded draws per template
+    (a Korean particle written straight after a value would hide it from the scorer)."""
     assert _unreadable(BLIND3, draws=200) == []
 
 
