@@ -88,11 +88,18 @@ CAUSES: dict[str, str] = {
         "wording written blind to the extractor and never rephrased after a run (ADR 0097): "
         "`ctxc eval --sets blind --json` lists the sentences lost (`lost_examples`)")
        for drive in ("rounds", "conversation")},
-    # Written under the same rule, frozen, never used to diagnose: a miss is the extractor's
-    # on wording nobody tuned it to.
+    # Written under the same rule and frozen; used to diagnose since, so "blind3" is the
+    # untuned one (ADR 0105).
     **{f"blind2 {drive}": (
         "wording written blind to the extractor, after `blind` was used to diagnose, and never "
         "rephrased after a run (ADR 0102): `ctxc eval --sets blind2 --json` lists the sentences "
+        "lost (`lost_examples`)")
+       for drive in ("rounds", "conversation")},
+    # Written under the same rule, frozen, never used to diagnose: a miss is the extractor's
+    # on wording nobody tuned it to.
+    **{f"blind3 {drive}": (
+        "wording written blind to the extractor, after `blind2` was used to diagnose, and never "
+        "rephrased after a run (ADR 0105): `ctxc eval --sets blind3 --json` lists the sentences "
         "lost (`lost_examples`)")
        for drive in ("rounds", "conversation")},
 }

@@ -275,13 +275,14 @@ def _integrations(args: argparse.Namespace, report: dict[str, Any], text: list[s
 
 def _eval(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     """Issue 44: ``ctxc eval`` (typed canaries), extractive: the tuning and held-out sets,
-    ``fresh`` and ``blind`` (written without reading the extractor, ADR 0097, since used to
-    diagnose it), and ``blind2``, written under the same rule and never used to diagnose or
-    tune the summarizer: its figures are the honest ones (ADR 0102)."""
+    ``fresh``, ``blind`` and ``blind2`` (written without reading the extractor, ADR 0097 and
+    ADR 0102, since used to diagnose it), and ``blind3``, written under the same rule and
+    never used to diagnose or tune the summarizer: its figures are the honest ones (ADR 0105)."""
     from context_compaction import bootstrap
     from context_compaction.infrastructure.evaluation.report import evaluate, markdown, targets
 
-    result = evaluate(bootstrap, summarizer="extractive", sets=("tuning", "held-out", "fresh", "blind", "blind2"))
+    result = evaluate(bootstrap, summarizer="extractive",
+                      sets=("tuning", "held-out", "fresh", "blind", "blind2", "blind3"))
     report["eval"] = result
     text += ["", "Typed canaries (`ctxc eval`, issue 44):", ""]
     text += markdown(result)

@@ -1,7 +1,7 @@
 """The phrasing sets of ``ctxc eval`` (issue 44): every template of every set is readable
-by the scorer; ``blind`` (ADR 0097) and ``blind2`` (ADR 0102), written without reading the
-extractor, plant every kind in wording of their own and are run by ``ctxc eval --sets`` and
-by the bench."""
+by the scorer; ``blind`` (ADR 0097), ``blind2`` (ADR 0102) and ``blind3`` (ADR 0105), written
+without reading the extractor, plant every kind in wording of their own and are run by
+``ctxc eval --sets`` and by the bench."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from context_compaction.infrastructure.cli_setup import UsageError
 from context_compaction.infrastructure.evaluation import report
 from context_compaction.infrastructure.evaluation.blind import BLIND
 from context_compaction.infrastructure.evaluation.blind2 import BLIND2
+from context_compaction.infrastructure.evaluation.blind3 import BLIND3
 from context_compaction.infrastructure.evaluation.canaries import KINDS, Phrasings, Planter, kept
 from context_compaction.infrastructure.evaluation.fresh import FRESH
 from context_compaction.infrastructure.evaluation.sessions import generate
@@ -25,21 +26,23 @@ from context_compaction.infrastructure.evaluation.sessions import generate
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _unreadable(p: Phrasings) -> list[str]:
+def _unreadable(p: Phrasings, draws: int = 8) -> list[str]:
     """Canaries the scorer cannot find in their own sentence, over every template and
     every subject of its kind (a "loss" there would be the scorer's, not the summarizer's)."""
     bad = []
     for kind in KINDS:
         for t in p.templates[kind]:
             planter = Planter(replace(p, templates={**p.templates, kind: (t,)}), seed=0)
-            bad += [c.text for c in (planter.plant(kind) for _ in range(8)) if not c.negated and not kept(c, c.text)]
+            bad += [c.text for c in (planter.plant(kind) for _ in range(draws))
+                    if not c.negated and not kept(c, c.text)]
     for t in p.negated:
         planter = Planter(replace(p, negated=(t,)), seed=0)
-        bad += [c.text for c in (planter.plant("preference") for _ in range(8)) if c.negated and not kept(c, c.text)]
+        bad += [c.text for c in (planter.plant("preference") for _ in range(draws))
+                if c.negated and not kept(c, c.text)]
     for kind, updates in p.updates.items():
         for t in updates:
             planter = Planter(replace(p, updates={kind: (t,)}), seed=0)
-            for _ in range(6):
+            for _ in range(draws - 2):
                 new = planter.update(planter.plant(kind), 1)
                 assert new is not None, (kind, t)
                 bad += [] if kept(new, new.text) else [new.text]
@@ -60,7 +63,7 @@ def _phrases(p: Phrasings) -> list[str]:
     return [t for ts in p.templates.values() for t in ts] + list(p.negated) + [t for ts in p.updates.values() for t in ts]
 
 
-BLINDS = ("blind", "blind2")  # (the sets written without reading the extractor)
+BLINDS = ("blind", "blind2", "blind3")  # (the sets written without reading the extractor)
 
 
 @pytest.mark.parametrize("name", BLINDS)
@@ -76,6 +79,18 @@ def test_blind2_has_at_least_as_many_templates_per_kind_as_blind() -> None:
     assert all(len(BLIND2.templates[k]) >= len(BLIND.templates[k]) for k in KINDS)
     assert len(BLIND2.negated) >= len(BLIND.negated)
     assert all(len(BLIND2.updates[k]) >= len(BLIND.updates[k]) for k in BLIND.updates)
+
+
+def test_blind3_has_at_least_as_many_templates_per_kind_as_blind2() -> None:
+    assert all(len(BLIND3.templates[k]) >= len(BLIND2.templates[k]) for k in KINDS)
+    assert len(BLIND3.negated) >= len(BLIND2.negated)
+    assert all(len(BLIND3.updates[k]) >= len(BLIND2.updates[k]) for k in BLIND2.updates)
+
+
+def test_blind3_is_readable_by_the_scorer_on_every_value_of_its_pools() -> None:
+    """Every value of the pools, not the few that 8 draws meet: 200 seeded draws per template
+    (a Korean particle written straight after a value would hide it from the scorer)."""
+    assert _unreadable(BLIND3, draws=200) == []
 
 
 @pytest.mark.parametrize("name", BLINDS)
@@ -112,6 +127,24 @@ def test_blind2_updates_avoid_the_usual_update_words() -> None:
     assert said == []
 
 
+def test_blind3_updates_are_corrections_retractions_and_moved_plans_not_the_last_sets_words() -> None:
+    """ADR 0105: a colleague corrected, a statement taken back, a plan that moved; none of the
+    update words ``blind2`` leaned on, nor the usual ones."""
+    updates = [t for ts in BLIND3.updates.values() for t in ts]
+    assert [t for t in updates if re.search(r"\b(Marco|Sam|Jo)'s\b", t)]  # a colleague corrected
+    assert [t for t in updates if re.search(r"\b(ignore what|disregard|never mind|take back|strike)\b", t, re.I)]
+    assert [t for t in updates if re.search(r"\b(aiming for .* instead|pushed)\b", t)]
+    assert [t for t in updates if re.match(r"That \w+", t)]  # another noun first, the subject after
+    said = [t for t in updates if re.search(r"\b(update[ds]?|now|changed|actually|scratch|bumped|swapped|reset|"
+                                            r"slipped|walked back|per the new)\b", t, re.I)]
+    assert said == []
+
+
+def test_blind3_states_its_negated_preferences_in_english() -> None:
+    """The scorer reads English negation words only (ADR 0105)."""
+    assert all(t.isascii() for t in BLIND3.negated)
+
+
 def test_blind_carries_whole_sentences_in_other_languages() -> None:
     phrases = _phrases(BLIND)
     assert [t for t in phrases if re.search(r"[\u4e00-\u9fff]", t)]  # Chinese
@@ -126,6 +159,13 @@ def test_blind2_carries_whole_sentences_in_french_portuguese_and_japanese() -> N
     assert [t for t in phrases if re.search(r"\b(ficou|passou|prefiro|escolhemos)\b", t, re.I)]  # Portuguese
 
 
+def test_blind3_carries_whole_sentences_in_italian_dutch_and_korean() -> None:
+    phrases = _phrases(BLIND3)
+    assert [t for t in phrases if re.search(r"[\uac00-\ud7a3]", t)]  # Korean hangul
+    assert [t for t in phrases if re.search(r"\b(perché|preferisco|sappiamo|produzione)\b", t)]  # Italian
+    assert [t for t in phrases if re.search(r"\b(omdat|gekozen|liever|gepland)\b", t)]  # Dutch
+
+
 def _args(sets: str) -> argparse.Namespace:
     return argparse.Namespace(seeds="1,2", seed=44, shares="0.3", windows="", sets=sets)
 
@@ -133,8 +173,8 @@ def _args(sets: str) -> argparse.Namespace:
 def test_ctxc_eval_takes_the_blind_sets() -> None:
     from context_compaction.infrastructure.cli_eval import _options
 
-    assert report.SETS["blind"] is BLIND and report.SETS["blind2"] is BLIND2
-    assert _options(_args("blind,fresh,blind2"), report.SETS)[3] == ["blind", "fresh", "blind2"]
+    assert report.SETS["blind"] is BLIND and report.SETS["blind2"] is BLIND2 and report.SETS["blind3"] is BLIND3
+    assert _options(_args("blind,fresh,blind2,blind3"), report.SETS)[3] == ["blind", "fresh", "blind2", "blind3"]
     with pytest.raises(UsageError, match="blinder"):
         _options(_args("blinder"), report.SETS)
 
@@ -154,9 +194,11 @@ def test_the_bench_eval_section_runs_the_blind_sets_beside_fresh(monkeypatch: py
 
     monkeypatch.setattr(report, "evaluate", evaluate)
     sections._eval(argparse.Namespace(), {}, [])
-    assert asked and {"fresh", "blind", "blind2"} <= set(asked[0])
+    assert asked and {"fresh", "blind", "blind2", "blind3"} <= set(asked[0])
     missed = {"target": "blind rounds 30%: worst kind after 5 rounds >= 95%", "ok": False, "value": "80% (date)",
               "limit": "issue 44"}
     assert "ADR 0097" in cause(missed)
     missed2 = {**missed, "target": "blind2 conversation 8,000: facts kept >= 75%"}
     assert "ADR 0102" in cause(missed2) and "ADR 0097" not in cause(missed2)
+    missed3 = {**missed, "target": "blind3 rounds 20%: worst kind after 5 rounds >= 85%"}
+    assert "ADR 0105" in cause(missed3) and "ADR 0102" not in cause(missed3)
