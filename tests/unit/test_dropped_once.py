@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from context_compaction.application.compacting.ledgers import VerifiedSummary, verify_summary
-from context_compaction.application.turn.usage import _coverage
+from context_compaction.application.turn.usage import _before, _coverage
+from backends import MakeHarness
+from helpers import ok
 
 PATH = "src/billing/invoice_rules.py"
 NONE = "## Progress\nNone."
@@ -81,8 +83,10 @@ def test_a_checkpoint_written_before_lists_nothing_again_and_reads_as_before() -
     old = VerifiedSummary(first.text, first.ledger, first.report, 0, {**record, "report": report})
     assert _coverage(report) == {"items_total": 1, "in_summary": 0, "restored": 0, "dropped": 1,
                                  "dropped_before": 0}
+    assert _before(_coverage(report) or {}) == ""
     after = compact(old, 2, "Done.")
     assert listed(after) == [] and after.record["report"]["dropped_before"] == 1
+    assert _before(_coverage(after.record["report"]) or {}) == " (1 of them listed by an earlier checkpoint)"
     counts_hold(after)
 
 
@@ -94,3 +98,23 @@ def test_a_value_the_kept_tail_replaced_is_listed_when_it_leaves() -> None:
     later = compact(first, 2, "Now APP_PORT=9090 in the env file.")
     assert {"APP_PORT=8080", "Set APP_PORT=8080 in the env file."} <= set(listed(later))
     counts_hold(later)
+
+
+def test_a_session_lists_each_typed_loss_once_and_every_count_holds(make_harness: MakeHarness) -> None:
+    h = make_harness("w", summarizer="extractive", models={"gpt-4o": {"token_limit": 1_000}})
+    ok(h.do({"type": "start_session", "session_id": "s", "model": "gpt-4o"}))
+    for n in range(24):  # (each path said once: a second listing would be a repeat)
+        for message in ({"role": "user", "content": f"Look at the parser module number {n} today please."},
+                        {"role": "assistant", "content": f"Edited src/parser/stage_{n}/rules_{n}.py and its test."}):
+            ok(h.do({"type": "append_messages", "session_id": "s", "messages": [message]}))
+            h.do({"type": "prepare_turn", "session_id": "s"})
+    checkpoints = ok(h.do({"type": "list_checkpoints", "session_id": "s"}))["checkpoints"]
+    reports = [cp["ledger"] for cp in checkpoints if cp.get("ledger")]
+    assert len(reports) >= 3
+    paths = [d["value"] for r in reports for d in r["dropped_items"] if d["kind"] == "path"]
+    assert paths and len(paths) == len(set(paths))
+    assert any(r["dropped_before"] for r in reports)
+    for r in reports:
+        assert r["dropped"] == len(r["dropped_items"]) + r["dropped_before"]
+        assert r["items_total"] == r["in_summary"] + r["restored"] + r["dropped"]
+    h.close()
