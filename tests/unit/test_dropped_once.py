@@ -117,4 +117,17 @@ def test_a_session_lists_each_typed_loss_once_and_every_count_holds(make_harness
     for r in reports:
         assert r["dropped"] == len(r["dropped_items"]) + r["dropped_before"]
         assert r["items_total"] == r["in_summary"] + r["restored"] + r["dropped"]
+    # (the inspector says what left where; a record without dropped_before still renders)
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+    from context_compaction.infrastructure.inspector import mount
+
+    app = FastAPI()
+    mount(app, h.bus, None)
+    web = TestClient(app)
+    assert "left here)" in web.get("/ui/session?id=s").text
+    later = next(cp for cp in checkpoints if (cp.get("ledger") or {}).get("dropped_before"))
+    page = web.get(f"/ui/checkpoint?id=s&cp={later['checkpoint_id']}").text
+    assert f"{len(later['ledger']['dropped_items'])} left in this compaction, " \
+           f"{later['ledger']['dropped_before']} listed by an earlier checkpoint" in page
     h.close()
