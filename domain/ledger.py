@@ -189,7 +189,12 @@ class LedgerReport:
     items_total: int = 0
     in_summary: int = 0
     restored: int = 0
+    #: What left the context in this compaction (ADR 0107): each loss is listed once, by
+    #: the compaction where it leaves, not again while the ledger carries it unstated.
     dropped_items: list[LedgerItem] = field(default_factory=list)
+    #: Items neither stated nor restored that an earlier checkpoint already listed
+    #: (ADR 0107): counted in ``dropped`` so that every item is in exactly one count.
+    dropped_before: int = 0
     marked_superseded: int = 0
     #: Items a later statement replaced in this compaction (ADR 0083): a supersession is
     #: never silent, so a wrong one can be seen (kind, value, seq, and the seq that
@@ -198,7 +203,7 @@ class LedgerReport:
 
     @property
     def dropped(self) -> int:
-        return len(self.dropped_items)
+        return len(self.dropped_items) + self.dropped_before
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -207,6 +212,7 @@ class LedgerReport:
             "restored": self.restored,
             "dropped": self.dropped,
             "dropped_items": [{"kind": i.kind, "value": i.value, "seq": i.seq, **_by(i)} for i in self.dropped_items],
+            "dropped_before": self.dropped_before,
             **({"superseded_items": [{"kind": i.kind, "value": i.value, "seq": i.seq,
                                       **({"by": i.key} if (i.key or "").startswith("seq ") else {})}
                                      for i in self.superseded_items]} if self.superseded_items else {}),

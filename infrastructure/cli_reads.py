@@ -130,7 +130,8 @@ def cmd_resummarize(args: argparse.Namespace) -> int:
         result.summary,
         "",
         f"ledger: {lg['items_total']:,} items, {lg['in_summary']:,} in summary, "
-        f"{lg['restored']:,} restored, {lg['dropped']:,} dropped",
+        f"{lg['restored']:,} restored, {lg['dropped']:,} dropped"
+        + (f" ({lg['dropped_before']:,} of them listed by an earlier checkpoint)" if lg.get("dropped_before") else ""),
     ])
     return emit(args, result, text)
 

@@ -160,8 +160,8 @@ def verify_summary(
     entries = covered_entries(covered)
     ledger, evicted = Ledger.from_record(previous).merge(extract(entries))
     newer = tail_statements(retained) if tail is None else tail
-    verified, report = verify(cleaned, checked_ledger(ledger, newer), budget_tokens, count,
-                              remark_tokens=remark_budget(entries))
+    check = checked_ledger(ledger, newer)
+    verified, report = verify(cleaned, check, budget_tokens, count, remark_tokens=remark_budget(entries))
     # Left the bounded ledger: reported, not lost silently, and counted among the items
     # (items_total = in_summary + restored + dropped holds).
     report.dropped_items.extend(evicted)
@@ -172,16 +172,54 @@ def verify_summary(
     # supersession may be wrong, and a host only sees what ``dropped_items`` names. Left:
     # superseded now, or stated by the previous summary, and not stated (even marked) now.
     stated = stated_text(verified)
+    out, since = _listed_before(previous), covered[0]["seq"] if covered else 0
+    # (what the kept tail replaced in ``check`` only is in no count here: still listed if it was)
+    checked = {(i.kind, i.value) for i in check.items}
+    unstated = {(i.kind, i.value) for i in report.dropped_items} | {
+        (i.kind, i.value) for i in ledger.items
+        if (i.kind, i.value) in out and (i.kind, i.value) not in checked and i.seq < since and not present(stated, i)}
     leaving = [i for i in ledger.superseded
                if ((i.kind, i.value) not in before or (previous_summary and present(previous_summary, i)))
                and not present(stated, i) and not present(verified, i)]
     report.dropped_items.extend(leaving)
     report.items_total += len(leaving)
+    _listed_once(report, out, since)  # (a value that left before and is replaced now: listed then)
     # A remark the summary does not state has left the context (ADR 0099): reported once,
     # here, then no longer carried; else every later compaction would report it again and
     # every checkpoint would store it again (the raw history still holds it for recall).
     gone = {(i.kind, i.value) for i in report.dropped_items if i.kind in CATCH_ALL}
     if gone:
         ledger = Ledger(tuple(i for i in ledger.items if (i.kind, i.value) not in gone), ledger.superseded)
-    return VerifiedSummary(verified.strip(), ledger, report, removed,
-                           {**ledger.to_record(), "report": report.to_record()})
+    record = {**ledger.to_record(), "report": report.to_record(),
+              # (positions in ``items``: the next compaction lists none of these again, ADR 0107)
+              UNSTATED: [n for n, i in enumerate(ledger.items) if (i.kind, i.value) in unstated]}
+    return VerifiedSummary(verified.strip(), ledger, report, removed, record)
+
+
+#: The ledger record's positions of the carried items its checkpoint neither stated nor
+#: restored (ADR 0107).
+UNSTATED = "unstated"
+
+
+def _listed_before(previous: Mapping[str, Any] | None) -> set[tuple[str, str]]:
+    """The (kind, value) of the items the previous checkpoint left unstated, each listed
+    when it left (ADR 0107)."""
+    if not previous:
+        return set()
+    if UNSTATED in previous:
+        items = previous.get("items") or ()
+        return {(items[n]["kind"], items[n]["value"]) for n in previous[UNSTATED] if n < len(items)}
+    # (a record written before: its report listed every item it left unstated)
+    return {(d["kind"], d["value"]) for d in (previous.get("report") or {}).get("dropped_items") or ()}
+
+
+def _listed_once(report: LedgerReport, out: set[tuple[str, str]], since: int) -> None:
+    """``report.dropped_items`` cut to what leaves the context in this compaction (ADR 0107):
+    the items the previous checkpoint left unstated (``out``; an earlier one listed each
+    when it left) are counted in ``dropped_before``, unless said again in the range
+    covered now (from seq ``since``). Else a typed item that does not fit is listed by
+    every compaction while the ledger carries it (70 k entries for ~560 items in a
+    220-turn session at a 2K window)."""
+    left = [i for i in report.dropped_items if i.seq >= since or (i.kind, i.value) not in out]
+    report.dropped_before += len(report.dropped_items) - len(left)
+    report.dropped_items = left

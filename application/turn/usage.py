@@ -123,7 +123,7 @@ def usage_text(u: r.ContextUsage) -> str:
             lines.append(row(
                 "Ledger",
                 f"{lg['items_total']:,} items: {lg['in_summary']:,} in summary, "
-                f"{lg['restored']:,} restored, {lg['dropped']:,} dropped",
+                f"{lg['restored']:,} restored, {lg['dropped']:,} dropped{_before(lg)}",
             ))
     else:
         lines.append(row("Active checkpoint", "none"))
@@ -180,8 +180,16 @@ def _forecast_and_cost(svc: Services, turn: TurnContext, used: int, usage: r.Con
         usage.text += f"\n{'Cost':<22}{cost_line(cost)}"
 
 
+def _before(ledger: dict[str, int]) -> str:
+    """How many of the dropped an earlier checkpoint listed (ADR 0107): the checkpoint's
+    ``dropped_items`` name only what left in its compaction."""
+    before = ledger.get("dropped_before", 0)
+    return f" ({before:,} of them listed by an earlier checkpoint)" if before else ""
+
+
 def _coverage(report: dict[str, Any] | None) -> dict[str, int] | None:
     """The active checkpoint's ledger coverage (the dropped list is its own query)."""
     if report is None:
         return None
-    return {k: int(report.get(k, 0)) for k in ("items_total", "in_summary", "restored", "dropped")}
+    # (dropped_before: of the dropped, those an earlier checkpoint listed, ADR 0107; 0 in older records)
+    return {k: int(report.get(k, 0)) for k in ("items_total", "in_summary", "restored", "dropped", "dropped_before")}

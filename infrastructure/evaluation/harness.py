@@ -10,7 +10,8 @@ Two drives:
   window with default settings otherwise; survival per kind at the end.
 
 Both report, for every canary not kept, whether some checkpoint's ``dropped_items``
-names its value and whether ``search_history`` finds it; superseded values the summary
+names its value (each checkpoint lists what left in its own compaction, ADR 0107, so all
+of them are read) and whether ``search_history`` finds it; superseded values the summary
 still states as current; ``summary_failed`` outcomes; and what a plain truncation to the
 same token size keeps.
 """

@@ -55,7 +55,7 @@ def test_the_ledger_restores_what_the_llm_summary_dropped(make_harness: MakeHarn
     assert {d["value"] for d in ledger["dropped_items"]} <= {f"Step {n}: continue." for n in range(10)}
     assert ledger["items_total"] == ledger["in_summary"] + ledger["restored"] + ledger["dropped"]
     usage = ok(h.do({"type": "get_context_usage", "session_id": SID}))
-    assert usage["ledger"] == {k: ledger[k] for k in ("items_total", "in_summary", "restored", "dropped")}
+    assert usage["ledger"] == {k: ledger[k] for k in ("items_total", "in_summary", "restored", "dropped", "dropped_before")}
     assert "Ledger" in usage["text"]
     h.close()
 

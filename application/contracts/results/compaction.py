@@ -39,7 +39,8 @@ class CompactOutcome(Result):
     """Set when stage 1 cleared tool results in this compaction (also before a summary)."""
     ledger: dict[str, Any] | None = None
     """The ledger check (issue 16): items_total, in_summary, restored, dropped,
-    dropped_items[] {kind, value, seq}; None when no summary was verified."""
+    dropped_items[] {kind, value, seq} (what left in this compaction), dropped_before (the
+    dropped an earlier checkpoint listed; ADR 0107); None when no summary was verified."""
     candidate_id: str | None = None
     """``compact {dry_run: true}`` (status ``candidate``): what ``commit_candidate``
     commits while the session's generation is unchanged (issue 43); on

@@ -129,7 +129,9 @@ class CheckpointInfo(Result):
     summary_source: dict[str, Any]
     created_at: str
     ledger: dict[str, Any] | None
-    """The ledger's coverage (items_total, in_summary, restored, dropped, dropped_items)."""
+    """The ledger's coverage (items_total, in_summary, restored, dropped, dropped_items:
+    what left in this compaction, dropped_before: the dropped an earlier checkpoint listed,
+    absent in records written before ADR 0107)."""
     native_state: dict[str, Any] | None = None
     """Who made the checkpoint's provider-native state ({provider, model, kind}; ADR
     0039), None without one; the opaque state itself stays in the event."""

@@ -84,7 +84,8 @@ class ContextUsage(Result):
     units (None: none learned); ``effective_window_tokens`` is it in our estimate units."""
     ledger: dict[str, int] | None = None
     """The active checkpoint's ledger coverage: items_total, in_summary, restored,
-    dropped (None: no checkpoint, or one made without a ledger)."""
+    dropped, dropped_before (of the dropped, those an earlier checkpoint listed: ADR 0107;
+    None: no checkpoint, or one made without a ledger)."""
     forecast: ContextForecast | None = None
     """Set by /info: turns and tokens until the threshold and the window (issue 43)."""
     cost_usd: float | None = None
