@@ -57,7 +57,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             # (two versions: only when a package both name is changed, whatever the wording)
             if _partly_same(mine, theirs) and other.doubt is None and (
                     _another_version(item, other, mine & theirs) if item.kind == other.kind == VERSIONED
-                    else _says(_UPDATE, item.value)):
+                    else _says(_UPDATE, item.value) or _new_value(item, other)):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
@@ -122,6 +122,18 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
     for k, o in shared or alone:
         by_key[k] = replace(o, doubt=item.seq)
     return item
+
+
+def _new_value(new: Item, old: Item) -> bool:
+    """A later value of the same sort said of part of the same subject, in any wording or
+    language ("Sven Lund holds the release manager role" / "Le nouveau release manager,
+    c'est Tomasz Kowal"; "bundle size limit stays under 250 KB" / "bundle size limit reset
+    to 180 KB"): how people change a fact need not name the change. Only part of the
+    subject is shared, so the older value is flagged, never hidden (ADR 0106)."""
+    if old.kind not in _VALUE_KINDS or not (new.kind == old.kind or {new.kind, old.kind} & {UPDATE, STATEMENT}):
+        return False
+    types = _value_types(new.value) & _value_types(old.value)
+    return bool(types) and bool(_carries_value(old.value)) and _values(new.value) != _values(old.value)
 
 
 def _names_old_value(new: str, old: str) -> bool:
