@@ -237,7 +237,9 @@ def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
 #: A report on work: a done word or a task cue (a step count, "still to do", "blocked on").
 _PROGRESS = re.compile(f"{_DONE.pattern}|{dict(_CUES)[TASK].pattern}", re.I)
 _VERSION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)?")
-_NAMED_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|@|\s)\s*v?\d+\.\d+")
+# (the package a version is of, with or without a word between: "boto3 1.35.2", "boto3 on
+# 1.35.2", "moving boto3 to 1.34.90", ADR 0106)
+_NAMED_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|@|\s(?:(?:on|at|to|is|from)\s+)?)\s*v?\d+\.\d+")
 
 
 def _partly_same(a: set[str], b: set[str]) -> bool:
