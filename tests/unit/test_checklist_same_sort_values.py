@@ -58,7 +58,7 @@ def test_a_question_said_to_be_unanswered_is_kept_with_its_state() -> None:
 
 
 def test_a_mixed_case_product_is_a_named_value() -> None:
-    said = "Optamos por GraphQL para a API pública, já que the clients asked for it."
+    said = "Optamos por GraphQL para o gateway público, já que the clients asked for it."
     assert [k for k, _, _ in checklist_items(said)] == ["statement"]
 
 
