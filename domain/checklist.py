@@ -131,9 +131,10 @@ def salient(sentence: str) -> bool:
 _TOPIC = re.compile(r"^[^:?!]{3,60}:\s+\S|^(?:as for|regarding|when it comes to|for|on|about)\b[^,.;]{3,60},\s*\S",
                     re.I)
 _BECAUSE = re.compile(r"\b(?:because|since|given that|due to|so that|the reason)\b", re.I)
+# (after an arrow too: "cache layer -> Valkey" names the new value, ADR 0106)
 # (an entity: a capitalised word inside a sentence, an acronym, a mixed-case or
 # digit-bearing name: "Tortoise", "the ORM", "RabbitMQ", "urllib3")
-_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I'|None\b|OK\b)[A-Z][a-z]{2,}\b|\b[A-Z]{2,6}s?\b|"
+_ENTITY = re.compile(r"(?<=[a-z,;:>\u2192] )(?!I\b|I'|None\b|OK\b)[A-Z][a-z]{2,}\b|\b[A-Z]{2,6}s?\b|"
                      r"\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|\b[a-z]{3,}\d+\b|"
                     r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")  # ("RabbitMQ", "GraphQL": a product, ADR 0106)
 _COMMIT = re.compile(r"\b(let's|let us|we'll|we will|we're going to|we are going to|i'll|going forward|"
@@ -217,7 +218,7 @@ def _plain_anchors(sentence: str) -> set[str]:
 
 _UNIT_ONLY = re.compile(_UNIT, re.I)
 # (a capitalised word within a sentence or a mixed-case name: a value, not a subject)
-_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|"
+_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:>\u2192] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|"
                            r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")  # ("RabbitMQ", "GraphQL": a product, a value)
 _VERSION_WORDS = frozenset("version versions stay stays stayed staying pin pins pinned pinning bump bumps bumped "
                            "bumping lock locks locked upgrade upgrades upgraded upgrading downgrade downgraded roll "

@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_fact
+from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_clause, _caseless_fact
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT,
                    STATEMENT, TASK, UPDATE, VERSIONED, _has_value, subject_words)
 
@@ -32,7 +32,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     that matches nothing may flag a value it names otherwise (``_named_otherwise``).
     (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
     mine = set(item.anchors)
-    carries = _carries_value(item.value)
+    carries = _carries_value(item.value) or (item.kind == SETTING_TEXT and _sets_value(item.value))
+    packages = _packages(item)  # (a version said in a caseless script, ADR 0106: most items have none)
     unmatched: list[tuple[tuple[str, str], Item]] = []  # (no subject in common: ADR 0099's doubt)
     matched = False
     for other_k, other in list(by_key.items()):
@@ -45,6 +46,10 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         theirs = set(other.anchors)
         if not mine & theirs:
+            if packages and other.doubt is None and _caseless_version(item, other, packages):
+                by_key[other_k] = replace(other, doubt=item.seq)  # (flagged: a kept-whole sentence is no guess)
+                matched = True
+                continue
             # (no shared anchor: the same subject said in other words (ADR 0096), or none)
             if not (carries and other.kind in _VALUE_KINDS and not _two_units(item.anchors, other.anchors)
                     and _rephrased(item.value, other.value)):
@@ -133,7 +138,54 @@ def _new_value(new: Item, old: Item) -> bool:
     if old.kind not in _VALUE_KINDS or not (new.kind == old.kind or {new.kind, old.kind} & {UPDATE, STATEMENT}):
         return False
     types = _value_types(new.value) & _value_types(old.value)
-    return bool(types) and bool(_carries_value(old.value)) and _values(new.value) != _values(old.value)
+    return bool(types) and bool(_carries_value(old.value)) and bool(_said_values(new.value) - _said_values(old.value))
+
+
+@functools.lru_cache(maxsize=16384)
+def _said_values(sentence: str) -> frozenset[str]:
+    """The values a sentence states, names and products included ("Valkey", "SQLAlchemy
+    Core"), cased as said: a later sentence with none of its own repeats the old value."""
+    return frozenset(m.group(0).strip().casefold() for p in (_AMOUNT, _DATE, _NAME, _VALUE_ENTITY, _VERSION_NUMBER)
+                     for m in p.finditer(sentence))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sets_value(sentence: str) -> bool:
+    """A named setting given a value in words ("Scratch the earlier CACHE_BACKEND, make it
+    redis."): the value is whatever follows, lower case or not."""
+    return bool(_SETS.search(sentence))
+
+
+_SETS = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b[^.;?!]{0,40}?(?:[:=]|\b(?:to|is|be|it|read|reads|say|says|at)\b)"
+                   r"\s*[\w./:-]+")
+
+
+def _packages(item: Item) -> frozenset[str]:
+    """The packages whose version an item states: a version item's anchors, or the Latin
+    word before a version number in a sentence kept whole ("sqlalchemy を 2.0.36 に…")."""
+    if item.kind == VERSIONED:
+        return frozenset(item.anchors)
+    return _caseless_packages(item.value)
+
+
+@functools.lru_cache(maxsize=16384)
+def _caseless_packages(sentence: str) -> frozenset[str]:
+    if not _VERSION_NUMBER.search(sentence) or not (_caseless_fact(sentence) or _caseless_clause(sentence)):
+        return frozenset()
+    return frozenset(m.group(1).lower() for m in _CASELESS_VERSION.finditer(sentence))
+
+
+_CASELESS_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{0,3}"
+                               r"\s*v?\d+\.\d+")
+
+
+def _caseless_version(new: Item, old: Item, packages: frozenset[str]) -> bool:
+    """A version of one package in two sentences, one of them kept whole in a caseless
+    script (no anchors, so never replaced on a guess): the older one is flagged when they
+    name the same package and another version number."""
+    if not (new.anchors and old.anchors) and (theirs := _packages(old)) and packages & theirs:
+        return not set(_VERSION_NUMBER.findall(old.value)) <= set(_VERSION_NUMBER.findall(new.value))
+    return False
 
 
 def _names_old_value(new: str, old: str) -> bool:

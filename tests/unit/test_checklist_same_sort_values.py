@@ -66,3 +66,33 @@ def test_a_version_named_with_a_word_between_flags_the_older() -> None:
     ledger = merged("AI: keep numpy on 1.26.4 until the spike is through.", "Renovate's PR moving numpy to 2.0.1 is merged.",
                     role="assistant")
     assert next(i for i in ledger.items if i.kind == "versioned" and "1.26.4" in i.value).doubt is not None
+
+
+def test_a_new_name_after_an_arrow_or_in_another_language_flags_the_old_choice() -> None:
+    # (the name after the arrow is the value, not part of the subject)
+    assert anchors("DECISION revised: event bus -> Pulsar (cheaper to run)", "decision") == {"event bus"}
+    ledger = merged("Status: the search work is unblocked, I've gone with Typesense since it is small.",
+                    "I walked back the earlier pick: Meilisearch is the search engine from here on.", role="assistant")
+    assert next(i for i in ledger.items if "Typesense" in i.value).doubt is not None
+
+
+def test_the_same_name_said_again_flags_nothing() -> None:
+    ledger = merged("Status: the search work is unblocked, I've gone with Typesense since it is small.",
+                    "I walked back the earlier worry: Typesense is the search engine from here on.", role="assistant")
+    assert all(i.doubt is None for i in ledger.items)
+
+
+def test_a_setting_given_a_word_value_replaces_the_old_one() -> None:
+    ledger = merged("- AI (infra): set QUEUE_MODE to lazy in the Helm chart", "Scratch the earlier QUEUE_MODE, make it eager.")
+    assert [i.value for i in ledger.superseded if i.kind == "setting_text"] == [
+        "AI (infra): set QUEUE_MODE to lazy in the Helm chart"]
+
+
+def test_a_version_said_in_a_caseless_script_flags_the_other_version() -> None:
+    ledger = merged("I silenced the warning, which shows because we're on httpx 0.26.0 and it deprecates a keyword.",
+                    "httpx を 0.27.2 に切り替えました。", role="assistant")
+    assert next(i for i in ledger.items if i.kind == "versioned" and "0.26.0" in i.value).doubt is not None
+    ledger = merged("httpx を 0.27.2 に切り替えました。", "Lockfile regenerated; httpx resolves to 0.26.0.", role="assistant")
+    assert next(i for i in ledger.items if "0.27.2" in i.value and "httpx" in i.value).doubt is not None
+    ledger = merged("httpx を 0.27.2 に切り替えました。", "Lockfile regenerated; anyio resolves to 4.4.0.", role="assistant")
+    assert all(i.doubt is None for i in ledger.items)
