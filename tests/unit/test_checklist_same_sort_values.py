@@ -71,14 +71,14 @@ def test_a_version_named_with_a_word_between_flags_the_older() -> None:
 def test_a_new_name_after_an_arrow_or_in_another_language_flags_the_old_choice() -> None:
     # (the name after the arrow is the value, not part of the subject)
     assert anchors("DECISION revised: event bus -> Pulsar (cheaper to run)", "decision") == {"event bus"}
-    ledger = merged("Status: the search work is unblocked, I've gone with Typesense since it is small.",
-                    "I walked back the earlier pick: Meilisearch is the search engine from here on.", role="assistant")
-    assert next(i for i in ledger.items if "Typesense" in i.value).doubt is not None
+    ledger = merged("Status: the ETL work is unblocked, I've gone with Dagster since it is small.",
+                    "I walked back the earlier pick: Airflow is the ETL scheduler from here on.", role="assistant")
+    assert next(i for i in ledger.items if "Dagster" in i.value).doubt is not None
 
 
 def test_the_same_name_said_again_flags_nothing() -> None:
-    ledger = merged("Status: the search work is unblocked, I've gone with Typesense since it is small.",
-                    "I walked back the earlier worry: Typesense is the search engine from here on.", role="assistant")
+    ledger = merged("Status: the ETL work is unblocked, I've gone with Dagster since it is small.",
+                    "I walked back the earlier worry: Dagster is the ETL scheduler from here on.", role="assistant")
     assert all(i.doubt is None for i in ledger.items)
 
 
