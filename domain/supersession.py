@@ -62,7 +62,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             # (two versions: only when a package both name is changed, whatever the wording)
             if _partly_same(mine, theirs) and other.doubt is None and (
                     _another_version(item, other, mine & theirs) if item.kind == other.kind == VERSIONED
-                    else _says(_UPDATE, item.value) or _new_value(item, other)):
+                    else _says(_UPDATE, item.value) or (len(mine & theirs) * 2 >= min(len(mine), len(theirs))
+                                                        and _new_value(item, other))):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
@@ -134,7 +135,9 @@ def _new_value(new: Item, old: Item) -> bool:
     language ("Sven Lund holds the release manager role" / "Le nouveau release manager,
     c'est Tomasz Kowal"; "bundle size limit stays under 250 KB" / "bundle size limit reset
     to 180 KB"): how people change a fact need not name the change. Only part of the
-    subject is shared, so the older value is flagged, never hidden (ADR 0106)."""
+    subject is shared (half of the smaller anchor set, the caller asks: one word of talk,
+    "every PR", in four is two subjects), so the older value is flagged, never hidden
+    (ADR 0106)."""
     if old.kind not in _VALUE_KINDS or not (new.kind == old.kind or {new.kind, old.kind} & {UPDATE, STATEMENT}):
         return False
     types = _value_types(new.value) & _value_types(old.value)
@@ -260,7 +263,8 @@ def _value_types(sentence: str) -> frozenset[str]:
     return frozenset(out)
 
 
-_TIME_UNIT = re.compile(r"(?:ms|milli|sec|s$|min|hour|hr|day|week|month|year)", re.I)
+# ("30s" is a time; "eight megabytes" and "3 replicas" end in an s and are none, ADR 0106)
+_TIME_UNIT = re.compile(r"(?:ms|milli|sec|\d\s?s$|min|hour|hr|day|week|month|year)", re.I)
 _SIZE_UNIT = re.compile(r"(?:[kmgt]i?b$|byte)", re.I)
 
 

@@ -72,13 +72,13 @@ def test_a_new_name_after_an_arrow_or_in_another_language_flags_the_old_choice()
     # (the name after the arrow is the value, not part of the subject)
     assert anchors("DECISION revised: event bus -> Pulsar (cheaper to run)", "decision") == {"event bus"}
     ledger = merged("Status: the ETL work is unblocked, I've gone with Dagster since it is small.",
-                    "I walked back the earlier pick: Airflow is the ETL scheduler from here on.", role="assistant")
+                    "I walked back the earlier pick: Airflow is our ETL from here on.", role="assistant")
     assert next(i for i in ledger.items if "Dagster" in i.value).doubt is not None
 
 
 def test_the_same_name_said_again_flags_nothing() -> None:
     ledger = merged("Status: the ETL work is unblocked, I've gone with Dagster since it is small.",
-                    "I walked back the earlier worry: Dagster is the ETL scheduler from here on.", role="assistant")
+                    "I walked back the earlier worry: Dagster is our ETL from here on.", role="assistant")
     assert all(i.doubt is None for i in ledger.items)
 
 
@@ -95,4 +95,19 @@ def test_a_version_said_in_a_caseless_script_flags_the_other_version() -> None:
     ledger = merged("httpx を 0.27.2 に切り替えました。", "Lockfile regenerated; httpx resolves to 0.26.0.", role="assistant")
     assert next(i for i in ledger.items if "0.27.2" in i.value and "httpx" in i.value).doubt is not None
     ledger = merged("httpx を 0.27.2 に切り替えました。", "Lockfile regenerated; anyio resolves to 4.4.0.", role="assistant")
+    assert all(i.doubt is None for i in ledger.items)
+
+
+def test_a_word_of_talk_in_common_flags_no_other_subject() -> None:
+    # (one acronym of a request in four anchors: two people, two roles)
+    ledger = merged("Can you look at why test_totals fails in notifications/email.py? Please cc Ana Lopes on every PR "
+                    "touching this; Ana Lopes is the owner of billing.",
+                    "Run the suite again, test_pdf_breaks was flaky yesterday. Please cc Joe Park on every PR touching "
+                    "this; Joe Park is the release manager.")
+    assert all(i.doubt is None for i in ledger.items)
+
+
+def test_a_size_and_a_duration_are_values_of_two_sorts() -> None:
+    ledger = merged("Der max payload liegt aktuell bei etwa eight megabytes.",
+                    "Der nightly batch runtime liegt aktuell bei etwa two hours.")
     assert all(i.doubt is None for i in ledger.items)
