@@ -111,3 +111,10 @@ def test_a_size_and_a_duration_are_values_of_two_sorts() -> None:
     ledger = merged("Der max payload liegt aktuell bei etwa eight megabytes.",
                     "Der nightly batch runtime liegt aktuell bei etwa two hours.")
     assert all(i.doubt is None for i in ledger.items)
+
+
+def test_how_a_choice_is_reported_is_no_subject() -> None:
+    # ("I've gone with", like "we've", is talk: two choices reported alike are two subjects)
+    ledger = merged("Status: the ETL work is unblocked, I've gone with Dagster since it is small.",
+                    "Status: the CI runner work is unblocked, I've gone with Buildkite since it is cheap.", role="assistant")
+    assert all(i.doubt is None for i in ledger.items) and not ledger.superseded
