@@ -34,6 +34,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     mine = set(item.anchors)
     carries = _carries_value(item.value) or (item.kind == SETTING_TEXT and _sets_value(item.value))
     packages = _packages(item)  # (a version said in a caseless script, ADR 0106: most items have none)
+    # (read once for the item, not for each earlier one: the loop is over every ledger item)
+    says_change, may_change = _says(_UPDATE, item.value), carries and bool(_value_types(item.value))
     unmatched: list[tuple[tuple[str, str], Item]] = []  # (no subject in common: ADR 0099's doubt)
     matched = False
     for other_k, other in list(by_key.items()):
@@ -60,10 +62,10 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
         elif not _same_subject(mine, theirs, item.anchors, other.anchors) and not (carries and not _two_units(item.anchors, other.anchors)
                                                       and _rephrased(item.value, other.value)):
             # (two versions: only when a package both name is changed, whatever the wording)
-            if _partly_same(mine, theirs) and other.doubt is None and (
-                    _another_version(item, other, mine & theirs) if item.kind == other.kind == VERSIONED
-                    else _says(_UPDATE, item.value) or (len(mine & theirs) * 2 >= min(len(mine), len(theirs))
-                                                        and _new_value(item, other))):
+            if other.doubt is None and (shared := mine & theirs) and (
+                    _another_version(item, other, shared) if item.kind == other.kind == VERSIONED
+                    else says_change or (may_change and len(shared) * 2 >= min(len(mine), len(theirs))
+                                         and _new_value(item, other))):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
@@ -296,11 +298,6 @@ _VERSION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)?")
 # (the package a version is of, with or without a word between: "boto3 1.35.2", "boto3 on
 # 1.35.2", "moving boto3 to 1.34.90", ADR 0106)
 _NAMED_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|@|\s(?:(?:on|at|to|is|from)\s+)?)\s*v?\d+\.\d+")
-
-
-def _partly_same(a: set[str], b: set[str]) -> bool:
-    """Some of a subject shared, not enough to be sure: a content bigram or a name in both."""
-    return bool(a & b)
 
 
 #: Kinds that state one value of a subject: a later value of the same subject replaces
