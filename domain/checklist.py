@@ -131,10 +131,12 @@ def salient(sentence: str) -> bool:
 _TOPIC = re.compile(r"^[^:?!]{3,60}:\s+\S|^(?:as for|regarding|when it comes to|for|on|about)\b[^,.;]{3,60},\s*\S",
                     re.I)
 _BECAUSE = re.compile(r"\b(?:because|since|given that|due to|so that|the reason)\b", re.I)
+# (after an arrow too: "cache layer -> Valkey" names the new value, ADR 0106)
 # (an entity: a capitalised word inside a sentence, an acronym, a mixed-case or
 # digit-bearing name: "Tortoise", "the ORM", "RabbitMQ", "urllib3")
-_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I'|None\b|OK\b)[A-Z][a-z]{2,}\b|\b[A-Z]{2,6}s?\b|"
-                     r"\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|\b[a-z]{3,}\d+\b")
+_ENTITY = re.compile(r"(?<=[a-z,;:>\u2192] )(?!I\b|I'|None\b|OK\b)[A-Z][a-z]{2,}\b|\b[A-Z]{2,6}s?\b|"
+                     r"\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|\b[a-z]{3,}\d+\b|"
+                    r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")  # ("RabbitMQ", "GraphQL": a product, ADR 0106)
 _COMMIT = re.compile(r"\b(let's|let us|we'll|we will|we're going to|we are going to|i'll|going forward|"
                      r"from (?:now|here) on|agreed|promise|commit(?:ted)? to|plan is|the call is)\b", re.I)
 _OPEN_Q = re.compile(r"\b(don't know|do not know|no idea|not clear|unclear|unknown|nobody|no one|"
@@ -175,9 +177,15 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     clauses = [c for c in re.split(r",\s+|\s+-\s+|\s*[\u2013\u2014]\s*|;\s*", sentence) if c.strip()]
     if len(clauses) > 1 and _has_value(sentence):
         own = [c for c in clauses if _has_value(c)]
-        if len(own) == 1 and (mine := _plain_anchors(own[0])):
+        # (a fact said as the ground of something else is the clause's subject, not the
+        # reason cut from it: "I split the query, which, given that the log retention is
+        # 30 days, ..." is about the log retention)
+        if len(own) == 1 and (mine := _plain_anchors(_OPENING_REASON.sub("", own[0], count=1))):
             return frozenset(out | mine)
     return frozenset(out | _plain_anchors(sentence))
+
+
+_OPENING_REASON = re.compile(r"^\s*(?:which|that|and|but|so)?,?\s*(?:because|since|given that)\s+", re.I)
 
 
 def _plain_anchors(sentence: str) -> set[str]:
@@ -210,7 +218,7 @@ def _plain_anchors(sentence: str) -> set[str]:
 
 _UNIT_ONLY = re.compile(_UNIT, re.I)
 # (a capitalised word within a sentence or a mixed-case name: a value, not a subject)
-_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|"
+_VALUE_ENTITY = re.compile(r"(?<=[a-z,;:>\u2192] )(?!I\b|I')[A-Z][a-z]{2,}\b|\b[a-z]+[A-Z]\w*\b|\b[A-Za-z]+[A-Z][a-z]\w*\b|"
                            r"\b[A-Z][a-z]+[A-Z]{2,}\w*\b")  # ("RabbitMQ", "GraphQL": a product, a value)
 _VERSION_WORDS = frozenset("version versions stay stays stayed staying pin pins pinned pinning bump bumps bumped "
                            "bumping lock locks locked upgrade upgrades upgraded upgrading downgrade downgraded roll "
@@ -231,7 +239,7 @@ def checklist_items(text: str, asked: str | None = None, *,
             out.append((FOLLOW_UP, clip(s), frozenset()))  # (its subject is the item before it: ledger.extract)
             continue
         kind = classify(s)
-        if kind is None and (_caseless_fact(s) or _caseless_clause(s)):
+        if kind in (None, STATEMENT) and (_caseless_fact(s) or _caseless_clause(s)):
             kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
             out.append((kind, clip(s), frozenset()))
             continue

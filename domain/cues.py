@@ -160,7 +160,7 @@ around lands scheduled took over ping breaks touching acts loop quarter ask they
 step steps finished complete completed wrapped checked
 behind through along across between within without above below beyond under until since onto upon
 us ours yours mine theirs him himself herself itself ourselves themselves one ones
-isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're
+isn't aren't wasn't weren't doesn't didn't hasn't haven't that's there's what's we're we've we'll you're i've i'll
 you'll they'll let's gonna things thing stuff list lists items tasks role roles starting effective
 when's who's where's how's whats
 previous former current interim acting outgoing incoming replace replaces replaced replacing yesterday tomorrow

@@ -108,12 +108,18 @@ def _answer(s: str) -> bool:
         return False
     if all(w.lower() in _STOP or w.lower() in _FILLER for w in head_words) and not re.search(r"\d", head):
         return False
+    if _UNANSWERED.match(head):
+        return True  # ("…?? nobody's answered": the question's state, ADR 0106)
     if _has_value(head) or _BARE_NUMBER.match(head):
         return not subject_words(_BARE_NUMBER.sub(" ", head))
     # (a term alone: "Postgres.", "pytest, since it's there", "Marta, I think")
     return len(head_words) <= 2 and not _ANSWER_NOT.match(head)
 
 
+# (said of a question: no one has its answer — "nobody's answered", "no one knows yet")
+_UNANSWERED = re.compile(r"^(?:but\s+|and\s+|still\s+)?(?:nobody|no one|none of us|no-one)(?:'s|\s+has|\s+have)?\s+"
+                         r"(?:\w+\s+)?(?:answered|replied|decided|knows?|checked|confirmed|said|an answer)\b|"
+                         r"^(?:still\s+)?(?:unanswered|undecided|no answer)\b", re.I)
 _ANSWER_MARK = re.compile(r"^\s*A\s*:\s*\S")
 _ANSWER_LEAD = re.compile(r"^\s*(?:(?:that|it)(?:'d| would) be|that's|that is|it's|it is|"
                           r"(?:i\s+)?(?:checked|looked(?: at| it up in)?|found|asked)\b[^:.?!]{0,40}:)\s+", re.I)

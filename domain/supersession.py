@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_fact
+from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_clause, _caseless_fact
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT,
                    STATEMENT, TASK, UPDATE, VERSIONED, _has_value, subject_words)
 
@@ -32,7 +32,10 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     that matches nothing may flag a value it names otherwise (``_named_otherwise``).
     (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
     mine = set(item.anchors)
-    carries = _carries_value(item.value)
+    carries = _carries_value(item.value) or (item.kind == SETTING_TEXT and _sets_value(item.value))
+    packages = _packages(item)  # (a version said in a caseless script, ADR 0106: most items have none)
+    # (read once for the item, not for each earlier one: the loop is over every ledger item)
+    says_change, may_change = _says(_UPDATE, item.value), carries and bool(_value_types(item.value))
     unmatched: list[tuple[tuple[str, str], Item]] = []  # (no subject in common: ADR 0099's doubt)
     matched = False
     for other_k, other in list(by_key.items()):
@@ -45,6 +48,10 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         theirs = set(other.anchors)
         if not mine & theirs:
+            if packages and other.doubt is None and _caseless_version(item, other, packages):
+                by_key[other_k] = replace(other, doubt=item.seq)  # (flagged: a kept-whole sentence is no guess)
+                matched = True
+                continue
             # (no shared anchor: the same subject said in other words (ADR 0096), or none)
             if not (carries and other.kind in _VALUE_KINDS and not _two_units(item.anchors, other.anchors)
                     and _rephrased(item.value, other.value)):
@@ -55,9 +62,10 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
         elif not _same_subject(mine, theirs, item.anchors, other.anchors) and not (carries and not _two_units(item.anchors, other.anchors)
                                                       and _rephrased(item.value, other.value)):
             # (two versions: only when a package both name is changed, whatever the wording)
-            if _partly_same(mine, theirs) and other.doubt is None and (
-                    _another_version(item, other, mine & theirs) if item.kind == other.kind == VERSIONED
-                    else _says(_UPDATE, item.value)):
+            if other.doubt is None and (shared := mine & theirs) and (
+                    _another_version(item, other, shared) if item.kind == other.kind == VERSIONED
+                    else says_change or (may_change and len(shared) * 2 >= min(len(mine), len(theirs))
+                                         and _new_value(item, other))):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
@@ -122,6 +130,67 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
     for k, o in shared or alone:
         by_key[k] = replace(o, doubt=item.seq)
     return item
+
+
+def _new_value(new: Item, old: Item) -> bool:
+    """A later value of the same sort said of part of the same subject, in any wording or
+    language ("Sven Lund holds the release manager role" / "Le nouveau release manager,
+    c'est Tomasz Kowal"; "bundle size limit stays under 250 KB" / "bundle size limit reset
+    to 180 KB"): how people change a fact need not name the change. Only part of the
+    subject is shared (half of the smaller anchor set, the caller asks: one word of talk,
+    "every PR", in four is two subjects), so the older value is flagged, never hidden
+    (ADR 0106)."""
+    if old.kind not in _VALUE_KINDS or not (new.kind == old.kind or {new.kind, old.kind} & {UPDATE, STATEMENT}):
+        return False
+    types = _value_types(new.value) & _value_types(old.value)
+    return bool(types) and bool(_carries_value(old.value)) and bool(_said_values(new.value) - _said_values(old.value))
+
+
+@functools.lru_cache(maxsize=16384)
+def _said_values(sentence: str) -> frozenset[str]:
+    """The values a sentence states, names and products included ("Valkey", "SQLAlchemy
+    Core"), cased as said: a later sentence with none of its own repeats the old value."""
+    return frozenset(m.group(0).strip().casefold() for p in (_AMOUNT, _DATE, _NAME, _VALUE_ENTITY, _VERSION_NUMBER)
+                     for m in p.finditer(sentence))
+
+
+@functools.lru_cache(maxsize=4096)
+def _sets_value(sentence: str) -> bool:
+    """A named setting given a value in words ("Scratch the earlier CACHE_BACKEND, make it
+    redis."): the value is whatever follows, lower case or not."""
+    return bool(_SETS.search(sentence))
+
+
+_SETS = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b[^.;?!]{0,40}?(?:[:=]|\b(?:to|is|be|it|read|reads|say|says|at)\b)"
+                   r"\s*[\w./:-]+")
+
+
+def _packages(item: Item) -> frozenset[str]:
+    """The packages whose version an item states: a version item's anchors, or the Latin
+    word before a version number in a sentence kept whole ("sqlalchemy を 2.0.36 に…")."""
+    if item.kind == VERSIONED:
+        return frozenset(item.anchors)
+    return _caseless_packages(item.value)
+
+
+@functools.lru_cache(maxsize=16384)
+def _caseless_packages(sentence: str) -> frozenset[str]:
+    if not _VERSION_NUMBER.search(sentence) or not (_caseless_fact(sentence) or _caseless_clause(sentence)):
+        return frozenset()
+    return frozenset(m.group(1).lower() for m in _CASELESS_VERSION.finditer(sentence))
+
+
+_CASELESS_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]{0,3}"
+                               r"\s*v?\d+\.\d+")
+
+
+def _caseless_version(new: Item, old: Item, packages: frozenset[str]) -> bool:
+    """A version of one package in two sentences, one of them kept whole in a caseless
+    script (no anchors, so never replaced on a guess): the older one is flagged when they
+    name the same package and another version number."""
+    if not (new.anchors and old.anchors) and (theirs := _packages(old)) and packages & theirs:
+        return not set(_VERSION_NUMBER.findall(old.value)) <= set(_VERSION_NUMBER.findall(new.value))
+    return False
 
 
 def _names_old_value(new: str, old: str) -> bool:
@@ -196,7 +265,8 @@ def _value_types(sentence: str) -> frozenset[str]:
     return frozenset(out)
 
 
-_TIME_UNIT = re.compile(r"(?:ms|milli|sec|s$|min|hour|hr|day|week|month|year)", re.I)
+# ("30s" is a time; "eight megabytes" and "3 replicas" end in an s and are none, ADR 0106)
+_TIME_UNIT = re.compile(r"(?:ms|milli|sec|\d\s?s$|min|hour|hr|day|week|month|year)", re.I)
 _SIZE_UNIT = re.compile(r"(?:[kmgt]i?b$|byte)", re.I)
 
 
@@ -225,12 +295,9 @@ def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
 #: A report on work: a done word or a task cue (a step count, "still to do", "blocked on").
 _PROGRESS = re.compile(f"{_DONE.pattern}|{dict(_CUES)[TASK].pattern}", re.I)
 _VERSION_NUMBER = re.compile(r"\d+\.\d+(?:\.\d+)?")
-_NAMED_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|@|\s)\s*v?\d+\.\d+")
-
-
-def _partly_same(a: set[str], b: set[str]) -> bool:
-    """Some of a subject shared, not enough to be sure: a content bigram or a name in both."""
-    return bool(a & b)
+# (the package a version is of, with or without a word between: "boto3 1.35.2", "boto3 on
+# 1.35.2", "moving boto3 to 1.34.90", ADR 0106)
+_NAMED_VERSION = re.compile(r"([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|@|\s(?:(?:on|at|to|is|from)\s+)?)\s*v?\d+\.\d+")
 
 
 #: Kinds that state one value of a subject: a later value of the same subject replaces
