@@ -176,8 +176,21 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
     if len(clauses) > 1 and _has_value(sentence):
         own = [c for c in clauses if _has_value(c)]
         if len(own) == 1 and (mine := _plain_anchors(own[0])):
-            return frozenset(out | mine)
-    return frozenset(out | _plain_anchors(sentence))
+            return _with_asked(sentence, out | mine)
+    return _with_asked(sentence, out | _plain_anchors(sentence))
+
+
+def _with_asked(sentence: str, found: set[str]) -> frozenset[str]:
+    """A joined answer is about the thing its question names too: "What pool size should
+    the worker use? That'd be 10." is the worker's pool, not the API's (ADR 0103)."""
+    if "? " in sentence:
+        said = {w for a in found for w in a.split()}
+        found |= {w.lower() for w in _THE_THING.findall(sentence.partition("? ")[0])
+                  if w.lower() not in _STOP and w.lower() not in _FILLER and w.lower() not in said}
+    return frozenset(found)
+
+
+_THE_THING = re.compile(r"\b(?:the|our|each|every)\s+([A-Za-z][\w-]{2,})\b")
 
 
 def _plain_anchors(sentence: str) -> set[str]:

@@ -18,7 +18,7 @@ import unicodedata
 # (CJK full stops end a sentence with no space after them)
 # (a stop, then a capital, a digit, or a caseless script's character: a sentence in Chinese
 # after an English one starts anew, ADR 0103)
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])|"
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])|"
                     r"(?<=[\u3002\uff01\uff1f])|\n+")
 # ("? it", "! so": a question or exclamation ends its sentence whatever case follows)
 _AFTER_MARK = re.compile(r"(?<=[?!])\s+(?=[a-z])")

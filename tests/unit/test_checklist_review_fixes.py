@@ -1,0 +1,76 @@
+"""ADR 0103 amended: regressions a break-it review found in the joins, the splitter, the
+open questions and "going forward". Every sentence here is this module's own (not any
+``ctxc eval`` phrasing set)."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_compaction.domain.ledger import Ledger, extract
+from context_compaction.domain.summary import SourceEntry
+
+
+def asked_then_answered(question: str, answer: str) -> Ledger:
+    ledger, _ = Ledger().merge(extract([
+        SourceEntry(seq=1, role="assistant", text=f"I moved the scheduler into its own module. {question}"),
+        SourceEntry(seq=2, role="user", text=answer)]))
+    return ledger
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("Should the nightly backup include the staging schemas?", "Yes, include them."),
+    ("Does the shipping fee count toward the discount threshold?", "It does, since last quarter."),
+    ("Should stale feature flags be deleted automatically?", "No."),
+    ("Which zone should the cache cluster run in?", "us-east-2, beside the API."),
+])
+def test_an_answer_joins_the_open_question_it_answers(question: str, answer: str) -> None:
+    # (the catch-all kept yes/no questions open, but only value questions were handed to
+    # the next message, and "Yes"/"No" or a value token was no answer: the question stayed
+    # open and the answer stood alone)
+    ledger = asked_then_answered(question, answer)
+    assert [(i.value, i.first_seq) for i in ledger.items if i.kind != "path"] == [(f"{question} {answer}", 1)]
+    assert not [i for i in ledger.items if i.kind == "open_question"]
+
+
+def test_an_offer_answered_with_yes_joins_nothing() -> None:
+    ledger = asked_then_answered("Should I rerun the whole integration suite?", "Yes, please rerun it.")
+    assert all(not i.value.startswith("Should I") for i in ledger.items)
+
+
+def test_whose_call_it_is_is_no_answer_and_hides_no_value() -> None:
+    # ("That's" read past made "Rahul's decision" the retention, replacing the 21 days)
+    ledger, _ = Ledger().merge(extract([
+        SourceEntry(seq=1, role="user", text="The retention for the build caches is 21 days."),
+        SourceEntry(seq=2, role="assistant", text="What's the retention for the build caches?"),
+        SourceEntry(seq=3, role="user", text="That's Rahul's decision.")]))
+    assert "The retention for the build caches is 21 days." in [i.value for i in ledger.items]
+    assert not ledger.superseded
+
+
+def test_an_answer_about_another_thing_does_not_replace_the_first_things_value() -> None:
+    # (the joined item's anchors came from the question's "timeout" alone, not "scheduler")
+    ledger, _ = Ledger().merge(extract([
+        SourceEntry(seq=1, role="user", text="The batch size for the exporter is 500 rows."),
+        SourceEntry(seq=2, role="assistant", text="What batch size should the importer use?"),
+        SourceEntry(seq=3, role="user", text="That'd be 50.")]))
+    values = [i.value for i in ledger.items]
+    assert "The batch size for the exporter is 500 rows." in values
+    assert "What batch size should the importer use? That'd be 50." in values
+
+
+def test_a_thai_sentence_after_an_english_one_is_its_own() -> None:
+    from context_compaction.domain.joining import sentences
+
+    # (Thai is caseless like Chinese, but the splitter looked ahead for CJK and Hangul only)
+    assert sentences("The upload limit is 20 MB. ห้ามเปลี่ยนค่านี้จนถึงเดือนหน้า") == [
+        "The upload limit is 20 MB.", "ห้ามเปลี่ยนค่านี้จนถึงเดือนหน้า"]
+
+
+@pytest.mark.parametrize("reply", ["ห้ามปิดเซิร์ฟเวอร์ก่อนวันที่ 20 เมษายน", "日志保留期限是30天，不要改。"])
+def test_a_caseless_sentence_after_a_question_is_no_answer_to_it(reply: str) -> None:
+    ledger, _ = Ledger().merge(extract([
+        SourceEntry(seq=1, role="user", text="Marta Silva owns the payments runbook."),
+        SourceEntry(seq=2, role="assistant", text="Who owns the payments runbook?"),
+        SourceEntry(seq=3, role="user", text=reply)]))
+    assert "Marta Silva owns the payments runbook." in [i.value for i in ledger.items]
+    assert reply in [i.value for i in ledger.items]
