@@ -56,12 +56,17 @@ def _from_now_on_value(sentence: str) -> bool:
     forward, direct billing questions to Ana Lopes", "Buildkite is the CI runner going
     forward"): when a value changes, not a wish (ADR 0103); the sentence is read for that
     value's kind, which replaces or flags the earlier value."""
+    # (an instruction to use or keep something is a standing wish whatever it names: "Going
+    # forward, use Ruff for linting", "... keep each PR under 400 lines"; a role still changes)
     return (not _SOFT_PREFERENCE.search(_GOING_FORWARD.sub(" ", sentence))
-            and (bool(_DATE.search(sentence) or _AMOUNT.search(sentence) or _ENTITY.search(sentence[1:]))
+            and (bool(not _STANDING.match(sentence) and (_DATE.search(sentence) or _AMOUNT.search(sentence)
+                                                          or _ENTITY.search(sentence[1:])))
                  or bool((_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence))))
 
 
 _GOING_FORWARD = re.compile(r"\bgoing forward\b", re.I)
+_STANDING = re.compile(r"^\W*(?:going forward,?\s+)?(?:please\s+)?(?:always\s+)?(?:use|keep|stick (?:to|with)|run|"
+                       r"write|prefer|avoid|stay)\b", re.I)
 
 
 def _reports_done(sentence: str) -> bool:

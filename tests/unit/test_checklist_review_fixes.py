@@ -74,3 +74,21 @@ def test_a_caseless_sentence_after_a_question_is_no_answer_to_it(reply: str) -> 
         SourceEntry(seq=3, role="user", text=reply)]))
     assert "Marta Silva owns the payments runbook." in [i.value for i in ledger.items]
     assert reply in [i.value for i in ledger.items]
+
+
+@pytest.mark.parametrize("text", [
+    "Going forward, keep each MR under 300 lines.",
+    "Going forward, use Black for formatting.",
+    "Going forward, stick to Poetry for packaging.",
+])
+def test_a_standing_instruction_going_forward_is_a_preference(text: str) -> None:
+    from context_compaction.domain.checklist import classify
+
+    # (an acronym, a product or an amount in it read as a changed value: an update)
+    assert classify(text) == "preference"
+
+
+def test_going_forward_a_role_still_changes() -> None:
+    from context_compaction.domain.checklist import classify
+
+    assert classify("Going forward, send deploy questions to Ines Duarte.") != "preference"
