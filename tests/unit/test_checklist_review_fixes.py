@@ -92,3 +92,19 @@ def test_going_forward_a_role_still_changes() -> None:
     from context_compaction.domain.checklist import classify
 
     assert classify("Going forward, send deploy questions to Ines Duarte.") != "preference"
+
+
+def test_the_users_remarks_come_before_the_assistants_open_questions_in_their_shared_room() -> None:
+    from context_compaction.domain.ledger import LedgerItem, fair_order, verify
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    remark = LedgerItem("remark", "Our Lisbon office closes early on the last Friday of each month.", 1, 1)
+    asked = [LedgerItem("open_question", f"Should the {w} importer skip duplicate rows?", n + 2, n + 2)
+             for n, w in enumerate(("orders", "refunds", "vendors"))]
+    assert [i.kind for i in fair_order([*asked, remark])][0] == "remark"
+    # (room for one catch-all line: the newer open questions used to take it)
+    _, report = verify("## Progress\nNone.", Ledger(items=[remark, *asked]), budget_tokens=500, count=words,
+                       remark_tokens=words(remark.line()) + 6)  # (and its heading)
+    assert [i.kind for i in report.dropped_items] == ["open_question"] * 3
