@@ -251,7 +251,7 @@ def checklist_items(text: str, asked: str | None = None, *,
         kind = classify(s)
         if kind is None and (_caseless_fact(s) or _caseless_clause(s)):
             kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
-            out.append((kind, clip(s), frozenset()))
+            out.append((kind, whole(s), frozenset()))  # (whole as promised, up to ``whole``'s bound)
             continue
         if kind is None and not user and _open_question(s):
             out.append((OPEN_QUESTION, clip(s), frozenset()))  # (ADR 0103: open until an answer joins it)

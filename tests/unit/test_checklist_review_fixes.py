@@ -108,3 +108,17 @@ def test_the_users_remarks_come_before_the_assistants_open_questions_in_their_sh
     _, report = verify("## Progress\nNone.", Ledger(items=[remark, *asked]), budget_tokens=500, count=words,
                        remark_tokens=words(remark.line()) + 6)  # (and its heading)
     assert [i.kind for i in report.dropped_items] == ["open_question"] * 3
+
+
+def test_a_long_sentence_in_a_caseless_script_is_kept_whole() -> None:
+    from context_compaction.domain.checklist import checklist_items
+
+    # (promised whole, but clipped at a sentence's usual 280 characters)
+    text = ("我们决定从下个月开始把所有的日志从本地磁盘迁移到对象存储上，因为磁盘空间已经不够用了，"
+            "而且运维同事每周都要手动清理旧文件，这样既浪费时间又容易出错，迁移之后保留期限统一定为九十天，"
+            "超过九十天的日志自动删除，审计相关的日志另外单独保存一年，费用大约每月两千元，由财务部门统一报销，"
+            "所有新的服务上线之前都必须先接入新的日志管道，旧的服务在第二季度结束之前完成迁移，负责人是王芳，"
+            "如果有任何问题请直接在周会上提出来讨论，不要私下修改配置，也不要绕过审批流程直接上线，"
+            "测试环境的数据库每周日凌晨三点自动重置一次，请提前备份自己的测试数据，以免丢失，下周一会再发一次通知，谢谢大家的配合与支持")
+    assert len(text) > 280
+    assert checklist_items(text, user=True) == [("statement", text, frozenset())]
