@@ -151,6 +151,8 @@ def _fits(question: str, s: str) -> bool:
     head = _ANSWER_HEAD.split(s[m.end():], maxsplit=1)[0].strip()
     if re.search(r"\w'+s\b", head):
         return False  # (whose call, whose job: not the value)
+    if re.fullmatch(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day (?:today|tonight)", head, re.I):
+        return False  # ("It's Friday today, I'm off Monday.": what day it is, not the date asked)
     return (_has_value(head) or bool(_BARE_NUMBER.match(head)) or bool(_NAME_HEAD.fullmatch(head))
             or bool(set(subject_words(head)) & set(subject_words(question))))
 
@@ -195,7 +197,7 @@ def _belongs_to(before: str, s: str) -> bool:
         return bool(subject_words(s)) or _value_less_rule(s)
     if value_here and not subject_words(s) and not value_before and not _CASELESS.search(s):
         # (a sentence in a caseless script has a subject no rule reads, ADR 0103)
-        return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
+        return bool(subject_words(before)) and _fits(before, s)  # ("Log retention? Roughly 90 days.")
     # (a count of steps says how far the task before it is: "The export is done. That
     # makes 4 of 6.")
     return bool(_PROGRESS.search(s)) and dict(_CUES)[TASK].search(before) is not None and not _PROGRESS.search(before)

@@ -122,3 +122,11 @@ def test_a_long_sentence_in_a_caseless_script_is_kept_whole() -> None:
             "测试环境的数据库每周日凌晨三点自动重置一次，请提前备份自己的测试数据，以免丢失，下周一会再发一次通知，谢谢大家的配合与支持")
     assert len(text) > 280
     assert checklist_items(text, user=True) == [("statement", text, frozenset())]
+
+
+def test_what_day_it_is_is_no_answer_to_when() -> None:
+    ledger, _ = Ledger().merge(extract([
+        SourceEntry(seq=1, role="user", text="The payroll cutover date is May 12."),
+        SourceEntry(seq=2, role="assistant", text="When do we run the payroll cutover?"),
+        SourceEntry(seq=3, role="user", text="It's Thursday today, I'm out tomorrow.")]))
+    assert "The payroll cutover date is May 12." in [i.value for i in ledger.items]
