@@ -260,7 +260,8 @@ def checklist_items(text: str, asked: str | None = None, *,
             out.append((REMARK, whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
             continue
         if kind is not None:
-            out.append((kind, clip(s), anchors(s, kind)))
+            # (a sentence mostly in a caseless script is kept whole when a cue reads it too)
+            out.append((kind, whole(s) if kind == STATEMENT and _caseless_fact(s) else clip(s), anchors(s, kind)))
     return out
 
 

@@ -130,3 +130,14 @@ def test_what_day_it_is_is_no_answer_to_when() -> None:
         SourceEntry(seq=2, role="assistant", text="When do we run the payroll cutover?"),
         SourceEntry(seq=3, role="user", text="It's Thursday today, I'm out tomorrow.")]))
     assert "The payroll cutover date is May 12." in [i.value for i in ledger.items]
+
+
+def test_a_long_thai_statement_a_cue_reads_is_kept_whole_too() -> None:
+    from context_compaction.domain.checklist import checklist_items
+
+    text = ("เราตัดสินใจย้ายฐานข้อมูลจาก MySQL ไปเป็น Postgres เพราะทีมพัฒนาคุ้นเคยมากกว่า "
+            "และค่าใช้จ่ายลดลงจาก 900 ดอลลาร์เป็น 400 ดอลลาร์ต่อเดือน ซึ่ง Somchai ยืนยันในการประชุมวันที่ 8 เมษายน "
+            "บริการใหม่ทั้งหมดต้องใช้ไลบรารีการเชื่อมต่อใหม่ และบริการเก่าต้องย้ายให้เสร็จก่อนสิ้นไตรมาสที่สาม "
+            "ห้ามแก้ไขการตั้งค่าโดยตรงบนเซิร์ฟเวอร์จริง")
+    assert 280 < len(text) <= 560
+    assert [v for _, v, _ in checklist_items(text, user=True)] == [text]
