@@ -56,12 +56,17 @@ def _from_now_on_value(sentence: str) -> bool:
     forward, direct billing questions to Ana Lopes", "Buildkite is the CI runner going
     forward"): when a value changes, not a wish (ADR 0103); the sentence is read for that
     value's kind, which replaces or flags the earlier value."""
+    # (an instruction to use or keep something is a standing wish whatever it names: "Going
+    # forward, use Ruff for linting", "... keep each PR under 400 lines"; a role still changes)
     return (not _SOFT_PREFERENCE.search(_GOING_FORWARD.sub(" ", sentence))
-            and (bool(_DATE.search(sentence) or _AMOUNT.search(sentence) or _ENTITY.search(sentence[1:]))
+            and (bool(not _STANDING.match(sentence) and (_DATE.search(sentence) or _AMOUNT.search(sentence)
+                                                          or _ENTITY.search(sentence[1:])))
                  or bool((_NAME.search(sentence) or _first_name(sentence)) and _ROLE.search(sentence))))
 
 
 _GOING_FORWARD = re.compile(r"\bgoing forward\b", re.I)
+_STANDING = re.compile(r"^\W*(?:going forward,?\s+)?(?:please\s+)?(?:always\s+)?(?:use|keep|stick (?:to|with)|run|"
+                       r"write|prefer|avoid|stay)\b", re.I)
 
 
 def _reports_done(sentence: str) -> bool:
@@ -181,8 +186,21 @@ def anchors(sentence: str, kind: str | None = None) -> frozenset[str]:
         # reason cut from it: "I split the query, which, given that the log retention is
         # 30 days, ..." is about the log retention)
         if len(own) == 1 and (mine := _plain_anchors(_OPENING_REASON.sub("", own[0], count=1))):
-            return frozenset(out | mine)
-    return frozenset(out | _plain_anchors(sentence))
+            return _with_asked(sentence, out | mine)
+    return _with_asked(sentence, out | _plain_anchors(sentence))
+
+
+def _with_asked(sentence: str, found: set[str]) -> frozenset[str]:
+    """A joined answer is about the thing its question names too: "What pool size should
+    the worker use? That'd be 10." is the worker's pool, not the API's (ADR 0103)."""
+    if "? " in sentence:
+        said = {w for a in found for w in a.split()}
+        found |= {w.lower() for w in _THE_THING.findall(sentence.partition("? ")[0])
+                  if w.lower() not in _STOP and w.lower() not in _FILLER and w.lower() not in said}
+    return frozenset(found)
+
+
+_THE_THING = re.compile(r"\b(?:the|our|each|every)\s+([A-Za-z][\w-]{2,})\b")
 
 
 _OPENING_REASON = re.compile(r"^\s*(?:which|that|and|but|so)?,?\s*(?:because|since|given that)\s+", re.I)
@@ -241,7 +259,7 @@ def checklist_items(text: str, asked: str | None = None, *,
         kind = classify(s)
         if kind in (None, STATEMENT) and (_caseless_fact(s) or _caseless_clause(s)):
             kind = STATEMENT  # (no English cue can read it: kept whole, never superseded by a guess)
-            out.append((kind, clip(s), frozenset()))
+            out.append((kind, whole(s), frozenset()))  # (whole as promised, up to ``whole``'s bound)
             continue
         if kind is None and not user and _open_question(s):
             out.append((OPEN_QUESTION, clip(s), frozenset()))  # (ADR 0103: open until an answer joins it)
@@ -250,7 +268,8 @@ def checklist_items(text: str, asked: str | None = None, *,
             out.append((REMARK, whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
             continue
         if kind is not None:
-            out.append((kind, clip(s), anchors(s, kind)))
+            # (a sentence mostly in a caseless script is kept whole when a cue reads it too)
+            out.append((kind, whole(s) if kind == STATEMENT and _caseless_fact(s) else clip(s), anchors(s, kind)))
     return out
 
 

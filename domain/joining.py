@@ -68,7 +68,7 @@ def asked_last(text: str) -> str | None:
     freeze?"): the next message's answer ("March 3, last I heard.") is about it."""
     raw = [s.strip(" -*\t") for s in split_raw(text[-400:]) if s.strip(" -*\t")]
     last = raw[-1] if raw else ""
-    return last if _asks(last) else None
+    return last if _asks(last) or _asks_yes_no(last) else None
 
 
 def _asks(s: str) -> bool:
@@ -83,6 +83,21 @@ def _asks(s: str) -> bool:
 # ("shall we ...?", "should I ...?", "do you want ...?": asking to act, not for a value)
 _ASK_ACTION = re.compile(r"^\s*(?:shall|should|do|does|did|want|may|mind|is it ok|are you)\b|"
                          r"^\s*(?:can|could) (?:we|i)\b|^\s*any (?:objections|thoughts)\b", re.I)
+
+
+def _asks_yes_no(s: str) -> bool:
+    """A yes/no question about the work, which the catch-all keeps open ("Should the
+    export keep archived projects?", ADR 0103): a yes or a no answers it. Not an offer or
+    a check-in ("Should I run it?", "Does that help?")."""
+    return (s.endswith("?") and len(s) <= 200 and "? " not in s and bool(_YES_NO_Q.match(s))
+            and not _YES_NO_SELF.match(s) and len(subject_words(s)) >= 2)
+
+
+_YES_NO_Q = re.compile(r"^\s*(?:should|shall|do|does|did|is|are|will|would|can|could|has|have)\b", re.I)
+_YES_NO_SELF = re.compile(r"^\s*\w+\s+(?:i|we|you|that|this|it)\b", re.I)  # (asking to act: ADR 0096)
+# (a yes or a no, said as such: "Yes, keep them.", "It does, 19% VAT included.", "No.")
+_YES_NO_ANSWER = re.compile(r"^\s*(?:yes|yeah|yep|yup|no|nope|nah|correct|"
+                            r"(?:it|they|we|you) (?:do|does|did|is|are|should|will|can|has|have)(?:n't| not)?)\b", re.I)
 
 
 def _answer(s: str) -> bool:
@@ -111,7 +126,8 @@ def _answer(s: str) -> bool:
     if _UNANSWERED.match(head):
         return True  # ("…?? nobody's answered": the question's state, ADR 0106)
     if _has_value(head) or _BARE_NUMBER.match(head):
-        return not subject_words(_BARE_NUMBER.sub(" ", head))
+        # (one token is the value itself: "eu-west-1, next to the database")
+        return " " not in head or not subject_words(_BARE_NUMBER.sub(" ", head))
     # (a term alone: "Postgres.", "pytest, since it's there", "Marta, I think")
     return len(head_words) <= 2 and not _ANSWER_NOT.match(head)
 
@@ -129,6 +145,26 @@ _BARE_NUMBER = re.compile(rf"^(?:(?:about|around|roughly|maybe|probably|just|onl
 # (one word that is talk, not a term: "Sure", "Done", "Nope", "Thanks")
 _ANSWER_NOT = re.compile(r"^(?:sure|done|nope|nah|thanks|cool|no|yes|yeah|ok|okay|fine|great|agreed|same|"
                          r"nothing|none|nobody|unknown|dunno|later|soon|maybe|why|what|how)\b", re.I)
+
+
+def _fits(question: str, s: str) -> bool:
+    """Whether a reply after "that's", "it's" or "that'd be" gives what was asked: a
+    value, a name ("That'd be Team Falcon.") or the question's own subject; "That's
+    Priya's call." is talk about who decides, and joined it would stand for the value."""
+    m = _TALK_LEAD.match(s)
+    if not m:
+        return True
+    head = _ANSWER_HEAD.split(s[m.end():], maxsplit=1)[0].strip()
+    if re.search(r"\w'+s\b", head):
+        return False  # (whose call, whose job: not the value)
+    if re.fullmatch(r"(?:mon|tues|wednes|thurs|fri|satur|sun)day (?:today|tonight)", head, re.I):
+        return False  # ("It's Friday today, I'm off Monday.": what day it is, not the date asked)
+    return (_has_value(head) or bool(_BARE_NUMBER.match(head)) or bool(_NAME_HEAD.fullmatch(head))
+            or bool(set(subject_words(head)) & set(subject_words(question))))
+
+
+_TALK_LEAD = re.compile(r"^\s*(?:(?:that|it)(?:'d| would) be|that's|that is|it's|it is)\s+", re.I)
+_NAME_HEAD = re.compile(r"[A-Z][\w.-]*(?:\s+[A-Z][\w.-]*){0,3}")
 
 
 def _leads(s: str, after: str, before: str) -> bool:
@@ -154,16 +190,20 @@ def _belongs_to(before: str, s: str) -> bool:
     if len(before) + len(s) > 2 * SENTENCE_CHARS:
         return False
     value_before, value_here = _has_value(before), _has_value(s)
-    if _asks(before) and (_answer(s) or (_SOFT_PREFERENCE.search(s) is not None
+    # (a sentence in a caseless script says its own subject, which no rule reads: "3月15日"
+    # answers, "数据库迁移的截止日期是3月15日。" does not, ADR 0103)
+    if _asks(before) and len(_CASELESS.findall(s)) < 4 and ((_answer(s) and _fits(before, s)) or (_SOFT_PREFERENCE.search(s) is not None
                                          and not subject_words(_SOFT_PREFERENCE.sub(" ", s)))):
         return True  # (ADR 0096: "When's the freeze? March 3, last I heard.", "Emojis? Hard pass.")
+    if _asks_yes_no(before) and _YES_NO_ANSWER.match(s):
+        return True  # ("Should the export keep archived projects? Yes, keep them.")
     if value_before and not value_here and _AFTERTHOUGHT.match(s):
         return True  # ("40 connections is the ceiling. For the connection pool ceiling, that is.")
     if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):
         return bool(subject_words(s)) or _value_less_rule(s)
     if value_here and not subject_words(s) and not value_before and not _CASELESS.search(s):
         # (a sentence in a caseless script has a subject no rule reads, ADR 0103)
-        return bool(subject_words(before))  # ("Log retention? Roughly 90 days.")
+        return bool(subject_words(before)) and _fits(before, s)  # ("Log retention? Roughly 90 days.")
     # (a count of steps says how far the task before it is: "The export is done. That
     # makes 4 of 6.")
     return bool(_PROGRESS.search(s)) and dict(_CUES)[TASK].search(before) is not None and not _PROGRESS.search(before)

@@ -232,7 +232,9 @@ def priority(item: LedgerItem) -> tuple[int, int, int, str]:
     if item.kind in (CORRECTION, CONSTRAINT, "rule"):
         group = 0 if item.kind == CORRECTION else 1
     elif item.kind in CATCH_ALL:
-        group = 3  # (ADR 0099: whatever no kind reads comes after every kind)
+        # (ADR 0099: whatever no kind reads comes after every kind; the assistant's open
+        # questions after the user's remarks, which share their room)
+        group = 4 if item.kind == OPEN_QUESTION else 3
     else:
         group = 2  # (the checklist and exact facts by recency: neither crowds the other out)
     return (group, -item.seq, -item.count, item.value)

@@ -20,7 +20,7 @@ import unicodedata
 # after an English one starts anew, ADR 0103)
 # (a list bullet after a stop opens a sentence too: "... in reports/pdf.py? - Team convention:
 # X." is a request and then a fact, ADR 0106)
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=(?:[-*\u2022]\s+)?[\"'(\[]?[A-Z0-9$\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])|"
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=(?:[-*\u2022]\s+)?[\"'(\[]?[A-Z0-9$\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])|"
                     r"(?<=[\u3002\uff01\uff1f])|\n+")
 # ("? it", "! so": a question or exclamation ends its sentence whatever case follows)
 _AFTER_MARK = re.compile(r"(?<=[?!])\s+(?=[a-z])")
