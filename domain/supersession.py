@@ -71,7 +71,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             else:
                 unmatched.append((other_k, other))
             continue
-        if other.kind == TASK and item.kind in (UPDATE, STATEMENT) and not _says(_PROGRESS, item.value):
+        if other.kind == TASK and item.kind in (UPDATE, STATEMENT) and not (
+                _says(_PROGRESS, item.value) or _did(other.value, item.value)):
             # (work's state changes by a report on it: "GitHub Actions is the CI runner" is
             # no news about "the backfill is sorted, I'll rerun CI", whatever they share)
             unmatched.append((other_k, other))
@@ -288,8 +289,25 @@ def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
     named = {m.group(1).lower() for v in (new.value, old.value) for m in _NAMED_VERSION.finditer(v)}
     # (the shared word names the version in one of them, "pydantic 2.7.4"; not a word of
     # the talk around it, "We're on celery 5.3.6" / "We're on boto3 1.34.90")
-    return (bool(shared & named)
-            and not set(_VERSION_NUMBER.findall(old.value)) <= set(_VERSION_NUMBER.findall(new.value)))
+    olds, news = _VERSION_NUMBER.findall(old.value), _VERSION_NUMBER.findall(new.value)
+    # (an older version said later is talk about another place unless a change is said:
+    # "CI uses node 20.11.1" / "Locally I have node 18.19.0"; "we rolled node back to 18.19.0")
+    older = bool(olds and news) and _numbers(news[0]) < _numbers(olds[0])
+    return (bool(shared & named) and not set(olds) <= set(news)
+            and (not older or _says(_CHANGE, new.value) or _says(_UPDATE, new.value)))
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _did(task: str, report: str) -> bool:
+    """The report says the task's own verb in the past: "Still to do: rotate the API keys"
+    / "The API keys were rotated this morning" (a done word in the task's words)."""
+    done = {w.lower() for w in re.findall(r"[A-Za-z]{3,}ed\b", report)}
+    verbs = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", task)}
+    return any(d[:-1] in verbs or d[:-2] in verbs or (len(d) > 5 and d[-3] == d[-4] and d[:-3] in verbs)
+               for d in done)
 
 
 #: A report on work: a done word or a task cue (a step count, "still to do", "blocked on").

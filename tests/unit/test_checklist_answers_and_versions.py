@@ -226,3 +226,28 @@ def test_a_named_choice_going_forward_flags_the_earlier_choice() -> None:
                     "We ditched the earlier pick, Buildkite is the CI runner going forward, since it is faster.")
     old = next(i for i in ledger.items if "Drone" in i.value)
     assert old.doubt is not None  # (only part of the subject shared: flagged, not hidden)
+
+
+@pytest.mark.parametrize(("task", "report"), [
+    ("Still to do: rotate the API keys.", "The API keys were rotated this morning."),
+    ("Remaining: ship the exporter fix.", "We shipped the exporter fix to staging."),
+])
+def test_a_report_in_the_tasks_own_verb_closes_it(task: str, report: str) -> None:
+    # (review of ADR 0103: a statement replaces a task only as a report on it; the task's
+    # own verb in the past is one, though no done word is said)
+    ledger = merged(task, report)
+    assert not any(i.value == task for i in ledger.items), [i.value for i in ledger.items]
+    assert any(i.value.startswith(task[:20]) for i in ledger.superseded)
+
+
+def test_a_statement_sharing_a_word_still_leaves_the_task_open() -> None:
+    ledger = merged("Still to do: rerun CI after the backfill.", "GitHub Actions is the CI runner.")
+    assert any("rerun CI" in i.value for i in ledger.items)
+
+
+def test_an_older_version_said_later_flags_only_with_a_change() -> None:
+    ledger = merged("CI uses node 20.11.1.", "Locally I have node 18.19.0 but that's irrelevant.")
+    assert all(i.doubt is None for i in ledger.items)
+    ledger = merged("CI uses node 20.11.1.", "We rolled node back to 18.19.0 in CI.")
+    old = [i for i in ledger.items if i.value == "CI uses node 20.11.1."]
+    assert (old and old[0].doubt is not None) or any(i.value == "CI uses node 20.11.1." for i in ledger.superseded)
