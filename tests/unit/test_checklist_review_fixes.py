@@ -37,12 +37,18 @@ def test_an_offer_answered_with_yes_joins_nothing() -> None:
     assert all(not i.value.startswith("Should I") for i in ledger.items)
 
 
+def fact_asked_replied(fact: str, question: str, reply: str) -> Ledger:
+    """The user states a fact, the assistant asks about it, the user replies."""
+    ledger, _ = Ledger().merge(extract([SourceEntry(seq=1, role="user", text=fact),
+                                        SourceEntry(seq=2, role="assistant", text=question),
+                                        SourceEntry(seq=3, role="user", text=reply)]))
+    return ledger
+
+
 def test_whose_call_it_is_is_no_answer_and_hides_no_value() -> None:
     # ("That's" read past made "Rahul's decision" the retention, replacing the 21 days)
-    ledger, _ = Ledger().merge(extract([
-        SourceEntry(seq=1, role="user", text="The retention for the build caches is 21 days."),
-        SourceEntry(seq=2, role="assistant", text="What's the retention for the build caches?"),
-        SourceEntry(seq=3, role="user", text="That's Rahul's decision.")]))
+    ledger = fact_asked_replied("The retention for the build caches is 21 days.",
+                                "What's the retention for the build caches?", "That's Rahul's decision.")
     assert "The retention for the build caches is 21 days." in [i.value for i in ledger.items]
     assert not ledger.superseded
 
@@ -125,10 +131,8 @@ def test_a_long_sentence_in_a_caseless_script_is_kept_whole() -> None:
 
 
 def test_what_day_it_is_is_no_answer_to_when() -> None:
-    ledger, _ = Ledger().merge(extract([
-        SourceEntry(seq=1, role="user", text="The payroll cutover date is May 12."),
-        SourceEntry(seq=2, role="assistant", text="When do we run the payroll cutover?"),
-        SourceEntry(seq=3, role="user", text="It's Thursday today, I'm out tomorrow.")]))
+    ledger = fact_asked_replied("The payroll cutover date is May 12.", "When do we run the payroll cutover?",
+                                "It's Thursday today, I'm out tomorrow.")
     assert "The payroll cutover date is May 12." in [i.value for i in ledger.items]
 
 
