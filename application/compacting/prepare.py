@@ -217,14 +217,32 @@ def prepare_compaction(
         ctx.records, counts, keep_tokens=keep_beside_pins(turn, pinned), previous_first_retained=previous,
         allow_turn_split=allow_turn_split,
     )
-    if isinstance(plan, NothingToCompact):
+    whole = not (part is not None and part.limited)
+    over = turn.draft.total > turn.budget.threshold
+    if isinstance(plan, NothingToCompact) and not (whole and over and plan is NothingToCompact.NO_OLD_TURN):
         return plan
-    prepared = prepare_summary(svc, turn, plan, reason, pinned=pinned)
+    prepared = None if isinstance(plan, NothingToCompact) else prepare_summary(svc, turn, plan, reason, pinned=pinned)
+    if whole and (prepared is None or not fits_a_summary(prepared)):
+        # The newest whole turn leaves no summary room under the threshold (a 1,000-token
+        # window, issue 44): the kept tail gives way first, down to the turn under way.
+        smaller = plan_cut(ctx.records, counts, keep_tokens=keep_beside_pins(turn, pinned),
+                           previous_first_retained=previous, allow_turn_split=allow_turn_split,
+                           keep_newest_turn=False)
+        if isinstance(smaller, CutPlan) and (prepared is None or smaller.first_retained_seq > prepared.plan.first_retained_seq):
+            prepared = prepare_summary(svc, turn, smaller, reason, pinned=pinned)
+    if prepared is None:  # (the one refusal tried again above)
+        return NothingToCompact.NO_OLD_TURN
     # No summary could pass §10.4's shrink check: say so before the call. (A call still
     # waiting held the boundary back: its refusal names it, the cause the host can clear.)
-    if prepared.smallest_after >= turn.draft.total and plan.waiting_call is None:
+    if prepared.smallest_after >= turn.draft.total and prepared.plan.waiting_call is None:
         return NothingToCompact.SUMMARY_NOT_SMALLER
     return prepared
+
+
+def fits_a_summary(prepared: Preparation) -> bool:
+    """Whether the smallest candidate of ``prepared`` leaves a summary room under the threshold."""
+    beside = prepared.turn.budget.threshold - prepared.smallest_after - _SUMMARY_MARGIN_TOKENS
+    return beside >= _SMALLEST_SUMMARY
 
 
 def prepare_summary(
@@ -260,6 +278,10 @@ def prepare_summary(
         turn, summary=".", first_retained_seq=first, reason=reason, provider_kind="",
         model=model, degraded=False, summary_source={}))
     beside = budget.threshold - empty.total - _SUMMARY_MARGIN_TOKENS
+    # (the write-back's room is the checklist's guaranteed share: a summary that fills
+    # ``beside`` left it none, and its restored lines went over the threshold, issue 44)
+    if beside - built.ledger_tokens >= _SMALLEST_SUMMARY:
+        beside -= built.ledger_tokens
     max_output = min(limits.output_reserve, beside) if beside >= _SMALLEST_SUMMARY else limits.output_reserve
     tail = tail_statements(retained)
     return Preparation(
