@@ -236,6 +236,15 @@ def prepare_compaction(
     # waiting held the boundary back: its refusal names it, the cause the host can clear.)
     if prepared.smallest_after >= turn.draft.total and prepared.plan.waiting_call is None:
         return NothingToCompact.SUMMARY_NOT_SMALLER
+    if prepared.smallest_after > turn.budget.threshold:  # (no summary fits: say which part does not, issue 44)
+        first = prepared.plan.first_retained_seq
+        raise SummaryFailed(
+            f"the messages kept verbatim from seq {first} and the fixed parts alone need "
+            f"{prepared.smallest_after:,} tokens, over the {turn.budget.threshold:,}-token threshold; "
+            "a larger window is needed",
+            details={"smallest_after": prepared.smallest_after, "first_retained_seq": first,
+                     "threshold": turn.budget.threshold},
+        )
     return prepared
 
 

@@ -79,3 +79,14 @@ def test_a_newest_turn_too_big_to_keep_beside_a_summary_gives_way_to_the_turn_un
     [attempt] = _attempts(bus)
     assert attempt["outcome"] == "compacted", attempt
     assert got.usage.used_tokens <= 500
+
+
+def test_a_turn_under_way_bigger_than_the_threshold_fails_naming_the_messages_kept_verbatim(tmp_path: Path) -> None:
+    bus = _session(tmp_path)
+    for k in range(3):
+        _say(bus, "user", f"Question {k} about the billing export.")
+        _say(bus, "assistant", f"Answer {k}: the export is fine.")
+    _say(bus, "user", "The staging database lives at db-staging.internal:5433 and rotates monthly. " * 30)
+    got = bus.dispatch_json({"type": "compact", "session_id": "s"})
+    assert not got["ok"], got
+    assert "kept verbatim from seq 7" in got["error"]["message"], got["error"]
