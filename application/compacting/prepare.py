@@ -217,21 +217,17 @@ def prepare_compaction(
         ctx.records, counts, keep_tokens=keep_beside_pins(turn, pinned), previous_first_retained=previous,
         allow_turn_split=allow_turn_split,
     )
-    whole = not (part is not None and part.limited)
-    over = turn.draft.total > turn.budget.threshold
-    if isinstance(plan, NothingToCompact) and not (whole and over and plan is NothingToCompact.NO_OLD_TURN):
-        return plan
-    prepared = None if isinstance(plan, NothingToCompact) else prepare_summary(svc, turn, plan, reason, pinned=pinned)
-    if whole and (prepared is None or not fits_a_summary(prepared)):
+    if isinstance(plan, NothingToCompact):
+        return plan  # (the turn's overflow recovery may split the newest turn, spec §9.2)
+    prepared = prepare_summary(svc, turn, plan, reason, pinned=pinned)
+    if not (part is not None and part.limited) and not fits_a_summary(prepared):
         # The newest whole turn leaves no summary room under the threshold (a 1,000-token
         # window, issue 44): the kept tail gives way first, down to the turn under way.
         smaller = plan_cut(ctx.records, counts, keep_tokens=keep_beside_pins(turn, pinned),
                            previous_first_retained=previous, allow_turn_split=allow_turn_split,
                            keep_newest_turn=False)
-        if isinstance(smaller, CutPlan) and (prepared is None or smaller.first_retained_seq > prepared.plan.first_retained_seq):
+        if isinstance(smaller, CutPlan) and smaller.first_retained_seq > plan.first_retained_seq:
             prepared = prepare_summary(svc, turn, smaller, reason, pinned=pinned)
-    if prepared is None:  # (the one refusal tried again above)
-        return NothingToCompact.NO_OLD_TURN
     # No summary could pass §10.4's shrink check: say so before the call. (A call still
     # waiting held the boundary back: its refusal names it, the cause the host can clear.)
     if prepared.smallest_after >= turn.draft.total and prepared.plan.waiting_call is None:
