@@ -30,7 +30,10 @@ def _interrupted_at(n: int) -> tuple[Running, bool, bool]:
 
     def each_opcode(frame: Any, event: str, arg: Any) -> Any:
         nonlocal seen
-        if event == "opcode" and not ran:
+        # (CPython 3.13 ignores ``f_trace_opcodes`` set in the call event: set again here,
+        # and a line event is an injection point too, before the first opcode event)
+        frame.f_trace_opcodes = True
+        if event in ("line", "opcode") and not ran:
             seen += 1
             if seen == n:
                 raise KeyboardInterrupt  # (a raising tracer is unset: one interrupt only)
