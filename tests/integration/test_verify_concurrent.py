@@ -27,7 +27,7 @@ def test_verify_stays_clean_while_appends_and_searches_move_the_index(make_harne
 
     def work() -> None:
         k = 0
-        while not done.is_set() and k < 400:
+        while not done.is_set() and k < 20_000:  # (until the verifies are done)
             for sid in ("v1", "v2"):
                 for command in ({"type": "append_messages", "session_id": sid, "messages": [user(f"kiwi {k}")]},
                                 {"type": "search_history", "session_id": sid, "query": "kiwi", "limit": 5}):
@@ -42,7 +42,9 @@ def test_verify_stays_clean_while_appends_and_searches_move_the_index(make_harne
     reports = []
     overlapped: list[bool] = []
     try:
-        for _ in range(6):
+        # (six verifies, and more until one overlapped a round: a loaded machine can
+        # starve the worker through a verify)
+        while len(reports) < 6 or (not any(overlapped) and len(reports) < 30):
             started = rounds[0]
             report = h.inspect.verify()
             reports.append({name: (t.missing[:3], t.extra[:3], t.different[:3])
@@ -52,5 +54,5 @@ def test_verify_stays_clean_while_appends_and_searches_move_the_index(make_harne
         done.set()
         thread.join(120)
     assert errors == []
-    assert reports == [{}] * 6
+    assert reports == [{}] * len(reports)
     assert any(overlapped)  # (the index moved while a verify ran)
