@@ -22,7 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, keep_with_checklist_room, resolve_window
+from context_compaction.domain.budget import (
+    SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts, keep_with_checklist_room, resolve_window,
+)
 from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
@@ -282,6 +284,9 @@ def prepare_summary(
     empty = draft_with(svc, turn, candidate_checkpoint(
         turn, summary=".", first_retained_seq=first, reason=reason, provider_kind="",
         model=model, degraded=False, summary_source={}))
+    # (pinned messages the cut passes become fixed parts: when they alone break the
+    # threshold that is the error, before a summary call that could not help, spec §8.4)
+    check_fixed_parts(empty.breakdown, budget.threshold)
     beside = budget.threshold - empty.total - _SUMMARY_MARGIN_TOKENS
     # (the write-back's room is the checklist's guaranteed share: a summary that fills
     # ``beside`` left it none, and its restored lines went over the threshold, issue 44)
