@@ -103,6 +103,7 @@ def plan_cut(
     keep_tokens: int,
     previous_first_retained: int | None = None,
     allow_turn_split: bool = False,
+    keep_newest_turn: bool = True,
 ) -> CutPlan | NothingToCompact:
     """Choose ``first_retained_seq`` (spec §9.2).
 
@@ -111,6 +112,9 @@ def plan_cut(
     newest complete turn (and anything after it) is always kept; older whole turns
     are kept while they fit in ``keep_tokens``. ``allow_turn_split`` (overflow only)
     lets the cut fall inside a turn too big to fit, at a completed tool-batch boundary.
+    ``keep_newest_turn`` false (a window too small for it beside a summary, issue 44):
+    the newest complete turn is kept only if it fits in ``keep_tokens`` like any other,
+    when a newer, incomplete one is there to keep.
     """
     if not records:
         return NothingToCompact.EMPTY
@@ -119,6 +123,8 @@ def plan_cut(
     if newest_complete is None:
         return NothingToCompact.NO_OLD_TURN
     first_kept = newest_complete
+    if not keep_newest_turn and newest_complete < len(turns) - 1:
+        first_kept += 1
     kept = sum(t.tokens for t in turns[first_kept:])
     while first_kept > 0 and kept + turns[first_kept - 1].tokens <= keep_tokens:
         first_kept -= 1

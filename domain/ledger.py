@@ -364,7 +364,8 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
         else:
             missing.append(item)
     additions: dict[str, list[str]] = {}
-    spent = 0
+    # (the superseded marks are written into the summary too: they spend the same room)
+    spent = max(0, count(text) - count(summary)) if report.marked_superseded else 0
     headings = {ln.strip() for ln in text.splitlines() if ln.startswith("## ")}
     written = ""  # the lines written back so far
     for item in fair_order(missing):

@@ -173,7 +173,7 @@ def verify_summary(
     # superseded now, or stated by the previous summary, and not stated (even marked) now.
     stated = stated_text(verified)
     out, since = _listed_before(previous), covered[0]["seq"] if covered else 0
-    # (what the kept tail replaced in ``check`` only is in no count here: still listed if it was)
+    # (what the kept tail replaced in ``check`` only and left before: still listed if it was)
     checked = {(i.kind, i.value) for i in check.items}
     unstated = {(i.kind, i.value) for i in report.dropped_items} | {
         (i.kind, i.value) for i in ledger.items
@@ -181,6 +181,13 @@ def verify_summary(
     leaving = [i for i in ledger.superseded
                if ((i.kind, i.value) not in before or (previous_summary and present(previous_summary, i)))
                and not present(stated, i) and not present(verified, i)]
+    # Replaced by the kept tail and stated nowhere (not even marked): it leaves with this
+    # compaction, so this one reports it (CONTRACT: "by the compaction where it leaves"),
+    # and records it unstated, so that the next one, covering the tail, lists it no more.
+    replaced = [i for i in ledger.items if (i.kind, i.value) not in checked
+                and not present(stated, i) and not present(verified, i)]
+    unstated |= {(i.kind, i.value) for i in replaced}
+    leaving += replaced
     report.dropped_items.extend(leaving)
     report.items_total += len(leaving)
     _listed_once(report, out, since)  # (a value that left before and is replaced now: listed then)

@@ -22,7 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP, SummaryBudget, keep_with_checklist_room, resolve_window
+from context_compaction.domain.budget import (
+    SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts, keep_with_checklist_room, resolve_window,
+)
 from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.clearing import apply_clearing
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
@@ -218,13 +220,36 @@ def prepare_compaction(
         allow_turn_split=allow_turn_split,
     )
     if isinstance(plan, NothingToCompact):
-        return plan
+        return plan  # (the turn's overflow recovery may split the newest turn, spec §9.2)
     prepared = prepare_summary(svc, turn, plan, reason, pinned=pinned)
+    if not (part is not None and part.limited) and not fits_a_summary(prepared):
+        # The newest whole turn leaves no summary room under the threshold (a 1,000-token
+        # window, issue 44): the kept tail gives way first, down to the turn under way.
+        smaller = plan_cut(ctx.records, counts, keep_tokens=keep_beside_pins(turn, pinned),
+                           previous_first_retained=previous, allow_turn_split=allow_turn_split,
+                           keep_newest_turn=False)
+        if isinstance(smaller, CutPlan) and smaller.first_retained_seq > plan.first_retained_seq:
+            prepared = prepare_summary(svc, turn, smaller, reason, pinned=pinned)
     # No summary could pass §10.4's shrink check: say so before the call. (A call still
     # waiting held the boundary back: its refusal names it, the cause the host can clear.)
-    if prepared.smallest_after >= turn.draft.total and plan.waiting_call is None:
+    if prepared.smallest_after >= turn.draft.total and prepared.plan.waiting_call is None:
         return NothingToCompact.SUMMARY_NOT_SMALLER
+    if prepared.smallest_after > turn.budget.threshold:  # (no summary fits: say which part does not, issue 44)
+        first = prepared.plan.first_retained_seq
+        raise SummaryFailed(
+            f"the messages kept verbatim from seq {first} and the fixed parts alone need "
+            f"{prepared.smallest_after:,} tokens, over the {turn.budget.threshold:,}-token threshold; "
+            "a larger window is needed",
+            details={"smallest_after": prepared.smallest_after, "first_retained_seq": first,
+                     "threshold": turn.budget.threshold},
+        )
     return prepared
+
+
+def fits_a_summary(prepared: Preparation) -> bool:
+    """Whether the smallest candidate of ``prepared`` leaves a summary room under the threshold."""
+    beside = prepared.turn.budget.threshold - prepared.smallest_after - _SUMMARY_MARGIN_TOKENS
+    return beside >= _SMALLEST_SUMMARY
 
 
 def prepare_summary(
@@ -259,7 +284,14 @@ def prepare_summary(
     empty = draft_with(svc, turn, candidate_checkpoint(
         turn, summary=".", first_retained_seq=first, reason=reason, provider_kind="",
         model=model, degraded=False, summary_source={}))
+    # (pinned messages the cut passes become fixed parts: when they alone break the
+    # threshold that is the error, before a summary call that could not help, spec §8.4)
+    check_fixed_parts(empty.breakdown, budget.threshold)
     beside = budget.threshold - empty.total - _SUMMARY_MARGIN_TOKENS
+    # (the write-back's room is the checklist's guaranteed share: a summary that fills
+    # ``beside`` left it none, and its restored lines went over the threshold, issue 44)
+    if beside - built.ledger_tokens >= _SMALLEST_SUMMARY:
+        beside -= built.ledger_tokens
     max_output = min(limits.output_reserve, beside) if beside >= _SMALLEST_SUMMARY else limits.output_reserve
     tail = tail_statements(retained)
     return Preparation(
