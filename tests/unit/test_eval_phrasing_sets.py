@@ -1,6 +1,6 @@
 """The phrasing sets of ``ctxc eval`` (issue 44): every template of every set is readable
-by the scorer; ``blind`` (ADR 0097), ``blind2`` (ADR 0102) and ``blind3`` (ADR 0105), written
-without reading the extractor, plant every kind in wording of their own and are run by
+by the scorer; ``blind`` (ADR 0097), ``blind2`` (ADR 0102), ``blind3`` (ADR 0105) and ``blind4``
+(ADR 0108), written without reading the extractor, plant every kind in wording of their own and are run by
 ``ctxc eval --sets`` and by the bench."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from context_compaction.infrastructure.evaluation import report
 from context_compaction.infrastructure.evaluation.blind import BLIND
 from context_compaction.infrastructure.evaluation.blind2 import BLIND2
 from context_compaction.infrastructure.evaluation.blind3 import BLIND3
+from context_compaction.infrastructure.evaluation.blind4 import BLIND4
 from context_compaction.infrastructure.evaluation.canaries import KINDS, Phrasings, Planter, kept
 from context_compaction.infrastructure.evaluation.fresh import FRESH
 from context_compaction.infrastructure.evaluation.sessions import generate
@@ -63,7 +64,7 @@ def _phrases(p: Phrasings) -> list[str]:
     return [t for ts in p.templates.values() for t in ts] + list(p.negated) + [t for ts in p.updates.values() for t in ts]
 
 
-BLINDS = ("blind", "blind2", "blind3")  # (the sets written without reading the extractor)
+BLINDS = ("blind", "blind2", "blind3", "blind4")  # (the sets written without reading the extractor)
 
 
 @pytest.mark.parametrize("name", BLINDS)
@@ -87,10 +88,18 @@ def test_blind3_has_at_least_as_many_templates_per_kind_as_blind2() -> None:
     assert all(len(BLIND3.updates[k]) >= len(BLIND2.updates[k]) for k in BLIND2.updates)
 
 
-def test_blind3_is_readable_by_the_scorer_on_every_value_of_its_pools() -> None:
+def test_blind4_has_at_least_as_many_templates_per_kind_as_blind3() -> None:
+    assert all(len(BLIND4.templates[k]) >= len(BLIND3.templates[k]) for k in KINDS)
+    assert len(BLIND4.negated) >= len(BLIND3.negated)
+    assert all(len(BLIND4.updates[k]) >= len(BLIND3.updates[k]) for k in BLIND3.updates)
+
+
+@pytest.mark.parametrize("p", [BLIND3, BLIND4], ids=lambda p: p.name)
+def test_a_late_blind_set_is_readable_by_the_scorer_on_every_value_of_its_pools(p: Phrasings) -> None:
     """Every value of the pools, not the few that 8 draws meet: 200 seeded draws per template
-    (a Korean particle written straight after a value would hide it from the scorer)."""
-    assert _unreadable(BLIND3, draws=200) == []
+    (a Korean particle written straight after a value, or a line break between a subject and
+    its value in a table or an e-mail, would hide it from the scorer)."""
+    assert _unreadable(p, draws=200) == []
 
 
 @pytest.mark.parametrize("name", BLINDS)
@@ -140,9 +149,31 @@ def test_blind3_updates_are_corrections_retractions_and_moved_plans_not_the_last
     assert said == []
 
 
-def test_blind3_states_its_negated_preferences_in_english() -> None:
-    """The scorer reads English negation words only (ADR 0105)."""
-    assert all(t.isascii() for t in BLIND3.negated)
+def test_blind4_updates_are_errata_edits_and_u_turns_not_any_earlier_sets_words() -> None:
+    """ADR 0108: an erratum or an amendment, an edited chat message, a struck-through value, a
+    diff, a U-turn or second thoughts, a date that slides; none of the update words ``blind``,
+    ``blind2``, ``blind3`` or ``fresh`` used, nor the usual ones."""
+    updates = [t for ts in BLIND4.updates.values() for t in ts]
+    assert [t for t in updates if re.search(r"\b(erratum|amended|amendment)\b", t, re.I)]
+    assert [t for t in updates if "(edited)" in t]
+    assert [t for t in updates if "~~" in t]  # a value struck through
+    assert [t for t in updates if re.search(r"^\+", t, re.M)]  # a diff line
+    assert [t for t in updates if re.search(r"\b(u-turn|second thoughts|plot twist|overruled)\b", t, re.I)]
+    assert [t for t in updates if re.search(r"\b(slides|pulled .* forward|inherits|passes to)\b", t)]
+    said = [t for t in updates if re.search(
+        r"\b(update[ds]?|now|changed?|actually|scratch|bumped|swapped|reset|slipped|walked back|per the new|"
+        r"correct(ed|ing|ion)?|ignore|disregard|never mind|take back|strike|aiming for|instead|pushed|contrary|"
+        r"forget|reassigned|moved|wrong|new|revised|replace[sd]?|switched|going forward|from here on|rescheduled|"
+        r"effective|ditched|re-?measured|re-?ran|re-?run|re-?pinned|typo|flip|brought forward|take[sn]? over|"
+        r"took over|reshuffled?|earlier|old|goes to|becomes?|set to|as of|heads[- ]up|from (this|monday))\b",
+        t, re.I)]
+    assert said == []
+
+
+@pytest.mark.parametrize("p", [BLIND3, BLIND4], ids=lambda p: p.name)
+def test_a_late_blind_set_states_its_negated_preferences_in_english(p: Phrasings) -> None:
+    """The scorer reads English negation words only (ADR 0105, ADR 0108)."""
+    assert all(t.isascii() for t in p.negated)
 
 
 def test_blind_carries_whole_sentences_in_other_languages() -> None:
@@ -166,6 +197,24 @@ def test_blind3_carries_whole_sentences_in_italian_dutch_and_korean() -> None:
     assert [t for t in phrases if re.search(r"\b(omdat|gekozen|liever|gepland)\b", t)]  # Dutch
 
 
+def test_blind4_carries_whole_sentences_in_polish_swedish_and_russian() -> None:
+    phrases = _phrases(BLIND4)
+    assert [t for t in phrases if re.search(r"[\u0400-\u04ff]", t)]  # Russian (Cyrillic)
+    assert [t for t in phrases if re.search(r"\b(wynosi|wolę|proszę|przesunięty)\b", t)]  # Polish
+    assert [t for t in phrases if re.search(r"\b(eftersom|mätningar|produktion ska|fråga)\b", t)]  # Swedish
+
+
+def test_blind4_writes_in_registers_the_earlier_blind_sets_did_not() -> None:
+    """ADR 0108: chat-ops shortcodes, checklists, tables with a header row, e-mails with a
+    sign-off, standup notes, policy prose, Gherkin, config and shell lines inside prose."""
+    phrases = _phrases(BLIND4)
+    earlier = [t for p in (BLIND, BLIND2, BLIND3) for t in _phrases(p)]
+    for register in (r":[a-z_]+:", r"^- \[[ x]\] ", r"^\|---\|", r"\n\n(Best|Thanks|Regards|Kind regards)",
+                     r"\b(Yesterday|Today|Blockers):", r"\bshall\b", r"^(Given|Scenario:) ", r"kubectl|ENV |pip install"):
+        assert [t for t in phrases if re.search(register, t, re.M)], register
+        assert not [t for t in earlier if re.search(register, t, re.M)], register
+
+
 def _args(sets: str) -> argparse.Namespace:
     return argparse.Namespace(seeds="1,2", seed=44, shares="0.3", windows="", sets=sets)
 
@@ -174,7 +223,9 @@ def test_ctxc_eval_takes_the_blind_sets() -> None:
     from context_compaction.infrastructure.cli_eval import _options
 
     assert report.SETS["blind"] is BLIND and report.SETS["blind2"] is BLIND2 and report.SETS["blind3"] is BLIND3
-    assert _options(_args("blind,fresh,blind2,blind3"), report.SETS)[3] == ["blind", "fresh", "blind2", "blind3"]
+    assert report.SETS["blind4"] is BLIND4
+    assert _options(_args("blind,fresh,blind2,blind3,blind4"), report.SETS)[3] == [
+        "blind", "fresh", "blind2", "blind3", "blind4"]
     with pytest.raises(UsageError, match="blinder"):
         _options(_args("blinder"), report.SETS)
 
@@ -194,7 +245,8 @@ def test_the_bench_eval_section_runs_the_blind_sets_beside_fresh(monkeypatch: py
 
     monkeypatch.setattr(report, "evaluate", evaluate)
     sections._eval(argparse.Namespace(), {}, [])
-    assert asked and {"fresh", "blind", "blind2", "blind3"} <= set(asked[0])
+    assert asked and {"fresh", "blind", "blind2", "blind3", "blind4"} <= set(asked[0])
+    assert list(asked[0]).index("blind4") == list(asked[0]).index("blind3") + 1
     missed = {"target": "blind rounds 30%: worst kind after 5 rounds >= 95%", "ok": False, "value": "80% (date)",
               "limit": "issue 44"}
     assert "ADR 0097" in cause(missed)
@@ -202,3 +254,5 @@ def test_the_bench_eval_section_runs_the_blind_sets_beside_fresh(monkeypatch: py
     assert "ADR 0102" in cause(missed2) and "ADR 0097" not in cause(missed2)
     missed3 = {**missed, "target": "blind3 rounds 20%: worst kind after 5 rounds >= 85%"}
     assert "ADR 0105" in cause(missed3) and "ADR 0102" not in cause(missed3)
+    missed4 = {**missed, "target": "blind4 conversation 32,000: facts kept >= 90%"}
+    assert "ADR 0108" in cause(missed4) and "ADR 0105" not in cause(missed4)
