@@ -28,7 +28,7 @@ hypothesis_settings.register_profile("ci", derandomize=True)
 hypothesis_settings.register_profile("explore", derandomize=False)
 hypothesis_settings.load_profile(os.environ.get("CTXC_HYPOTHESIS_PROFILE", "ci"))
 
-from backends import POSTGRES_URL, Databases, MakeHarness, postgres_reachable
+from backends import POOL, POSTGRES_URL, Databases, MakeHarness, postgres_reachable
 from context_compaction.application.runtime.bus import MessageBus
 from fakeprovider import FakeProvider
 from helpers import Harness
@@ -97,7 +97,7 @@ def databases(backend: str, tmp_path: Path) -> Iterator[Databases]:
 def pg_databases(tmp_path: Path) -> Iterator[Databases]:
     """PostgreSQL only (tests of PostgreSQL-specific faults)."""
     _require_postgres()
-    dbs = Databases("postgres", tmp_path)
+    dbs = Databases("postgres", tmp_path, recycle=False)
     yield dbs
     dbs.cleanup()
 
@@ -149,3 +149,11 @@ def handout_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     elif not handout.LAZY_TRACKING:
         pytest.skip("this interpreter tracks every dict")
     return str(request.param)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The emptied PostgreSQL schemas this process kept for the next test go (backends.POOL)."""
+    try:
+        POOL.close()
+    except Exception:  # noqa: BLE001 - a run without PostgreSQL left none
+        pass
