@@ -234,12 +234,12 @@ def prepare_compaction(
     # waiting held the boundary back: its refusal names it, the cause the host can clear.)
     if prepared.smallest_after >= turn.draft.total and prepared.plan.waiting_call is None:
         return NothingToCompact.SUMMARY_NOT_SMALLER
-    if prepared.smallest_after > turn.budget.threshold:  # (no summary fits: say which part does not, issue 44)
+    if not fits_a_summary(prepared):  # (no summary fits: no call that must fail, say why, issue 44)
         first = prepared.plan.first_retained_seq
         raise SummaryFailed(
             f"the messages kept verbatim from seq {first} and the fixed parts alone need "
-            f"{prepared.smallest_after:,} tokens, over the {turn.budget.threshold:,}-token threshold; "
-            "a larger window is needed",
+            f"{prepared.smallest_after:,} tokens, too close to the {turn.budget.threshold:,}-token threshold "
+            "for a summary; a larger window is needed",
             details={"smallest_after": prepared.smallest_after, "first_retained_seq": first,
                      "threshold": turn.budget.threshold},
         )

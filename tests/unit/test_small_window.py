@@ -90,3 +90,40 @@ def test_a_turn_under_way_bigger_than_the_threshold_fails_naming_the_messages_ke
     got = bus.dispatch_json({"type": "compact", "session_id": "s"})
     assert not got["ok"], got
     assert "kept verbatim from seq 7" in got["error"]["message"], got["error"]
+
+
+class _Filler:
+    """A summarizer that fills the output it is asked for, and records each request."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def summarize(self, request):  # type: ignore[no-untyped-def]
+        from context_compaction.application.contracts.ports import SummaryResult
+
+        self.asked.append(request.max_output_tokens)
+        words = " ".join(f"w{i}" for i in range(int(request.max_output_tokens * 0.45)))
+        return SummaryResult(text="## Objective\n- " + words, provider_kind="fake", model="fake")
+
+
+def test_no_summary_is_asked_for_when_none_fits_beside_the_pin_and_the_turn_under_way(tmp_path: Path) -> None:
+    # Before: with fewer than 64 tokens left beside the summary, the summarizer was asked
+    # for the whole output reserve (250 tokens), a paid call that could only fail the
+    # shrink check ("would still need 658 tokens, over the 500-token threshold").
+    filler = _Filler()
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}"), summarizer=filler)
+    bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=1_000))
+    got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
+                             "messages": [{"role": "user", "content": "Pinned rule: " + "never deploy on fridays " * 35}]})
+    bus.dispatch_json({"type": "pin_messages", "session_id": "s", "seqs": got["result"]["seqs"]})
+    _say(bus, "assistant", "Understood.")
+    for k in range(4):
+        _say(bus, "user", f"Question {k}: " + "please check the logs " * 10)
+        _say(bus, "assistant", "Checked: " + "all fine " * 10)
+    _say(bus, "user", "Next: " + "look at the handler " * 48)
+    got = bus.dispatch_json({"type": "prepare_turn", "session_id": "s", "system_prompt": "Be careful."})
+    assert got["ok"], got  # (the turn goes on: the previous context is still under the window)
+    assert filler.asked == []
+    [attempt] = _attempts(bus)
+    assert attempt["outcome"] == "summary_failed"
+    assert any("summary_failed" in w for w in got["result"]["warnings"]), got["result"]["warnings"]
