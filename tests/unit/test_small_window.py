@@ -127,3 +127,32 @@ def test_no_summary_is_asked_for_when_none_fits_beside_the_pin_and_the_turn_unde
     [attempt] = _attempts(bus)
     assert attempt["outcome"] == "summary_failed"
     assert any("summary_failed" in w for w in got["result"]["warnings"]), got["result"]["warnings"]
+
+
+def test_no_room_for_a_summary_names_the_pinned_messages_and_the_smallest_window_that_compacts(tmp_path: Path) -> None:
+    # Before: "the messages kept verbatim from seq 15 and the fixed parts alone need 519
+    # tokens ... a larger window is needed", where seq 15 was 10 tokens and a pinned rule
+    # of 447 the cause; no breakdown, no window named.
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}", summarizer="extractive"))
+    bus.dispatch(commands.StartSession(session_id="s", model="claude-3-5-sonnet-20241022", agent_token_limit=1_000))
+    got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
+                             "messages": [{"role": "user", "content": "Rule: " + "never deploy fridays " * 70}]})
+    bus.dispatch_json({"type": "pin_messages", "session_id": "s", "seqs": got["result"]["seqs"]})
+    _say(bus, "assistant", "Understood.")
+    for k in range(6):
+        _say(bus, "user", f"Q{k}: " + "check the logs " * 8)
+        _say(bus, "assistant", "Fine " * 12)
+    _say(bus, "user", "Next question please.")
+    error = bus.dispatch_json({"type": "compact", "session_id": "s"})["error"]
+    assert error["code"] == "summary_failed", error
+    assert "mostly the pinned messages" in error["message"], error["message"]
+    details = error["details"]
+    parts = details["breakdown"]
+    assert parts["pinned"] > 400 and parts["kept"] < 50 and sum(parts.values()) == details["smallest_after"]
+    smallest = details["smallest_window"]
+    assert f"the smallest window that can compact it is {smallest:,} tokens" in error["message"]
+    # (and it is the smallest: two tokens less still has no room, that window compacts)
+    bus.dispatch_json({"type": "configure_session", "session_id": "s", "agent_token_limit": smallest - 2})
+    assert bus.dispatch_json({"type": "compact", "session_id": "s"})["error"]["code"] == "summary_failed"
+    bus.dispatch_json({"type": "configure_session", "session_id": "s", "agent_token_limit": smallest})
+    assert bus.dispatch_json({"type": "compact", "session_id": "s"})["result"]["status"] == "compacted"
