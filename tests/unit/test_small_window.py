@@ -156,3 +156,23 @@ def test_no_room_for_a_summary_names_the_pinned_messages_and_the_smallest_window
     assert bus.dispatch_json({"type": "compact", "session_id": "s"})["error"]["code"] == "summary_failed"
     bus.dispatch_json({"type": "configure_session", "session_id": "s", "agent_token_limit": smallest})
     assert bus.dispatch_json({"type": "compact", "session_id": "s"})["result"]["status"] == "compacted"
+
+
+def test_a_window_made_too_small_for_the_newest_turn_trims_nothing_and_names_the_smallest_window(tmp_path: Path) -> None:
+    # Before: every PrepareTurn committed a degraded checkpoint that dropped the turn
+    # before and still left the request over the window (412 tokens of a 400-token one).
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    bus = bootstrap(Settings(database_url=db, summarizer="extractive"))
+    bus.dispatch(commands.StartSession(session_id="s", model="claude-3-5-sonnet-20241022", agent_token_limit=4_000))
+    for k in range(3):
+        _say(bus, "user", f"Question {k}: " + "please check the logs " * 20)
+        _say(bus, "assistant", "Checked: " + "all fine " * 20)
+    bus.close()
+    bus = bootstrap(Settings(database_url=db, summarizer="extractive",
+                             models={"claude-3-5-sonnet-20241022": {"token_limit": 400}}))
+    _say(bus, "user", "And now: " + "please check the handlers " * 80)
+    got = bus.dispatch_json({"type": "prepare_turn", "session_id": "s", "system_prompt": "Be careful."})
+    assert got["ok"], got
+    assert bus.dispatch_json({"type": "list_checkpoints", "session_id": "s"})["result"]["checkpoints"] == []
+    assert any("nothing was trimmed" in w and "the smallest window that can compact is" in w.lower()
+               for w in got["result"]["warnings"]), got["result"]["warnings"]
