@@ -354,6 +354,8 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
     """
     report = LedgerReport(items_total=len(ledger.items))
     text, report.marked_superseded = mark_superseded(summary, ledger)
+    if report.marked_superseded and count(text) - count(summary) > budget_tokens:
+        text, report.marked_superseded = _unmarked_within(text, summary, budget_tokens, count)
     stated = stated_text(text)
     missing = []
     remarks = 0  # (the remarks' share holds for what the summary states too, not only for what is written back)
@@ -387,6 +389,25 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
         additions.setdefault(heading, []).append(line)
         report.restored += 1
     return _insert(text, additions), report
+
+
+def _unmarked_within(text: str, summary: str, budget_tokens: int, count: Count) -> tuple[str, int]:
+    """``text`` (``summary`` with superseded marks) within ``budget_tokens`` more than
+    ``summary``: the marks spend the write-back's room (issue 44), and a marked line they
+    have no room for is left out, newest first, with its stale value (a superseded value
+    never reads as current; ``verify_summary`` reports it as leaving). The marks left."""
+    lines, before = text.splitlines(), summary.splitlines()
+    if len(lines) != len(before):  # (a mark never adds a line: kept as it is, not guessed)
+        return text, sum(ln.count("(superseded ") for ln in lines) - sum(ln.count("(superseded ") for ln in before)
+    marked = [n for n, (new, old) in enumerate(zip(lines, before)) if new != old]
+    out = set()
+    for n in reversed(marked):
+        if count("\n".join(ln for k, ln in enumerate(lines) if k not in out)) - count(summary) <= budget_tokens:
+            break
+        out.add(n)
+    kept = [n for n in marked if n not in out]
+    marks = sum(lines[n].count("(superseded ") - before[n].count("(superseded ") for n in kept)
+    return "\n".join(ln for k, ln in enumerate(lines) if k not in out), marks
 
 
 def present(text: str, item: LedgerItem) -> bool:

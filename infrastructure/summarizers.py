@@ -90,7 +90,8 @@ class LiteLLMSummarizer:
             "model": request.model,
             "messages": request.prompt,
             "temperature": 0.1,
-            "max_tokens": request.max_output_tokens,
+            # (in the provider's tokens: the limit is in the session's, biased high, issue 44)
+            "max_tokens": max(1, int(request.max_output_tokens / max(request.output_factor, 1.0))),
             "timeout": self.timeout,
             "num_retries": 0,
         }

@@ -134,6 +134,11 @@ class TiktokenCounter:
         return f"{encoding}@{RULES_VERSION}"
 
     @staticmethod
+    def safety_factor(encoding: str) -> float:
+        """The upward factor ``encoding`` counts with (1.0 for a model's own encoding)."""
+        return float(encoding.partition("*")[2] or 1.0)
+
+    @staticmethod
     def _split(encoding: str) -> tuple[tiktoken.Encoding, float]:
         name, _, factor = encoding.partition("*")
         return offline_encoding(name), float(factor) if factor else 1.0

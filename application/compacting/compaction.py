@@ -139,7 +139,7 @@ def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:
         source=built.source,
         max_output_tokens=prepared.max_output_tokens,
         previous_provider_state=previous.provider_state if previous else None,
-        checklist=built.checklist, count_tokens=count,
+        checklist=built.checklist, count_tokens=count, output_factor=output_factor(svc, turn.draft.encoding),
     )
     result = _summarize(svc, request, prepared.reason, prepared.summarizer)
     summary = storable_text(result.text).strip()
@@ -203,6 +203,13 @@ def _summarize(svc: Services, request: SummaryRequest, reason: str, summarizer: 
     finally:
         svc.telemetry.record(SUMMARY_DURATION, (time.perf_counter() - started) * 1000,
                              {"ctxc.summarizer": attributes["ctxc.summarizer"], "outcome": outcome})
+
+
+def output_factor(svc: Services, encoding: str) -> float:
+    """The safety factor ``encoding`` counts with (``SummaryRequest.output_factor``); 1.0
+    for a counter that names none."""
+    factor = getattr(svc.tokens, "safety_factor", None)
+    return float(factor(encoding)) if factor is not None else 1.0
 
 
 def summary_wait(svc: Services) -> float:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from context_compaction.domain.budget import SUMMARY_OUTPUT_CAP
 from context_compaction.domain.cutpoint import CutPlan, NothingToCompact, plan_cut
 from context_compaction.domain.errors import OverflowRetryExhausted
 from context_compaction.domain.overflow import describe_cut, degraded_summary
 from context_compaction.domain.projection import summary_message
+from context_compaction.domain.summary import smallest_window
 
 from ..contracts import results as r
 from .attemptlog import run_recorded
@@ -28,20 +30,23 @@ _LONGEST_CUT = (
 
 
 def degraded_checkpoint(
-    svc: Services, turn: TurnContext, *, window_cap: int | None = None
+    svc: Services, turn: TurnContext, *, window_cap: int | None = None, must_fit: bool = False
 ) -> r.CompactOutcome:
     """Spec §11.3 step 4-5: drop the oldest whole turns, no summary, ``degraded=True``.
 
     ``window_cap`` (the size of a refused request, in our units): the request was over
     the provider's real window, so the trim must cut below it. Recorded in the
-    session's attempt log (issue 16).
+    session's attempt log (issue 16). ``must_fit`` (the turn's own fall-back, the window
+    known): a trim still over the window is not committed, ``OverflowRetryExhausted``
+    naming the smallest window instead: it would drop history and the request still fail.
     """
     return run_recorded(
-        svc, turn, "overflow", lambda: _degraded_checkpoint(svc, turn, window_cap), degraded=True
+        svc, turn, "overflow", lambda: _degraded_checkpoint(svc, turn, window_cap, must_fit), degraded=True
     )
 
 
-def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | None) -> r.CompactOutcome:
+def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | None,
+                         must_fit: bool = False) -> r.CompactOutcome:
     turn = turn.with_window_cap(svc, window_cap)
     ctx, budget, before = turn.ctx, turn.budget, turn.draft
     counts = record_counts(turn)
@@ -71,6 +76,8 @@ def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | Non
             if cp.tokens_after >= cp.tokens_before:
                 last_problem = "trimming would not shrink the request"
                 continue
+            if must_fit and cp.tokens_after > budget.window:
+                raise _no_trim_fits(svc, turn, cp.tokens_after)
             outcome = commit_candidate(svc, candidate)
             _, _, cut = describe_cut(plan.summarize, plan.split_turn)
             outcome.report = (
@@ -85,6 +92,19 @@ def _degraded_checkpoint(svc: Services, turn: TurnContext, window_cap: int | Non
     raise OverflowRetryExhausted(
         f"cannot shrink the context any further: {last_problem}",
         details={"session_id": turn.session_id},
+    )
+
+
+def _no_trim_fits(svc: Services, turn: TurnContext, after: int) -> OverflowRetryExhausted:
+    """A window too small for what no trim drops (the newest turn, the fixed parts, issue 44)."""
+    window, encoding = turn.budget.window, turn.draft.encoding
+    smallest = smallest_window(lambda text: svc.tokens.count_text(text, encoding), SUMMARY_OUTPUT_CAP)
+    return OverflowRetryExhausted(
+        f"the {window:,}-token window is smaller than what no trim drops ({after:,} tokens: the newest "
+        f"turn, the fixed parts and the trim's note); nothing was trimmed. The smallest window that can compact is "
+        f"{smallest:,} tokens",
+        details={"session_id": turn.session_id, "window": window, "tokens_after_trim": after,
+                 "smallest_window": smallest},
     )
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from context_compaction.domain.budget import (
-    SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts, keep_with_checklist_room, resolve_window,
+    FIXED_PARTS, SUMMARY_OUTPUT_CAP, SummaryBudget, check_fixed_parts, keep_with_checklist_room, resolve_window,
 )
 from context_compaction.domain.checkpoint import CANDIDATE_ID, Checkpoint
 from context_compaction.domain.clearing import apply_clearing
@@ -44,8 +44,9 @@ from .ledgers import SummaryInput, checked_ledger, summary_input, tail_statement
 #: Slack for the summary's own count against its count inside the request (token
 #: boundaries at the joins).
 _SUMMARY_MARGIN_TOKENS = 8
-#: Below this the room beside the tail is no summary at all: ask for the usual size and
-#: let the shrink check say why it cannot fit.
+#: Below this the room beside the tail is no summary at all: ``prepare_compaction`` answers
+#: ``no_summary_fits`` before any call (a plan summarized directly asks for the usual size
+#: and the shrink check says why it cannot fit).
 _SMALLEST_SUMMARY = 64
 
 
@@ -202,6 +203,9 @@ class Preparation:
     #: The kept tail's statements that supersede older values (``tail_statements``): read
     #: by the shrink check here and by ``verify_summary``, extracted once (ADR 0103).
     tail: tuple[LedgerItem, ...] = ()
+    #: The request's parts with a one-character summary (``Draft.breakdown``): what an
+    #: error names when no summary fits beside them.
+    breakdown: Mapping[str, int] | None = None
 
 
 
@@ -234,16 +238,34 @@ def prepare_compaction(
     # waiting held the boundary back: its refusal names it, the cause the host can clear.)
     if prepared.smallest_after >= turn.draft.total and prepared.plan.waiting_call is None:
         return NothingToCompact.SUMMARY_NOT_SMALLER
-    if prepared.smallest_after > turn.budget.threshold:  # (no summary fits: say which part does not, issue 44)
-        first = prepared.plan.first_retained_seq
-        raise SummaryFailed(
-            f"the messages kept verbatim from seq {first} and the fixed parts alone need "
-            f"{prepared.smallest_after:,} tokens, over the {turn.budget.threshold:,}-token threshold; "
-            "a larger window is needed",
-            details={"smallest_after": prepared.smallest_after, "first_retained_seq": first,
-                     "threshold": turn.budget.threshold},
-        )
+    if not fits_a_summary(prepared):  # (no summary fits: no call that must fail, say why, issue 44)
+        raise no_summary_fits(prepared)
     return prepared
+
+
+def no_summary_fits(prepared: Preparation) -> SummaryFailed:
+    """Why no summary fits beside what the candidate keeps: its parts, the largest named,
+    and the smallest window that leaves a summary room beside them."""
+    budget, parts = prepared.turn.budget, dict(prepared.breakdown or {})
+    first, pinned, kept = prepared.plan.first_retained_seq, parts.get("pinned", 0), parts.get("history", 0)
+    fixed = sum(parts.get(p, 0) for p in FIXED_PARTS) - pinned
+    other = prepared.smallest_after - pinned - kept - fixed  # (the summary block, the checklist's least)
+    need = prepared.smallest_after + _SUMMARY_MARGIN_TOKENS + _SMALLEST_SUMMARY
+    # (the threshold is the window less min(reserve, window // 2), spec §8.2)
+    window = 2 * need if need <= budget.configured_reserve else need + budget.configured_reserve
+    named = {"pinned messages": pinned, f"messages kept verbatim from seq {first}": kept,
+             "system prompt, tools and other fixed parts": fixed}
+    largest = max(named, key=lambda k: named[k])
+    return SummaryFailed(
+        f"no summary fits under the {budget.threshold:,}-token threshold: the context without it needs "
+        f"{prepared.smallest_after:,} tokens (pinned messages: {pinned:,}, messages kept verbatim from seq "
+        f"{first}: {kept:,}, fixed parts: {fixed:,}, summary block and checklist: {other:,}), mostly the "
+        f"{largest}, and no room for a summary of {_SMALLEST_SUMMARY} tokens beside them; the smallest window "
+        f"that can compact it is {window:,} tokens" + (" (or unpin messages)" if largest == "pinned messages" else ""),
+        details={"smallest_after": prepared.smallest_after, "first_retained_seq": first,
+                 "threshold": budget.threshold, "window": budget.window, "smallest_window": window,
+                 "breakdown": {"pinned": pinned, "kept": kept, "fixed": fixed, "summary_and_checklist": other}},
+    )
 
 
 def fits_a_summary(prepared: Preparation) -> bool:
@@ -301,7 +323,7 @@ def prepare_summary(
         # (checked as ``verify_summary`` checks: the kept tail supersedes what it restates)
         smallest_after=empty.total + carried_floor(
             tuple(fair_order(checked_ledger(Ledger(built.checklist), tail).items)), built.ledger_tokens, count),
-        tail=tail,
+        tail=tail, breakdown=empty.breakdown,
     )
 
 

@@ -19,7 +19,7 @@ from context_compaction.domain.summary import storable_text
 from ..runtime import asyncbus
 from ..contracts import commands as c
 from ..contracts import results as r
-from .compaction import summary_wait
+from .compaction import output_factor, summary_wait
 from .prepare import summarizer_name, summary_budget_for
 from .ledgers import summary_input, verify_summary
 from ..contracts.ports import SummaryRequest
@@ -85,7 +85,7 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
             source=source,
             max_output_tokens=limits.output_reserve,
             checklist=built.checklist,
-            count_tokens=count,
+            count_tokens=count, output_factor=output_factor(svc, encoding),
         ),
         timeout=summary_wait(svc),
     )

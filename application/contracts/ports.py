@@ -219,6 +219,11 @@ class SummaryRequest:
     summarizer keeps them first (the ledger check writes back what it leaves out)."""
     count_tokens: Callable[[str], int] | None = None
     """The session's own token counter: what ``max_output_tokens`` is measured in."""
+    output_factor: float = 1.0
+    """The safety factor of that counter (ADR 0008: x1.25 for a model tiktoken has no
+    encoding for): a model's own tokens count up to this many each. An LLM summarizer
+    asks the provider for ``max_output_tokens / output_factor`` of its tokens, so that an
+    obedient summary fits ``max_output_tokens`` as the session counts it (issue 44)."""
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from context_compaction.domain.errors import InvalidCommand, StaleCandidate, StorageError, SummaryFailed
+from context_compaction.domain.errors import (InvalidCommand, OverflowRetryExhausted, StaleCandidate, StorageError,
+                                              SummaryFailed)
 
 from ..compacting.breaker import paused
 from ..compacting.compaction import compact_context
@@ -89,7 +90,11 @@ def auto_compact(svc: Services, turn: TurnContext, usage: UsageDecision, turn_ke
     # units scaled to that count.
     estimate = turn.draft.total
     cap = budget.window * estimate // usage.used if usage.used > estimate else None
-    degraded = with_clearing(degraded_checkpoint(svc, turn, window_cap=cap), cleared)
+    try:
+        degraded = with_clearing(degraded_checkpoint(svc, turn, window_cap=cap, must_fit=True), cleared)
+    except OverflowRetryExhausted as exc:  # (a trim that cannot fit: nothing dropped, the turn goes on)
+        notes.append(f"over the hard window and no trim fits it: {exc.explained()}")
+        return _report(svc, turn, usage, cleared.outcome if cleared else None, notes)
     notes.append("over the hard window: committed a degraded checkpoint before sending")
     return _report(svc, _after(svc, turn), usage, degraded, notes)
 

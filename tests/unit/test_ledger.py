@@ -158,3 +158,21 @@ def test_citations_outside_the_summarized_range_are_removed() -> None:
     cleaned, kept, removed = clean_citations(text, 1, 50)
     assert (kept, removed) == (2, 2)
     assert cleaned == "- Fixed the parser (seq 12–40).\n- Invented.\n- Also (seq 3).\n- Bad."
+
+
+def test_superseded_marks_spend_the_write_back_room_and_a_line_they_have_none_for_is_left_out() -> None:
+    # Before: the marks were set whatever the room (two "(superseded at seq 55)" at a
+    # write-back budget of 0 took a 1,000-token window's summary 4 tokens over the threshold).
+    ledger, _ = Ledger().merge(extract([
+        SourceEntry(seq=2, role="assistant", text="We settled on RabbitMQ as the queue backend, since the team knows it well."),
+        SourceEntry(seq=9, role="assistant",
+                    text="Change of plan: the queue backend is now NATS JetStream, since it retries out of the box."),
+    ]))
+    old = "We settled on RabbitMQ as the queue backend, since the team knows it well."
+    summary = f"## Decisions\n- {old} (seq 2)\n- Kept the retry budget at 5 attempts."
+    text, report = verify(summary, ledger, 0, words)
+    assert "RabbitMQ" not in text and "(superseded" not in text and report.marked_superseded == 0
+    assert words(text) <= words(summary) and "- Kept the retry budget at 5 attempts." in text
+    # (with room the mark is set, as before)
+    text, report = verify(summary, ledger, 500, words)
+    assert f"(superseded at seq 9) {old}" in text and report.marked_superseded == 1

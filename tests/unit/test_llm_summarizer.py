@@ -109,3 +109,33 @@ def test_a_failing_summary_call_is_summary_failed_and_changes_nothing(make_harne
     retry = h.new_bus(summary_timeout_seconds=10.0)
     assert ok(retry.dispatch_json({"type": "compact", "session_id": SID}))["status"] == "compacted"
     h.close()
+
+
+def test_a_model_counted_with_a_safety_factor_is_asked_for_its_own_tokens(make_harness: MakeHarness, provider) -> None:
+    # Before: max_tokens was the output reserve in the session's units (cl100k x 1.25 for
+    # mistral/), so a summary the provider kept within it counted 1.25 times that and was
+    # refused ("the summary has 515 tokens, over its 500 limit").
+    from context_compaction.infrastructure.tokens import offline_encoding
+
+    cl100k = offline_encoding("cl100k_base")
+
+    def obedient(request):  # type: ignore[no-untyped-def]
+        words = " ".join(f"item{i}=v{i * 7}" for i in range(2_000))
+        body = cl100k.decode(cl100k.encode("## Objective\n- keep going\n## Exact Facts\n- " + words)
+                             [: request.body["max_tokens"]])
+        return Reply(text=body)
+
+    model = "mistral/fake-model"
+    h = make_harness("llm", summarizer="llm", summary_timeout_seconds=10.0,
+                     models={model: {"api_base": provider.base_url, "api_key": "test-key", "token_limit": 2_000}})
+    ok(h.do({"type": "start_session", "session_id": SID, "model": model}))
+    for k in range(12):
+        ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+            {"role": "user", "content": f"Question {k}: " + "please check the logs " * 12},
+            {"role": "assistant", "content": f"Answer {k}: " + "all fine " * 12}]}))
+    provider.queue(obedient)
+    outcome = ok(h.do({"type": "compact", "session_id": SID}))
+    assert outcome["status"] == "compacted", outcome
+    asked = provider.requests[0].body["max_tokens"]
+    assert asked <= 500 / 1.25  # (the output reserve of a 2,000-token window, in mistral's tokens)
+    h.close()

@@ -90,3 +90,89 @@ def test_a_turn_under_way_bigger_than_the_threshold_fails_naming_the_messages_ke
     got = bus.dispatch_json({"type": "compact", "session_id": "s"})
     assert not got["ok"], got
     assert "kept verbatim from seq 7" in got["error"]["message"], got["error"]
+
+
+class _Filler:
+    """A summarizer that fills the output it is asked for, and records each request."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def summarize(self, request):  # type: ignore[no-untyped-def]
+        from context_compaction.application.contracts.ports import SummaryResult
+
+        self.asked.append(request.max_output_tokens)
+        words = " ".join(f"w{i}" for i in range(int(request.max_output_tokens * 0.45)))
+        return SummaryResult(text="## Objective\n- " + words, provider_kind="fake", model="fake")
+
+
+def test_no_summary_is_asked_for_when_none_fits_beside_the_pin_and_the_turn_under_way(tmp_path: Path) -> None:
+    # Before: with fewer than 64 tokens left beside the summary, the summarizer was asked
+    # for the whole output reserve (250 tokens), a paid call that could only fail the
+    # shrink check ("would still need 658 tokens, over the 500-token threshold").
+    filler = _Filler()
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}"), summarizer=filler)
+    bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=1_000))
+    got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
+                             "messages": [{"role": "user", "content": "Pinned rule: " + "never deploy on fridays " * 35}]})
+    bus.dispatch_json({"type": "pin_messages", "session_id": "s", "seqs": got["result"]["seqs"]})
+    _say(bus, "assistant", "Understood.")
+    for k in range(4):
+        _say(bus, "user", f"Question {k}: " + "please check the logs " * 10)
+        _say(bus, "assistant", "Checked: " + "all fine " * 10)
+    _say(bus, "user", "Next: " + "look at the handler " * 48)
+    got = bus.dispatch_json({"type": "prepare_turn", "session_id": "s", "system_prompt": "Be careful."})
+    assert got["ok"], got  # (the turn goes on: the previous context is still under the window)
+    assert filler.asked == []
+    [attempt] = _attempts(bus)
+    assert attempt["outcome"] == "summary_failed"
+    assert any("summary_failed" in w for w in got["result"]["warnings"]), got["result"]["warnings"]
+
+
+def test_no_room_for_a_summary_names_the_pinned_messages_and_the_smallest_window_that_compacts(tmp_path: Path) -> None:
+    # Before: "the messages kept verbatim from seq 15 and the fixed parts alone need 519
+    # tokens ... a larger window is needed", where seq 15 was 10 tokens and a pinned rule
+    # of 447 the cause; no breakdown, no window named.
+    bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}", summarizer="extractive"))
+    bus.dispatch(commands.StartSession(session_id="s", model="claude-3-5-sonnet-20241022", agent_token_limit=1_000))
+    got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
+                             "messages": [{"role": "user", "content": "Rule: " + "never deploy fridays " * 70}]})
+    bus.dispatch_json({"type": "pin_messages", "session_id": "s", "seqs": got["result"]["seqs"]})
+    _say(bus, "assistant", "Understood.")
+    for k in range(6):
+        _say(bus, "user", f"Q{k}: " + "check the logs " * 8)
+        _say(bus, "assistant", "Fine " * 12)
+    _say(bus, "user", "Next question please.")
+    error = bus.dispatch_json({"type": "compact", "session_id": "s"})["error"]
+    assert error["code"] == "summary_failed", error
+    assert "mostly the pinned messages" in error["message"], error["message"]
+    details = error["details"]
+    parts = details["breakdown"]
+    assert parts["pinned"] > 400 and parts["kept"] < 50 and sum(parts.values()) == details["smallest_after"]
+    smallest = details["smallest_window"]
+    assert f"the smallest window that can compact it is {smallest:,} tokens" in error["message"]
+    # (and it is the smallest: two tokens less still has no room, that window compacts)
+    bus.dispatch_json({"type": "configure_session", "session_id": "s", "agent_token_limit": smallest - 2})
+    assert bus.dispatch_json({"type": "compact", "session_id": "s"})["error"]["code"] == "summary_failed"
+    bus.dispatch_json({"type": "configure_session", "session_id": "s", "agent_token_limit": smallest})
+    assert bus.dispatch_json({"type": "compact", "session_id": "s"})["result"]["status"] == "compacted"
+
+
+def test_a_window_made_too_small_for_the_newest_turn_trims_nothing_and_names_the_smallest_window(tmp_path: Path) -> None:
+    # Before: every PrepareTurn committed a degraded checkpoint that dropped the turn
+    # before and still left the request over the window (412 tokens of a 400-token one).
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    bus = bootstrap(Settings(database_url=db, summarizer="extractive"))
+    bus.dispatch(commands.StartSession(session_id="s", model="claude-3-5-sonnet-20241022", agent_token_limit=4_000))
+    for k in range(3):
+        _say(bus, "user", f"Question {k}: " + "please check the logs " * 20)
+        _say(bus, "assistant", "Checked: " + "all fine " * 20)
+    bus.close()
+    bus = bootstrap(Settings(database_url=db, summarizer="extractive",
+                             models={"claude-3-5-sonnet-20241022": {"token_limit": 400}}))
+    _say(bus, "user", "And now: " + "please check the handlers " * 80)
+    got = bus.dispatch_json({"type": "prepare_turn", "session_id": "s", "system_prompt": "Be careful."})
+    assert got["ok"], got
+    assert bus.dispatch_json({"type": "list_checkpoints", "session_id": "s"})["result"]["checkpoints"] == []
+    assert any("nothing was trimmed" in w and "the smallest window that can compact is" in w.lower()
+               for w in got["result"]["warnings"]), got["result"]["warnings"]
