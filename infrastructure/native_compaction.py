@@ -143,7 +143,7 @@ class NativeCompactionSummarizer:
             "completion",
             messages=compaction_messages(request, identity),
             compaction={"type": "summarize"},
-            max_tokens=request.max_output_tokens,
+            max_tokens=request.provider_max_tokens,  # (Claude counts x1.25 here: ADR 0111)
             num_retries=0,
         )
         return {"role": "assistant", "content": None,

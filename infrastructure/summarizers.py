@@ -91,7 +91,7 @@ class LiteLLMSummarizer:
             "messages": request.prompt,
             "temperature": 0.1,
             # (in the provider's tokens: the limit is in the session's, biased high, issue 44)
-            "max_tokens": max(1, int(request.max_output_tokens / max(request.output_factor, 1.0))),
+            "max_tokens": request.provider_max_tokens,
             "timeout": self.timeout,
             "num_retries": 0,
         }

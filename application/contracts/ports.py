@@ -225,6 +225,11 @@ class SummaryRequest:
     asks the provider for ``max_output_tokens / output_factor`` of its tokens, so that an
     obedient summary fits ``max_output_tokens`` as the session counts it (issue 44)."""
 
+    @property
+    def provider_max_tokens(self) -> int:
+        """``max_tokens`` for the provider: ``max_output_tokens`` in the model's own tokens."""
+        return max(1, int(self.max_output_tokens / max(self.output_factor, 1.0)))
+
 
 @dataclass(frozen=True)
 class SummaryResult:

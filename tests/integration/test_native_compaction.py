@@ -233,6 +233,8 @@ def test_anthropic_compaction_block_is_stored_and_replayed_byte_exact_to_its_mod
     assert outcome["provider_kind"] == "native:anthropic"
     (asked,) = fake.of("/messages")
     assert asked.body["compaction"] == {"type": "summarize"} and ANTHROPIC_BETA in asked.headers["anthropic-beta"]
+    # Claude is counted x1.25 (ADR 0008): the 2,048-token reserve is 1,638 of its own (ADR 0111)
+    assert asked.body["max_tokens"] == 1_638, asked.body["max_tokens"]
     state = stored_state(h)
     assert (state["provider"], state["model"], state["kind"]) == ("anthropic", CLAUDE, "anthropic_compaction")
     (block,) = state["message"]["provider_specific_fields"]["compaction_blocks"]
