@@ -15,9 +15,10 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_clause, _caseless_fact
+from .checklist import _ENTITY, _VALUE_ENTITY, _VERSION_WORDS, _caseless_clause, _caseless_fact
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT,
-                   STATEMENT, TASK, UPDATE, VERSIONED, _has_value, subject_words)
+                   STATEMENT, TASK, UPDATE, VERSIONED, WORD, _FILLER, _HEDGE, _STOP, _VERSION_ANY, _has_value,
+                   subject_words)
 
 Item = Any  # a ledger.LedgerItem (that module imports this one)
 
@@ -59,6 +60,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 continue
         elif not carries and _carries_value(other.value):
             continue
+        elif item.kind == other.kind == VERSIONED and not _one_package(item.value, other.value, mine & theirs):
+            # (two packages that share a word: "Python 3.11.9" / "the Python client library is
+            # at 0.27.2" — the word qualifies another package there, ADR 0110)
+            unmatched.append((other_k, other))
+            continue
         elif not _same_subject(mine, theirs, item.anchors, other.anchors) and not (carries and not _two_units(item.anchors, other.anchors)
                                                       and _rephrased(item.value, other.value)):
             # (two versions: only when a package both name is changed, whatever the wording)
@@ -86,9 +92,121 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
+    if not matched and carries:
+        item, matched = _same_slot(item, unmatched, by_key, superseded)
     if not matched and carries and _CHANGE.search(item.value):
         item = _named_otherwise(item, unmatched, by_key, superseded)
     return item
+
+
+def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key: dict[tuple[str, str], Item],
+               superseded: dict[tuple[str, str], Item]) -> tuple[Item, bool]:
+    """A later value of the same type about the same subject, whatever the words around
+    it (ADR 0110): no change word, no shared value clause needed. The later item states a
+    value of one type (a date, money, a time, a size, a count, a version, a name) that the
+    earlier one states another value of, and the two share a *subject phrase*: a content
+    word pair of the whole sentence, its values, hedges and reason clause taken out ("the
+    max payload I quoted this morning; the rerun gives 12 GB" / "il max payload è di eight
+    megabytes"). Of the earlier items that qualify, those sharing the most phrases are the
+    ones changed. It replaces the one item when that is the only one, the shared phrase is
+    the new item's own subject (its anchors) and each states one value of the type; else
+    (the phrase is only somewhere in the sentence, or several items qualify) the earlier
+    items are *flagged* possibly superseded, never hidden on that evidence. Returns the
+    item (an update takes the kind of what it replaces) and whether anything matched."""
+    if item.kind not in _VALUE_KINDS or not (pairs := _subject_pairs(item.value)):
+        return item, False
+    values = _typed_values(item.value)
+    found = []
+    for k, o in unmatched:
+        if k not in by_key or o.seq >= item.seq or o.kind not in _VALUE_KINDS or _two_units(item.anchors, o.anchors):
+            continue
+        theirs = _typed_values(o.value)
+        # (a new value of a type both state: the old value merely repeated changes nothing)
+        types = [t for t, vs in values.items() if t in theirs and not vs <= theirs[t]]
+        if types and (shared := pairs & _subject_pairs(o.value)):
+            found.append((len(shared), k, o, types, shared))
+    if not found:
+        return item, False
+    best = max(f[0] for f in found)
+    top = [f for f in found if f[0] == best]
+    for _, k, o, types, shared in top:
+        theirs = _typed_values(o.value)
+        if len(top) == 1 and shared & set(item.anchors) and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
+            del by_key[k]
+            superseded[k] = replace(o, key=f"seq {item.seq}")
+            if item.kind in (UPDATE, STATEMENT) and o.kind not in (UPDATE, STATEMENT):
+                item = replace(item, kind=o.kind)
+        elif o.doubt is None:
+            by_key[k] = replace(o, doubt=item.seq)
+    return item, True
+
+
+@functools.lru_cache(maxsize=16384)
+def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
+    """The values a sentence states, by type: "date", "money", "time", "size", "count",
+    "version", "name" (people, teams, products)."""
+    out: dict[str, set[str]] = {}
+    for m in _DATE.finditer(sentence):
+        out.setdefault("date", set()).add(m.group(0).casefold())
+    for m in _AMOUNT.finditer(sentence):
+        t = m.group(0).lower()
+        kind = ("money" if t[:1] in "$€£" else "time" if _TIME_UNIT.search(t) else
+                "size" if _SIZE_UNIT.search(t) else "count")
+        out.setdefault(kind, set()).add(" ".join(t.split()))
+    for m in _VERSION_NUMBER.finditer(sentence):
+        out.setdefault("version", set()).add(m.group(0))
+    dates = out.get("date", set())
+    for p in (_NAME, _VALUE_ENTITY, _PRODUCT):
+        for m in p.finditer(sentence):
+            v = m.group(0).strip().casefold()
+            if not any(v in d or d in v for d in dates):  # ("Friday" is a date, not a name)
+                out.setdefault("name", set()).add(v)
+    # (one value said once: "Fatima Okafor", not also "fatima")
+    return {k: frozenset(v for v in vs if not any(v != w and v in w for w in vs)) for k, vs in out.items()}
+
+
+@functools.lru_cache(maxsize=16384)
+def _subject_pairs(sentence: str) -> frozenset[str]:
+    """The content word pairs of a whole sentence once its values, hedges and reason
+    clauses are taken out: a subject said anywhere in it, before the value or after ("goes
+    to 45 seconds; the test timeout, I mean"). A reason runs to the next clause mark only
+    ("as it is cheap (this is the cache layer)")."""
+    s = _REASON_SPAN.sub(" | ", _HEDGE.sub(" | ", sentence))
+    s = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", _VERSION_ANY.sub(" | ", s))))
+    s = s[:1] + _VALUE_ENTITY.sub(" | ", s[1:])
+    words = [w.lower() for w in re.findall(rf"{WORD}|[|;:()\[\]\u2014\u2013]|\s-\s", s)]
+    words = [w if len(w) > 2 and w not in _STOP and w not in _FILLER and w not in _GENERIC else "|" for w in words]
+    return frozenset(f"{a} {b}" for a, b in zip(words, words[1:]) if "|" not in (a, b) and a != b and a[0].isalpha()
+                     and b[0].isalpha())
+
+
+# (a reason clause: from its word to the next clause mark, not to the sentence's end)
+_REASON_SPAN = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its|as they|as we)\b[^;()\u2014\u2013]*",
+                          re.I)
+
+
+def _one_package(new: str, old: str, shared: set[str]) -> bool:
+    """Two version sentences name one package: a word they share is no qualifier of
+    another package in either ("the Python client library is at 0.27.2" is the library's
+    version, not Python's)."""
+    return any(not _qualifies(new, w) and not _qualifies(old, w) for w in shared)
+
+
+def _qualifies(sentence: str, word: str) -> bool:
+    """``word`` stands only inside a noun phrase that names something else: after an
+    article or a possessive and before a content word ("the Python client library")."""
+    found = False
+    for m in re.finditer(rf"(?<![\w.-]){re.escape(word)}(?![\w.-])", sentence, re.I):
+        before = re.findall(r"[A-Za-z']+", sentence[: m.start()])[-1:]
+        after = re.match(r"\s+([A-Za-z][\w-]*)", sentence[m.end():])
+        if not (before and before[0].lower() in _ARTICLES and after and after.group(1).lower() not in _STOP
+                and after.group(1).lower() not in _VERSION_WORDS):
+            return False
+        found = True
+    return found
+
+
+_ARTICLES = frozenset("the a an our their your my this that its".split())
 
 
 def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
@@ -293,7 +411,7 @@ def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
     # (an older version said later is talk about another place unless a change is said:
     # "CI uses node 20.11.1" / "Locally I have node 18.19.0"; "we rolled node back to 18.19.0")
     older = bool(olds and news) and _numbers(news[0]) < _numbers(olds[0])
-    return (bool(shared & named) and not set(olds) <= set(news)
+    return (bool(shared & named) and _one_package(new.value, old.value, shared & named) and not set(olds) <= set(news)
             and (not older or _says(_CHANGE, new.value) or _says(_UPDATE, new.value)))
 
 
