@@ -123,7 +123,10 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
         theirs = _typed_values(o.value)
         # (a new value of a type both state: the old value merely repeated changes nothing)
         types = [t for t, vs in values.items() if t in theirs and not vs <= theirs[t]]
-        if types and (shared := pairs & _subject_pairs(o.value)):
+        # (half of the smaller set of phrases at least: one pair of template talk, "takes
+        # place", in three is two subjects)
+        if types and (shared := _shared_subject(item.value, o.value)) and \
+                len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))):
             found.append((len(shared), k, o, types, shared))
     if not found:
         return item, False
@@ -131,7 +134,7 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     top = [f for f in found if f[0] == best]
     for _, k, o, types, shared in top:
         theirs = _typed_values(o.value)
-        if len(top) == 1 and shared & set(item.anchors) and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
+        if len(top) == 1 and shared & set(item.anchors) & set(o.anchors) and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
             del by_key[k]
             superseded[k] = replace(o, key=f"seq {item.seq}")
             if item.kind in (UPDATE, STATEMENT) and o.kind not in (UPDATE, STATEMENT):
@@ -166,18 +169,37 @@ def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
 
 
 @functools.lru_cache(maxsize=16384)
-def _subject_pairs(sentence: str) -> frozenset[str]:
-    """The content word pairs of a whole sentence once its values, hedges and reason
-    clauses are taken out: a subject said anywhere in it, before the value or after ("goes
-    to 45 seconds; the test timeout, I mean"). A reason runs to the next clause mark only
-    ("as it is cheap (this is the cache layer)")."""
+def _subject_pairs(sentence: str) -> dict[str, frozenset[str]]:
+    """The subject phrases of a whole sentence once its values, hedges and reason clauses
+    are taken out: each pair of content words in a row, with the words that qualify it
+    (the content word before it, "" for none), and its acronyms ("the ORM"). A subject
+    may be said anywhere in the sentence, before the value or after it ("goes to 45
+    seconds; the test timeout, I mean"); a reason runs to the next clause mark only ("as
+    it is cheap (this is the cache layer)")."""
     s = _REASON_SPAN.sub(" | ", _HEDGE.sub(" | ", sentence))
+    acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", s) if not _UNIT_WORD.fullmatch(w)}
     s = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", _VERSION_ANY.sub(" | ", s))))
     s = s[:1] + _VALUE_ENTITY.sub(" | ", s[1:])
-    words = [w.lower() for w in re.findall(rf"{WORD}|[|;:()\[\]\u2014\u2013]|\s-\s", s)]
-    words = [w if len(w) > 2 and w not in _STOP and w not in _FILLER and w not in _GENERIC else "|" for w in words]
-    return frozenset(f"{a} {b}" for a, b in zip(words, words[1:]) if "|" not in (a, b) and a != b and a[0].isalpha()
-                     and b[0].isalpha())
+    words = [w.lower() for w in re.findall(rf"{WORD}|[|;:,.!?()\[\]\u2014\u2013]|\s-\s", s)]
+    words = [w if len(w) > 2 and w[0].isalpha() and w not in _STOP and w not in _FILLER and w not in _GENERIC else "|"
+             for w in words]
+    out: dict[str, set[str]] = {a: {""} for a in acronyms - {"tbd", "ok"}}
+    for n in range(len(words) - 1):
+        a, b = words[n], words[n + 1]
+        if "|" not in (a, b) and a != b:
+            out.setdefault(f"{a} {b}", set()).add(words[n - 1] if n and words[n - 1] != "|" else "")
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _shared_subject(new: str, old: str) -> set[str]:
+    """The subject phrases two sentences share, but not one that each qualifies with
+    another word ("bundle size limit" / "upload size limit" share "size limit": two
+    limits)."""
+    a, b = _subject_pairs(new), _subject_pairs(old)
+    return {p for p in a.keys() & b.keys() if "" in a[p] or "" in b[p] or a[p] & b[p]}
+
+
+_UNIT_WORD = re.compile(r"(?:[KMGT]i?B|MS|S)", re.I)
 
 
 # (a reason clause: from its word to the next clause mark, not to the sentence's end)
