@@ -92,8 +92,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
-    if not matched and carries:
-        item, matched = _same_slot(item, unmatched, by_key, superseded)
+    if carries:
+        # (every earlier item of that subject and type, not only when no anchor matched:
+        # a role said three times in three wordings has two older values, ADR 0110)
+        item, slot = _same_slot(item, unmatched, by_key, superseded)
+        matched = matched or slot
     if not matched and carries and _CHANGE.search(item.value):
         item = _named_otherwise(item, unmatched, by_key, superseded)
     return item
@@ -434,7 +437,12 @@ def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
     # "CI uses node 20.11.1" / "Locally I have node 18.19.0"; "we rolled node back to 18.19.0")
     older = bool(olds and news) and _numbers(news[0]) < _numbers(olds[0])
     return (bool(shared & named) and _one_package(new.value, old.value, shared & named) and not set(olds) <= set(news)
-            and (not older or _says(_CHANGE, new.value) or _says(_UPDATE, new.value)))
+            and (not older or _says(_CHANGE, new.value) or _says(_UPDATE, new.value) or _says(_OF_THE_PIN, new.value)))
+
+
+# (a later sentence about the pin itself states the version in use, lower or not: "the pin
+# I mentioned for X", "X's lockfile version is", ADR 0110; "locally I have X 18" is not one)
+_OF_THE_PIN = re.compile(r"\b(?:pin|pinned|pins|lockfile|lock file|versions?|resolves? to|resolved to)\b", re.I)
 
 
 def _numbers(version: str) -> tuple[int, ...]:
@@ -534,4 +542,40 @@ def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
         pattern = re.compile(re.escape(old.value) + r"(?![^\s,;'\"`)])(?! \(superseded)")
         text, n = pattern.subn(lambda _m: note, text)
         marked += n
+    text, n = _mark_doubted(text, ledger.items)
+    return text, marked + n
+
+
+def still_stated(superseded: tuple[Item, ...], text: str) -> tuple[Item, ...]:
+    """The replaced values a checkpoint must carry (ADR 0110): those its summary ``text``
+    still quotes, which the next summary, built on this one, may quote again and must mark
+    again. A replaced value the summary no longer states cannot come back into a later
+    summary (the messages that said it are covered; one that says it again makes it
+    current again), and its loss was reported when it left (ADR 0107); carrying it in
+    every later record only grows the store (35 of 45.6 MB in a 220-turn run at 2K)."""
+    return tuple(i for i in superseded if (i.value[:MARK_PREFIX] if i.anchors else i.value) in text)
+
+
+def _mark_doubted(text: str, items: Any) -> tuple[str, int]:
+    """``text`` with each sentence a later one may have replaced (an item's ``doubt``)
+    flagged wherever the summary quotes it (ADR 0110): its checklist line says so, and so
+    must a section that quotes the same sentence ("Latest request: ..."), or the old value
+    reads as current there."""
+    marked = 0
+    for item in items:
+        if item.doubt is None or len(item.value) < 12:
+            continue
+        note = f" (possibly superseded at seq {item.doubt})"
+        parts, last = [], 0
+        for m in re.finditer(re.escape(item.value), text):
+            end = text.find("\n", m.end())
+            if DOUBT_NOTE in text[m.end(): end if end >= 0 else len(text)]:
+                continue  # (its checklist line, or marked already)
+            parts += [text[last:m.end()], note]
+            last = m.end()
+            marked += 1
+        text = "".join(parts) + text[last:]
     return text, marked
+
+
+DOUBT_NOTE = "possibly superseded"
