@@ -70,12 +70,19 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             # (two versions: only when a package both name is changed, whatever the wording)
             if other.doubt is None and (shared := mine & theirs) and (
                     _another_version(item, other, shared) if item.kind == other.kind == VERSIONED
-                    else says_change or (may_change and len(shared) * 2 >= min(len(mine), len(theirs))
-                                         and _new_value(item, other))):
+                    else (says_change or (may_change and len(shared) * 2 >= min(len(mine), len(theirs))
+                                          and _new_value(item, other)))
+                    # (a thing each qualifies with another word: another service's contact)
+                    and not _qualified_apart(_subject_pairs(item.value), _subject_pairs(other.value))):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
                 unmatched.append((other_k, other))
+            continue
+        if carries and _types_apart(item.value, other.value):
+            # (a value of another type is another fact of the subject, ADR 0110: "the export
+            # window is 40 minutes" / "the export window review is on Friday")
+            unmatched.append((other_k, other))
             continue
         if other.kind == TASK and item.kind in (UPDATE, STATEMENT) and not (
                 _says(_PROGRESS, item.value) or _did(other.value, item.value)):
@@ -147,6 +154,12 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     return item, True
 
 
+def _types_apart(new: str, old: str) -> bool:
+    """Both state typed values, and none of one type."""
+    a, b = _typed_values(new), _typed_values(old)
+    return bool(a) and bool(b) and not a.keys() & b.keys()
+
+
 @functools.lru_cache(maxsize=16384)
 def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
     """The values a sentence states, by type: "date", "money", "time", "size", "count",
@@ -199,7 +212,26 @@ def _shared_subject(new: str, old: str) -> set[str]:
     another word ("bundle size limit" / "upload size limit" share "size limit": two
     limits)."""
     a, b = _subject_pairs(new), _subject_pairs(old)
+    if _qualified_apart(a, b):
+        return set()
     return {p for p in a.keys() & b.keys() if "" in a[p] or "" in b[p] or a[p] & b[p]}
+
+
+def _qualified_apart(a: dict[str, frozenset[str]], b: dict[str, frozenset[str]]) -> bool:
+    """Each sentence names a thing the other names with another word before it: "the
+    on-call contact for the billing service" / "for the search service the on-call
+    contact is ..." (a person of another service), "upload size" / "bundle size"."""
+    heads_a, heads_b = _by_head(a), _by_head(b)
+    return any(heads_a[h] - heads_b[h] and heads_b[h] - heads_a[h] for h in heads_a.keys() & heads_b.keys())
+
+
+def _by_head(pairs: dict[str, frozenset[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for p in pairs:
+        if " " in p:
+            x, h = p.split(" ", 1)
+            out.setdefault(h, set()).add(x)
+    return out
 
 
 _UNIT_WORD = re.compile(r"(?:[KMGT]i?B|MS|S)", re.I)
