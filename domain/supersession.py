@@ -196,9 +196,10 @@ def _subject_pairs(sentence: str) -> dict[str, frozenset[str]]:
     acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", s) if not _UNIT_WORD.fullmatch(w)}
     s = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", _VERSION_ANY.sub(" | ", s))))
     s = s[:1] + _VALUE_ENTITY.sub(" | ", s[1:])
-    words = [w.lower() for w in re.findall(rf"{WORD}|[|;:,.!?()\[\]\u2014\u2013]|\s-\s", s)]
-    words = [w if len(w) > 2 and w[0].isalpha() and w not in _STOP and w not in _FILLER and w not in _GENERIC else "|"
-             for w in words]
+    # (every token, "I" and a word of a caseless script too: none of them joins two words into a pair)
+    words = [w.lower() for w in re.findall(rf"{WORD}|[^\W_]+|[|;:,.!?()\[\]\u2014\u2013]|\s-\s", s)]
+    words = [w if len(w) > 2 and _CONTENT.fullmatch(w) and w not in _STOP and w not in _FILLER and w not in _GENERIC
+             else "|" for w in words]
     out: dict[str, set[str]] = {a: {""} for a in acronyms - {"tbd", "ok"}}
     for n in range(len(words) - 1):
         a, b = words[n], words[n + 1]
@@ -234,11 +235,12 @@ def _by_head(pairs: dict[str, frozenset[str]]) -> dict[str, set[str]]:
     return out
 
 
+_CONTENT = re.compile(WORD)
 _UNIT_WORD = re.compile(r"(?:[KMGT]i?B|MS|S)", re.I)
 
 
 # (a reason clause: from its word to the next clause mark, not to the sentence's end)
-_REASON_SPAN = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its|as they|as we)\b[^;()\u2014\u2013]*",
+_REASON_SPAN = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its|as they)\b[^;()\u2014\u2013]*",
                           re.I)
 
 
@@ -599,12 +601,15 @@ def _mark_doubted(text: str, items: Any) -> tuple[str, int]:
             continue
         note = f" (possibly superseded at seq {item.doubt})"
         parts, last = [], 0
-        for m in re.finditer(re.escape(item.value), text):
+        for m in re.finditer(re.escape(item.value[:MARK_PREFIX]), text):
             end = text.find("\n", m.end())
-            if DOUBT_NOTE in text[m.end(): end if end >= 0 else len(text)]:
+            end = end if end >= 0 else len(text)
+            if m.start() < last or DOUBT_NOTE in text[m.end():end]:
                 continue  # (its checklist line, or marked already)
-            parts += [text[last:m.end()], note]
-            last = m.end()
+            # (after the sentence; a quote clipped short ("...") is flagged at its line's end)
+            at = m.start() + len(item.value) if text.startswith(item.value, m.start()) else end
+            parts += [text[last:at], note]
+            last = at
             marked += 1
         text = "".join(parts) + text[last:]
     return text, marked

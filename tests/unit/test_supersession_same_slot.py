@@ -112,3 +112,12 @@ def test_a_record_carries_only_the_replaced_values_its_summary_still_states() ->
     fact = LedgerItem("setting", "MAX_WORKERS=8", 5, 5, key="MAX_WORKERS")
     summary = "- (superseded at seq 9) The export window is 40 minutes. (seq 3)\n- MAX_WORKERS=8 (superseded by ...)"
     assert still_stated((stated, gone, fact), summary) == (stated, fact)
+
+
+def test_a_flagged_sentence_quoted_clipped_is_flagged_at_the_end_of_its_line() -> None:
+    old = ("Whoever carries the pager this week is Ines Duarte, our incident commander, and she wants the "
+           "runbook links in every alert.")
+    ledger = Ledger(items=(LedgerItem("person", old, 3, 3, anchors=("incident commander",), doubt=9),))
+    summary = f"## Objective\n- Latest request: {old[:70]}... (seq 3)\n## Progress\n- None."
+    text, n = mark_superseded(summary, ledger)
+    assert n == 1 and f"{old[:70]}... (seq 3) (possibly superseded at seq 9)\n" in text
