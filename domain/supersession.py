@@ -102,7 +102,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     if carries:
         # (every earlier item of that subject and type, not only when no anchor matched:
         # a role said three times in three wordings has two older values, ADR 0110)
-        item, slot = _same_slot(item, unmatched, by_key, superseded)
+        item, slot = _same_slot(item, unmatched, by_key, superseded, replaces=not matched)
         matched = matched or slot
     if not matched and carries and _CHANGE.search(item.value):
         item = _named_otherwise(item, unmatched, by_key, superseded)
@@ -110,7 +110,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
 
 
 def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key: dict[tuple[str, str], Item],
-               superseded: dict[tuple[str, str], Item]) -> tuple[Item, bool]:
+               superseded: dict[tuple[str, str], Item], replaces: bool = True) -> tuple[Item, bool]:
     """A later value of the same type about the same subject, whatever the words around
     it (ADR 0110): no change word, no shared value clause needed. The later item states a
     value of one type (a date, money, a time, a size, a count, a version, a name) that the
@@ -121,8 +121,11 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     ones changed. It replaces the one item when that is the only one, the shared phrase is
     the new item's own subject (its anchors) and each states one value of the type; else
     (the phrase is only somewhere in the sentence, or several items qualify) the earlier
-    items are *flagged* possibly superseded, never hidden on that evidence. Returns the
-    item (an update takes the kind of what it replaces) and whether anything matched."""
+    items are *flagged* possibly superseded, never hidden on that evidence; so are they
+    when the item's own subject already matched another item (``replaces`` false: "Owner
+    reassigned: billing owner -> X" replaced the billing owner, and shares only its label
+    with "Owner reassigned: release manager -> Y"). Returns the item (an update takes the
+    kind of what it replaces) and whether anything matched."""
     if item.kind not in _VALUE_KINDS or not (pairs := _subject_pairs(item.value)):
         return item, False
     values = _typed_values(item.value)
@@ -144,7 +147,7 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     top = [f for f in found if f[0] == best]
     for _, k, o, types, shared in top:
         theirs = _typed_values(o.value)
-        if len(top) == 1 and shared & set(item.anchors) & set(o.anchors) and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
+        if replaces and len(top) == 1 and shared & set(item.anchors) & set(o.anchors) and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
             del by_key[k]
             superseded[k] = replace(o, key=f"seq {item.seq}")
             if item.kind in (UPDATE, STATEMENT) and o.kind not in (UPDATE, STATEMENT):
