@@ -121,3 +121,29 @@ def test_a_flagged_sentence_quoted_clipped_is_flagged_at_the_end_of_its_line() -
     summary = f"## Objective\n- Latest request: {old[:70]}... (seq 3)\n## Progress\n- None."
     text, n = mark_superseded(summary, ledger)
     assert n == 1 and f"{old[:70]}... (seq 3) (possibly superseded at seq 9)\n" in text
+
+
+def _msg(seq: int, text: str) -> dict:
+    return {"seq": seq, "role": "user", "content": text, "tool_calls": [], "steering": False}
+
+
+def test_a_checkpoint_record_keeps_a_replaced_value_only_while_its_summary_states_it() -> None:
+    from context_compaction.application.compacting.ledgers import verify_summary
+
+    def count(text: str) -> int:
+        return max(1, len(text) // 4)
+
+    covered = [_msg(1, "The nightly import window is 45 minutes."),
+               _msg(2, "ok update: the nightly import window is 70 minutes now.")]
+    first = verify_summary("## Progress\n- The nightly import window is 45 minutes. (seq 1)", previous=None,
+                           covered=covered, last_seq=2, budget_tokens=500, count=count)
+    assert [i["value"] for i in first.record["superseded"]] == ["The nightly import window is 45 minutes."]
+    # (the next summary no longer states it: reported where it left, then carried no more)
+    again = verify_summary("## Progress\nNone.", previous=first.record, covered=[_msg(3, "Thanks.")],
+                           last_seq=3, budget_tokens=500, count=count, previous_summary=first.text)
+    assert [d["value"] for d in again.record["report"]["dropped_items"]] == [
+        "The nightly import window is 45 minutes."]
+    assert again.record["superseded"] == []
+    later = verify_summary("## Progress\nNone.", previous=again.record, covered=[_msg(4, "Fine.")],
+                           last_seq=4, budget_tokens=500, count=count, previous_summary=again.text)
+    assert later.record["report"]["dropped_items"] == [] and "superseded_items" not in later.record["report"]
