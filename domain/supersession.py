@@ -600,7 +600,7 @@ def _mark_doubted(text: str, items: Any) -> tuple[str, int]:
     reads as current there."""
     marked = 0
     for item in items:
-        if item.doubt is None or len(item.value) < 12:
+        if item.doubt is None or len(item.value) < 12 or item.kind not in _VALUE_KINDS:
             continue
         note = f" (possibly superseded at seq {item.doubt})"
         parts, last = [], 0
@@ -609,8 +609,9 @@ def _mark_doubted(text: str, items: Any) -> tuple[str, int]:
             end = end if end >= 0 else len(text)
             if m.start() < last or DOUBT_NOTE in text[m.end():end]:
                 continue  # (its checklist line, or marked already)
-            # (after the sentence; a quote clipped short ("...") is flagged at its line's end)
-            at = m.start() + len(item.value) if text.startswith(item.value, m.start()) else end
+            # (at the end of the quoting line, after its citation: a note between two quoted
+            # sentences would read as the next one's, as a superseded mark does)
+            at = end
             parts += [text[last:at], note]
             last = at
             marked += 1

@@ -101,7 +101,7 @@ def test_a_flagged_sentence_is_flagged_wherever_the_summary_quotes_it() -> None:
               f"- person: {old} (seq 3; possibly superseded at seq 9)"
     text, n = mark_superseded(summary, ledger)
     assert n == 1
-    assert f"{old} (possibly superseded at seq 9) Please fix" in text
+    assert f"{old} Please fix the tests. (seq 3) (possibly superseded at seq 9)\n" in text
     assert text.count("possibly superseded") == 2  # (the checklist line is not flagged twice)
     assert mark_superseded(text, ledger)[1] == 0  # (nor the quote, a second time)
 
