@@ -126,9 +126,9 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     reassigned: billing owner -> X" replaced the billing owner, and shares only its label
     with "Owner reassigned: release manager -> Y"). Returns the item (an update takes the
     kind of what it replaces) and whether anything matched."""
-    if item.kind not in _VALUE_KINDS or not (pairs := _subject_pairs(item.value)):
+    pairs, values = _subject_pairs(item.value), _typed_values(item.value)
+    if item.kind not in _VALUE_KINDS or not (pairs or "version" in values):
         return item, False
-    values = _typed_values(item.value)
     found = []
     for k, o in unmatched:
         if k not in by_key or o.seq >= item.seq or o.kind not in _VALUE_KINDS or _two_units(item.anchors, o.anchors):
@@ -141,6 +141,10 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
         if types and (shared := _shared_subject(item.value, o.value)) and \
                 len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))):
             found.append((len(shared), k, o, types, shared))
+        elif "version" in types and (package := _one_package_named(item, o)):
+            # (a version's subject is its package, one word: "redis-py comes out as 5.0.8" /
+            # "move redis-py off the old pin onto 4.6.0"; flagged only)
+            found.append((1, k, o, types, {f"|{package}"}))
     if not found:
         return item, False
     best = max(f[0] for f in found)
@@ -245,6 +249,23 @@ _UNIT_WORD = re.compile(r"(?:[KMGT]i?B|MS|S)", re.I)
 # (a reason clause: from its word to the next clause mark, not to the sentence's end)
 _REASON_SPAN = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its|as they)\b[^;()\u2014\u2013]*",
                           re.I)
+
+
+def _one_package_named(new: Item, old: Item) -> str | None:
+    """The package whose version both items state (a one-word anchor of either, said in
+    both as a word of its own and qualifying nothing else), when the later version may
+    replace the earlier: a lower one only in a sentence about a change or the pin itself
+    (ADR 0106's guard: "locally I have node 18.19.0" is another place)."""
+    words = sorted({a for a in (*new.anchors, *old.anchors) if " " not in a and any(c.isalpha() for c in a)})
+    named = [w for w in words if all(re.search(rf"(?<![\w.-]){re.escape(w)}(?![\w.-])", v, re.I)
+                                     for v in (new.value, old.value)) and _one_package(new.value, old.value, {w})]
+    olds, news = _VERSION_NUMBER.findall(old.value), _VERSION_NUMBER.findall(new.value)
+    if not named or not olds or not news or set(olds) <= set(news):
+        return None
+    if _numbers(news[0]) < _numbers(olds[0]) and not (
+            _says(_CHANGE, new.value) or _says(_UPDATE, new.value) or _says(_OF_THE_PIN, new.value)):
+        return None
+    return named[0]
 
 
 def _one_package(new: str, old: str, shared: set[str]) -> bool:

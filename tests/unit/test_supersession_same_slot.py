@@ -147,3 +147,10 @@ def test_a_checkpoint_record_keeps_a_replaced_value_only_while_its_summary_state
     later = verify_summary("## Progress\nNone.", previous=again.record, covered=[_msg(4, "Fine.")],
                            last_seq=4, budget_tokens=500, count=count, previous_summary=again.text)
     assert later.record["report"]["dropped_items"] == [] and "superseded_items" not in later.record["report"]
+
+
+def test_a_version_of_the_same_package_in_other_words_flags_the_earlier() -> None:
+    # (no anchor in common: the package is the subject, one word, wherever it stands)
+    old = "The resolver output has orjson landing at 3.10.7."
+    ledger = merged(("assistant", old), ("assistant", "Dropping orjson to 3.9.15 in the pin file for the arm images."))
+    assert marked(ledger, old)
