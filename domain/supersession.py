@@ -256,9 +256,11 @@ def _one_package_named(new: Item, old: Item) -> str | None:
     both as a word of its own and qualifying nothing else), when the later version may
     replace the earlier: a lower one only in a sentence about a change or the pin itself
     (ADR 0106's guard: "locally I have node 18.19.0" is another place)."""
-    words = sorted({a for a in (*new.anchors, *old.anchors) if " " not in a and any(c.isalpha() for c in a)})
-    named = [w for w in words if all(re.search(rf"(?<![\w.-]){re.escape(w)}(?![\w.-])", v, re.I)
-                                     for v in (new.value, old.value)) and _one_package(new.value, old.value, {w})]
+    ones = [{a for a in i.anchors if " " not in a and any(c.isalpha() for c in a)} for i in (new, old)]
+    said = [{w for w in ones[n] if _said(w, (old, new)[n].value)} for n in (0, 1)]
+    if ones[0] - said[0] and ones[1] - said[1]:
+        return None  # (each names a word the other does not say: "numpy" / "scipy", two packages)
+    named = sorted(w for w in said[0] | said[1] if _one_package(new.value, old.value, {w}))
     olds, news = _VERSION_NUMBER.findall(old.value), _VERSION_NUMBER.findall(new.value)
     if not named or not olds or not news or set(olds) <= set(news):
         return None
@@ -266,6 +268,10 @@ def _one_package_named(new: Item, old: Item) -> str | None:
             _says(_CHANGE, new.value) or _says(_UPDATE, new.value) or _says(_OF_THE_PIN, new.value)):
         return None
     return named[0]
+
+
+def _said(word: str, sentence: str) -> bool:
+    return bool(re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w.-])", sentence, re.I))
 
 
 def _one_package(new: str, old: str, shared: set[str]) -> bool:
