@@ -182,6 +182,11 @@ def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
     for m in _VERSION_NUMBER.finditer(sentence):
         out.setdefault("version", set()).add(m.group(0))
     dates = out.get("date", set())
+    if _caseless_clause(sentence):
+        # (in a sentence said partly in a caseless script, a Latin name within it is a
+        # value: "ORM は Peewee に決めました", "HTTP client 最后定了 urllib3", ADR 0110)
+        for m in _CASELESS_NAME.finditer(sentence):
+            out.setdefault("name", set()).add(m.group(0).casefold())
     for p in (_NAME, _VALUE_ENTITY, _PRODUCT):
         for m in p.finditer(sentence):
             v = m.group(0).strip().casefold()
@@ -189,6 +194,9 @@ def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
                 out.setdefault("name", set()).add(v)
     # (one value said once: "Fatima Okafor", not also "fatima")
     return {k: frozenset(v for v in vs if not any(v != w and v in w for w in vs)) for k, vs in out.items()}
+
+
+_CASELESS_NAME = re.compile(r"(?<![\w.-])(?:[A-Z][a-z]+(?:[ -]?[A-Z][A-Za-z]+)*|[a-z]{3,}\d+)(?![\w.-])")
 
 
 @functools.lru_cache(maxsize=16384)

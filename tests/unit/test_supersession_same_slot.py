@@ -154,3 +154,9 @@ def test_a_version_of_the_same_package_in_other_words_flags_the_earlier() -> Non
     old = "The resolver output has orjson landing at 3.10.7."
     ledger = merged(("assistant", old), ("assistant", "Dropping orjson to 3.9.15 in the pin file for the arm images."))
     assert marked(ledger, old)
+
+
+def test_a_name_in_a_sentence_said_partly_in_a_caseless_script_is_its_value() -> None:
+    old = "logging library 最后定了 Loguru，大家都同意。"
+    ledger = merged(("assistant", old), ("assistant", "The logging library is Structlog, it writes our JSON."))
+    assert marked(ledger, old) and not any(i.value == old for i in ledger.superseded)  # (flagged, never hidden)
