@@ -632,10 +632,11 @@ def _mark_doubted(text: str, items: Any) -> tuple[str, int]:
     """``text`` with each sentence a later one may have replaced (an item's ``doubt``)
     flagged wherever the summary quotes it (ADR 0110): its checklist line says so, and so
     must a section that quotes the same sentence ("Latest request: ..."), or the old value
-    reads as current there."""
+    reads as current there. Only a value kind's sentence with a value: a routine request
+    flagged as an update ("use a dataclass instead of the dict") marks no quote."""
     marked = 0
     for item in items:
-        if item.doubt is None or len(item.value) < 12 or item.kind not in _VALUE_KINDS:
+        if item.doubt is None or len(item.value) < 12 or item.kind not in _VALUE_KINDS or not _carries_value(item.value):
             continue
         note = f" (possibly superseded at seq {item.doubt})"
         parts, last = [], 0
