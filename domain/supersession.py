@@ -136,6 +136,8 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
         theirs = _typed_values(o.value)
         # (a new value of a type both state: the old value merely repeated changes nothing)
         types = [t for t, vs in values.items() if t in theirs and not vs <= theirs[t]]
+        if types == ["version"] and _two_packages(item, o):
+            continue  # (one template, two packages: "we're locked to boto3 …" / "… to celery …")
         # (half of the smaller set of phrases at least: one pair of template talk, "takes
         # place", in three is two subjects)
         if types and (shared := _shared_subject(item.value, o.value)) and \
@@ -264,11 +266,11 @@ def _one_package_named(new: Item, old: Item) -> str | None:
     both as a word of its own and qualifying nothing else), when the later version may
     replace the earlier: a lower one only in a sentence about a change or the pin itself
     (ADR 0106's guard: "locally I have node 18.19.0" is another place)."""
-    ones = [{a for a in i.anchors if " " not in a and any(c.isalpha() for c in a)} for i in (new, old)]
-    said = [{w for w in ones[n] if _said(w, (old, new)[n].value)} for n in (0, 1)]
-    if ones[0] - said[0] and ones[1] - said[1]:
-        return None  # (each names a word the other does not say: "numpy" / "scipy", two packages)
-    named = sorted(w for w in said[0] | said[1] if _one_package(new.value, old.value, {w}))
+    if _two_packages(new, old):
+        return None
+    said = {a for i in (new, old) for a in i.anchors if " " not in a and any(c.isalpha() for c in a)
+            and _said(a, new.value) and _said(a, old.value)}
+    named = sorted(w for w in said if _one_package(new.value, old.value, {w}))
     olds, news = _VERSION_NUMBER.findall(old.value), _VERSION_NUMBER.findall(new.value)
     if not named or not olds or not news or set(olds) <= set(news):
         return None
@@ -276,6 +278,13 @@ def _one_package_named(new: Item, old: Item) -> str | None:
             _says(_CHANGE, new.value) or _says(_UPDATE, new.value) or _says(_OF_THE_PIN, new.value)):
         return None
     return named[0]
+
+
+def _two_packages(new: Item, old: Item) -> bool:
+    """Each version item names a one-word subject the other does not say: "numpy" /
+    "scipy", two packages."""
+    ones = [{a for a in i.anchors if " " not in a and any(c.isalpha() for c in a)} for i in (new, old)]
+    return any(not _said(w, old.value) for w in ones[0]) and any(not _said(w, new.value) for w in ones[1])
 
 
 def _said(word: str, sentence: str) -> bool:

@@ -160,3 +160,10 @@ def test_a_name_in_a_sentence_said_partly_in_a_caseless_script_is_its_value() ->
     old = "logging library 最后定了 Loguru，大家都同意。"
     ledger = merged(("assistant", old), ("assistant", "The logging library is Structlog, it writes our JSON."))
     assert marked(ledger, old) and not any(i.value == old for i in ledger.superseded)  # (flagged, never hidden)
+
+
+def test_one_sentence_shape_about_two_packages_flags_neither() -> None:
+    # (the shared phrase is the template's, "release branch"; the packages differ)
+    first = "Held at orjson 3.10.7 until the release branch is cut."
+    ledger = merged(("assistant", first), ("assistant", "Held at ujson 5.10.0 until the release branch is cut."))
+    assert untouched(ledger, first)
