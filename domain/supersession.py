@@ -15,9 +15,10 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from .checklist import _ENTITY, _VALUE_ENTITY, _caseless_clause, _caseless_fact
+from .checklist import _ENTITY, _VALUE_ENTITY, _VERSION_WORDS, _caseless_clause, _caseless_fact
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT,
-                   STATEMENT, TASK, UPDATE, VERSIONED, _has_value, subject_words)
+                   STATEMENT, TASK, UPDATE, VERSIONED, WORD, _FILLER, _HEDGE, _STOP, _VERSION_ANY, _has_value,
+                   subject_words)
 
 Item = Any  # a ledger.LedgerItem (that module imports this one)
 
@@ -59,17 +60,29 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 continue
         elif not carries and _carries_value(other.value):
             continue
+        elif item.kind == other.kind == VERSIONED and not _one_package(item.value, other.value, mine & theirs):
+            # (two packages that share a word: "Python 3.11.9" / "the Python client library is
+            # at 0.27.2" — the word qualifies another package there, ADR 0110)
+            unmatched.append((other_k, other))
+            continue
         elif not _same_subject(mine, theirs, item.anchors, other.anchors) and not (carries and not _two_units(item.anchors, other.anchors)
                                                       and _rephrased(item.value, other.value)):
             # (two versions: only when a package both name is changed, whatever the wording)
             if other.doubt is None and (shared := mine & theirs) and (
                     _another_version(item, other, shared) if item.kind == other.kind == VERSIONED
-                    else says_change or (may_change and len(shared) * 2 >= min(len(mine), len(theirs))
-                                         and _new_value(item, other))):
+                    else (says_change or (may_change and len(shared) * 2 >= min(len(mine), len(theirs))
+                                          and _new_value(item, other)))
+                    # (a thing each qualifies with another word: another service's contact)
+                    and not _qualified_apart(_subject_pairs(item.value), _subject_pairs(other.value))):
                 by_key[other_k] = replace(other, doubt=item.seq)  # (keep both; say which may be old)
                 matched = True
             else:
                 unmatched.append((other_k, other))
+            continue
+        if carries and _types_apart(item.value, other.value):
+            # (a value of another type is another fact of the subject, ADR 0110: "the export
+            # window is 40 minutes" / "the export window review is on Friday")
+            unmatched.append((other_k, other))
             continue
         if other.kind == TASK and item.kind in (UPDATE, STATEMENT) and not (
                 _says(_PROGRESS, item.value) or _did(other.value, item.value)):
@@ -86,9 +99,220 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
+    if carries:
+        # (every earlier item of that subject and type, not only when no anchor matched:
+        # a role said three times in three wordings has two older values, ADR 0110)
+        item, slot = _same_slot(item, unmatched, by_key, superseded, replaces=not matched)
+        matched = matched or slot
     if not matched and carries and _CHANGE.search(item.value):
         item = _named_otherwise(item, unmatched, by_key, superseded)
     return item
+
+
+def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key: dict[tuple[str, str], Item],
+               superseded: dict[tuple[str, str], Item], replaces: bool = True) -> tuple[Item, bool]:
+    """A later value of the same type about the same subject, whatever the words around
+    it (ADR 0110): no change word, no shared value clause needed. The later item states a
+    value of one type (a date, money, a time, a size, a count, a version, a name) that the
+    earlier one states another value of, and the two share a *subject phrase*: a content
+    word pair of the whole sentence, its values, hedges and reason clause taken out ("the
+    max payload I quoted this morning; the rerun gives 12 GB" / "il max payload è di eight
+    megabytes"). Of the earlier items that qualify, those sharing the most phrases are the
+    ones changed. It replaces the one item when that is the only one, the shared phrase is
+    the new item's own subject (its anchors) and each states one value of the type; else
+    (the phrase is only somewhere in the sentence, or several items qualify) the earlier
+    items are *flagged* possibly superseded, never hidden on that evidence; so are they
+    when the item's own subject already matched another item (``replaces`` false: "Owner
+    reassigned: billing owner -> X" replaced the billing owner, and shares only its label
+    with "Owner reassigned: release manager -> Y"). Returns the item (an update takes the
+    kind of what it replaces) and whether anything matched."""
+    pairs, values = _subject_pairs(item.value), _typed_values(item.value)
+    if item.kind not in _VALUE_KINDS or not (pairs or "version" in values):
+        return item, False
+    found = []
+    for k, o in unmatched:
+        if k not in by_key or o.seq >= item.seq or o.kind not in _VALUE_KINDS or _two_units(item.anchors, o.anchors):
+            continue
+        theirs = _typed_values(o.value)
+        # (a new value of a type both state: the old value merely repeated changes nothing)
+        types = [t for t, vs in values.items() if t in theirs and not vs <= theirs[t]]
+        if types == ["version"] and _two_packages(item, o):
+            continue  # (one template, two packages: "we're locked to boto3 …" / "… to celery …")
+        # (half of the smaller set of phrases at least: one pair of template talk, "takes
+        # place", in three is two subjects)
+        if types and (shared := _shared_subject(item.value, o.value)) and \
+                len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))):
+            found.append((len(shared), k, o, types, shared))
+        elif "version" in types and (package := _one_package_named(item, o)):
+            # (a version's subject is its package, one word: "redis-py comes out as 5.0.8" /
+            # "move redis-py off the old pin onto 4.6.0"; flagged only)
+            found.append((1, k, o, types, {f"|{package}"}))
+    if not found:
+        return item, False
+    best = max(f[0] for f in found)
+    top = [f for f in found if f[0] == best]
+    for _, k, o, types, shared in top:
+        theirs = _typed_values(o.value)
+        if replaces and len(top) == 1 and shared & set(item.anchors) & set(o.anchors) and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
+            del by_key[k]
+            superseded[k] = replace(o, key=f"seq {item.seq}")
+            if item.kind in (UPDATE, STATEMENT) and o.kind not in (UPDATE, STATEMENT):
+                item = replace(item, kind=o.kind)
+        elif o.doubt is None:
+            by_key[k] = replace(o, doubt=item.seq)
+    return item, True
+
+
+def _types_apart(new: str, old: str) -> bool:
+    """Both state typed values, and none of one type."""
+    a, b = _typed_values(new), _typed_values(old)
+    return bool(a) and bool(b) and not a.keys() & b.keys()
+
+
+@functools.lru_cache(maxsize=16384)
+def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
+    """The values a sentence states, by type: "date", "money", "time", "size", "count",
+    "version", "name" (people, teams, products)."""
+    out: dict[str, set[str]] = {}
+    for m in _DATE.finditer(sentence):
+        out.setdefault("date", set()).add(m.group(0).casefold())
+    for m in _AMOUNT.finditer(sentence):
+        t = m.group(0).lower()
+        kind = ("money" if t[:1] in "$€£" else "time" if _TIME_UNIT.search(t) else
+                "size" if _SIZE_UNIT.search(t) else "count")
+        out.setdefault(kind, set()).add(" ".join(t.split()))
+    for m in _VERSION_NUMBER.finditer(sentence):
+        out.setdefault("version", set()).add(m.group(0))
+    dates = out.get("date", set())
+    if _caseless_clause(sentence):
+        # (in a sentence said partly in a caseless script, a Latin name within it is a
+        # value: "ORM は Peewee に決めました", "HTTP client 最后定了 urllib3", ADR 0110)
+        for m in _CASELESS_NAME.finditer(sentence):
+            out.setdefault("name", set()).add(m.group(0).casefold())
+    for p in (_NAME, _VALUE_ENTITY, _PRODUCT):
+        for m in p.finditer(sentence):
+            v = m.group(0).strip().casefold()
+            if not any(v in d or d in v for d in dates):  # ("Friday" is a date, not a name)
+                out.setdefault("name", set()).add(v)
+    # (one value said once: "Fatima Okafor", not also "fatima")
+    return {k: frozenset(v for v in vs if not any(v != w and v in w for w in vs)) for k, vs in out.items()}
+
+
+_CASELESS_NAME = re.compile(r"(?<![\w.-])(?:[A-Z][a-z]+(?:[ -]?[A-Z][A-Za-z]+)*|[a-z]{3,}\d+)(?![\w.-])")
+
+
+@functools.lru_cache(maxsize=16384)
+def _subject_pairs(sentence: str) -> dict[str, frozenset[str]]:
+    """The subject phrases of a whole sentence once its values, hedges and reason clauses
+    are taken out: each pair of content words in a row, with the words that qualify it
+    (the content word before it, "" for none), and its acronyms ("the ORM"). A subject
+    may be said anywhere in the sentence, before the value or after it ("goes to 45
+    seconds; the test timeout, I mean"); a reason runs to the next clause mark only ("as
+    it is cheap (this is the cache layer)")."""
+    s = _REASON_SPAN.sub(" | ", _HEDGE.sub(" | ", sentence))
+    acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", s) if not _UNIT_WORD.fullmatch(w)}
+    s = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", _VERSION_ANY.sub(" | ", s))))
+    s = s[:1] + _VALUE_ENTITY.sub(" | ", s[1:])
+    # (every token, "I" and a word of a caseless script too: none of them joins two words into a pair)
+    words = [w.lower() for w in re.findall(rf"{WORD}|[^\W_]+|[|;:,.!?()\[\]\u2014\u2013]|\s-\s", s)]
+    words = [w if len(w) > 2 and _CONTENT.fullmatch(w) and w not in _STOP and w not in _FILLER and w not in _GENERIC
+             else "|" for w in words]
+    out: dict[str, set[str]] = {a: {""} for a in acronyms - {"tbd", "ok"}}
+    for n in range(len(words) - 1):
+        a, b = words[n], words[n + 1]
+        if "|" not in (a, b) and a != b:
+            out.setdefault(f"{a} {b}", set()).add(words[n - 1] if n and words[n - 1] != "|" else "")
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _shared_subject(new: str, old: str) -> set[str]:
+    """The subject phrases two sentences share, but not one that each qualifies with
+    another word ("bundle size limit" / "upload size limit" share "size limit": two
+    limits)."""
+    a, b = _subject_pairs(new), _subject_pairs(old)
+    if _qualified_apart(a, b):
+        return set()
+    return {p for p in a.keys() & b.keys() if "" in a[p] or "" in b[p] or a[p] & b[p]}
+
+
+def _qualified_apart(a: dict[str, frozenset[str]], b: dict[str, frozenset[str]]) -> bool:
+    """Each sentence names a thing the other names with another word before it: "the
+    on-call contact for the billing service" / "for the search service the on-call
+    contact is ..." (a person of another service), "upload size" / "bundle size"."""
+    heads_a, heads_b = _by_head(a), _by_head(b)
+    return any(heads_a[h] - heads_b[h] and heads_b[h] - heads_a[h] for h in heads_a.keys() & heads_b.keys())
+
+
+def _by_head(pairs: dict[str, frozenset[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for p in pairs:
+        if " " in p:
+            x, h = p.split(" ", 1)
+            out.setdefault(h, set()).add(x)
+    return out
+
+
+_CONTENT = re.compile(WORD)
+_UNIT_WORD = re.compile(r"(?:[KMGT]i?B|MS|S)", re.I)
+
+
+# (a reason clause: from its word to the next clause mark, not to the sentence's end)
+_REASON_SPAN = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its|as they)\b[^;()\u2014\u2013]*",
+                          re.I)
+
+
+def _one_package_named(new: Item, old: Item) -> str | None:
+    """The package whose version both items state (a one-word anchor of either, said in
+    both as a word of its own and qualifying nothing else), when the later version may
+    replace the earlier: a lower one only in a sentence about a change or the pin itself
+    (ADR 0106's guard: "locally I have node 18.19.0" is another place)."""
+    if _two_packages(new, old):
+        return None
+    said = {a for i in (new, old) for a in i.anchors if " " not in a and any(c.isalpha() for c in a)
+            and _said(a, new.value) and _said(a, old.value)}
+    named = sorted(w for w in said if _one_package(new.value, old.value, {w}))
+    olds, news = _VERSION_NUMBER.findall(old.value), _VERSION_NUMBER.findall(new.value)
+    if not named or not olds or not news or set(olds) <= set(news):
+        return None
+    if _numbers(news[0]) < _numbers(olds[0]) and not (
+            _says(_CHANGE, new.value) or _says(_UPDATE, new.value) or _says(_OF_THE_PIN, new.value)):
+        return None
+    return named[0]
+
+
+def _two_packages(new: Item, old: Item) -> bool:
+    """Each version item names a one-word subject the other does not say: "numpy" /
+    "scipy", two packages."""
+    ones = [{a for a in i.anchors if " " not in a and any(c.isalpha() for c in a)} for i in (new, old)]
+    return any(not _said(w, old.value) for w in ones[0]) and any(not _said(w, new.value) for w in ones[1])
+
+
+def _said(word: str, sentence: str) -> bool:
+    return bool(re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w.-])", sentence, re.I))
+
+
+def _one_package(new: str, old: str, shared: set[str]) -> bool:
+    """Two version sentences name one package: a word they share is no qualifier of
+    another package in either ("the Python client library is at 0.27.2" is the library's
+    version, not Python's)."""
+    return any(not _qualifies(new, w) and not _qualifies(old, w) for w in shared)
+
+
+def _qualifies(sentence: str, word: str) -> bool:
+    """``word`` stands only inside a noun phrase that names something else: after an
+    article or a possessive and before a content word ("the Python client library")."""
+    found = False
+    for m in re.finditer(rf"(?<![\w.-]){re.escape(word)}(?![\w.-])", sentence, re.I):
+        before = re.findall(r"[A-Za-z']+", sentence[: m.start()])[-1:]
+        after = re.match(r"\s+([A-Za-z][\w-]*)", sentence[m.end():])
+        if not (before and before[0].lower() in _ARTICLES and after and after.group(1).lower() not in _STOP
+                and after.group(1).lower() not in _VERSION_WORDS):
+            return False
+        found = True
+    return found
+
+
+_ARTICLES = frozenset("the a an our their your my this that its".split())
 
 
 def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
@@ -293,8 +517,13 @@ def _another_version(new: Item, old: Item, shared: set[str]) -> bool:
     # (an older version said later is talk about another place unless a change is said:
     # "CI uses node 20.11.1" / "Locally I have node 18.19.0"; "we rolled node back to 18.19.0")
     older = bool(olds and news) and _numbers(news[0]) < _numbers(olds[0])
-    return (bool(shared & named) and not set(olds) <= set(news)
-            and (not older or _says(_CHANGE, new.value) or _says(_UPDATE, new.value)))
+    return (bool(shared & named) and _one_package(new.value, old.value, shared & named) and not set(olds) <= set(news)
+            and (not older or _says(_CHANGE, new.value) or _says(_UPDATE, new.value) or _says(_OF_THE_PIN, new.value)))
+
+
+# (a later sentence about the pin itself states the version in use, lower or not: "the pin
+# I mentioned for X", "X's lockfile version is", ADR 0110; "locally I have X 18" is not one)
+_OF_THE_PIN = re.compile(r"\b(?:pin|pinned|pins|lockfile|lock file|versions?|resolves? to|resolved to)\b", re.I)
 
 
 def _numbers(version: str) -> tuple[int, ...]:
@@ -394,4 +623,45 @@ def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
         pattern = re.compile(re.escape(old.value) + r"(?![^\s,;'\"`)])(?! \(superseded)")
         text, n = pattern.subn(lambda _m: note, text)
         marked += n
+    text, n = _mark_doubted(text, ledger.items)
+    return text, marked + n
+
+
+def still_stated(superseded: tuple[Item, ...], text: str) -> tuple[Item, ...]:
+    """The replaced values a checkpoint must carry (ADR 0110): those its summary ``text``
+    still quotes, which the next summary, built on this one, may quote again and must mark
+    again. A replaced value the summary no longer states cannot come back into a later
+    summary (the messages that said it are covered; one that says it again makes it
+    current again), and its loss was reported when it left (ADR 0107); carrying it in
+    every later record only grows the store (35 of 45.6 MB in a 220-turn run at 2K)."""
+    return tuple(i for i in superseded if (i.value[:MARK_PREFIX] if i.anchors else i.value) in text)
+
+
+def _mark_doubted(text: str, items: Any) -> tuple[str, int]:
+    """``text`` with each sentence a later one may have replaced (an item's ``doubt``)
+    flagged wherever the summary quotes it (ADR 0110): its checklist line says so, and so
+    must a section that quotes the same sentence ("Latest request: ..."), or the old value
+    reads as current there. Only a value kind's sentence with a value: a routine request
+    flagged as an update ("use a dataclass instead of the dict") marks no quote."""
+    marked = 0
+    for item in items:
+        if item.doubt is None or len(item.value) < 12 or item.kind not in _VALUE_KINDS or not _carries_value(item.value):
+            continue
+        note = f" (possibly superseded at seq {item.doubt})"
+        parts, last = [], 0
+        for m in re.finditer(re.escape(item.value[:MARK_PREFIX]), text):
+            end = text.find("\n", m.end())
+            end = end if end >= 0 else len(text)
+            if m.start() < last or DOUBT_NOTE in text[m.end():end]:
+                continue  # (its checklist line, or marked already)
+            # (at the end of the quoting line, after its citation: a note between two quoted
+            # sentences would read as the next one's, as a superseded mark does)
+            at = end
+            parts += [text[last:at], note]
+            last = at
+            marked += 1
+        text = "".join(parts) + text[last:]
     return text, marked
+
+
+DOUBT_NOTE = "possibly superseded"

@@ -16,6 +16,7 @@ from typing import Any
 from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
                                               stated_text, verify)
 from context_compaction.domain.cues import CATCH_ALL
+from context_compaction.domain.supersession import still_stated
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
 from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
@@ -197,6 +198,7 @@ def verify_summary(
     gone = {(i.kind, i.value) for i in report.dropped_items if i.kind in CATCH_ALL}
     if gone:
         ledger = Ledger(tuple(i for i in ledger.items if (i.kind, i.value) not in gone), ledger.superseded)
+    ledger = Ledger(ledger.items, still_stated(ledger.superseded, verified))  # (ADR 0110: the marks it needs)
     record = {**ledger.to_record(), "report": report.to_record(),
               # (positions in ``items``: the next compaction lists none of these again, ADR 0107)
               UNSTATED: [n for n, i in enumerate(ledger.items) if (i.kind, i.value) in unstated]}
