@@ -182,8 +182,11 @@ def words(sentence: str, keys: Sequence[str]) -> set[str]:
 
 
 def _pattern(key: str) -> re.Pattern[str]:
+    """``key`` as a whole token; a number may have its unit glued on ("4pm", "90s")."""
     before = r"(?<![\w])" if key[:1].isalnum() or key[:1] == "_" else ""
     after = r"(?![\w])(?![.,]\d)" if key[-1:].isalnum() or key[-1:] == "_" else ""
+    if key[:1].isdigit():
+        before, after = r"(?<![\w.,])", r"(?!\d)(?![.,]\d)"
     return re.compile(before + re.escape(key) + after)
 
 
