@@ -39,7 +39,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD
+from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD, subject_words
 from .joining import sentences
 from .remarks import whole
 
@@ -72,6 +72,7 @@ _SEQ = re.compile(r"\(\s*seqs?\s+(\d+)", re.I)
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 _KIND_PREFIX = re.compile(r"^[a-z_]+:\s+")
+_LINE_KIND = re.compile(r"^(\s*[-*]\s+)[a-z_]+:(?=\s)", re.M)
 # (code, not a statement: a block's punctuation, a keyword or a prompt at the start, a call
 # at the end. Narrower than a remark's test: "reviewer -> Priya", "MAX_WORKERS: 12" and
 # "LOG_LEVEL=debug" are what people say in chat)
@@ -120,6 +121,10 @@ def values(sentence: str) -> list[str]:
             add(start, end, name)
     if opening is not None and not found:
         add(*opening)
+    elif not found and len(sentence.split()) <= 3 and (first := _CAP.search(sentence)) \
+            and not sentence[:first.start()].strip(" \t\"'(\u201c*-") and _capital(first.group(0)) \
+            and first.group(0).casefold() not in _OPENERS and not re.fullmatch(_NUM_WORD, first.group(0).casefold()):
+        add(first.start(), first.end(), first.group(0))  # (a word said alone is the answer: "Warning, for now.")
     out: list[str] = []
     for _, key in sorted(found):
         if key and key not in out:
@@ -195,7 +200,9 @@ class Context:
     casefolded), where each starts, and each line's content words on demand."""
 
     def __init__(self, texts: Iterable[str]) -> None:
-        self.text = "\n".join(_CITATION.sub(" ", _MARKED.sub(" ", t)).casefold() for t in texts if t)
+        # (a checklist line's kind is no word of what it states: "- setting_text: 12, for now.")
+        self.text = "\n".join(_LINE_KIND.sub(" ", _CITATION.sub(" ", _MARKED.sub(" ", t))).casefold()
+                              for t in texts if t)
         self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
         self._words: dict[int, set[str]] = {}
 
@@ -221,40 +228,61 @@ class Context:
                 continue
             seen.add(n)
             line = self._line(n)
-            if all(p.search(line) for p in others) and len(said.own & self._line_words(n)) >= said.need:
+            here = self._line_words(n)
+            if all(p.search(line) for p in others) and len(said.own & here) >= said.need \
+                    and (not said.also or said.also & here):
                 return True
         return False
 
 
 @dataclass(frozen=True)
 class Said:
-    """One sentence that leaves the context: its text (as reported), its values, the
-    content words a line must share (``need`` of ``own``), its seq."""
+    """One sentence that leaves the context: the sentence, its values, the content words a
+    line must share to state it (``need`` of ``own``), its seq, and where it stands among
+    the sentences of its message (or summary line), which the report quotes around it."""
 
     text: str
     keys: tuple[str, ...]
     seq: int
     own: frozenset[str] = frozenset()
     need: int = 0
+    pieces: tuple[str, ...] = ()
+    at: int = 0
+    #: Words of which a stating line must hold one besides (its subject, said around it).
+    also: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One entry of the report: an excerpt of a message (or a summary line) that holds
+    unstated sentences with the sentence before and after each, and its seq."""
+
+    text: str
+    seq: int
 
 
 def said(text: str, seq: int, before: str = "", after: str = "") -> Said | None:
     """``text`` as a loss to look for, when it carries a value. A fragment (fewer than two
-    content words of its own: "Priya Raman, for now.") is reported with the sentences
-    around it in its message, and stated by a line with its values and one word of
-    theirs or its own: its subject is there ("The on-call reviewer this week?"); alone in
-    its message (or a summary's line), by its values."""
+    content words of its own, or no subject word once its values and hedges are out:
+    "Priya Raman, for now.") is stated by a line with its values and one word of the
+    sentences around it, where its subject is; alone in its message (or a summary's
+    line), by its values. An answer (after a question: "The on-call reviewer this week?
+    Priya Raman, as agreed.") is stated only with a word of its question besides."""
     keys = values(text)
     if not keys:
         return None
     own = words(text, keys)
-    if len(own) >= 2:
-        return Said(text, tuple(keys), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)))
+    question = words(before, values(before)) - own if before.rstrip().endswith(("?", "\uff1f")) else set()
+    # (a hedge is no subject: "Debug, until further notice." names nothing it is about)
+    if len(own) >= 2 and subject_words(text):
+        return Said(text, tuple(keys), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)),
+                    also=frozenset(question))
     if not (before or after):  # (a line on its own: its values are all it says)
         return Said(text, tuple(keys), seq, frozenset(own), 0)
-    around = own | words(before, values(before)) | words(after, values(after))
-    return Said(" ".join(x for x in (before, text, after) if x), tuple(keys), seq, frozenset(around),
-                min(1, len(around)))
+    # (one word of the sentences around it: the fragment's own word proves nothing, the
+    # checklist may keep "Tomasz Kowal, as agreed." without the question it answers)
+    around = (words(before, values(before)) | words(after, values(after))) - own
+    return Said(text, tuple(keys), seq, frozenset(own), 0, also=frozenset(question or around))
 
 
 def prose(text: str) -> list[str]:
@@ -264,18 +292,29 @@ def prose(text: str) -> list[str]:
     return [s for s in sentences(text) if not _code(s)]
 
 
+def _said_among(pieces: Sequence[str], seq: int) -> list[Said]:
+    shared = tuple(pieces)
+    out = []
+    for n, s in enumerate(shared):
+        before = shared[n - 1] if n else ""
+        found = said(s, seq, before, shared[n + 1] if n + 1 < len(shared) else "")
+        if found is None and before.rstrip().endswith(("?", "\uff1f")) and (asked := values(before)):
+            # (an answer with no value of its own is about the values its question names:
+            # "LOG_LEVEL on staging? Warning until the launch." is stated with LOG_LEVEL)
+            own = words(s, ())
+            found = Said(s, tuple(asked), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)))
+        if found is not None:
+            out.append(replace(found, pieces=shared, at=n))
+    return out
+
+
 def said_in(messages: Iterable[tuple[int, str, str]]) -> list[Said]:
     """The value-carrying sentences of ``messages`` (seq, role, text): the user's and
     the assistant's only."""
     out = []
     for seq, role, text in messages:
-        if role not in ("user", "assistant") or not text:
-            continue
-        pieces = prose(text)
-        for n, s in enumerate(pieces):
-            found = said(s, seq, pieces[n - 1] if n else "", pieces[n + 1] if n + 1 < len(pieces) else "")
-            if found is not None:
-                out.append(found)
+        if role in ("user", "assistant") and text:
+            out += _said_among(prose(text), seq)
     return out
 
 
@@ -298,27 +337,34 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
         body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())
         if body.lower().startswith("latest request:"):
             body = body[len("latest request:"):].strip()
-        for s in prose(body):
-            found = said(s, seq)
-            if found is not None:
-                out.append(found)
+        out += _said_among(prose(body), seq)
     return out
 
 
-def losses(leaving: Iterable[Said], context: Context, listed: Context) -> list[Said]:
+def losses(leaving: Iterable[Said], context: Context, listed: Context) -> list[Loss]:
     """What of ``leaving`` the new ``context`` no longer states and no item ``listed``
-    (the ledger's report of this compaction) names already: each sentence once, with the
-    newest seq it was said at."""
-    out: dict[str, Said] = {}
-    stated: set[str] = set()
+    (the ledger's report of this compaction) names already, each sentence once: one
+    entry per stretch of a message, each unstated sentence with the sentence before and
+    after it (its subject is often there: "The on-call reviewer? Priya Raman.")."""
+    seen: set[str] = set()
+    lost: dict[int, list[Said]] = {}
     for s in leaving:
         key = " ".join(s.text.split()).casefold()
-        if key in out:
-            if s.seq > out[key].seq:
-                out[key] = replace(out[key], seq=s.seq)
+        if key in seen:
             continue
-        if key in stated or context.states(s) or listed.states(s):
-            stated.add(key)
-            continue
-        out[key] = replace(s, text=whole(s.text))
-    return list(out.values())
+        seen.add(key)
+        if not (context.states(s) or listed.states(s)):
+            lost.setdefault(id(s.pieces) if s.pieces else id(s), []).append(s)
+    out = []
+    for group in lost.values():
+        pieces = group[0].pieces or (group[0].text,)
+        stretches: list[list[int]] = []
+        for s in sorted(group, key=lambda x: x.at):
+            lo, hi = max(0, s.at - 1), min(len(pieces) - 1, s.at + 1)
+            if stretches and lo <= stretches[-1][1] + 1:
+                stretches[-1][1] = hi
+            else:
+                stretches.append([lo, hi])
+        for lo, hi in stretches:
+            out.append(Loss(" ".join(whole(p) for p in pieces[lo:hi + 1]), group[0].seq))
+    return out

@@ -220,7 +220,7 @@ def unstated_sentences(covered: Sequence[MessageRecord], previous_summary: str |
     leaving = coverage.said_in((r["seq"], r["role"], _text(r)) for r in covered)
     leaving += coverage.said_in_summary(previous_summary, max(0, covered_before))
     lost = coverage.losses(leaving, coverage.Context(context), coverage.Context(i.value for i in listed))
-    return [LedgerItem(coverage.UNSTATED, s.text, s.seq, s.seq) for s in lost]
+    return [LedgerItem(coverage.UNSTATED, loss.text, loss.seq, loss.seq) for loss in lost]
 
 
 def _text(record: MessageRecord) -> str:
