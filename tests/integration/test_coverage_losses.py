@@ -43,3 +43,32 @@ def test_an_unextracted_fact_that_leaves_is_listed_once_and_recall_finds_it(make
     assert entry["seq"] in [hit["seq"] for hit in hits]
     [message] = json.loads(run_recall(h.bus, SID, {"from_seq": entry["seq"], "to_seq": entry["seq"]}))["messages"]
     assert message["content"] == FACT
+
+
+def _drive(h, turns: int = 30) -> list[dict]:  # type: ignore[no-untyped-def]
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    pairs = [("Where do the finance reports end up?", FACT)] + [
+        (f"Look at the parser module number {n} today please.", f"Parser stage {n} is tidied up and its test is green.")
+        for n in range(turns)]
+    for user, answer in pairs:
+        for message in ({"role": "user", "content": user}, {"role": "assistant", "content": answer}):
+            ok(h.do({"type": "append_messages", "session_id": SID, "messages": [message]}))
+            h.do({"type": "prepare_turn", "session_id": SID})
+    return ok(h.do({"type": "list_checkpoints", "session_id": SID}))["checkpoints"]
+
+
+def test_any_summarizer_is_checked_a_dropped_fact_listed_a_restated_one_not(make_harness: MakeHarness) -> None:
+    from helpers import RecordingSummarizer
+
+    # (a plugged-in summarizer, as an LLM would be: its result is checked, not its kind)
+    forgets = make_harness("forgets", adapters={"summarizer": RecordingSummarizer(text="## Progress\n- Parser work.")},
+                           models={"gpt-4o": {"token_limit": 2_000}})
+    listed = [d for cp in _drive(forgets) for d in (cp.get("ledger") or {}).get("dropped_items") or ()
+              if d["kind"] == UNSTATED and "s3://finance-reports/recon" in d["value"]]
+    assert [d["value"] for d in listed] == [FACT]
+    restates = make_harness("restates", adapters={"summarizer": RecordingSummarizer(
+        text="## Progress\n- Reconciliation report: s3://finance-reports/recon, rotated weekly.")},
+        models={"gpt-4o": {"token_limit": 2_000}})
+    kept = [d for cp in _drive(restates) for d in (cp.get("ledger") or {}).get("dropped_items") or ()
+            if "s3://finance-reports/recon" in d["value"]]
+    assert kept == []
