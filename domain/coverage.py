@@ -23,7 +23,9 @@ compared by their first five letters, "replicas" and "replica" alike). A summary
 keeps the sentence, clips it around its values or restates it with its subject states
 it; a line that only shares a number does not.
 
-**Not people's statements**: tool results (re-run the tool: the raw history keeps them,
+**Not statements**: a user's one-off request to act now ("Could you ...", "Please ...",
+"Run the suite again": ``cues._REQUEST``, ``remarks._ONE_OFF``, as for remarks, ADR
+0099): what it asks for is done or not in the answer, which is checked; tool results (re-run the tool: the raw history keeps them,
 and a log's hundred numbers would flood the report; the ledger lists their errors),
 fenced code blocks and code-like lines (code lives in files; its identifiers are on
 every line), system and developer messages (pinned: they never leave), and the previous
@@ -41,7 +43,8 @@ from dataclasses import dataclass, replace
 
 from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD, subject_words
 from .joining import sentences
-from .remarks import whole
+from .cues import _REQUEST
+from .remarks import _ONE_OFF, whole
 
 #: The kind of a coverage loss in ``dropped_items``: a sentence the new context no
 #: longer states (its value: the sentence, whole up to 560 characters, else clipped
@@ -292,10 +295,12 @@ def prose(text: str) -> list[str]:
     return [s for s in sentences(text) if not _code(s)]
 
 
-def _said_among(pieces: Sequence[str], seq: int) -> list[Said]:
+def _said_among(pieces: Sequence[str], seq: int, requests: bool = True) -> list[Said]:
     shared = tuple(pieces)
     out = []
     for n, s in enumerate(shared):
+        if not requests and (_REQUEST.match(s) or _ONE_OFF.match(s)):
+            continue  # (a one-off request is no statement: its answer is what is checked)
         before = shared[n - 1] if n else ""
         found = said(s, seq, before, shared[n + 1] if n + 1 < len(shared) else "")
         if found is None and before.rstrip().endswith(("?", "\uff1f")) and (asked := values(before)):
@@ -314,7 +319,7 @@ def said_in(messages: Iterable[tuple[int, str, str]]) -> list[Said]:
     out = []
     for seq, role, text in messages:
         if role in ("user", "assistant") and text:
-            out += _said_among(prose(text), seq)
+            out += _said_among(prose(text), seq, requests=role != "user")
     return out
 
 
@@ -337,7 +342,7 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
         body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())
         if body.lower().startswith("latest request:"):
             body = body[len("latest request:"):].strip()
-        out += _said_among(prose(body), seq)
+        out += _said_among(prose(body), seq, requests=False)
     return out
 
 
