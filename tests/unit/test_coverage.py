@@ -122,3 +122,10 @@ def test_a_degraded_trim_lists_what_it_dropped() -> None:
     # (any summary text is checked: a trim note states none of the turns it drops)
     v = compact(None, msg(1, BUCKET), summary="(12 messages trimmed without a summary)")
     assert [d["value"] for d in unstated(v)] == [BUCKET]
+
+
+def test_a_one_off_request_is_no_statement_a_standing_instruction_is() -> None:
+    asked = said_in([(1, "user", "Could you rerun test_export_resumes in workers/export.py? Please bump it to 3 retries.")])
+    assert asked == []
+    standing = said_in([(2, "user", "Keep the export under 40 seconds per batch from now on.")])
+    assert [s.text for s in standing] == ["Keep the export under 40 seconds per batch from now on."]
