@@ -208,10 +208,18 @@ class Context:
                               for t in texts if t)
         self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
         self._words: dict[int, set[str]] = {}
+        self._lines: dict[str, list[int]] = {}
 
     def _line(self, n: int) -> str:
         end = self.starts[n + 1] - 1 if n + 1 < len(self.starts) else len(self.text)
         return self.text[self.starts[n]:end]
+
+    def _lines_with(self, key: str) -> list[int]:
+        """The lines holding ``key`` as a token (each key searched once: sentences share them)."""
+        if key not in self._lines:
+            found = dict.fromkeys(bisect_right(self.starts, m.start()) - 1 for m in _pattern(key).finditer(self.text))
+            self._lines[key] = list(found)
+        return self._lines[key]
 
     def _line_words(self, n: int) -> set[str]:
         if n not in self._words:
@@ -224,12 +232,7 @@ class Context:
             return True  # (no value: nothing this check can say left)
         rarest = max(said.keys, key=len)
         others = [_pattern(k) for k in said.keys if k != rarest]
-        seen: set[int] = set()
-        for m in _pattern(rarest).finditer(self.text):
-            n = bisect_right(self.starts, m.start()) - 1
-            if n in seen:
-                continue
-            seen.add(n)
+        for n in self._lines_with(rarest):
             line = self._line(n)
             here = self._line_words(n)
             if all(p.search(line) for p in others) and len(said.own & here) >= said.need \
