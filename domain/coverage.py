@@ -217,7 +217,11 @@ class Context:
     def _lines_with(self, key: str) -> list[int]:
         """The lines holding ``key`` as a token (each key searched once: sentences share them)."""
         if key not in self._lines:
-            found = dict.fromkeys(bisect_right(self.starts, m.start()) - 1 for m in _pattern(key).finditer(self.text))
+            pattern, found, at = _pattern(key), {}, self.text.find(key)
+            while at >= 0:  # (a plain search first, the token test only where it occurs)
+                if pattern.match(self.text, at):
+                    found[bisect_right(self.starts, at) - 1] = None
+                at = self.text.find(key, at + 1)
             self._lines[key] = list(found)
         return self._lines[key]
 
