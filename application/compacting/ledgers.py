@@ -195,8 +195,9 @@ def verify_summary(
     _listed_once(report, out, since)  # (a value that left before and is replaced now: listed then)
     # Whatever no item read (ADR 0109): a sentence of people's prose with a value that
     # leaves now and that the new context no longer states is listed here, once.
+    # (what an earlier checkpoint listed and the ledger still carries counts as listed too)
     lost = unstated_sentences(covered, previous_summary, [verified, *(_text(r) for r in retained)],
-                              report.dropped_items, since - 1)
+                              [*report.dropped_items, *(LedgerItem(k, v, 0, 0) for k, v in out)], since - 1)
     report.dropped_items.extend(lost)
     report.items_total += len(lost)
     # A remark the summary does not state has left the context (ADR 0099): reported once,
