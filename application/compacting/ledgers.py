@@ -15,11 +15,13 @@ from typing import Any
 
 from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
                                               stated_text, verify)
+from context_compaction.domain import coverage
 from context_compaction.domain.cues import CATCH_ALL
 from context_compaction.domain.supersession import still_stated
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
-from context_compaction.domain.summary import SourceEntry, SummarySource, build_summary_source, summary_prompt, to_entry
+from context_compaction.domain.summary import (SourceEntry, SummarySource, build_summary_source, content_text,
+                                               describe_binary, storable_text, summary_prompt, to_entry)
 
 #: The ledger may add up to this many times the summary's output reserve (ADR 0031):
 #: at a 128K window (reserve 2,048) 8,192 tokens, room for ~450 fact lines.
@@ -192,6 +194,13 @@ def verify_summary(
     report.dropped_items.extend(leaving)
     report.items_total += len(leaving)
     _listed_once(report, out, since)  # (a value that left before and is replaced now: listed then)
+    # Whatever no item read (ADR 0109): a sentence of people's prose with a value that
+    # leaves now and that the new context no longer states is listed here, once.
+    # (what an earlier checkpoint listed and the ledger still carries counts as listed too)
+    lost = unstated_sentences(covered, previous_summary, [verified, *(_text(r) for r in retained)],
+                              [*report.dropped_items, *(LedgerItem(k, v, 0, 0) for k, v in out)], since - 1)
+    report.dropped_items.extend(lost)
+    report.items_total += len(lost)
     # A remark the summary does not state has left the context (ADR 0099): reported once,
     # here, then no longer carried; else every later compaction would report it again and
     # every checkpoint would store it again (the raw history still holds it for recall).
@@ -203,6 +212,24 @@ def verify_summary(
               # (positions in ``items``: the next compaction lists none of these again, ADR 0107)
               UNSTATED: [n for n, i in enumerate(ledger.items) if (i.kind, i.value) in unstated]}
     return VerifiedSummary(verified.strip(), ledger, report, removed, record)
+
+
+def unstated_sentences(covered: Sequence[MessageRecord], previous_summary: str | None, context: Sequence[str],
+                       listed: Sequence[LedgerItem], covered_before: int) -> list[LedgerItem]:
+    """The coverage check (ADR 0109): the value-carrying sentences of the user's and the
+    assistant's messages in ``covered`` and of the previous summary's lines (cited seq, else
+    ``covered_before``, the last seq it covered) that no line of ``context`` (the new
+    summary, the kept tail) states and no item ``listed`` already names; kind ``unstated``."""
+    leaving = coverage.said_in((r["seq"], r["role"], _text(r)) for r in covered)
+    leaving += coverage.said_in_summary(previous_summary, max(0, covered_before))
+    lost = coverage.losses(leaving, coverage.Context(context), coverage.Context(i.value for i in listed))
+    return [LedgerItem(coverage.UNSTATED, loss.text, loss.seq, loss.seq) for loss in lost]
+
+
+def _text(record: MessageRecord) -> str:
+    """A message's whole text (a summary's source is cut to its head and tail; a loss
+    may be in the middle)."""
+    return describe_binary(storable_text(content_text(record.get("content"))))
 
 
 #: The ledger record's positions of the carried items its checkpoint neither stated nor

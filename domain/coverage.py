@@ -1,0 +1,382 @@
+"""Every loss reported, with no cue word (issue 44, ADR 0109): a check of the result. Pure.
+
+The checklist reads sentences by their cues; a statement it never read as an item could
+leave the context with no report. This check does not ask what a sentence *is*: at each
+compaction, every sentence of people's prose that leaves the context — the user's and
+the assistant's messages the compaction covers, and the lines of the previous summary
+that stood for earlier ones — and carries a *value* (below) is looked for in the new
+context (the summary with its checklist, and the raw tail kept after it). One the new
+context no longer states is a loss, listed once, here (its sentence, its seq).
+
+**Values** (``values``): a number (with its unit, an amount, a count, a version, a time,
+an ordinal), a number word with a unit ("forty-five minutes"), a date (a month and day,
+an ISO date, a weekday, a quarter), a path, a file name, a URL, an e-mail address, an
+identifier (``snake_case``, ``camelCase``, a word with a digit, ``ALL_CAPS``), a quoted
+or back-ticked string, and a capitalised name (a capitalised word that does not open the
+sentence and is no stop word, or a run of two or more: "Redis Streams", "Priya Raman").
+A word alone at the start of a sentence is no name: English capitalises every opener.
+
+**Stated** (``Context.states``): some line of the new context holds every value of the
+sentence (as whole tokens, case aside, citations and superseded notes taken out) and at
+least ``SHARED`` of the sentence's own content words (half of them, at most ``MOST``;
+compared by their first five letters, "replicas" and "replica" alike). A summary that
+keeps the sentence, clips it around its values or restates it with its subject states
+it; a line that only shares a number does not.
+
+**Not statements**: a user's one-off request to act now ("Could you ...", "Please ...",
+"Run the suite again": ``cues._REQUEST``, ``remarks._ONE_OFF``, as for remarks, ADR
+0099): what it asks for is done or not in the answer, which is checked; tool results (re-run the tool: the raw history keeps them,
+and a log's hundred numbers would flood the report; the ledger lists their errors),
+fenced code blocks and code-like lines (code lives in files; its identifiers are on
+every line), system and developer messages (pinned: they never leave), and the previous
+summary's sections that stand for tools and facts (``Files and Operations``, ``Tool
+Results and Failures``, ``Exact Facts``: the ledger's exact facts hold those).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD, subject_words
+from .joining import sentences
+from .cues import _REQUEST
+from .remarks import _ONE_OFF, whole
+
+#: The kind of a coverage loss in ``dropped_items``: a sentence the new context no
+#: longer states (its value: the sentence, whole up to 560 characters, else clipped
+#: around its values).
+UNSTATED = "unstated"
+#: Of a sentence's content words, the share a line must hold to state it, and at most
+#: this many: a long sentence clipped around its values still states it.
+SHARED, MOST = 0.5, 3
+#: The previous summary's sections that stand for tools and exact facts, not for what
+#: people said (``summary.HEADINGS``).
+NOT_PROSE = frozenset(("Files and Operations", "Tool Results and Failures", "Exact Facts"))
+
+# (a unit glued on is the number's: "3pm", "75s", "250ms", "10MB", "21st")
+_NUMBER = re.compile(r"(?<![\w.,/-])[$€£¥]?(\d+(?:[.,:]\d+)*)(?:[A-Za-z%]{1,5})?(?![\w/])(?!-\w)")
+_NUM_UNIT = re.compile(rf"\b{_NUM_WORD}\s+{_UNIT}\b", re.I)
+_URL = re.compile(r"https?://[^\s)\"'<>\]]+[^\s)\"'<>\].,;:]|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_PATH = re.compile(r"(?<![\w@])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*\w|(?<![\w.@-])[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,7}\b")
+_IDENT = re.compile(r"(?<![\w.-])(?:[A-Za-z]\w*_\w*[A-Za-z0-9]|[a-z]+[A-Z]\w*|[A-Za-z][\w-]*\d[\w-]*|[A-Z]{2,}s?)(?![\w-])")
+_QUOTED = re.compile(r"(?:(?<=\s)|^)[\"\u201c`']([^\"\u201d`'\n]{2,80})[\"\u201d`'](?=[\s.,;:!?)]|$)")
+_CAP = re.compile(r"(?<![\w'\u2019-])[A-Z][\w'\u2019-]*\w|(?<![\w'\u2019-])[A-Z](?![\w'\u2019-])")
+_CITATION = re.compile(r"\s?\(\s*seqs?\b[^()\n]*\)|\((?:possibly )?superseded[^()\n]*\)|;?\s*possibly superseded at seq \d+", re.I)
+# (a sentence a summary marks superseded is not stated as current: a wrong supersession
+# would otherwise hide a loss; the line it stands on was listed when it was marked)
+_MARKED = re.compile(r"\(superseded at seq \d+\) [^\n]*?(?:[.!?](?=\s)|$)", re.M)
+_FENCE = re.compile(r"```.*?(?:```|$)", re.S)
+_INDENTED = re.compile(r"^(?: {4}|\t).*$", re.M)
+_SEQ = re.compile(r"\(\s*seqs?\s+(\d+)", re.I)
+_HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+_KIND_PREFIX = re.compile(r"^[a-z_]+:\s+")
+_LINE_KIND = re.compile(r"^(\s*[-*]\s+)[a-z_]+:(?=\s)", re.M)
+# (code, not a statement: a block's punctuation, a keyword or a prompt at the start, a call
+# at the end. Narrower than a remark's test: "reviewer -> Priya", "MAX_WORKERS: 12" and
+# "LOG_LEVEL=debug" are what people say in chat)
+_CODE = re.compile(r"[{}]|;\s*$|==|!=|=>|::|^\s*(?:def|class|import|from \S+ import|return|raise|assert|elif|"
+                   r"except|Traceback|#include|SELECT\b.*\bFROM)\b|^\s*(?:\$|>>>|#|%)\s|^\s*File \"|"
+                   r"\w\([^()]*\)[.\w]*\s*$|^\s*(?:if|for|while|with|else|try)\b.*:\s*$", re.I)
+_TOKEN_PLAIN = re.compile(r"[(\"'\u201c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d]*|[$€£]?\d[\d,.:]*\w{0,3}[.,;:!?)]*|[-\u2013\u2014&>]+")
+
+
+def _code(sentence: str) -> bool:
+    """Code or a pasted tool line: code punctuation, a keyword or a prompt at the start, or
+    (four tokens or more) under a third of them plain words or numbers."""
+    if _CODE.search(sentence):
+        return True
+    tokens = sentence.split()
+    plain = sum(1 for t in tokens if _TOKEN_PLAIN.fullmatch(t))
+    return len(tokens) >= 4 and plain * 3 < len(tokens)
+
+
+def values(sentence: str) -> list[str]:
+    """The value-like tokens of ``sentence``, casefolded, in order, once each: what a
+    line must hold to state it (a number without its currency sign or unit: "$1,200"
+    and "1,200 dollars" are one value)."""
+    found: list[tuple[int, str]] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(start: int, end: int, key: str) -> None:
+        if any(s <= start < e or s < end <= e for s, e in taken):
+            return
+        taken.append((start, end))
+        found.append((start, key.casefold()))
+
+    for pattern in (_URL, _PATH, _QUOTED, _DATE, _NUM_UNIT):
+        for m in pattern.finditer(sentence):
+            add(m.start(), m.end(), (m.group(1) if pattern is _QUOTED else m.group(0)).strip())
+    for m in _IDENT.finditer(sentence):
+        if m.group(0).casefold() not in _STOP and m.group(0).casefold() not in _FILLER:
+            add(m.start(), m.end(), m.group(0))
+    for m in _NUMBER.finditer(sentence):
+        add(m.start(1), m.end(1), m.group(1))
+    opening = None
+    for start, end, name in _names(sentence):
+        if " " not in name and not sentence[:start].strip(" \t\"'(\u201c*-"):
+            opening = (start, end, name)  # (a word alone at the start: a name only when nothing else is a value)
+        else:
+            add(start, end, name)
+    if opening is not None and not found:
+        add(*opening)
+    elif not found and len(sentence.split()) <= 3 and (first := _CAP.search(sentence)) \
+            and not sentence[:first.start()].strip(" \t\"'(\u201c*-") and _capital(first.group(0)) \
+            and first.group(0).casefold() not in _OPENERS and not re.fullmatch(_NUM_WORD, first.group(0).casefold()):
+        add(first.start(), first.end(), first.group(0))  # (a word said alone is the answer: "Warning, for now.")
+    out: list[str] = []
+    for _, key in sorted(found):
+        if key and key not in out:
+            out.append(key)
+    return out
+
+
+def _names(sentence: str) -> Iterable[tuple[int, int, str]]:
+    """Runs of capitalised words that are no stop word; one word alone opening the
+    sentence only when it does not read as an English opener (``_opener``)."""
+    opener = len(sentence) - len(sentence.lstrip(" \t\"'(\u201c*-"))
+    run: list[re.Match[str]] = []
+    for m in [*_CAP.finditer(sentence), None]:
+        if m is not None and _capital(m.group(0)) and (not run or sentence[run[-1].end():m.start()] == " "):
+            run.append(m)
+            continue
+        if run and (len(run) > 1 or run[0].start() != opener or not _opener(run[0].group(0))):
+            yield run[0].start(), run[-1].end(), sentence[run[0].start():run[-1].end()]
+        run = [m] if m is not None and _capital(m.group(0)) else []
+
+
+def _capital(word: str) -> bool:
+    folded = word.casefold()
+    return word != "I" and not word.isupper() and folded not in _STOP and folded not in _FILLER
+
+
+def _opener(word: str) -> bool:
+    """A capitalised word that opens English sentences (so no name there): a listed opener
+    or a number word, or one that reads as a verb or an adverb ("Traced", "Adding",
+    "Honestly"). A product opening a sentence ("Valkey for the cache layer") is a name."""
+    folded = word.casefold().rstrip("'\u2019s")
+    return folded in _OPENERS or bool(re.fullmatch(_NUM_WORD, folded)) or folded.endswith(("ed", "ing", "ly"))
+
+
+# (English sentence openers: pronouns, determiners, conjunctions, discourse words and the
+# imperatives of chat about work; with ``cues._STOP`` they are no names at a sentence start)
+_OPENERS = frozenset(w.casefold() for w in """
+The This That These Those There Then We You They It Its Please Can Could Would Should Make Use Run Add Fix
+Check Look Let So But Also Anyway Nice Thanks Ok Okay Oh Hmm Btw Fyi Just Maybe What Why How When Where Which
+Who Whose If Now Next Great Sure Yes Yeah Otherwise Nothing Something Both Either Neither Another Each First
+Second Third Finally Lastly Here Once While However Overall Meanwhile Besides Still Yet Sorry Hi Hello Hey Good
+Done Note Remember Keep Drop Move Switch Bump Pin Pick Go Stop Start Try Turn Put Take Bring Send Write Read
+Open Close Show Tell Give Ask Call Wait Leave Skip Ship Merge Push Pull Rebase Revert Test Tests Build Deploy
+Release Rename Remove Delete Create Update Upgrade Downgrade Install Replace Split Reduce Trim Clean Split
+Also Actually Again Agreed Alright Although Though Because Since Until Unless Whether After Before During
+Today Tomorrow Yesterday Tonight Everyone Everybody Someone Somebody Nobody Most Many Much Some Few Several
+Other Others Such Same Whatever Whenever Wherever Instead Perhaps Probably Possibly Clearly Anything
+Everything Good Fine Cool Perfect Right Wrong True False Yep Nope Well Welcome Thank Hope Glad Happy
+Followup Heads Quick Small Big Last Both Every All Any No Not None One Ones Our My Your Their His Her
+""".split())
+
+
+def words(sentence: str, keys: Sequence[str]) -> set[str]:
+    """The sentence's own content words (no stop word, filler or value), by their first
+    five letters."""
+    bare = sentence.casefold()
+    for key in keys:
+        bare = bare.replace(key, " ")
+    return {w[:5] for w in re.findall(WORD, bare) if len(w) > 2 and w not in _STOP and w not in _FILLER}
+
+
+def _pattern(key: str) -> re.Pattern[str]:
+    """``key`` as a whole token; a number may have its unit glued on ("4pm", "90s")."""
+    before = r"(?<![\w])" if key[:1].isalnum() or key[:1] == "_" else ""
+    after = r"(?![\w])(?![.,]\d)" if key[-1:].isalnum() or key[-1:] == "_" else ""
+    if key[:1].isdigit():
+        before, after = r"(?<![\w.,])", r"(?!\d)(?![.,]\d)"
+    return re.compile(before + re.escape(key) + after)
+
+
+class Context:
+    """The new context, read once: its lines (citations and superseded notes out,
+    casefolded), where each starts, and each line's content words on demand."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        # (a checklist line's kind is no word of what it states: "- setting_text: 12, for now.")
+        self.text = "\n".join(_LINE_KIND.sub(" ", _CITATION.sub(" ", _MARKED.sub(" ", t))).casefold()
+                              for t in texts if t)
+        self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        self._words: dict[int, set[str]] = {}
+        self._lines: dict[str, list[int]] = {}
+
+    def _line(self, n: int) -> str:
+        end = self.starts[n + 1] - 1 if n + 1 < len(self.starts) else len(self.text)
+        return self.text[self.starts[n]:end]
+
+    def _lines_with(self, key: str) -> list[int]:
+        """The lines holding ``key`` as a token (each key searched once: sentences share them)."""
+        if key not in self._lines:
+            pattern, found, at = _pattern(key), {}, self.text.find(key)
+            while at >= 0:  # (a plain search first, the token test only where it occurs)
+                if pattern.match(self.text, at):
+                    found[bisect_right(self.starts, at) - 1] = None
+                at = self.text.find(key, at + 1)
+            self._lines[key] = list(found)
+        return self._lines[key]
+
+    def _line_words(self, n: int) -> set[str]:
+        if n not in self._words:
+            self._words[n] = {w[:5] for w in re.findall(WORD, self._line(n)) if len(w) > 2}
+        return self._words[n]
+
+    def states(self, said: Said) -> bool:
+        """Whether one line holds every value of ``said`` and ``said.need`` of its words."""
+        if not said.keys:
+            return True  # (no value: nothing this check can say left)
+        rarest = max(said.keys, key=len)
+        others = [_pattern(k) for k in said.keys if k != rarest]
+        for n in self._lines_with(rarest):
+            line = self._line(n)
+            here = self._line_words(n)
+            if all(p.search(line) for p in others) and len(said.own & here) >= said.need \
+                    and (not said.also or said.also & here):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class Said:
+    """One sentence that leaves the context: the sentence, its values, the content words a
+    line must share to state it (``need`` of ``own``), its seq, and where it stands among
+    the sentences of its message (or summary line), which the report quotes around it."""
+
+    text: str
+    keys: tuple[str, ...]
+    seq: int
+    own: frozenset[str] = frozenset()
+    need: int = 0
+    pieces: tuple[str, ...] = ()
+    at: int = 0
+    #: Words of which a stating line must hold one besides (its subject, said around it).
+    also: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One entry of the report: an excerpt of a message (or a summary line) that holds
+    unstated sentences with the sentence before and after each, and its seq."""
+
+    text: str
+    seq: int
+
+
+def said(text: str, seq: int, before: str = "", after: str = "") -> Said | None:
+    """``text`` as a loss to look for, when it carries a value. A fragment (fewer than two
+    content words of its own, or no subject word once its values and hedges are out:
+    "Priya Raman, for now.") is stated by a line with its values and one word of the
+    sentences around it, where its subject is; alone in its message (or a summary's
+    line), by its values. An answer (after a question: "The on-call reviewer this week?
+    Priya Raman, as agreed.") is stated only with a word of its question besides."""
+    keys = values(text)
+    if not keys:
+        return None
+    own = words(text, keys)
+    question = words(before, values(before)) - own if before.rstrip().endswith(("?", "\uff1f")) else set()
+    # (a hedge is no subject: "Debug, until further notice." names nothing it is about)
+    if len(own) >= 2 and subject_words(text):
+        return Said(text, tuple(keys), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)),
+                    also=frozenset(question))
+    if not (before or after):  # (a line on its own: its values are all it says)
+        return Said(text, tuple(keys), seq, frozenset(own), 0)
+    # (one word of the sentences around it: the fragment's own word proves nothing, the
+    # checklist may keep "Tomasz Kowal, as agreed." without the question it answers)
+    around = (words(before, values(before)) | words(after, values(after))) - own
+    return Said(text, tuple(keys), seq, frozenset(own), 0, also=frozenset(question or around))
+
+
+def prose(text: str) -> list[str]:
+    """The sentences of a person's message that can carry a value: fenced code blocks,
+    indented lines and code-like sentences out."""
+    text = _INDENTED.sub(" ", _FENCE.sub(" ", text))
+    return [s for s in sentences(text) if not _code(s)]
+
+
+def _said_among(pieces: Sequence[str], seq: int, requests: bool = True) -> list[Said]:
+    shared = tuple(pieces)
+    out = []
+    for n, s in enumerate(shared):
+        if not requests and (_REQUEST.match(s) or _ONE_OFF.match(s)):
+            continue  # (a one-off request is no statement: its answer is what is checked)
+        before = shared[n - 1] if n else ""
+        found = said(s, seq, before, shared[n + 1] if n + 1 < len(shared) else "")
+        if found is None and before.rstrip().endswith(("?", "\uff1f")) and (asked := values(before)):
+            # (an answer with no value of its own is about the values its question names:
+            # "LOG_LEVEL on staging? Warning until the launch." is stated with LOG_LEVEL)
+            own = words(s, ())
+            found = Said(s, tuple(asked), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)))
+        if found is not None:
+            out.append(replace(found, pieces=shared, at=n))
+    return out
+
+
+def said_in(messages: Iterable[tuple[int, str, str]]) -> list[Said]:
+    """The value-carrying sentences of ``messages`` (seq, role, text): the user's and
+    the assistant's only."""
+    out = []
+    for seq, role, text in messages:
+        if role in ("user", "assistant") and text:
+            out += _said_among(prose(text), seq, requests=role != "user")
+    return out
+
+
+def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
+    """The value-carrying sentences of a summary's lines that stand for what people said
+    (not its tool, file and exact-fact sections), each with the first seq its line cites
+    (else ``default_seq``: the last the summary covered)."""
+    out: list[Said] = []
+    section = ""
+    for line in (summary or "").splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            section = heading.group(1)
+            continue
+        if section in NOT_PROSE or not line.strip():
+            continue
+        line = _MARKED.sub(" ", line)
+        cited = _SEQ.search(line)
+        seq = int(cited.group(1)) if cited else default_seq
+        body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())
+        if body.lower().startswith("latest request:"):
+            body = body[len("latest request:"):].strip()
+        out += _said_among(prose(body), seq, requests=False)
+    return out
+
+
+def losses(leaving: Iterable[Said], context: Context, listed: Context) -> list[Loss]:
+    """What of ``leaving`` the new ``context`` no longer states and no item ``listed``
+    (the ledger's report of this compaction) names already, each sentence once: one
+    entry per stretch of a message, each unstated sentence with the sentence before and
+    after it (its subject is often there: "The on-call reviewer? Priya Raman.")."""
+    seen: set[str] = set()
+    lost: dict[int, list[Said]] = {}
+    for s in leaving:
+        key = " ".join(s.text.split()).casefold()
+        if key in seen:
+            continue
+        seen.add(key)
+        if not (context.states(s) or listed.states(s)):
+            lost.setdefault(id(s.pieces) if s.pieces else id(s), []).append(s)
+    out = []
+    for group in lost.values():
+        pieces = group[0].pieces or (group[0].text,)
+        stretches: list[list[int]] = []
+        for s in sorted(group, key=lambda x: x.at):
+            lo, hi = max(0, s.at - 1), min(len(pieces) - 1, s.at + 1)
+            if stretches and lo <= stretches[-1][1] + 1:
+                stretches[-1][1] = hi
+            else:
+                stretches.append([lo, hi])
+        for lo, hi in stretches:
+            out.append(Loss(" ".join(whole(p) for p in pieces[lo:hi + 1]), group[0].seq))
+    return out
