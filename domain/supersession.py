@@ -33,7 +33,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     a statement with no value of its own ("never exceed it") replaces no value; a change
     that matches nothing may flag a value it names otherwise (``_named_otherwise``).
     (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
-    if code_like(item.value):
+    if item.kind == STATEMENT and code_like(item.value):
         return item  # (a line of code or a pasted tool line replaces nothing: "return x * 21 # tweak")
     mine = set(item.anchors)
     carries = _carries_value(item.value) or (item.kind == SETTING_TEXT and _sets_value(item.value))
@@ -135,12 +135,13 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     with "Owner reassigned: release manager -> Y"). Returns the item (an update takes the
     kind of what it replaces) and whether anything matched."""
     pairs, values = _subject_pairs(item.value), _typed_values(item.value)
-    if item.kind not in _VALUE_KINDS or not (pairs or "version" in values) or code_like(item.value):
+    if item.kind not in _VALUE_KINDS or not (pairs or "version" in values) or (
+            item.kind == STATEMENT and code_like(item.value)):
         return item, False  # (code and pasted tool lines are no one's statement: "return x * 21")
     found = []
     for k, o in unmatched:
         if k not in by_key or o.seq >= item.seq or o.kind not in _VALUE_KINDS or _two_units(item.anchors, o.anchors) \
-                or code_like(o.value):
+                or (o.kind == STATEMENT and code_like(o.value)):
             continue
         theirs = _typed_values(o.value)
         # (a new value of a type both state: the old value merely repeated changes nothing)
