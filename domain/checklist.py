@@ -26,6 +26,7 @@ from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _FILLER, _HEDGE, _NAME, _NOT_DO
                    _SETTING, _SOFT_PREFERENCE, _STOP, _UNIT, _UPDATE, _VERSION, _VERSION_FIRST, AMOUNT, DATE, DECISION,
                    FOLLOW_UP, OPEN_QUESTION, PERSON, PREFERENCE, QUESTION, REMARK, RULE, SETTING_TEXT, STATEMENT, TASK,
                    UPDATE, VERSIONED, WORD, _CASELESS, _IDENT, _IDENT_MARK, _has_value, _without_exact, subject_words)
+from .coverage import code_like
 from .followups import is_follow_up
 from .remarks import remark, whole
 from .joining import _PROGRESS, _answer, _asks, sentences
@@ -267,6 +268,8 @@ def checklist_items(text: str, asked: str | None = None, *,
         if kind is None and user and remark(s):
             out.append((REMARK, whole(s), frozenset()))  # (no anchors: it replaces nothing, nothing replaces it)
             continue
+        if kind == STATEMENT and code_like(s):
+            continue  # (a line of code or pasted tool output no cue reads is no one's statement, ADR 0109)
         if kind is not None:
             # (a sentence mostly in a caseless script is kept whole when a cue reads it too)
             out.append((kind, whole(s) if kind == STATEMENT and _caseless_fact(s) else clip(s), anchors(s, kind)))

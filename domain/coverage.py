@@ -85,7 +85,7 @@ _CODE = re.compile(r"[{}]|;\s*$|==|!=|=>|::|^\s*(?:def|class|import|from \S+ imp
 _TOKEN_PLAIN = re.compile(r"[(\"'\u201c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d]*|[$€£]?\d[\d,.:]*\w{0,3}[.,;:!?)]*|[-\u2013\u2014&>]+")
 
 
-def _code(sentence: str) -> bool:
+def code_like(sentence: str) -> bool:
     """Code or a pasted tool line: code punctuation, a keyword or a prompt at the start, or
     (four tokens or more) under a third of them plain words or numbers."""
     if _CODE.search(sentence):
@@ -299,7 +299,7 @@ def prose(text: str) -> list[str]:
     """The sentences of a person's message that can carry a value: fenced code blocks,
     indented lines and code-like sentences out."""
     text = _INDENTED.sub(" ", _FENCE.sub(" ", text))
-    return [s for s in sentences(text) if not _code(s)]
+    return [s for s in sentences(text) if not code_like(s)]
 
 
 def _said_among(pieces: Sequence[str], seq: int, requests: bool = True) -> list[Said]:

@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from .coverage import code_like
 from .checklist import _ENTITY, _VALUE_ENTITY, _VERSION_WORDS, _caseless_clause, _caseless_fact
 from .cues import (_AMOUNT, _CUES, _DATE, _DONE, _NAME, _UPDATE, AMOUNT, DATE, DECISION, PERSON, RULE, SETTING_TEXT,
                    STATEMENT, TASK, UPDATE, VERSIONED, WORD, _FILLER, _HEDGE, _STOP, _VERSION_ANY, _has_value,
@@ -32,6 +33,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     a statement with no value of its own ("never exceed it") replaces no value; a change
     that matches nothing may flag a value it names otherwise (``_named_otherwise``).
     (``Ledger.merge``'s step; items are ``LedgerItem``.)"""
+    if item.kind == STATEMENT and code_like(item.value):
+        return item  # (a line of code or a pasted tool line replaces nothing: "return x * 21 # tweak")
     mine = set(item.anchors)
     carries = _carries_value(item.value) or (item.kind == SETTING_TEXT and _sets_value(item.value))
     packages = _packages(item)  # (a version said in a caseless script, ADR 0106: most items have none)
@@ -46,6 +49,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(other.key,))
             continue
         if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
+            continue
+        if other.seq == item.seq and not (says_change or _CHANGE.search(item.value)):
+            # (lines of one message are a list, not a history: forty "PASSED tests/…::test_k"
+            # lines replaced one another and each was reported lost; "… Actually, 9090." still is)
+            unmatched.append((other_k, other))
             continue
         theirs = set(other.anchors)
         if not mine & theirs:
@@ -127,11 +135,13 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     with "Owner reassigned: release manager -> Y"). Returns the item (an update takes the
     kind of what it replaces) and whether anything matched."""
     pairs, values = _subject_pairs(item.value), _typed_values(item.value)
-    if item.kind not in _VALUE_KINDS or not (pairs or "version" in values):
-        return item, False
+    if item.kind not in _VALUE_KINDS or not (pairs or "version" in values) or (
+            item.kind == STATEMENT and code_like(item.value)):
+        return item, False  # (code and pasted tool lines are no one's statement: "return x * 21")
     found = []
     for k, o in unmatched:
-        if k not in by_key or o.seq >= item.seq or o.kind not in _VALUE_KINDS or _two_units(item.anchors, o.anchors):
+        if k not in by_key or o.seq >= item.seq or o.kind not in _VALUE_KINDS or _two_units(item.anchors, o.anchors) \
+                or (o.kind == STATEMENT and code_like(o.value)):
             continue
         theirs = _typed_values(o.value)
         # (a new value of a type both state: the old value merely repeated changes nothing)
@@ -601,7 +611,9 @@ def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
     current = {i.key: i for i in ledger.items if i.key is not None}
     marked = 0
     for old in ledger.superseded:
-        if old.anchors:  # (a sentence; its key names the seq that replaced it)
+        if old.anchors or str(old.key).startswith("seq "):  # (a sentence; its key names the seq that replaced it)
+            # (an anchorless one too: a same-slot replacement, ADR 0110, left "The release
+            # is on March 3." unmarked in the Objective)
             # (marked before it: its value may be in its first half; not a current one alike)
             note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
             alike = [i.value for i in ledger.items if i.value.startswith(head)]
