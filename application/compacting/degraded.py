@@ -142,6 +142,8 @@ def _degraded_candidate(
         budget_tokens=0,
         count=lambda t: svc.tokens.count_text(t, turn.draft.encoding),
         previous_summary=turn.ctx.checkpoint.summary if turn.ctx.checkpoint else None,
+        # (the kept tail states what it states: not read, it over-reported, review of ADR 0109)
+        retained=[m for m in turn.ctx.records if m["seq"] >= plan.first_retained_seq],
     )
     checkpoint = replace(checkpoint, ledger=verified.record)
     after = draft_with(svc, turn, checkpoint)
