@@ -47,6 +47,14 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
             continue
+        if _restated(item.value, other.value):
+            # (the same sentence said again behind a tag, "[note] Step 3 of 5 done: …": one
+            # item, the newest, no mark; a value said again changes nothing, ADR 0110 amended)
+            del by_key[other_k]
+            item = replace(item, kind=other.kind if item.kind in (UPDATE, STATEMENT) else item.kind,
+                           first_seq=min(item.first_seq, other.first_seq), count=item.count + other.count)
+            matched = True
+            continue
         theirs = set(other.anchors)
         if not mine & theirs:
             if packages and other.doubt is None and _caseless_version(item, other, packages):
@@ -82,6 +90,12 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
         if carries and _types_apart(item.value, other.value):
             # (a value of another type is another fact of the subject, ADR 0110: "the export
             # window is 40 minutes" / "the export window review is on Friday")
+            unmatched.append((other_k, other))
+            continue
+        if _apart(item.value, other.value):
+            # (two subjects that share words, whichever rule matched them (ADR 0110 amended):
+            # "the staging database password" / "the production database password", a
+            # setting in two files, one measurement given as the reason of two decisions)
             unmatched.append((other_k, other))
             continue
         if other.kind == TASK and item.kind in (UPDATE, STATEMENT) and not (
@@ -241,6 +255,72 @@ def _qualified_apart(a: dict[str, frozenset[str]], b: dict[str, frozenset[str]])
     contact is ..." (a person of another service), "upload size" / "bundle size"."""
     heads_a, heads_b = _by_head(a), _by_head(b)
     return any(heads_a[h] - heads_b[h] and heads_b[h] - heads_a[h] for h in heads_a.keys() & heads_b.keys())
+
+
+def _restated(new: str, old: str) -> bool:
+    """The same sentence said again, behind a tag or not ("[note] Step 3 of 5 done: the
+    cutover." / "Step 3 of 5 done: the cutover."): no change of its value."""
+    return _bare(new) == _bare(old)
+
+
+@functools.lru_cache(maxsize=16384)
+def _bare(sentence: str) -> str:
+    return " ".join(_TAGS.sub("", sentence).casefold().split()).rstrip(".!;: ")
+
+
+_TAGS = re.compile(r"^(?:\s*\[[^\[\]\n]{1,40}\])+\s*")
+
+
+@functools.lru_cache(maxsize=16384)
+def _apart(new: str, old: str) -> bool:
+    """Two sentences about two subjects, however many anchors they share (ADR 0110
+    amended): a phrase each qualifies with another word ("staging database" / "production
+    database", "web app" / "admin app"), each names its own file ("in config/prod.toml" /
+    "in config/staging.toml"), or the values are the reasons of two decisions ("We cache
+    the catalog because the upstream p99 is 800 ms" / "We batch the writes because ...")."""
+    heads_new, heads_old = _noun_heads(new), _noun_heads(old)
+    if any(heads_new[h] - heads_old[h] and heads_old[h] - heads_new[h] for h in heads_new.keys() & heads_old.keys()):
+        return True
+    paths_new, paths_old = set(_PATH.findall(new)), set(_PATH.findall(old))
+    if paths_new and paths_old and not paths_new & paths_old:
+        return True
+    return _reasons_apart(new, old)
+
+
+_PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+(?:\.\w+)?|\b[\w-]+\.(?:toml|ya?ml|json|ini|cfg|conf|env|py|ts|js|"
+                   r"go|rs|sql|sh|properties|lock|tf)\b")
+
+
+@functools.lru_cache(maxsize=16384)
+def _noun_heads(sentence: str) -> dict[str, set[str]]:
+    """The word that qualifies each noun after an article ("the staging database", "for
+    the web app": "database" by "staging", "app" by "web"), by that noun. Only after an
+    article: a verb before a noun qualifies nothing ("CI uses node" / "we rolled node
+    back"), and neither does a word of change ("the new timeout")."""
+    out: dict[str, set[str]] = {}
+    for m in _NOUN_PHRASE.finditer(sentence):
+        x, h = m.group(1).lower(), m.group(2).lower()
+        if all(len(w) > 2 and w not in _STOP and w not in _FILLER for w in (x, h)) and x not in _NOT_QUALIFIERS:
+            out.setdefault(h, set()).add(x)
+    return out
+
+
+_NOUN_PHRASE = re.compile(r"\b(?:the|a|an|our|their|your|my|this|that|its)\s+([A-Za-z][\w-]*)\s+([A-Za-z][\w-]*(?:'s)?)",
+                          re.I)
+_NOT_QUALIFIERS = frozenset("""new old current latest previous earlier updated revised final actual real correct right
+same proper agreed official usual default whole other""".split())
+
+
+def _reasons_apart(new: str, old: str) -> bool:
+    """Each states its values only in a reason clause, after a main clause of other words:
+    the reasons of two decisions, not two values of one measure."""
+    a, b = _REASON_SPAN.search(new), _REASON_SPAN.search(old)
+    if not (a and b) or _said_values(new[:a.start()]) or _said_values(old[:b.start()]):
+        return False
+    if not (_said_values(a.group(0)) and _said_values(b.group(0))):
+        return False
+    words_a, words_b = _key_words(new[:a.start()]), _key_words(old[:b.start()])
+    return bool(words_a and words_b) and not words_a & words_b
 
 
 def _by_head(pairs: dict[str, frozenset[str]]) -> dict[str, set[str]]:
@@ -604,11 +684,12 @@ def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
         if old.anchors:  # (a sentence; its key names the seq that replaced it)
             # (marked before it: its value may be in its first half; not a current one alike)
             note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
-            alike = [i.value for i in ledger.items if i.value.startswith(head)]
+            # (nor inside a current one that quotes it: "[note] Step 3 of 5 done: …")
+            alike = [(i.value, i.value.find(head)) for i in ledger.items if head in i.value]
             parts, last, n = [], 0, 0
             for m in re.finditer(re.escape(head), text):
                 if not _MARKED.search(text, max(0, m.start() - 40), m.start()) and not any(
-                        text.startswith(v, m.start()) for v in alike):
+                        at <= m.start() and text.startswith(v, m.start() - at) for v, at in alike):
                     parts += [text[last:m.start()], note]
                     last, n = m.start(), n + 1
             text = "".join(parts) + text[last:]
