@@ -92,6 +92,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             # window is 40 minutes" / "the export window review is on Friday")
             unmatched.append((other_k, other))
             continue
+        if _same_values(item.value, other.value):
+            # (the same value said again in other words, "Sven Lund is still the release
+            # manager": nothing changed, so nothing is marked; both kept)
+            unmatched.append((other_k, other))
+            continue
         if _apart(item.value, other.value):
             # (two subjects that share words, whichever rule matched them (ADR 0110 amended):
             # "the staging database password" / "the production database password", a
@@ -268,7 +273,25 @@ def _bare(sentence: str) -> str:
     return " ".join(_TAGS.sub("", sentence).casefold().split()).rstrip(".!;: ")
 
 
-_TAGS = re.compile(r"^(?:\s*\[[^\[\]\n]{1,40}\])+\s*")
+# (tags and a one- or two-word label before the sentence: "[pA:78] ", "Reminder: ")
+_TAGS = re.compile(r"^(?:\s*\[[^\[\]\n]{1,40}\])*\s*(?:[A-Za-z]+(?: [A-Za-z]+)?:\s+)?")
+
+
+def _same_values(new: str, old: str) -> bool:
+    """The later sentence states the values the earlier one states, no other and no change
+    of them ("The release manager is Sven Lund." / "Sven Lund is still the release
+    manager."): a value said again, not replaced."""
+    values = _whole_values(new)
+    return bool(values) and values == _whole_values(old) and not _says(_CHANGE, new) and not _says(_UPDATE, new) \
+        and not _says(_NEGATED, new)
+
+
+def _whole_values(sentence: str) -> frozenset[str]:
+    vs = _said_values(sentence)  # (one value said once: "mei lin", not also "mei")
+    return frozenset(v for v in vs if not any(v != w and v in w.split() for w in vs))
+
+
+_NEGATED = re.compile(r"\b(?:not|no|never|none|nobody|no one)\b|n't\b", re.I)
 
 
 @functools.lru_cache(maxsize=16384)

@@ -99,3 +99,23 @@ def test_a_replaced_value_quoted_inside_a_current_one_is_not_marked_there() -> N
     summary = f"## Objective\n- {old} (seq 3)\n\n## Fact Checklist\n- task: {new} (seq 9)"
     text, n = mark_superseded(summary, ledger)
     assert n == 1 and f"- task: {new} (seq 9)" in text
+
+
+def test_a_value_said_again_behind_a_label_is_no_change() -> None:
+    old = "The on-call lead is Mei Lin."
+    ledger = merged(old, "Reminder: the on-call lead is Mei Lin.")
+    assert not ledger.superseded and not any(i.doubt is not None for i in ledger.items)
+
+
+def test_a_value_said_again_in_other_words_marks_nothing() -> None:
+    old = "The on-call lead is Mei Lin."
+    new = "Mei Lin stays the on-call lead for the quarter."
+    ledger = merged(old, new)
+    assert current(ledger, old) and current(ledger, new)
+
+
+def test_a_value_said_again_as_no_longer_so_still_replaces() -> None:
+    old = "The on-call lead is Mei Lin."
+    new = "The on-call lead is no longer Mei Lin."
+    ledger = merged(old, new)
+    assert not current(ledger, old)
