@@ -150,7 +150,8 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
         return item, False
     found = []
     for k, o in unmatched:
-        if k not in by_key or o.seq >= item.seq or o.kind not in _VALUE_KINDS or _two_units(item.anchors, o.anchors):
+        if k not in by_key or o.seq >= item.seq or o.kind not in _VALUE_KINDS or _two_units(item.anchors, o.anchors) \
+                or _apart(item.value, o.value):
             continue
         theirs = _typed_values(o.value)
         # (a new value of a type both state: the old value merely repeated changes nothing)
@@ -301,6 +302,9 @@ def _apart(new: str, old: str) -> bool:
     database", "web app" / "admin app"), each names its own file ("in config/prod.toml" /
     "in config/staging.toml"), or the values are the reasons of two decisions ("We cache
     the catalog because the upstream p99 is 800 ms" / "We batch the writes because ...")."""
+    places_new, places_old = _places(new), _places(old)
+    if places_new and places_old and not places_new & places_old:
+        return True  # ("for staging" / "for production", "(web)" / "(admin)": two places of one thing)
     heads_new, heads_old = _noun_heads(new), _noun_heads(old)
     if any(heads_new[h] - heads_old[h] and heads_old[h] - heads_new[h] for h in heads_new.keys() & heads_old.keys()):
         return True
@@ -322,14 +326,30 @@ def _noun_heads(sentence: str) -> dict[str, set[str]]:
     back"), and neither does a word of change ("the new timeout")."""
     out: dict[str, set[str]] = {}
     for m in _NOUN_PHRASE.finditer(sentence):
-        x, h = m.group(1).lower(), m.group(2).lower()
-        if all(len(w) > 2 and w not in _STOP and w not in _FILLER for w in (x, h)) and x not in _NOT_QUALIFIERS:
-            out.setdefault(h, set()).add(x)
+        x, h = m.group(1), m.group(2)
+        if all((len(w) > 2 or w.isupper()) and w.lower() not in _STOP and w.lower() not in _FILLER for w in (x, h)) \
+                and x.lower() not in _NOT_QUALIFIERS:
+            out.setdefault(h.lower().removesuffix("'s"), set()).add(x.lower().removesuffix("'s"))
     return out
 
 
-_NOUN_PHRASE = re.compile(r"\b(?:the|a|an|our|their|your|my|this|that|its)\s+([A-Za-z][\w-]*)\s+([A-Za-z][\w-]*(?:'s)?)",
-                          re.I)
+# (after an article, or opening the sentence: "Staging's database password …")
+_NOUN_PHRASE = re.compile(r"(?:\b(?:[Tt]he|[Aa]n?|[Oo]ur|[Tt]heir|[Yy]our|[Mm]y|[Tt]his|[Tt]hat|[Ii]ts)\s+|^\W*)"
+                          r"([A-Za-z][\w-]*(?:'s)?)\s+([A-Za-z][\w-]*(?:'s)?)")
+
+
+@functools.lru_cache(maxsize=16384)
+def _places(sentence: str) -> frozenset[str]:
+    """The environments, regions and sides a sentence names ("staging", "prod", "EU",
+    "the admin app"): a thing said of one is not said of another."""
+    return frozenset(_PLACE_SAME.get(w.lower(), w.lower()) for w in re.findall(r"[A-Za-z]+", sentence)
+                     if w.lower() in _PLACE_WORDS or w in _PLACE_ACRONYMS)
+
+
+_PLACE_WORDS = frozenset("""staging stage production prod dev development qa uat sandbox preview canary
+web mobile desktop admin frontend backend ios android""".split())
+_PLACE_ACRONYMS = frozenset("EU US UK APAC EMEA LATAM".split())
+_PLACE_SAME = {"prod": "production", "stage": "staging", "development": "dev"}
 _NOT_QUALIFIERS = frozenset("""new old current latest previous earlier updated revised final actual real correct right
 same proper agreed official usual default whole other""".split())
 

@@ -119,3 +119,21 @@ def test_a_value_said_again_as_no_longer_so_still_replaces() -> None:
     new = "The on-call lead is no longer Mei Lin."
     ledger = merged(old, new)
     assert not current(ledger, old)
+
+
+def test_two_places_said_any_way_are_two_subjects() -> None:
+    # (a possessive, a leading "for", a setting per environment, two regions, a parenthesis)
+    for old, new in [("Canary's session key expires every 12 hours.", "Primary's session key expires every 48 hours."),
+                     ("For staging, the API key rotates every 30 days.", "For production, the API key rotates every 90 days."),
+                     ("Set POOL_SIZE to 20 for prod.", "Set POOL_SIZE to 5 for staging."),
+                     ("The EU shard timeout is 30 seconds.", "The US shard timeout is 60 seconds."),
+                     ("Request body limit (mobile): 300 KB.", "Request body limit (desktop): 2 MB.")]:
+        ledger = merged(old, new)
+        assert current(ledger, old) and current(ledger, new), old
+
+
+def test_one_place_changed_still_replaces() -> None:
+    old = "For staging, the API key rotates every 30 days."
+    new = "For staging, the API key now rotates every 14 days."
+    ledger = merged(old, new)
+    assert replaced(ledger, old) and current(ledger, new)
