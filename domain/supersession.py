@@ -460,7 +460,8 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
                   and not _two_units(item.anchors, o.anchors) and types & _value_types(o.value)
                   and not _caseless_fact(o.value) and (k in by_key)]
     named = [(k, o) for k, o, theirs in candidates
-             if len(mine & theirs) * 2 > len(theirs) and _names_old_value(item.value, o.value)]
+             if len(mine & theirs) * 2 > len(theirs) and _names_old_value(item.value, o.value)
+             and not _apart(item.value, o.value)]  # (two subjects: flagged at most, ADR 0110 amended)
     if len(named) == 1:
         (k, o), = named
         del by_key[k]
