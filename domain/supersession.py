@@ -345,16 +345,17 @@ def _noun_heads(sentence: str) -> dict[str, set[str]]:
     back"), and neither does a word of change ("the new timeout")."""
     out: dict[str, set[str]] = {}
     for m in _NOUN_PHRASE.finditer(sentence):
-        x, h = m.group(1), m.group(2)
+        x, h = m.group(1) or m.group(2), m.group(3)
         if all((len(w) > 2 or w.isupper()) and w.lower() not in _STOP and w.lower() not in _FILLER for w in (x, h)) \
                 and x.lower() not in _NOT_QUALIFIERS:
             out.setdefault(h.lower().removesuffix("'s"), set()).add(x.lower().removesuffix("'s"))
     return out
 
 
-# (after an article, or opening the sentence: "Staging's database password …")
-_NOUN_PHRASE = re.compile(r"(?:\b(?:[Tt]he|[Aa]n?|[Oo]ur|[Tt]heir|[Yy]our|[Mm]y|[Tt]his|[Tt]hat|[Ii]ts)\s+|^\W*)"
-                          r"([A-Za-z][\w-]*(?:'s)?)\s+([A-Za-z][\w-]*(?:'s)?)")
+# (after an article, or a possessive opening the sentence: "Staging's database password …";
+# any other first word may be a verb, "Bump boto3 to …" / "Bumped boto3 to …")
+_NOUN_PHRASE = re.compile(r"(?:\b(?:[Tt]he|[Aa]n?|[Oo]ur|[Tt]heir|[Yy]our|[Mm]y|[Tt]his|[Tt]hat|[Ii]ts)\s+"
+                          r"([A-Za-z][\w-]*(?:'s)?)|^\W*([A-Za-z][\w-]*'s))\s+([A-Za-z][\w-]*(?:'s)?)")
 
 
 _NOT_QUALIFIERS = frozenset("""new old current latest previous earlier updated revised final actual real correct right

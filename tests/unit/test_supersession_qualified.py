@@ -121,11 +121,15 @@ def test_a_value_said_again_as_no_longer_so_still_replaces() -> None:
     assert not current(ledger, old)
 
 
-def test_a_possessive_or_opening_qualifier_makes_two_subjects() -> None:
-    for old, new in [("Canary's session key expires every 12 hours.", "Primary's session key expires every 48 hours."),
-                     ("Mobile request body limit is 300 KB.", "Desktop request body limit is 2 MB.")]:
+def test_a_possessive_qualifier_makes_two_subjects() -> None:
+    for old, new in [("Canary's session key expires every 12 hours.", "Primary's session key expires every 48 hours.")]:
         ledger = merged(old, new)
         assert current(ledger, old) and current(ledger, new), old
+
+
+def test_a_verb_opening_the_sentence_qualifies_nothing() -> None:
+    ledger = merged("Pin pydantic==2.7.4 for now.", "Bumped pydantic to 2.8.2 in the lockfile.")
+    assert not current(ledger, "Pin pydantic==2.7.4 for now.")
 
 
 def test_one_place_changed_still_replaces() -> None:
