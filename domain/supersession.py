@@ -330,6 +330,9 @@ def _apart(new: str, old: str) -> bool:
     heads_new, heads_old = _noun_heads(new), _noun_heads(old)
     if any(heads_new[h] - heads_old[h] and heads_old[h] - heads_new[h] for h in heads_new.keys() & heads_old.keys()):
         return True
+    scope_new, scope_old = _scopes(new), _scopes(old)
+    if scope_new and scope_old and not scope_new & scope_old:
+        return True  # ("For staging, …" / "For production, …"; "… 20 for prod." / "… 5 for staging.")
     paths_new, paths_old = _paths(new), _paths(old)
     if paths_new and paths_old and not paths_new & paths_old:
         return True
@@ -338,6 +341,18 @@ def _apart(new: str, old: str) -> bool:
 
 _PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+(?:\.\w+)?|\b[\w-]+\.(?:toml|ya?ml|json|ini|cfg|conf|env|py|ts|js|"
                    r"go|rs|sql|sh|properties|lock|tf)\b")
+
+
+@functools.lru_cache(maxsize=16384)
+def _scopes(sentence: str) -> frozenset[str]:
+    """Where a whole sentence holds, said as one word opening it before a comma or closing
+    it: "For staging, the API key …", "Set POOL_SIZE to 20 for prod."."""
+    return frozenset(m.group(1).lower() for p in _SCOPE for m in p.finditer(sentence)
+                     if m.group(1).lower() not in _STOP)
+
+
+_SCOPE = (re.compile(r"^\W*(?:for|in|on)\s+(?:the\s+)?([A-Za-z][\w-]*)\s*,", re.I),
+          re.compile(r"\b(?:for|in|on)\s+(?:the\s+)?([A-Za-z][\w-]*)\s*[.!]?\s*$", re.I))
 
 
 @functools.lru_cache(maxsize=16384)

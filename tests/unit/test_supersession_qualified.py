@@ -127,6 +127,15 @@ def test_a_possessive_qualifier_makes_two_subjects() -> None:
         assert current(ledger, old) and current(ledger, new), old
 
 
+def test_a_scope_opening_or_closing_the_sentence_makes_two_subjects() -> None:
+    for old, new in [("For staging, the API key rotates every 30 days.", "For production, the API key rotates every 90 days."),
+                     ("Set POOL_SIZE to 20 for prod.", "Set POOL_SIZE to 5 for staging.")]:
+        ledger = merged(old, new)
+        assert current(ledger, old) and current(ledger, new), old
+    ledger = merged("Set POOL_SIZE to 20 for prod.", "Set POOL_SIZE to 40 for prod.")
+    assert replaced(ledger, "Set POOL_SIZE to 20 for prod.")
+
+
 def test_a_verb_opening_the_sentence_qualifies_nothing() -> None:
     ledger = merged("Pin pydantic==2.7.4 for now.", "Bumped pydantic to 2.8.2 in the lockfile.")
     assert not current(ledger, "Pin pydantic==2.7.4 for now.")
