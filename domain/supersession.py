@@ -348,11 +348,14 @@ def _scopes(sentence: str) -> frozenset[str]:
     """Where a whole sentence holds, said as one word opening it before a comma or closing
     it: "For staging, the API key …", "Set POOL_SIZE to 20 for prod."."""
     return frozenset(m.group(1).lower() for p in _SCOPE for m in p.finditer(sentence)
-                     if m.group(1).lower() not in _STOP)
+                     if m.group(1).lower() not in _STOP and m.group(1).lower() not in _NO_SCOPE)
 
 
-_SCOPE = (re.compile(r"^\W*(?:for|in|on)\s+(?:the\s+)?([A-Za-z][\w-]*)\s*,", re.I),
+_SCOPE = (re.compile(r"^\W*(?:for|in|on)\s+([A-Za-z][\w-]*)\s*,", re.I),
           re.compile(r"\b(?:for|in|on)\s+(?:the\s+)?([A-Za-z][\w-]*)\s*[.!]?\s*$", re.I))
+# (talk, not a place: "For now, …", "In short, …", "… for the record.")
+_NO_SCOPE = frozenset("""now example instance reference context clarity completeness once sure today tomorrow
+general short practice fact particular theory total summary record time reflection balance top addition""".split())
 
 
 @functools.lru_cache(maxsize=16384)
