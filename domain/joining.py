@@ -195,8 +195,9 @@ def _belongs_to(before: str, s: str) -> bool:
     if _asks(before) and len(_CASELESS.findall(s)) < 4 and ((_answer(s) and _fits(before, s)) or (_SOFT_PREFERENCE.search(s) is not None
                                          and not subject_words(_SOFT_PREFERENCE.sub(" ", s)))):
         return True  # (ADR 0096: "When's the freeze? March 3, last I heard.", "Emojis? Hard pass.")
-    if _asks_yes_no(before) and _YES_NO_ANSWER.match(s):
-        return True  # ("Should the export keep archived projects? Yes, keep them.")
+    if _asks_yes_no(before) and (_YES_NO_ANSWER.match(s) or _UNANSWERED.match(s)):
+        # ("Should the export keep archived projects? Yes, keep them." / "... Still undecided.")
+        return True
     if value_before and not value_here and _AFTERTHOUGHT.match(s):
         return True  # ("40 connections is the ceiling. For the connection pool ceiling, that is.")
     if value_before and not value_here and (not subject_words(before) or _value_less_rule(s)):

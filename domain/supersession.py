@@ -50,6 +50,14 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             continue
         if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
             continue
+        if _restated(item.value, other.value):
+            # (the same sentence said again behind a tag, "[note] Step 3 of 5 done: …": one
+            # item, the newest, no mark; a value said again changes nothing, ADR 0110 amended)
+            del by_key[other_k]
+            item = replace(item, kind=other.kind if item.kind in (UPDATE, STATEMENT) else item.kind,
+                           first_seq=min(item.first_seq, other.first_seq), count=item.count + other.count)
+            matched = True
+            continue
         if other.seq == item.seq and not (says_change or _CHANGE.search(item.value)):
             # (lines of one message are a list, not a history: forty "PASSED tests/…::test_k"
             # lines replaced one another and each was reported lost; "… Actually, 9090." still is)
@@ -90,6 +98,17 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
         if carries and _types_apart(item.value, other.value):
             # (a value of another type is another fact of the subject, ADR 0110: "the export
             # window is 40 minutes" / "the export window review is on Friday")
+            unmatched.append((other_k, other))
+            continue
+        if _same_values(item.value, other.value):
+            # (the same value said again in other words, "Sven Lund is still the release
+            # manager": nothing changed, so nothing is marked; both kept)
+            unmatched.append((other_k, other))
+            continue
+        if _apart(item.value, other.value):
+            # (two subjects that share words, whichever rule matched them (ADR 0110 amended):
+            # "the staging database password" / "the production database password", a
+            # setting in two files, one measurement given as the reason of two decisions)
             unmatched.append((other_k, other))
             continue
         if other.kind == TASK and item.kind in (UPDATE, STATEMENT) and not (
@@ -157,6 +176,9 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
             # (a version's subject is its package, one word: "redis-py comes out as 5.0.8" /
             # "move redis-py off the old pin onto 4.6.0"; flagged only)
             found.append((1, k, o, types, {f"|{package}"}))
+    # (two subjects by the rule every route asks, ADR 0110 amended; asked of the few
+    # candidates only: the loop above is over every earlier item)
+    found = [f for f in found if not _apart(item.value, f[2].value)]
     if not found:
         return item, False
     best = max(f[0] for f in found)
@@ -253,6 +275,141 @@ def _qualified_apart(a: dict[str, frozenset[str]], b: dict[str, frozenset[str]])
     return any(heads_a[h] - heads_b[h] and heads_b[h] - heads_a[h] for h in heads_a.keys() & heads_b.keys())
 
 
+def _restated(new: str, old: str) -> bool:
+    """The same sentence said again, behind a tag or not ("[note] Step 3 of 5 done: the
+    cutover." / "Step 3 of 5 done: the cutover."), or quoted whole in the later one with
+    no word of change, negation or staleness around it ("Status: step 3 of 5 done, the
+    cutover."): no change of its value, and the later one states all of it."""
+    if _bare(new) == _bare(old):
+        return True
+    a, b = _tokens(new), _tokens(old)
+    at = a.find(b) if b.count(" ") >= 4 else -1  # (three words at least: " w1 w2 w3 ")
+    if at < 0:
+        return False
+    extra = a[:at] + a[at + len(b) - 1:]
+    return not (_NEGATED.search(extra) or _CHANGE.search(extra) or _UPDATE.search(extra) or _STALE.search(extra))
+
+
+# (said of the quoted sentence: it no longer holds)
+_STALE = re.compile(r"\b(?:wrong|incorrect|outdated|stale|obsolete|old|was|were|used to|previously|formerly|earlier|"
+                    r"until|before|except|but|then|later)\b")
+
+
+@functools.lru_cache(maxsize=16384)
+def _tokens(sentence: str) -> str:
+    """The sentence's words, case and punctuation aside, each between spaces."""
+    return " " + " ".join(_WORD_OR_SIGN.findall(sentence.casefold())) + " "
+
+
+_WORD_OR_SIGN = re.compile(r"[^\W_]+|[$\u20ac\u00a3%]")
+
+
+@functools.lru_cache(maxsize=16384)
+def _bare(sentence: str) -> str:
+    return " ".join(_TAGS.sub("", sentence).casefold().split()).rstrip(".!;: ")
+
+
+# (tags and a one- or two-word label before the sentence: "[pA:78] ", "Reminder: ")
+_TAGS = re.compile(r"^(?:\s*\[[^\[\]\n]{1,40}\])*\s*(?:[A-Za-z]+(?: [A-Za-z]+)?:\s+)?")
+
+
+def _same_values(new: str, old: str) -> bool:
+    """The later sentence states the values the earlier one states, no other and no change
+    of them ("The release manager is Sven Lund." / "Sven Lund is still the release
+    manager."): a value said again, not replaced."""
+    values = _whole_values(new)
+    return bool(values) and values == _whole_values(old) and not _says(_CHANGE, new) and not _says(_UPDATE, new) \
+        and not _says(_NEGATED, new)
+
+
+def _whole_values(sentence: str) -> frozenset[str]:
+    vs = _said_values(sentence)  # (one value said once: "mei lin", not also "mei")
+    return frozenset(v for v in vs if not any(v != w and v in w.split() for w in vs))
+
+
+_NEGATED = re.compile(r"\b(?:not|no|never|none|nobody|no one)\b|n't\b", re.I)
+
+
+@functools.lru_cache(maxsize=16384)
+def _apart(new: str, old: str) -> bool:
+    """Two sentences about two subjects, however many anchors they share (ADR 0110
+    amended): a phrase each qualifies with another word ("staging database" / "production
+    database", "web app" / "admin app"), each names its own file ("in config/prod.toml" /
+    "in config/staging.toml"), or the values are the reasons of two decisions ("We cache
+    the catalog because the upstream p99 is 800 ms" / "We batch the writes because ...")."""
+    heads_new, heads_old = _noun_heads(new), _noun_heads(old)
+    if any(heads_new[h] - heads_old[h] and heads_old[h] - heads_new[h] for h in heads_new.keys() & heads_old.keys()):
+        return True
+    scope_new, scope_old = _scopes(new), _scopes(old)
+    if scope_new and scope_old and not scope_new & scope_old:
+        return True  # ("For staging, …" / "For production, …"; "… 20 for prod." / "… 5 for staging.")
+    paths_new, paths_old = _paths(new), _paths(old)
+    if paths_new and paths_old and not paths_new & paths_old:
+        return True
+    return _reasons_apart(new, old)
+
+
+_PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w-]+(?:\.\w+)?|\b[\w-]+\.(?:toml|ya?ml|json|ini|cfg|conf|env|py|ts|js|"
+                   r"go|rs|sql|sh|properties|lock|tf)\b")
+
+
+@functools.lru_cache(maxsize=16384)
+def _scopes(sentence: str) -> frozenset[str]:
+    """Where a whole sentence holds, said as one word opening it before a comma or closing
+    it: "For staging, the API key …", "Set POOL_SIZE to 20 for prod."."""
+    return frozenset(m.group(1).lower() for p in _SCOPE for m in p.finditer(sentence)
+                     if m.group(1).lower() not in _STOP and m.group(1).lower() not in _NO_SCOPE)
+
+
+_SCOPE = (re.compile(r"^\W*(?:for|in|on)\s+([A-Za-z][\w-]*)\s*,", re.I),
+          re.compile(r"\b(?:for|in|on)\s+(?:the\s+)?([A-Za-z][\w-]*)\s*[.!]?\s*$", re.I))
+# (talk, not a place: "For now, …", "In short, …", "… for the record.")
+_NO_SCOPE = frozenset("""now example instance reference context clarity completeness once sure today tomorrow
+general short practice fact particular theory total summary record time reflection balance top addition""".split())
+
+
+@functools.lru_cache(maxsize=16384)
+def _paths(sentence: str) -> frozenset[str]:
+    return frozenset(_PATH.findall(sentence))
+
+
+@functools.lru_cache(maxsize=16384)
+def _noun_heads(sentence: str) -> dict[str, set[str]]:
+    """The word that qualifies each noun after an article ("the staging database", "for
+    the web app": "database" by "staging", "app" by "web"), by that noun. Only after an
+    article: a verb before a noun qualifies nothing ("CI uses node" / "we rolled node
+    back"), and neither does a word of change ("the new timeout")."""
+    out: dict[str, set[str]] = {}
+    for m in _NOUN_PHRASE.finditer(sentence):
+        x, h = m.group(1) or m.group(2), m.group(3)
+        if all((len(w) > 2 or w.isupper()) and w.lower() not in _STOP and w.lower() not in _FILLER for w in (x, h)) \
+                and x.lower() not in _NOT_QUALIFIERS:
+            out.setdefault(h.lower().removesuffix("'s"), set()).add(x.lower().removesuffix("'s"))
+    return out
+
+
+# (after an article, or a possessive opening the sentence: "Staging's database password …";
+# any other first word may be a verb, "Bump boto3 to …" / "Bumped boto3 to …")
+_NOUN_PHRASE = re.compile(r"(?:\b(?:[Tt]he|[Aa]n?|[Oo]ur|[Tt]heir|[Yy]our|[Mm]y|[Tt]his|[Tt]hat|[Ii]ts)\s+"
+                          r"([A-Za-z][\w-]*(?:'s)?)|^\W*([A-Za-z][\w-]*'s))\s+([A-Za-z][\w-]*(?:'s)?)")
+
+
+_NOT_QUALIFIERS = frozenset("""new old current latest previous earlier updated revised final actual real correct right
+same proper agreed official usual default whole other""".split())
+
+
+def _reasons_apart(new: str, old: str) -> bool:
+    """Each states its values only in a reason clause, after a main clause of other words:
+    the reasons of two decisions, not two values of one measure."""
+    a, b = _REASON_SPAN.search(new), _REASON_SPAN.search(old)
+    if not (a and b) or _said_values(new[:a.start()]) or _said_values(old[:b.start()]):
+        return False
+    if not (_said_values(a.group(0)) and _said_values(b.group(0))):
+        return False
+    words_a, words_b = _key_words(new[:a.start()]), _key_words(old[:b.start()])
+    return bool(words_a and words_b) and not words_a & words_b
+
+
 def _by_head(pairs: dict[str, frozenset[str]]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for p in pairs:
@@ -347,7 +504,8 @@ def _named_otherwise(item: Item, unmatched: list[tuple[tuple[str, str], Item]],
                   and not _two_units(item.anchors, o.anchors) and types & _value_types(o.value)
                   and not _caseless_fact(o.value) and (k in by_key)]
     named = [(k, o) for k, o, theirs in candidates
-             if len(mine & theirs) * 2 > len(theirs) and _names_old_value(item.value, o.value)]
+             if len(mine & theirs) * 2 > len(theirs) and _names_old_value(item.value, o.value)
+             and not _apart(item.value, o.value)]  # (two subjects: flagged at most, ADR 0110 amended)
     if len(named) == 1:
         (k, o), = named
         del by_key[k]
@@ -616,11 +774,12 @@ def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
             # is on March 3." unmarked in the Objective)
             # (marked before it: its value may be in its first half; not a current one alike)
             note, head = f"(superseded at {old.key}) ", old.value[:MARK_PREFIX]
-            alike = [i.value for i in ledger.items if i.value.startswith(head)]
+            # (nor inside a current one that quotes it: "[note] Step 3 of 5 done: …")
+            alike = [(i.value, i.value.find(head)) for i in ledger.items if head in i.value]
             parts, last, n = [], 0, 0
             for m in re.finditer(re.escape(head), text):
                 if not _MARKED.search(text, max(0, m.start() - 40), m.start()) and not any(
-                        text.startswith(v, m.start()) for v in alike):
+                        at <= m.start() and text.startswith(v, m.start() - at) for v, at in alike):
                     parts += [text[last:m.start()], note]
                     last, n = m.start(), n + 1
             text = "".join(parts) + text[last:]
