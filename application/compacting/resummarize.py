@@ -27,8 +27,9 @@ from ..runtime.services import Services
 from ..runtime.turncontext import budget_for
 
 
-def _covered_by(cmd: c.Resummarize, svc: Services) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
-    """The session, the checkpoint, its parent and the messages it covered as committed."""
+def _covered_by(cmd: c.Resummarize, svc: Services) -> tuple[Any, Any, Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The session, the checkpoint, its parent, the messages it covered and the tail it
+    kept, as committed."""
     session = svc.read_model.session(cmd.session_id)
     if session is None:
         raise SessionNotFound(f"session {cmd.session_id!r} does not exist")
@@ -53,11 +54,19 @@ def _covered_by(cmd: c.Resummarize, svc: Services) -> tuple[Any, Any, Any, list[
     ]
     if not covered:
         raise InvalidCommand(f"checkpoint {cmd.checkpoint_id!r} covers no stored message")
-    return session, cp, parent, covered
+    kept = [
+        m
+        for m in svc.read_model.messages(
+            cmd.session_id, from_seq=cp.first_retained_seq, upto_seq=as_committed.next_seq - 1,
+            include_invalidated=True,
+        )
+        if as_committed.is_visible(m["seq"])
+    ]
+    return session, cp, parent, covered, kept
 
 
 def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
-    session, cp, parent, covered = _covered_by(cmd, svc)
+    session, cp, parent, covered, kept = _covered_by(cmd, svc)
     summarizer = svc.summarizer
     if cmd.summarizer is not None:
         if svc.summarizer_named is None:
@@ -100,6 +109,7 @@ def resummarize(cmd: c.Resummarize, svc: Services) -> r.ResummarizeResult:
         budget_tokens=built.ledger_tokens,
         count=count,
         previous_summary=parent.summary if parent else None,
+        retained=kept,  # (as the commit read it: what the tail states is no loss, ADR 0109)
     )
     named = getattr(summarizer, "provider_kind", None) or cmd.summarizer or summarizer_name(svc)
     return r.ResummarizeResult(

@@ -72,3 +72,25 @@ def test_any_summarizer_is_checked_a_dropped_fact_listed_a_restated_one_not(make
     kept = [d for cp in _drive(restates) for d in (cp.get("ledger") or {}).get("dropped_items") or ()
             if "s3://finance-reports/recon" in d["value"]]
     assert kept == []
+
+
+def test_resummarize_reports_what_the_commit_reported_for_the_same_summary(make_harness: MakeHarness) -> None:
+    # Before: resummarize checked without the kept tail, and listed sentences the tail
+    # still stated ("Fixed on March N."): 83 entries where the commit listed 55.
+    h = make_harness("w", summarizer="extractive",
+                     context_compaction={"keep_recent_tokens": 200, "reserve_tokens": 2_000})
+    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    pad = " I read the code around it and nothing else has to change today." * 4
+    messages = []
+    for n in range(60):
+        messages += [{"role": "user", "content": f"Why does case_{n} fail on CI? It fails 3 of 10 runs since a{n}f.{pad}"},
+                     {"role": "assistant", "content": f"The failure is in src/app/mod{n}.py line {n * 3}: the fixture "
+                                                      f"leaks. Fixed on March {n % 28 + 1}.{pad}"}]
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": messages}))
+    ok(h.do({"type": "append_messages", "session_id": SID, "messages": [
+        {"role": "user", "content": "next"}, {"role": "assistant", "content": "ok"}]}))
+    committed = ok(h.do({"type": "compact", "session_id": SID, "up_to_seq": 60}))
+    again = ok(h.do({"type": "resummarize", "session_id": SID, "checkpoint_id": committed["checkpoint_id"]}))
+    assert again["summary"] == again["committed_summary"]
+    assert sorted((d["kind"], d["seq"]) for d in again["ledger"]["dropped_items"]) == \
+        sorted((d["kind"], d["seq"]) for d in committed["ledger"]["dropped_items"])
