@@ -177,6 +177,7 @@ Today Tomorrow Yesterday Tonight Everyone Everybody Someone Somebody Nobody Most
 Other Others Such Same Whatever Whenever Wherever Instead Perhaps Probably Possibly Clearly Anything
 Everything Good Fine Cool Perfect Right Wrong True False Yep Nope Well Welcome Thank Hope Glad Happy
 Followup Heads Quick Small Big Last Both Every All Any No Not None One Ones Our My Your Their His Her
+Noted Understood Acknowledged Ack Roger Gotcha Got Indeed Certainly Absolutely Exactly Definitely
 """.split())
 
 

@@ -129,3 +129,10 @@ def test_a_one_off_request_is_no_statement_a_standing_instruction_is() -> None:
     assert asked == []
     standing = said_in([(2, "user", "Keep the export under 40 seconds per batch from now on.")])
     assert [s.text for s in standing] == ["Keep the export under 40 seconds per batch from now on."]
+
+
+def test_an_acknowledgement_is_no_value() -> None:
+    # (the review of ADR 0109: "Noted." read as a capitalised name, and every assistant
+    # turn opening with it was listed as a loss)
+    assert values("Noted.") == [] and values("Understood.") == []
+    assert values("Warning, for now.") == ["warning"]  # (a word said alone as an answer still is)
