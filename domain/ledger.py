@@ -27,9 +27,10 @@ from . import remarks
 from .followups import resolve
 from .joining import asked_last, sentences
 from .splitting import clip
-from .supersession import mark_superseded, stated_text, supersede
+from .marks import mark_superseded, stated_text, unmarked_within
+from .supersession import supersede
 from .checklist import HEADING as CHECKLIST_HEADING
-from .summary import SourceEntry
+from .summary import SourceEntry, insert_lines
 
 Count = Callable[[str], int]
 
@@ -355,7 +356,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
     report = LedgerReport(items_total=len(ledger.items))
     text, report.marked_superseded = mark_superseded(summary, ledger)
     if report.marked_superseded and count(text) - count(summary) > budget_tokens:
-        text, report.marked_superseded = _unmarked_within(text, summary, budget_tokens, count)
+        text, report.marked_superseded = unmarked_within(text, summary, budget_tokens, count)
     stated = stated_text(text)
     missing = []
     remarks = 0  # (the remarks' share holds for what the summary states too, not only for what is written back)
@@ -388,26 +389,7 @@ def verify(summary: str, ledger: Ledger, budget_tokens: int, count: Count,
         written += "\n" + line
         additions.setdefault(heading, []).append(line)
         report.restored += 1
-    return _insert(text, additions), report
-
-
-def _unmarked_within(text: str, summary: str, budget_tokens: int, count: Count) -> tuple[str, int]:
-    """``text`` (``summary`` with superseded marks) within ``budget_tokens`` more than
-    ``summary``: the marks spend the write-back's room (issue 44), and a marked line they
-    have no room for is left out, newest first, with its stale value (a superseded value
-    never reads as current; ``verify_summary`` reports it as leaving). The marks left."""
-    lines, before = text.splitlines(), summary.splitlines()
-    if len(lines) != len(before):  # (a mark never adds a line: kept as it is, not guessed)
-        return text, sum(ln.count("(superseded ") for ln in lines) - sum(ln.count("(superseded ") for ln in before)
-    marked = [n for n, (new, old) in enumerate(zip(lines, before)) if new != old]
-    out = set()
-    for n in reversed(marked):
-        if count("\n".join(ln for k, ln in enumerate(lines) if k not in out)) - count(summary) <= budget_tokens:
-            break
-        out.add(n)
-    kept = [n for n in marked if n not in out]
-    marks = sum(lines[n].count("(superseded ") - before[n].count("(superseded ") for n in kept)
-    return "\n".join(ln for k, ln in enumerate(lines) if k not in out), marks
+    return insert_lines(text, additions), report
 
 
 def present(text: str, item: LedgerItem) -> bool:
@@ -445,25 +427,6 @@ def _continues(text: str, i: int, step: int, joiners: str) -> bool:
         return True
     j = i + step
     return text[i] in joiners and 0 <= j < len(text) and _is_word(text[j])
-
-
-def _insert(summary: str, additions: dict[str, list[str]]) -> str:
-    """Append lines at the end of their ``## Heading`` sections (created when absent)."""
-    if not additions:
-        return summary
-    lines = summary.splitlines()
-    for heading, new in additions.items():
-        start = next((n for n, ln in enumerate(lines) if ln.strip() == f"## {heading}"), None)
-        if start is None:
-            lines += ["", f"## {heading}", *new]
-            continue
-        end = next((n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines))
-        body = [ln for ln in lines[start + 1 : end] if ln.strip() not in ("None.", "None")]
-        while body and not body[-1].strip():
-            body.pop()
-        tail = [""] if end < len(lines) else []
-        lines[start + 1 : end] = body + new + tail
-    return "\n".join(lines)
 
 
 def _squash(text: str) -> str:

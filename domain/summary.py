@@ -348,3 +348,22 @@ def parse_sections(summary: str) -> dict[str, list[str]]:
         elif current is not None and line.strip():
             current.append(line.rstrip())
     return sections
+
+
+def insert_lines(summary: str, additions: dict[str, list[str]]) -> str:
+    """Append lines at the end of their ``## Heading`` sections (created when absent)."""
+    if not additions:
+        return summary
+    lines = summary.splitlines()
+    for heading, new in additions.items():
+        start = next((n for n, ln in enumerate(lines) if ln.strip() == f"## {heading}"), None)
+        if start is None:
+            lines += ["", f"## {heading}", *new]
+            continue
+        end = next((n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines))
+        body = [ln for ln in lines[start + 1 : end] if ln.strip() not in ("None.", "None")]
+        while body and not body[-1].strip():
+            body.pop()
+        tail = [""] if end < len(lines) else []
+        lines[start + 1 : end] = body + new + tail
+    return "\n".join(lines)

@@ -17,7 +17,7 @@ from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerR
                                               stated_text, verify)
 from context_compaction.domain import coverage
 from context_compaction.domain.cues import CATCH_ALL
-from context_compaction.domain.supersession import still_stated
+from context_compaction.domain.marks import still_stated
 from context_compaction.domain.messages import MessageRecord
 from context_compaction.domain.provenance import clean_citations
 from context_compaction.domain.summary import (SourceEntry, SummarySource, build_summary_source, content_text,

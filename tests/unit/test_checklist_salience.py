@@ -151,11 +151,11 @@ def test_a_person_named_by_first_name_alone_at_the_start_is_a_person() -> None:
 def test_merging_items_about_unrelated_subjects_tests_no_value_pairwise(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # (review of issue 44: 400 short fact messages took 10 s to compact, most of it the
     # value regexes run on every earlier item for every new one, subjects unrelated)
-    from context_compaction.domain import checklist, joining, supersession
+    from context_compaction.domain import checklist, joining, subjects
 
     calls = []
     real = checklist._has_value
-    for module in (checklist, joining, supersession):  # (extraction's and the merge's value tests)
+    for module in (checklist, joining, subjects):  # (extraction's and the merge's value tests)
         monkeypatch.setattr(module, "_has_value", lambda s: calls.append(s) or real(s))
     nouns = ("billing", "search", "export", "import", "ledger", "mailer", "scheduler", "gateway", "uploader", "indexer",
              "crawler", "renderer", "notifier", "archiver", "resolver", "tracker", "sampler", "planner", "builder",
@@ -179,13 +179,13 @@ def test_progress_on_two_numbered_units_is_two_facts() -> None:
 def test_merging_items_that_share_an_anchor_tests_each_value_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # (review of issue 44: "Nobody knows the owner of Queue7." 400 times, each pair sharing
     # "nobody knows", compacted 8x slower than before ADR 0083: values re-tested per pair)
-    from context_compaction.domain import checklist, joining, supersession
+    from context_compaction.domain import checklist, joining, subjects
 
     calls = []
     real = checklist._has_value
-    for module in (checklist, joining, supersession):  # (extraction's and the merge's value tests)
+    for module in (checklist, joining, subjects):  # (extraction's and the merge's value tests)
         monkeypatch.setattr(module, "_has_value", lambda s: calls.append(s) or real(s))
-    getattr(supersession._carries_value, "cache_clear", lambda: None)()
+    getattr(subjects._carries_value, "cache_clear", lambda: None)()
     texts = [f"Nobody knows the owner of queue_{n}." for n in range(40)]
     ledger = merged(*texts)
     assert len([i for i in ledger.items if i.value in texts]) == len(texts)

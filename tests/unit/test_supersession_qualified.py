@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from context_compaction.domain.ledger import Ledger, LedgerItem, extract
 from context_compaction.domain.summary import SourceEntry
-from context_compaction.domain.supersession import mark_superseded
+from context_compaction.domain.marks import mark_superseded
 
 
 def merged(*said: str, role: str = "user") -> Ledger:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from context_compaction.domain.checklist import checklist_items
 from context_compaction.domain.ledger import Ledger, extract
 from context_compaction.domain.summary import SourceEntry
-from context_compaction.domain.supersession import mark_superseded
+from context_compaction.domain.marks import mark_superseded
 
 PASTED = "Done. Output:\n" + "\n".join(f"PASSED tests/test_x.py::test_{k} [{k}%]" for k in range(40))
 

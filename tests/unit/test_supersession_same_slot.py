@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from context_compaction.domain.ledger import Ledger, LedgerItem, extract
 from context_compaction.domain.summary import SourceEntry
-from context_compaction.domain.supersession import mark_superseded, still_stated
+from context_compaction.domain.marks import mark_superseded, still_stated
 
 
 def merged(*said: tuple[str, str]) -> Ledger:
