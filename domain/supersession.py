@@ -17,11 +17,12 @@ from .checklist import _caseless_fact
 from .cues import (_NAME, _UPDATE, SETTING_TEXT,
                    STATEMENT, TASK, UPDATE, VERSIONED)
 from .subjects import (
-    Item, _CHANGE, _NOW, _PROGRESS, _VALUE_KINDS, _apart,
+    Item, _CHANGE, _NOW, _PROGRESS, _VALUE_KINDS,
     _carries_value, _did, _key_words, _names_old_value, _new_value, _qualified_apart,
     _rephrased, _restated, _same_subject, _same_values, _says, _sets_value,
     _shared_subject, _subject_pairs, _two_units, _typed_values, _types_apart, _value_types,
 )
+from .qualifiers import _apart
 from .versions import (
     _another_version, _caseless_version, _one_package, _one_package_named, _packages, _two_packages,
 )
