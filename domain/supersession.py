@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from .coverage import code_like
 from .checklist import _caseless_fact
-from .cues import (_NAME, _UPDATE, SETTING_TEXT,
-                   STATEMENT, TASK, UPDATE, VERSIONED)
+from .cues import (_NAME, _UPDATE, _VERSION, SETTING_TEXT,
+                   PREFERENCE, STATEMENT, TASK, UPDATE, VERSIONED)
 from .subjects import (
     Item, _CHANGE, _NOW, _PROGRESS, _VALUE_KINDS,
     _carries_value, _did, _key_words, _names_old_value, _new_value, _qualified_apart,
@@ -24,7 +24,7 @@ from .subjects import (
 )
 from .qualifiers import _apart
 from .versions import (
-    _another_version, _caseless_version, _one_package, _one_package_named, _packages, _two_packages,
+    _another_version, _caseless_version, _one_package, _one_package_named, _packages, _said, _two_packages,
 )
 
 
@@ -80,9 +80,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 continue
         elif not carries and _carries_value(other.value):
             continue
-        elif item.kind == other.kind == VERSIONED and not _one_package(item.value, other.value, mine & theirs):
+        elif item.kind == other.kind == VERSIONED and (not _one_package(item.value, other.value, mine & theirs)
+                                                        or _two_pinned(item.value, other.value)):
             # (two packages that share a word: "Python 3.11.9" / "the Python client library is
-            # at 0.27.2" — the word qualifies another package there, ADR 0110)
+            # at 0.27.2" — the word qualifies another package there, ADR 0110; or one template
+            # for two, "ran pip install 'numpy==…'" / "… 'scipy==…'", ADR 0114)
             unmatched.append((other_k, other))
             continue
         elif not _same_subject(mine, theirs, item.anchors, other.anchors) and not (carries and not _two_units(item.anchors, other.anchors)
@@ -130,6 +132,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
+        elif item.kind in _WORDED_KINDS and other.kind in _VALUE_KINDS and other.doubt is None and carries \
+                and _typed_values(item.value).keys() & _typed_values(other.value).keys():
+            # (a new value said inside a report or a wish, "retested; the limit sits at 40",
+            # was matched and changed nothing: the old value read as current, ADR 0114)
+            by_key[other_k] = replace(other, doubt=item.seq)
     if carries:
         # (every earlier item of that subject and type, not only when no anchor matched:
         # a role said three times in three wordings has two older values, ADR 0110)
@@ -138,6 +145,18 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     if not matched and carries and _CHANGE.search(item.value):
         item = _named_otherwise(item, unmatched, by_key, superseded)
     return item
+
+
+def _two_pinned(new: str, old: str) -> bool:
+    """Each pins a package by name ("'numpy==1.26.4'", "numpy at 1.26.4") that the other
+    does not say: one template, two packages, whatever words they share."""
+    a, b = ({m.group(1).casefold() for m in _VERSION.finditer(x)} for x in (new, old))
+    return bool(a and b) and not any(_said(w, old) for w in a) and not any(_said(w, new) for w in b)
+
+
+#: Kinds that may state a new value on the way, a report of work or a wish ("Today: retested;
+#: the lifetime sits at forty minutes", "... in favour of Pulsar"): they flag, never replace.
+_WORDED_KINDS = (TASK, PREFERENCE)
 
 
 def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key: dict[tuple[str, str], Item],
@@ -158,7 +177,7 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     with "Owner reassigned: release manager -> Y"). Returns the item (an update takes the
     kind of what it replaces) and whether anything matched."""
     pairs, values = _subject_pairs(item.value), _typed_values(item.value)
-    if item.kind not in _VALUE_KINDS or not (pairs or "version" in values) or (
+    if item.kind not in (*_VALUE_KINDS, *_WORDED_KINDS) or not (pairs or "version" in values) or (
             item.kind == STATEMENT and code_like(item.value)):
         return item, False  # (code and pasted tool lines are no one's statement: "return x * 21")
     found = []
@@ -176,6 +195,12 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
         if types and (shared := _shared_subject(item.value, o.value)) and \
                 len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))):
             found.append((len(shared), k, o, types, shared))
+        elif types and shared and shared & set(item.anchors) & set(o.anchors) and o.doubt is None \
+                and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
+            # (the phrase is both items' own subject, each states one value of the type, and
+            # only the words around it differ, a frame in another language or a label
+            # ("Round two of my runs puts the max payload at 12 GB"): flagged, ADR 0114)
+            found.append((0, k, o, types, set()))
         elif "version" in types and (package := _one_package_named(item, o)):
             # (a version's subject is its package, one word: "redis-py comes out as 5.0.8" /
             # "move redis-py off the old pin onto 4.6.0"; flagged only)
@@ -185,6 +210,8 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     found = [f for f in found if not _apart(item.value, f[2].value)]
     if not found:
         return item, False
+    # (a value said in a report or a wish flags the old one, never hides it: its kind is a guess)
+    replaces = replaces and item.kind in _VALUE_KINDS
     best = max(f[0] for f in found)
     top = [f for f in found if f[0] == best]
     for _, k, o, types, shared in top:
