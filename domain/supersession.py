@@ -22,7 +22,7 @@ from .subjects import (
     _rephrased, _restated, _same_subject, _same_values, _says, _sets_value,
     _shared_subject, _subject_pairs, _two_units, _typed_values, _types_apart, _value_types,
 )
-from .qualifiers import _apart
+from .qualifiers import _PATH, _apart, _paths
 from .versions import (
     _another_version, _caseless_version, _one_package, _one_package_named, _packages, _said, _two_packages,
 )
@@ -47,10 +47,13 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     unmatched: list[tuple[tuple[str, str], Item]] = []  # (no subject in common: ADR 0099's doubt)
     matched = False
     for other_k, other in list(by_key.items()):
-        if other.kind == "setting" and other.key in mine and other.seq <= item.seq and f"{other.key}=" not in item.value:
-            # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16.")
+        name, _, where = (other.key or "").partition(_IN)
+        if other.kind == "setting" and name in mine and other.seq <= item.seq and f"{name}=" not in item.value \
+                and not (where and _paths(item.value) and where not in _paths(item.value)):
+            # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16."; not by one
+            # said of another file, ADR 0114)
             del by_key[other_k]
-            superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(other.key,))
+            superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(name,))
             continue
         if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
             continue
@@ -145,6 +148,26 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     if not matched and carries and _CHANGE.search(item.value):
         item = _named_otherwise(item, unmatched, by_key, superseded)
     return item
+
+
+_IN = " in "
+
+
+def scoped(name: str, text: str, at: int) -> str:
+    """A setting's key: its name, and the file its line names nearest to it, if any
+    ("MAX_WORKERS=8 in config/prod.toml"): two files' settings are two settings (ADR 0114)."""
+    start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+    line = text[start:end if end >= 0 else len(text)]
+    files = [(abs(start + m.start() - at), m.group(0)) for m in _PATH.finditer(line)]
+    return f"{name}{_IN}{min(files)[1]}" if files else name
+
+
+def same_setting(old: str | None, new: str | None) -> bool:
+    """One setting: the same name, in the same file or with no file said for one of them."""
+    if old is None or new is None:
+        return False
+    (a, _, fa), (b, _, fb) = old.partition(_IN), new.partition(_IN)
+    return a == b and (not fa or not fb or fa == fb)
 
 
 def _two_pinned(new: str, old: str) -> bool:
