@@ -206,8 +206,8 @@ def _belongs_to(before: str, s: str) -> bool:
         # (a sentence in a caseless script has a subject no rule reads, ADR 0103)
         return bool(subject_words(before)) and _fits(before, s)  # ("Log retention? Roughly 90 days.")
     if not value_before and _NAMED.search(s) and not re.search(r"\d", s) and not before.rstrip().endswith("?") \
-            and not _CASELESS.search(s) and _phrase(before) and not _phrase(s) \
-            and not _ARTICLE_NOUN.search(_REASON.sub(" ", s)):
+            and not _REQUEST.match(before) and not _CASELESS.search(s) and _phrase(before) and not _phrase(s) \
+            and not _ARTICLE_NOUN.search(_REASON.sub(" ", s)) and not _LABELLED.search(s):
         # (a name said with no subject phrase belongs to the topic just named without a value:
         # "We benchmarked the options for the message broker. Going with Kafka, since ...",
         # ADR 0114; kept apart, the choice was on one checklist line and its subject on another)
@@ -232,4 +232,6 @@ def _phrase(s: str) -> bool:
 _NAMED = re.compile(r"(?<=[a-z,] )(?!I\b)[A-Z][a-z]{2,}\b|\b[A-Z][a-z]+[A-Z]\w*\b")
 # (a noun after an article is a subject of its own: "The importer now reads Parquet.")
 _ARTICLE_NOUN = re.compile(r"\b(?:the|a|an|our|my|your|this|that|its|their)\s+[a-z]{3,}", re.I)
-_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its)\b.*$|[,;(].*$", re.I)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its)\b.*$", re.I)
+# (a name right after a label has its subject there: "ORM: SQLAlchemy Core.")
+_LABELLED = re.compile(r":\s+[A-Z]")
