@@ -136,7 +136,8 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
         elif item.kind in _WORDED_KINDS and other.kind in _VALUE_KINDS and other.doubt is None and carries \
-                and _typed_values(item.value).keys() & _typed_values(other.value).keys():
+                and _typed_values(item.value).keys() & _typed_values(other.value).keys() \
+                and _shared_beyond_paths(item.value, other.value):
             # (a new value said inside a report or a wish, "retested; the limit sits at 40",
             # was matched and changed nothing: the old value read as current, ADR 0114)
             by_key[other_k] = replace(other, doubt=item.seq)
@@ -175,6 +176,12 @@ def _two_pinned(new: str, old: str) -> bool:
     does not say: one template, two packages, whatever words they share."""
     a, b = ({m.group(1).casefold() for m in _VERSION.finditer(x)} for x in (new, old))
     return bool(a and b) and not any(_said(w, old) for w in a) and not any(_said(w, new) for w in b)
+
+
+def _shared_beyond_paths(new: str, old: str) -> set[str]:
+    """The subject phrases two sentences share once their paths are out: "api/routes/users.py"
+    in both is a file each mentions, not their subject (ADR 0114's flags ask this)."""
+    return _shared_subject(_PATH.sub(" | ", new), _PATH.sub(" | ", old))
 
 
 #: Kinds that may state a new value on the way, a report of work or a wish ("Today: retested;
@@ -216,9 +223,11 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
         # (half of the smaller set of phrases at least: one pair of template talk, "takes
         # place", in three is two subjects)
         if types and (shared := _shared_subject(item.value, o.value)) and \
-                len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))):
+                len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))) and \
+                (item.kind not in _WORDED_KINDS or _shared_beyond_paths(item.value, o.value)):
             found.append((len(shared), k, o, types, shared))
         elif types and shared and shared & set(item.anchors) & set(o.anchors) and o.doubt is None \
+                and _shared_beyond_paths(item.value, o.value) \
                 and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
             # (the phrase is both items' own subject, each states one value of the type, and
             # only the words around it differ, a frame in another language or a label
