@@ -29,8 +29,8 @@ from .followups import resolve
 from .joining import asked_last, sentences
 from .splitting import clip
 from .marks import mark_superseded, stated_text, unmarked_within
-from .valueforms import plain
-from .supersession import same_setting, scoped, supersede
+from .valueforms import plain, same_setting
+from .supersession import scoped, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry, insert_lines
 

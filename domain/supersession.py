@@ -23,6 +23,7 @@ from .subjects import (
     _shared_subject, _subject_pairs, _two_units, _typed_values, _types_apart, _value_types,
 )
 from .qualifiers import _PATH, _apart, _paths
+from .valueforms import _IN, same_setting
 from .versions import (
     _another_version, _caseless_version, _one_package, _one_package_named, _packages, _said, _two_packages,
 )
@@ -151,9 +152,6 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     return item
 
 
-_IN = " in "
-
-
 def scoped(name: str, text: str, at: int) -> str:
     """A setting's key: its name, and the file its line names nearest to it, if any
     ("MAX_WORKERS=8 in config/prod.toml"): two files' settings are two settings (ADR 0114)."""
@@ -161,14 +159,6 @@ def scoped(name: str, text: str, at: int) -> str:
     line = text[start:end if end >= 0 else len(text)]
     files = [(abs(start + m.start() - at), m.group(0)) for m in _PATH.finditer(line)]
     return f"{name}{_IN}{min(files)[1]}" if files else name
-
-
-def same_setting(old: str | None, new: str | None) -> bool:
-    """One setting: the same name, in the same file or with no file said for one of them."""
-    if old is None or new is None:
-        return False
-    (a, _, fa), (b, _, fb) = old.partition(_IN), new.partition(_IN)
-    return a == b and (not fa or not fb or fa == fb)
 
 
 def _two_pinned(new: str, old: str) -> bool:

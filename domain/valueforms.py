@@ -40,3 +40,14 @@ _ROLE_IS = re.compile(r"\b(?:owner|reviewer|manager|contact|lead|admin|maintaine
                       r"([a-z][a-z'-]{2,})(?=\s*(?:[.,;!?)]|$)|\s+(?:this|for|from|until|now|again|today|next)\b)")
 _NOT_A_NAME = re.compile(r"(?:ed|ing|ly|ful|able|ible|ous|ive|al|less|ent|ant|ary)$|^(?:away|out|off|back|busy|free|"
                          r"new|unknown|unclear|tbd|open|vacant|ready|late|here|there|sick|available|unassigned)$")
+
+
+_IN = " in "  # (a setting's key: its name, " in ", the file its line names)
+
+
+def same_setting(old: str | None, new: str | None) -> bool:
+    """One setting: the same name, in the same file or with no file said for one of them."""
+    if old is None or new is None:
+        return False
+    (a, _, fa), (b, _, fb) = old.partition(_IN), new.partition(_IN)
+    return a == b and (not fa or not fb or fa == fb)

@@ -133,3 +133,11 @@ def test_formatting_and_digit_groups_are_no_part_of_a_stated_value() -> None:
     assert present("We import 12000 rows a night.", LedgerItem("statement", "We import 12,000 rows a night.", 1, 1))
     (s,) = coverage.said_in([(3, "user", "We import 12,000 rows a night from the warehouse.")])
     assert coverage.Context(["- We import **12000** rows a night from the warehouse."]).states(s)
+
+
+def test_a_setting_said_with_its_file_is_marked_when_one_said_without_a_file_replaces_it() -> None:
+    from context_compaction.domain.marks import mark_superseded
+
+    ledger = merged("Put this in .env.production: MAX_WORKERS=12 (agreed)", "Ops overruled it: MAX_WORKERS=16.")
+    text, marks = mark_superseded("- setting: MAX_WORKERS=12 (seq 1)", ledger)
+    assert marks == 1 and "superseded by MAX_WORKERS=16" in text
