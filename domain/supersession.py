@@ -10,11 +10,12 @@ reader asking "why was this fact dropped?" looks here, not among the cue tables.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from .coverage import code_like
 from .checklist import _caseless_fact
-from .cues import (_NAME, _UPDATE, _VERSION, SETTING_TEXT,
+from .cues import (_NAME, _UPDATE, SETTING_TEXT,
                    PREFERENCE, STATEMENT, TASK, UPDATE, VERSIONED)
 from .subjects import (
     Item, _CHANGE, _NOW, _PROGRESS, _VALUE_KINDS,
@@ -161,10 +162,13 @@ def scoped(name: str, text: str, at: int) -> str:
     return f"{name}{_IN}{min(files)[1]}" if files else name
 
 
+_PINNED = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|<=|@|=\s*[\"'])\s*v?\d+\.\d+")
+
+
 def _two_pinned(new: str, old: str) -> bool:
-    """Each pins a package by name ("'numpy==1.26.4'", "numpy at 1.26.4") that the other
-    does not say: one template, two packages, whatever words they share."""
-    a, b = ({m.group(1).casefold() for m in _VERSION.finditer(x)} for x in (new, old))
+    """Each pins a package by an operator ("'numpy==1.26.4'", `numpy = "1.26.4"`) that the
+    other does not say: one template, two packages, whatever words they share."""
+    a, b = ({m.group(1).casefold() for m in _PINNED.finditer(x)} for x in (new, old))
     return bool(a and b) and not any(_said(w, old) for w in a) and not any(_said(w, new) for w in b)
 
 
