@@ -220,13 +220,6 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
                 len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))) and \
                 (item.kind not in _WORDED_KINDS or _shared_beyond_paths(item.value, o.value)):
             found.append((len(shared), k, o, types, shared))
-        elif types and shared and shared & set(item.anchors) & set(o.anchors) and o.doubt is None \
-                and _shared_beyond_paths(item.value, o.value) \
-                and all(len(values[t]) == 1 == len(theirs[t]) for t in types):
-            # (the phrase is both items' own subject, each states one value of the type, and
-            # only the words around it differ, a frame in another language or a label
-            # ("Round two of my runs puts the max payload at 12 GB"): flagged, ADR 0114)
-            found.append((0, k, o, types, set()))
         elif "version" in types and (package := _one_package_named(item, o)):
             # (a version's subject is its package, one word: "redis-py comes out as 5.0.8" /
             # "move redis-py off the old pin onto 4.6.0"; flagged only)
