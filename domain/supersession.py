@@ -154,14 +154,18 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
 
 
 def scoped(name: str, text: str, at: int) -> str:
-    """A setting's key: its name, and the file its line names nearest to it, if any
-    ("MAX_WORKERS=8 in config/prod.toml"): two files' settings are two settings (ADR 0114)."""
-    start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
-    line = text[start:end if end >= 0 else len(text)]
+    """A setting's key: its name, and the file its sentence names nearest to it, if any
+    ("MAX_WORKERS=8 in config/prod.toml"): two files' settings are two settings (ADR 0114).
+    The sentence only: a file the next sentence of the line names is another topic."""
+    start = max(text.rfind("\n", 0, at) + 1, max((m.end() for m in _SENTENCE_END.finditer(text, 0, at)), default=0))
+    stop = _SENTENCE_END.search(text, at)
+    ends = [x for x in (text.find("\n", at), stop.start() + 1 if stop else -1) if x >= 0]
+    line = text[start:min(ends, default=len(text))]
     files = [(abs(start + m.start() - at), m.group(0)) for m in _PATH.finditer(line)]
     return f"{name}{_IN}{min(files)[1]}" if files else name
 
 
+_SENTENCE_END = re.compile(r"[.!?]\s+")
 _PINNED = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|<=|@|=\s*[\"'])\s*v?\d+\.\d+")
 
 

@@ -135,3 +135,9 @@ def test_a_setting_said_with_its_file_is_marked_when_one_said_without_a_file_rep
     ledger = merged("Put this in .env.production: MAX_WORKERS=12 (agreed)", "Ops overruled it: MAX_WORKERS=16.")
     text, marks = mark_superseded("- setting: MAX_WORKERS=12 (seq 1)", ledger)
     assert marks == 1 and "superseded by MAX_WORKERS=16" in text
+
+
+def test_a_file_in_the_next_sentence_of_the_line_is_no_scope_of_a_setting() -> None:
+    ledger = merged("Ops agreed: RETRY_LIMIT=5. Make sure the linter passes on core/retry.py.",
+                    "Ran `kubectl set env deploy/worker RETRY_LIMIT=3` on all clusters.")
+    assert {i.value for i in ledger.items if i.kind == "setting"} == {"RETRY_LIMIT=3"}
