@@ -17,7 +17,7 @@ the ledger and, where the summary still states it, it is marked as superseded.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,8 +31,7 @@ from .marks import mark_superseded, stated_text, unmarked_within
 from .supersession import supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry, insert_lines
-
-Count = Callable[[str], int]
+from .budget import Count
 
 CORRECTION, CONSTRAINT = "correction", "constraint"
 #: Facts, in the order they are listed; corrections and constraints come before them.
