@@ -102,11 +102,18 @@ CAUSES: dict[str, str] = {
         "rephrased after a run (ADR 0105): `ctxc eval --sets blind3 --json` lists the sentences "
         "lost (`lost_examples`)")
        for drive in ("rounds", "conversation")},
-    # Written under the same rule, frozen, never used to diagnose: a miss is the extractor's
-    # on wording nobody tuned it to.
+    # Written under the same rule and frozen; used to diagnose since, so "blind5" is the
+    # untuned one (ADR 0113).
     **{f"blind4 {drive}": (
         "wording written blind to the extractor, after `blind3` was used to diagnose, and never "
         "rephrased after a run (ADR 0108): `ctxc eval --sets blind4 --json` lists the sentences "
+        "lost (`lost_examples`)")
+       for drive in ("rounds", "conversation")},
+    # Written under the same rule, frozen, never used to diagnose: a miss is the extractor's
+    # on wording nobody tuned it to.
+    **{f"blind5 {drive}": (
+        "wording written blind to the extractor, after `blind4` was used to diagnose, and never "
+        "rephrased after a run (ADR 0113): `ctxc eval --sets blind5 --json` lists the sentences "
         "lost (`lost_examples`)")
        for drive in ("rounds", "conversation")},
 }

@@ -275,15 +275,15 @@ def _integrations(args: argparse.Namespace, report: dict[str, Any], text: list[s
 
 def _eval(args: argparse.Namespace, report: dict[str, Any], text: list[str]) -> list[dict[str, Any]]:
     """Issue 44: ``ctxc eval`` (typed canaries), extractive: the tuning and held-out sets,
-    ``fresh``, ``blind``, ``blind2`` and ``blind3`` (written without reading the extractor,
-    ADR 0097, ADR 0102 and ADR 0105, since used to diagnose it), and ``blind4``, written under
+    ``fresh``, ``blind`` to ``blind4`` (written without reading the extractor, ADR 0097,
+    ADR 0102, ADR 0105 and ADR 0108, since used to diagnose it), and ``blind5``, written under
     the same rule and never used to diagnose or tune the summarizer: its figures are the
-    honest ones (ADR 0108)."""
+    honest ones (ADR 0113)."""
     from context_compaction import bootstrap
     from context_compaction.infrastructure.evaluation.report import evaluate, markdown, targets
 
     result = evaluate(bootstrap, summarizer="extractive",
-                      sets=("tuning", "held-out", "fresh", "blind", "blind2", "blind3", "blind4"))
+                      sets=("tuning", "held-out", "fresh", "blind", "blind2", "blind3", "blind4", "blind5"))
     report["eval"] = result
     text += ["", "Typed canaries (`ctxc eval`, issue 44):", ""]
     text += markdown(result)

@@ -6,7 +6,7 @@ There is ONE trigger predicate, :func:`should_compact`, strictly greater-than
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .errors import FixedContextExceedsBudget
@@ -14,6 +14,10 @@ from .errors import FixedContextExceedsBudget
 DEFAULT_WINDOW = 128_000
 SUMMARY_OUTPUT_CAP = 2048
 SUMMARY_SAFETY_CAP = 512
+
+#: A token counter (the model's tokenizer, or an estimate). Here, the lowest module that
+#: counts tokens, so clearing, the summary input and the ledger share one definition.
+Count = Callable[[str], int]
 
 #: Parts of a request that compaction cannot shrink (``overhead``: the request's priming).
 #: Parts a compaction cannot shrink; ``pinned`` are the pinned messages below the

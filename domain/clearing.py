@@ -19,11 +19,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .budget import Count
 from .errors import InvalidCommand
 from .messages import MessageRecord
 from .toolgroups import ToolGroup
-
-Count = Callable[[str], int]
 
 PLACEHOLDER = (
     "[tool result cleared to save context: {tool} output of {chars:,} characters "

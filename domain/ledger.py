@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,8 +33,7 @@ from .valueforms import plain, same_setting
 from .supersession import scoped, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry, insert_lines
-
-Count = Callable[[str], int]
+from .budget import Count
 
 CORRECTION, CONSTRAINT = "correction", "constraint"
 #: Facts, in the order they are listed; corrections and constraints come before them.

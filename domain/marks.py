@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from .subjects import Item, _VALUE_KINDS, _carries_value
-from .summary import Count
+from .budget import Count
 from .valueforms import same_setting
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .budget import SummaryBudget
+from .budget import Count, SummaryBudget
 from .messages import MessageRecord
 
 HEADINGS: tuple[str, ...] = (
@@ -44,8 +44,6 @@ NUL_STANDIN = "\ufffd"
 
 _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?(;[\w=-]+)*;base64,([A-Za-z0-9+/=\s]{16,})")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{400,}={0,2}")
-
-Count = Callable[[str], int]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ def add_parser(add: Any) -> None:
     p.add_argument("--shares", default="0.1,0.2,0.3", help="output budgets, shares of the session")
     p.add_argument("--windows", default="8000,32000,128000", help="conversation windows (empty: none)")
     p.add_argument("--sets", default="tuning,held-out",
-                   help="phrasing sets: tuning, held-out, review, spoken, fresh, blind, blind2, blind3, blind4")
+                   help="phrasing sets: tuning, held-out, review, spoken, fresh, blind, blind2, blind3, blind4, "
+                        "blind5")
     p.add_argument("--seed", type=int, default=44, help="the generation seed (default 44)")
     p.add_argument("--seeds", default="", help="several seeds (comma-separated): one line per drive over them")
 

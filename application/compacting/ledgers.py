@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from context_compaction.domain.ledger import (Count, Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
+from context_compaction.domain.budget import Count
+from context_compaction.domain.ledger import (Ledger, LedgerItem, LedgerReport, extract, fair_order, present,
                                               stated_text, verify)
 from context_compaction.domain import coverage
 from context_compaction.domain.cues import CATCH_ALL

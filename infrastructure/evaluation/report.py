@@ -9,6 +9,7 @@ from .blind import BLIND
 from .blind2 import BLIND2
 from .blind3 import BLIND3
 from .blind4 import BLIND4
+from .blind5 import BLIND5
 from .canaries import KINDS
 from .fresh import FRESH
 from .harness import Bootstrap, run_conversation, run_rounds
@@ -20,7 +21,8 @@ from .spoken import SPOKEN
 SHARES = (0.1, 0.2, 0.3)
 WINDOWS = (8_000, 32_000, 128_000)
 SETS = {"tuning": TUNING, "held-out": HELD_OUT, "review": REVIEW, "spoken": SPOKEN, "fresh": FRESH,
-        "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3, "blind4": BLIND4}
+        "blind": BLIND, "blind2": BLIND2, "blind3": BLIND3, "blind4": BLIND4,
+        "blind5": BLIND5}
 
 
 def evaluate(bootstrap: Bootstrap, *, summarizer: str = "extractive", shares: Sequence[float] = SHARES,

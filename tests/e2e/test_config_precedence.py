@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from backends import POSTGRES_URL
-from helpers import wait_until_serving
+from helpers import serving
 from context_compaction.application.contracts.settings import Settings
 from context_compaction.infrastructure.eventstore import SessionsApplication
 
@@ -110,13 +110,7 @@ def _serve(tmp_path: Path, env: dict[str, str], *args: str) -> Iterator[str]:
         port = s.getsockname()[1]
     proc = subprocess.Popen([CTXC, *args, "serve", "--port", str(port), "--token", TOKEN], env=env,
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(proc, url)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    yield from serving(proc, port)
 
 
 def test_serve_config_file_database_wins_over_the_variable(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from helpers import wait_until_serving
+from helpers import serving
 from context_compaction import Settings, bootstrap
 
 TOKEN = "edge-test-token-0123456789"
@@ -44,13 +44,7 @@ def _serve(tmp_path: Path, *extra: str, fd_limit: int = 256) -> Iterator[str]:
     proc = subprocess.Popen(
         [CTXC, "serve", "--db", str(tmp_path / "edge.db"), "--port", str(port), "--token", TOKEN, *extra],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=limit_descriptors)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(proc, url)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    yield from serving(proc, port)
 
 
 @pytest.fixture

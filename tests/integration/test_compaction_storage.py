@@ -60,21 +60,6 @@ def test_a_broken_checkpoint_falls_back_to_raw_history(make_harness: MakeHarness
     h2.close()
 
 
-# ---------------------------------------------------------- timeline
-
-
-class BrokenTimeline:
-    def __init__(self) -> None:
-        self.attempts = 0
-
-    def put(self, entry) -> None:
-        self.attempts += 1
-        raise RuntimeError("timeline store is down")
-
-    def entries(self, session_id, query=None, limit=20):
-        return []
-
-
 # ---------------------------------------------------------- /info
 
 

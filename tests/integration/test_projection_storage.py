@@ -7,7 +7,6 @@ import pytest
 import json
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from context_compaction.domain.checkpoint import Checkpoint
 from context_compaction.domain.projection import (
@@ -22,16 +21,6 @@ from projection_builders import rec
 
 
 CLAUDE = ProviderIdentity("anthropic", "anthropic/claude-sonnet-4-5")
-
-
-records_strategy = st.lists(
-    st.one_of(
-        st.tuples(st.just("user"), st.booleans()),
-        st.tuples(st.just("assistant"), st.integers(0, 3)),
-        st.tuples(st.just("tool"), st.integers(0, 6)),
-    ),
-    max_size=40,
-)
 
 
 def test_hostile_transcoder_shaped_objects_survive_storage(harness: Harness) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from backends import MakeHarness
 from helpers import Harness, assistant, err, event_count, ok, user
+from rv_builders import RV, rv_session
 
 #: Issue 16's done-when asks for these on SQLite and PostgreSQL; memory:// answers alike
 #: (ADR 0045). Tests marked ``backends(...)`` pick their own.
@@ -178,16 +179,6 @@ def test_search_index_is_rebuilt_from_the_events(make_harness: MakeHarness) -> N
 
 
 # The recall tool answers any bad arguments with an error for the model, changing nothing.
-RV = "rv"
-
-
-def _rv_session(make_harness: MakeHarness, **settings) -> Harness:
-    settings.setdefault("context_compaction", {"keep_recent_tokens": 400})
-    h = make_harness("rev16", **settings)
-    ok(h.do({"type": "start_session", "session_id": RV, "model": "gpt-4o"}))
-    return h
-
-
 @pytest.mark.parametrize(
     "arguments",
     ['{"query": "bluefinch", "limit": "5"}', '{"from_seq": 1, "limit": "5"}', '{"from_seq": 1, "limit": [1]}',
@@ -200,7 +191,7 @@ def test_recall_answers_any_bad_arguments_with_an_error_for_the_model(make_harne
 
     from context_compaction import run_recall
 
-    h = _rv_session(make_harness)
+    h = rv_session(make_harness)
     ok(h.do({"type": "append_messages", "session_id": RV, "messages": [user("bluefinch"), assistant("ok")]}))
     events = event_count(h)
     answer = json.loads(run_recall(h.bus, RV, arguments))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 import threading
+from functools import partial
 
 from backends import MakeHarness
-from helpers import Harness, RecordingSummarizer, assistant, err, event_count, ok, user
+from helpers import Harness, RecordingSummarizer, err, event_count, ok, user
 from rv_builders import RV, rv_session, rv_filler
+from tree_builders import start as tree_start
 
 #: Issue 16's done-when asks for these on SQLite and PostgreSQL; memory:// answers alike
 #: (ADR 0045). Tests marked ``backends(...)`` pick their own.
@@ -17,17 +19,8 @@ BACKENDS = ("memory", "sqlite", "postgres")
 SID = "v"
 
 
-def start(make_harness: MakeHarness, summarizer: RecordingSummarizer | None = None) -> Harness:
-    h = make_harness("revert", adapters={"summarizer": summarizer or RecordingSummarizer(text="## Goal\nGo on.")},
-                     context_compaction={"keep_recent_tokens": 400})
-    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    return h
-
-
-def filler(h: Harness, n: int, start: int = 0) -> None:
-    for i in range(start, start + n):
-        ok(h.do({"type": "append_messages", "session_id": SID,
-                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 40)]}))
+start = partial(tree_start, name="revert", sid=SID)
+filler = partial(rv_filler, sid=SID)
 
 
 def compact(h: Harness) -> dict:

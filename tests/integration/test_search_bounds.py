@@ -81,30 +81,17 @@ def test_sqlite_search_cost_stays_near_a_one_term_query(harness: Harness, backen
 
     conn = sqlite3.connect(str(tmp_path / "main.db"))
     try:
-        def steps(query: str) -> int:
-            sql, params = search_query("sqlite", query_terms(query), "q", 50, False)
-            counted = [0]
-
-            def tick() -> int:
-                counted[0] += 1
-                return 0
-
-            conn.set_progress_handler(tick, 100)
-            conn.execute(sql.replace("{t}", ""), params).fetchall()
-            conn.set_progress_handler(None, 0)
-            return counted[0]
-
-        base = steps("e")
+        base = _vm_steps(conn, "q", "e", limit=50)
         assert base > 0
-        assert steps("e " * 499) <= 2 * base
-        assert steps("E e, e-e eel e") <= 4 * base
+        assert _vm_steps(conn, "q", "e " * 499, limit=50) <= 2 * base
+        assert _vm_steps(conn, "q", "E e, e-e eel e", limit=50) <= 4 * base
     finally:
         conn.close()
 
 
-def _vm_steps(conn: sqlite3.Connection, session_id: str, query: str) -> int:
+def _vm_steps(conn: sqlite3.Connection, session_id: str, query: str, limit: int = 20) -> int:
     """The SQLite VM steps (in hundreds) of one search as the read model runs it."""
-    sql, params = search_query("sqlite", query_terms(query), session_id, 20, False)
+    sql, params = search_query("sqlite", query_terms(query), session_id, limit, False)
     counted = [0]
 
     def tick() -> int:

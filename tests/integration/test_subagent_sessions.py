@@ -3,30 +3,24 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
 from backends import MakeHarness
 from harness import Inspect
-from helpers import Harness, RecordingSummarizer, assistant, err, ok, tool, user
+from helpers import assistant, err, ok, tool, user
+from rv_builders import rv_filler
+from tree_builders import start as tree_start
 
 BACKENDS = ("memory", "sqlite", "postgres")
 
 SID = "parent"
 
 
-def start(make_harness: MakeHarness) -> Harness:
-    h = make_harness("sub", adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")},
-                     context_compaction={"keep_recent_tokens": 400})
-    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
-    return h
-
-
-def filler(h: Harness, n: int, start: int = 0) -> None:
-    for i in range(start, start + n):
-        ok(h.do({"type": "append_messages", "session_id": SID,
-                 "messages": [user(f"step {i}"), assistant(f"done {i} " + "words " * 40)]}))
+start = partial(tree_start, name="sub", sid=SID)
+filler = partial(rv_filler, sid=SID)
 
 
 def assert_valid_request(messages: list[dict[str, Any]]) -> None:

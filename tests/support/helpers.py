@@ -487,3 +487,14 @@ def wait_until_serving(proc: "subprocess.Popen[bytes]", url: str, seconds: float
             pass
         assert time.monotonic() < deadline, "ctxc serve did not start"
         time.sleep(0.1)
+
+
+def serving(proc: "subprocess.Popen[bytes]", port: int) -> Iterator[str]:
+    """The URL of a started ``ctxc serve`` once it answers; the server stops after."""
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(proc, url)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -10,10 +10,11 @@ from helpers import Harness, RecordingSummarizer, assistant, err, ok, user
 SID = "p"
 
 
-def start(make_harness: MakeHarness) -> Harness:
-    h = make_harness("tree", adapters={"summarizer": RecordingSummarizer(text="## Goal\nGo on.")},
+def start(make_harness: MakeHarness, summarizer: RecordingSummarizer | None = None, *, name: str = "tree",
+          sid: str = SID) -> Harness:
+    h = make_harness(name, adapters={"summarizer": summarizer or RecordingSummarizer(text="## Goal\nGo on.")},
                      context_compaction={"keep_recent_tokens": 400})
-    ok(h.do({"type": "start_session", "session_id": SID, "model": "gpt-4o"}))
+    ok(h.do({"type": "start_session", "session_id": sid, "model": "gpt-4o"}))
     return h
 
 

@@ -6,17 +6,17 @@ pattern has sentences that must match and routine ones that must not."""
 
 from __future__ import annotations
 
+from functools import partial
 import pytest
 
 from context_compaction.domain.checklist import checklist_items
 from context_compaction.domain.joining import sentences
 from context_compaction.domain.ledger import Ledger, extract
 from context_compaction.domain.summary import SourceEntry
+from ledger_builders import merged as merged_by
 
 
-def merged(*texts: str, role: str = "assistant") -> Ledger:
-    ledger, _ = Ledger().merge(extract([SourceEntry(seq=n * 2 + 1, role=role, text=t) for n, t in enumerate(texts)]))
-    return ledger
+merged = partial(merged_by, role="assistant")
 
 
 @pytest.mark.parametrize("text", [

@@ -16,15 +16,11 @@ from context_compaction.domain.checklist import checklist_items, classify
 from context_compaction.domain.joining import sentences
 from context_compaction.domain.ledger import Ledger, LedgerItem, extract
 from context_compaction.domain.summary import SourceEntry
+from ledger_builders import ledger_of as merged
 
 
 def said(seq: int, text: str, role: str = "user") -> SourceEntry:
     return SourceEntry(seq=seq, role=role, text=text)
-
-
-def merged(*entries: SourceEntry) -> Ledger:
-    ledger, _ = Ledger().merge(extract(list(entries)))
-    return ledger
 
 
 def kinds(text: str) -> list[str]:

@@ -6,10 +6,12 @@ The sentences here are this module's own (not any ``ctxc eval`` phrasing set).""
 
 from __future__ import annotations
 
+from functools import partial
 from context_compaction.domain.checklist import checklist_items, remark
-from context_compaction.domain.ledger import Ledger, LedgerItem, extract, fair_order, verify
+from context_compaction.domain.ledger import Ledger, LedgerItem, fair_order, verify
 from context_compaction.domain.remarks import MAX_REMARKS
 from context_compaction.domain.summary import SourceEntry
+from ledger_builders import merged as merged_by
 from backends import MakeHarness
 from helpers import ok
 
@@ -26,9 +28,7 @@ def chars(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-def merged(*texts: str, role: str = "user") -> Ledger:
-    ledger, _ = Ledger().merge(extract([said(n + 1, t, role) for n, t in enumerate(texts)]))
-    return ledger
+merged = partial(merged_by, step=1)
 
 
 def test_a_user_statement_no_kind_reads_is_a_remark_and_its_loss_is_reported() -> None:

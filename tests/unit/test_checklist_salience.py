@@ -6,11 +6,13 @@ The sentences here are this module's own (not any ``ctxc eval`` phrasing set).""
 
 from __future__ import annotations
 
+from functools import partial
 from context_compaction.domain.budget import keep_with_checklist_room
 from context_compaction.domain.checklist import checklist_items, salient
 from context_compaction.domain.joining import sentences
-from context_compaction.domain.ledger import Ledger, LedgerItem, LedgerReport, extract
+from context_compaction.domain.ledger import LedgerItem, LedgerReport
 from context_compaction.domain.summary import SourceEntry
+from ledger_builders import merged as merged_by
 from helpers import Harness, err, fingerprint, ok
 
 
@@ -44,9 +46,7 @@ def test_a_value_without_a_subject_stays_with_the_sentence_that_names_it() -> No
     assert len(sentences("The S3 bucket holds exports. The archive queue holds 2 TB.")) == 2
 
 
-def merged(*texts: str) -> Ledger:
-    ledger, _ = Ledger().merge(extract([said(n + 1, t) for n, t in enumerate(texts)]))
-    return ledger
+merged = partial(merged_by, role="assistant", step=1)
 
 
 def test_a_later_value_of_the_same_subject_supersedes_whatever_kind_each_was_given() -> None:

@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from context_compaction.domain.checklist import anchors, checklist_items
 from context_compaction.domain.joining import sentences
-from context_compaction.domain.ledger import Ledger, extract
-from context_compaction.domain.summary import SourceEntry
-
-
-def merged(*texts: str, role: str = "user") -> Ledger:
-    ledger, _ = Ledger().merge(extract([SourceEntry(seq=n * 2 + 1, role=role, text=t) for n, t in enumerate(texts)]))
-    return ledger
+from ledger_builders import merged
 
 
 def test_a_fact_given_as_a_reason_is_about_its_own_subject() -> None:

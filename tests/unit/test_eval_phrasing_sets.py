@@ -1,7 +1,7 @@
 """The phrasing sets of ``ctxc eval`` (issue 44): every template of every set is readable
-by the scorer; ``blind`` (ADR 0097), ``blind2`` (ADR 0102), ``blind3`` (ADR 0105) and ``blind4``
-(ADR 0108), written without reading the extractor, plant every kind in wording of their own and are run by
-``ctxc eval --sets`` and by the bench."""
+by the scorer; ``blind`` (ADR 0097), ``blind2`` (ADR 0102), ``blind3`` (ADR 0105), ``blind4``
+(ADR 0108) and ``blind5`` (ADR 0113), written without reading the extractor, plant every kind
+in wording of their own and are run by ``ctxc eval --sets`` and by the bench."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from context_compaction.infrastructure.evaluation.blind import BLIND
 from context_compaction.infrastructure.evaluation.blind2 import BLIND2
 from context_compaction.infrastructure.evaluation.blind3 import BLIND3
 from context_compaction.infrastructure.evaluation.blind4 import BLIND4
+from context_compaction.infrastructure.evaluation.blind5 import BLIND5
 from context_compaction.infrastructure.evaluation.canaries import KINDS, Phrasings, Planter, kept
 from context_compaction.infrastructure.evaluation.fresh import FRESH
 from context_compaction.infrastructure.evaluation.sessions import generate
@@ -64,7 +65,7 @@ def _phrases(p: Phrasings) -> list[str]:
     return [t for ts in p.templates.values() for t in ts] + list(p.negated) + [t for ts in p.updates.values() for t in ts]
 
 
-BLINDS = ("blind", "blind2", "blind3", "blind4")  # (the sets written without reading the extractor)
+BLINDS = ("blind", "blind2", "blind3", "blind4", "blind5")  # (the sets written without reading the extractor)
 
 
 @pytest.mark.parametrize("name", BLINDS)
@@ -94,7 +95,13 @@ def test_blind4_has_at_least_as_many_templates_per_kind_as_blind3() -> None:
     assert all(len(BLIND4.updates[k]) >= len(BLIND3.updates[k]) for k in BLIND3.updates)
 
 
-@pytest.mark.parametrize("p", [BLIND3, BLIND4], ids=lambda p: p.name)
+def test_blind5_has_at_least_as_many_templates_per_kind_as_blind4() -> None:
+    assert all(len(BLIND5.templates[k]) >= len(BLIND4.templates[k]) for k in KINDS)
+    assert len(BLIND5.negated) >= len(BLIND4.negated)
+    assert all(len(BLIND5.updates[k]) >= len(BLIND4.updates[k]) for k in BLIND4.updates)
+
+
+@pytest.mark.parametrize("p", [BLIND3, BLIND4, BLIND5], ids=lambda p: p.name)
 def test_a_late_blind_set_is_readable_by_the_scorer_on_every_value_of_its_pools(p: Phrasings) -> None:
     """Every value of the pools, not the few that 8 draws meet: 200 seeded draws per template
     (a Korean particle written straight after a value, or a line break between a subject and
@@ -170,9 +177,36 @@ def test_blind4_updates_are_errata_edits_and_u_turns_not_any_earlier_sets_words(
     assert said == []
 
 
-@pytest.mark.parametrize("p", [BLIND3, BLIND4], ids=lambda p: p.name)
+def test_blind5_updates_are_self_repairs_forwards_and_second_editions_not_any_earlier_sets_words() -> None:
+    """ADR 0113: a speaker who corrects themself mid-sentence, a forwarded sign-off, the second
+    edition of a slide, "belay my last", a poll held again, a vendor who asks for more time, a
+    pager handed on at an hour; none of the update words of ``fresh`` or ``blind`` to
+    ``blind4``, nor the usual ones."""
+    updates = [t for ts in BLIND5.updates.values() for t in ts]
+    assert [t for t in updates if re.search(r"\b(misspoke|no wait|scrap what I said|make that|misjudged)\b", t)]
+    assert [t for t in updates if re.search(r"Forwarded message|^> On \w+, .+ wrote:", t, re.M)]
+    assert [t for t in updates if re.match(r"Slide \d+ \(", t)]  # the deck's second edition
+    assert [t for t in updates if re.search(r"\bbelay\b", t)]
+    assert [t for t in updates if re.search(r"\b(Second poll|Poll closed)\b", t)]
+    assert [t for t in updates if re.search(r"\bmore time\b|\bwent to .* at \d\d:\d\d", t)]
+    said = [t for t in updates if re.search(
+        r"\b(update[ds]?|now|changed?|actually|scratch|bumped|swapped|reset|slipped|walked back|per the new|"
+        r"correct(ed|ing|ion)?|ignore|disregard|never mind|take back|strike|aiming for|instead|pushed|contrary|"
+        r"forget|reassigned|moved|wrong|new|revised|replace[sd]?|switched|going forward|from here on|rescheduled|"
+        r"effective|ditched|re-?measured|re-?ran|re-?run|re-?pinned|typo|flip|brought forward|take[sn]? over|"
+        r"took over|reshuffled?|earlier|old|goes to|becomes?|set to|as of|heads[- ]up|from (this|monday)|"
+        # (and blind4's own: errata, edits, struck values, U-turns, dates that slide, batons; a deck's
+        # "Slide 6" is not its verb)
+        r"errat(um|a)|amend(ed|ment)?|edited|plot twist|overruled|u-turn|second thoughts|after all|in favou?r of|"
+        r"first pick|baton|pass(es|ed)|inherits?|slides to|pulled|re-?sent|round two|re-?tested|rolled|in place of|"
+        r"turns out|second pass|fixing|again)\b",
+        t, re.I) or "~~" in t]
+    assert said == []
+
+
+@pytest.mark.parametrize("p", [BLIND3, BLIND4, BLIND5], ids=lambda p: p.name)
 def test_a_late_blind_set_states_its_negated_preferences_in_english(p: Phrasings) -> None:
-    """The scorer reads English negation words only (ADR 0105, ADR 0108)."""
+    """The scorer reads English negation words only (ADR 0105, ADR 0108, ADR 0113)."""
     assert all(t.isascii() for t in p.negated)
 
 
@@ -204,6 +238,28 @@ def test_blind4_carries_whole_sentences_in_polish_swedish_and_russian() -> None:
     assert [t for t in phrases if re.search(r"\b(eftersom|mätningar|produktion ska|fråga)\b", t)]  # Swedish
 
 
+def test_blind5_carries_whole_sentences_in_turkish_hindi_greek_and_indonesian() -> None:
+    phrases = _phrases(BLIND5)
+    assert [t for t in phrases if re.search(r"[\u0900-\u097f]", t)]  # Hindi (Devanagari)
+    assert [t for t in phrases if re.search(r"[\u0370-\u03ff]", t)]  # Greek
+    assert [t for t in phrases if re.search(r"\b(çünkü|istisna|tercih|değeri|sabitledim)\b", t)]  # Turkish
+    assert [t for t in phrases if re.search(r"\b(karena|saya|sekitar|apakah|harus)\b", t)]  # Indonesian
+
+
+def test_blind5_writes_in_registers_no_earlier_blind_set_did() -> None:
+    """ADR 0113: voice transcripts with disfluencies, forwarded and quoted mail, slide bullets,
+    footnotes, IRC-style logs, Python lines, JSON payloads, CSV rows under a header, polls,
+    handover notes, monitoring alerts, SMS abbreviations."""
+    phrases = _phrases(BLIND5)
+    earlier = [t for p in (BLIND, BLIND2, BLIND3, BLIND4) for t in _phrases(p)]
+    for register in (r"\b(um|uh)\b", r"^Speaker \d", r"Forwarded message", r"^> On \w+, .+ wrote:$",
+                     r"^Slide \d+", "\u2022", r"\[\^\d+\]", r"^\[\d\d:\d\d\] <[\w-]+>", r"\{\{\"",
+                     r"^[a-z]+,[a-z]+,[a-z]+$", r"\bPoll\b", r"\bHandover\b", r"\[FIRING",
+                     r"\b(b4|2day|srsly|dunno)\b", r"`(assert |[A-Z]+(\[.+\])? = )"):
+        assert [t for t in phrases if re.search(register, t, re.M)], register
+        assert not [t for t in earlier if re.search(register, t, re.M)], register
+
+
 def test_blind4_writes_in_registers_the_earlier_blind_sets_did_not() -> None:
     """ADR 0108: chat-ops shortcodes, checklists, tables with a header row, e-mails with a
     sign-off, standup notes, policy prose, Gherkin, config and shell lines inside prose."""
@@ -223,9 +279,9 @@ def test_ctxc_eval_takes_the_blind_sets() -> None:
     from context_compaction.infrastructure.cli_eval import _options
 
     assert report.SETS["blind"] is BLIND and report.SETS["blind2"] is BLIND2 and report.SETS["blind3"] is BLIND3
-    assert report.SETS["blind4"] is BLIND4
-    assert _options(_args("blind,fresh,blind2,blind3,blind4"), report.SETS)[3] == [
-        "blind", "fresh", "blind2", "blind3", "blind4"]
+    assert report.SETS["blind4"] is BLIND4 and report.SETS["blind5"] is BLIND5
+    assert _options(_args("blind,fresh,blind2,blind3,blind4,blind5"), report.SETS)[3] == [
+        "blind", "fresh", "blind2", "blind3", "blind4", "blind5"]
     with pytest.raises(UsageError, match="blinder"):
         _options(_args("blinder"), report.SETS)
 
@@ -245,8 +301,9 @@ def test_the_bench_eval_section_runs_the_blind_sets_beside_fresh(monkeypatch: py
 
     monkeypatch.setattr(report, "evaluate", evaluate)
     sections._eval(argparse.Namespace(), {}, [])
-    assert asked and {"fresh", "blind", "blind2", "blind3", "blind4"} <= set(asked[0])
+    assert asked and {"fresh", "blind", "blind2", "blind3", "blind4", "blind5"} <= set(asked[0])
     assert list(asked[0]).index("blind4") == list(asked[0]).index("blind3") + 1
+    assert list(asked[0]).index("blind5") == list(asked[0]).index("blind4") + 1
     missed = {"target": "blind rounds 30%: worst kind after 5 rounds >= 95%", "ok": False, "value": "80% (date)",
               "limit": "issue 44"}
     assert "ADR 0097" in cause(missed)
@@ -256,3 +313,5 @@ def test_the_bench_eval_section_runs_the_blind_sets_beside_fresh(monkeypatch: py
     assert "ADR 0105" in cause(missed3) and "ADR 0102" not in cause(missed3)
     missed4 = {**missed, "target": "blind4 conversation 32,000: facts kept >= 90%"}
     assert "ADR 0108" in cause(missed4) and "ADR 0105" not in cause(missed4)
+    missed5 = {**missed, "target": "blind5 rounds 10%: never summary_failed"}
+    assert "ADR 0113" in cause(missed5) and "ADR 0108" not in cause(missed5)

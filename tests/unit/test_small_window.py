@@ -42,6 +42,15 @@ def _session(tmp_path: Path):  # type: ignore[no-untyped-def]
     return bus
 
 
+def _start_pinned(bus, model: str, rule: str) -> None:  # type: ignore[no-untyped-def]
+    """A session at a 1,000-token window that opens with ``rule``, pinned and acknowledged."""
+    bus.dispatch(commands.StartSession(session_id="s", model=model, agent_token_limit=1_000))
+    got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
+                             "messages": [{"role": "user", "content": rule}]})
+    bus.dispatch_json({"type": "pin_messages", "session_id": "s", "seqs": got["result"]["seqs"]})
+    _say(bus, "assistant", "Understood.")
+
+
 def _attempts(bus) -> list[dict]:  # type: ignore[no-untyped-def, type-arg]
     got = bus.dispatch_json({"type": "list_compaction_attempts", "session_id": "s"})
     return list(got["result"]["attempts"])
@@ -112,11 +121,7 @@ def test_no_summary_is_asked_for_when_none_fits_beside_the_pin_and_the_turn_unde
     # shrink check ("would still need 658 tokens, over the 500-token threshold").
     filler = _Filler()
     bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}"), summarizer=filler)
-    bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=1_000))
-    got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
-                             "messages": [{"role": "user", "content": "Pinned rule: " + "never deploy on fridays " * 35}]})
-    bus.dispatch_json({"type": "pin_messages", "session_id": "s", "seqs": got["result"]["seqs"]})
-    _say(bus, "assistant", "Understood.")
+    _start_pinned(bus, "gpt-4o", "Pinned rule: " + "never deploy on fridays " * 35)
     for k in range(4):
         _say(bus, "user", f"Question {k}: " + "please check the logs " * 10)
         _say(bus, "assistant", "Checked: " + "all fine " * 10)
@@ -134,11 +139,7 @@ def test_no_room_for_a_summary_names_the_pinned_messages_and_the_smallest_window
     # tokens ... a larger window is needed", where seq 15 was 10 tokens and a pinned rule
     # of 447 the cause; no breakdown, no window named.
     bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}", summarizer="extractive"))
-    bus.dispatch(commands.StartSession(session_id="s", model="claude-3-5-sonnet-20241022", agent_token_limit=1_000))
-    got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
-                             "messages": [{"role": "user", "content": "Rule: " + "never deploy fridays " * 70}]})
-    bus.dispatch_json({"type": "pin_messages", "session_id": "s", "seqs": got["result"]["seqs"]})
-    _say(bus, "assistant", "Understood.")
+    _start_pinned(bus, "claude-3-5-sonnet-20241022", "Rule: " + "never deploy fridays " * 70)
     for k in range(6):
         _say(bus, "user", f"Q{k}: " + "check the logs " * 8)
         _say(bus, "assistant", "Fine " * 12)

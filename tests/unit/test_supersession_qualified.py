@@ -7,15 +7,9 @@ Every sentence here is this module's own (not any ``ctxc eval`` phrasing set).""
 
 from __future__ import annotations
 
-from context_compaction.domain.ledger import Ledger, LedgerItem, extract
-from context_compaction.domain.summary import SourceEntry
+from context_compaction.domain.ledger import Ledger, LedgerItem
 from context_compaction.domain.marks import mark_superseded
-
-
-def merged(*said: str, role: str = "user") -> Ledger:
-    entries = [SourceEntry(seq=n * 2 + 1, role=role, text=t) for n, t in enumerate(said)]
-    ledger, _ = Ledger().merge(extract(entries))
-    return ledger
+from ledger_builders import merged
 
 
 def current(ledger: Ledger, value: str) -> bool:

@@ -7,16 +7,16 @@ Every sentence here is this module's own (not any ``ctxc eval`` phrasing set).""
 from __future__ import annotations
 
 from context_compaction.domain.checklist import checklist_items
-from context_compaction.domain.ledger import Ledger, extract
+from context_compaction.domain.ledger import Ledger
 from context_compaction.domain.summary import SourceEntry
 from context_compaction.domain.marks import mark_superseded
+from ledger_builders import ledger_of
 
 PASTED = "Done. Output:\n" + "\n".join(f"PASSED tests/test_x.py::test_{k} [{k}%]" for k in range(40))
 
 
 def merged(*said: tuple[int, str, str]) -> Ledger:
-    ledger, _ = Ledger().merge(extract([SourceEntry(seq=seq, role=role, text=t) for seq, role, t in said]))
-    return ledger
+    return ledger_of(*(SourceEntry(seq=seq, role=role, text=t) for seq, role, t in said))
 
 
 def test_pasted_test_runner_lines_are_no_checklist_statements() -> None:

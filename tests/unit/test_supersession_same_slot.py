@@ -6,15 +6,14 @@ Every sentence here is this module's own (not any ``ctxc eval`` phrasing set).""
 
 from __future__ import annotations
 
-from context_compaction.domain.ledger import Ledger, LedgerItem, extract
+from context_compaction.domain.ledger import Ledger, LedgerItem
 from context_compaction.domain.summary import SourceEntry
 from context_compaction.domain.marks import mark_superseded, still_stated
+from ledger_builders import ledger_of
 
 
 def merged(*said: tuple[str, str]) -> Ledger:
-    entries = [SourceEntry(seq=n * 2 + 1, role=role, text=t) for n, (role, t) in enumerate(said)]
-    ledger, _ = Ledger().merge(extract(entries))
-    return ledger
+    return ledger_of(*(SourceEntry(seq=n * 2 + 1, role=role, text=t) for n, (role, t) in enumerate(said)))
 
 
 def marked(ledger: Ledger, value: str) -> bool:

@@ -1,0 +1,19 @@
+"""Builders of the checklist and supersession tests: the ledger a first compaction of
+some messages carries."""
+
+from __future__ import annotations
+
+from context_compaction.domain.ledger import Ledger, extract
+from context_compaction.domain.summary import SourceEntry
+
+
+def ledger_of(*entries: SourceEntry) -> Ledger:
+    """The ledger an empty one becomes once ``entries`` are merged into it."""
+    ledger, _ = Ledger().merge(extract(list(entries)))
+    return ledger
+
+
+def merged(*texts: str, role: str = "user", step: int = 2) -> Ledger:
+    """The ledger of ``texts`` said in turn by ``role`` at seqs 1, 1 + step, 1 + 2 * step, ...
+    (step 2 leaves room for the replies between them)."""
+    return ledger_of(*(SourceEntry(seq=n * step + 1, role=role, text=t) for n, t in enumerate(texts)))
