@@ -45,6 +45,7 @@ from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD, subject_words
 from .joining import sentences
 from .cues import _REQUEST
 from .remarks import _ONE_OFF, whole
+from .valueforms import lower_case_holders, plain
 
 #: The kind of a coverage loss in ``dropped_items``: a sentence the new context no
 #: longer states (its value: the sentence, whole up to 560 characters, else clipped
@@ -116,6 +117,8 @@ def values(sentence: str) -> list[str]:
             add(m.start(), m.end(), m.group(0))
     for m in _NUMBER.finditer(sentence):
         add(m.start(1), m.end(1), m.group(1))
+    for start, end, name in lower_case_holders(sentence, _OPENERS):  # ("the reviewer is marguerite")
+        add(start, end, name)
     opening = None
     for start, end, name in _names(sentence):
         if " " not in name and not sentence[:start].strip(" \t\"'(\u201c*-"):
@@ -130,6 +133,7 @@ def values(sentence: str) -> list[str]:
         add(first.start(), first.end(), first.group(0))  # (a word said alone is the answer: "Warning, for now.")
     out: list[str] = []
     for _, key in sorted(found):
+        key = plain(key)
         if key and key not in out:
             out.append(key)
     return out
@@ -203,11 +207,15 @@ class Context:
     """The new context, read once: its lines (citations and superseded notes out,
     casefolded), where each starts, and each line's content words on demand."""
 
-    def __init__(self, texts: Iterable[str]) -> None:
+    def __init__(self, texts: Sequence[str] | Iterable[str]) -> None:
+        texts = list(texts)
         # (a checklist line's kind is no word of what it states: "- setting_text: 12, for now.")
-        self.text = "\n".join(_LINE_KIND.sub(" ", _CITATION.sub(" ", _MARKED.sub(" ", t))).casefold()
+        self.text = "\n".join(plain(_LINE_KIND.sub(" ", _CITATION.sub(" ", _MARKED.sub(" ", t)))).casefold()
                               for t in texts if t)
         self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        # (the seq each line cites first: a line quoting a sentence cites its message)
+        cites = [int(m.group(1)) if (m := _SEQ.search(ln)) else None for t in texts if t for ln in t.split("\n")]
+        self.cites = cites if len(cites) == len(self.starts) else []
         self._words: dict[int, set[str]] = {}
         self._lines: dict[str, list[int]] = {}
 
@@ -240,8 +248,8 @@ class Context:
         for n in self._lines_with(rarest):
             line = self._line(n)
             here = self._line_words(n)
-            if all(p.search(line) for p in others) and len(said.own & here) >= said.need \
-                    and (not said.also or said.also & here):
+            if all(p.search(line) for p in others) and len(said.own & here) >= said.need and (
+                    not said.also or said.also & here or (said.cited and n < len(self.cites) and self.cites[n] == said.seq)):
                 return True
         return False
 
@@ -261,6 +269,8 @@ class Said:
     at: int = 0
     #: Words of which a stating line must hold one besides (its subject, said around it).
     also: frozenset[str] = frozenset()
+    #: A line citing its own seq states it without ``also``: its quote, not a like sentence.
+    cited: bool = False
 
 
 @dataclass(frozen=True)
@@ -272,7 +282,7 @@ class Loss:
     seq: int
 
 
-def said(text: str, seq: int, before: str = "", after: str = "") -> Said | None:
+def said(text: str, seq: int, before: str = "", after: str = "", prior: str = "") -> Said | None:
     """``text`` as a loss to look for, when it carries a value. A fragment (fewer than two
     content words of its own, or no subject word once its values and hedges are out:
     "Priya Raman, for now.") is stated by a line with its values and one word of the
@@ -289,7 +299,10 @@ def said(text: str, seq: int, before: str = "", after: str = "") -> Said | None:
         return Said(text, tuple(keys), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)),
                     also=frozenset(question))
     if not (before or after):  # (a line on its own: its values are all it says)
-        return Said(text, tuple(keys), seq, frozenset(own), 0)
+        # (a message of one fragment is about the message before it, ``prior``: "Fixed on
+        # March 1." said again elsewhere in the tail is another fix, ADR 0114)
+        return Said(text, tuple(keys), seq, frozenset(own), 0, also=frozenset(words(prior, values(prior)) - own),
+                    cited=True)
     # (one word of the sentences around it: the fragment's own word proves nothing, the
     # checklist may keep "Tomasz Kowal, as agreed." without the question it answers)
     around = (words(before, values(before)) | words(after, values(after))) - own
@@ -303,14 +316,14 @@ def prose(text: str) -> list[str]:
     return [s for s in sentences(text) if not code_like(s)]
 
 
-def _said_among(pieces: Sequence[str], seq: int, requests: bool = True) -> list[Said]:
+def _said_among(pieces: Sequence[str], seq: int, requests: bool = True, prior: str = "") -> list[Said]:
     shared = tuple(pieces)
     out = []
     for n, s in enumerate(shared):
         if not requests and (_REQUEST.match(s) or _ONE_OFF.match(s)):
             continue  # (a one-off request is no statement: its answer is what is checked)
         before = shared[n - 1] if n else ""
-        found = said(s, seq, before, shared[n + 1] if n + 1 < len(shared) else "")
+        found = said(s, seq, before, shared[n + 1] if n + 1 < len(shared) else "", prior)
         if found is None and before.rstrip().endswith(("?", "\uff1f")) and (asked := values(before)):
             # (an answer with no value of its own is about the values its question names:
             # "LOG_LEVEL on staging? Warning until the launch." is stated with LOG_LEVEL)
@@ -324,10 +337,12 @@ def _said_among(pieces: Sequence[str], seq: int, requests: bool = True) -> list[
 def said_in(messages: Iterable[tuple[int, str, str]]) -> list[Said]:
     """The value-carrying sentences of ``messages`` (seq, role, text): the user's and
     the assistant's only."""
-    out = []
+    out, prior = [], ""
     for seq, role, text in messages:
         if role in ("user", "assistant") and text:
-            out += _said_among(prose(text), seq, requests=role != "user")
+            pieces = prose(text)
+            out += _said_among(pieces, seq, requests=role != "user", prior=prior)
+            prior = pieces[-1] if pieces else prior
     return out
 
 

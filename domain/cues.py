@@ -50,7 +50,8 @@ _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}\b|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b|"
     r"\b(?:Q[1-4]|end of (?:the )?(?:week|month|quarter|sprint))\b"
 )
-_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:(?:\s*(?:==|~=|>=|<=|@)\s*|\s+(?:to|at|is|on|version|v|past|beyond|"
+# (a manifest's own form too, "boto3 = \"1.34.90\"" in pyproject.toml: ADR 0114)
+_VERSION = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])(?:(?:\s*(?:==|~=|>=|<=|@)\s*|\s*=\s*[\"']|\s+(?:to|at|is|on|version|v|past|beyond|"
                       r"above|below|from|off|than|under|over|before|after)?\s*)v?(\d+\.\d+(?:\.\d+)?)|"
                       r"[,:?]\s+v?(\d+\.\d+\.\d+))\b")
 # (the version said first, ADR 0096: "5.0.8 of redis-py is what we ship")
@@ -71,7 +72,8 @@ _CUES = (
         r"\b(i(?: \w+ly)? prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
         r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r|how i like|can't stand|"
         r"whenever you can|ever\b|stick (?:to|with)|(?:big )?fan of|personally|can we not|let's not|please no|"
-        r"keep (?:\w+ ){1,3}out of)", re.I)),
+        # (a whole word at the end too: "please no" is no cue in "please note")
+        r"keep (?:\w+ ){1,3}out of)\b", re.I)),
     (RULE, re.compile(
         r"\b(must|never|do not|don't|always|at most|no more than|at least|hard constraint|constraint|rule|"
         r"non-negotiable|not negotiable|stay within|tops out|sign-off|approval|exceed|go over|limit|cap|"

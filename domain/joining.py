@@ -205,9 +205,33 @@ def _belongs_to(before: str, s: str) -> bool:
     if value_here and not subject_words(s) and not value_before and not _CASELESS.search(s):
         # (a sentence in a caseless script has a subject no rule reads, ADR 0103)
         return bool(subject_words(before)) and _fits(before, s)  # ("Log retention? Roughly 90 days.")
+    if not value_before and _NAMED.search(s) and not re.search(r"\d", s) and not before.rstrip().endswith("?") \
+            and not _REQUEST.match(before) and not _CASELESS.search(s) and _phrase(before) and not _phrase(s) \
+            and not _ARTICLE_NOUN.search(_REASON.sub(" ", s)) and not _LABELLED.search(s):
+        # (a name said with no subject phrase belongs to the topic just named without a value:
+        # "We benchmarked the options for the message broker. Going with Kafka, since ...",
+        # ADR 0114; kept apart, the choice was on one checklist line and its subject on another)
+        return True
     # (a count of steps says how far the task before it is: "The export is done. That
     # makes 4 of 6.")
     return bool(_PROGRESS.search(s)) and dict(_CUES)[TASK].search(before) is not None and not _PROGRESS.search(before)
 
 
 _PROGRESS = re.compile(r"\b\d+ (?:out )?of (?:the )?\d+\b|\b\d+/\d+ (?:steps?|tasks?|items?|things?|done|complete)")
+
+
+def _phrase(s: str) -> bool:
+    """Two content words in a row, a reason clause and capitalised words (names) aside: a
+    subject phrase ("the message broker"), not a verb alone ("Going with Kafka")."""
+    words = re.findall(r"[A-Za-z][\w'-]*", _REASON.sub(" . ", s))
+    content = [len(w) > 2 and w.islower() and w not in _STOP and w not in _FILLER for w in words]
+    return any(a and b for a, b in zip(content, content[1:]))
+
+
+# (a name within the sentence, not its opener: "wiring in Kafka", "going with RabbitMQ")
+_NAMED = re.compile(r"(?<=[a-z,] )(?!I\b)[A-Z][a-z]{2,}\b|\b[A-Z][a-z]+[A-Z]\w*\b")
+# (a noun after an article is a subject of its own: "The importer now reads Parquet.")
+_ARTICLE_NOUN = re.compile(r"\b(?:the|a|an|our|my|your|this|that|its|their)\s+[a-z]{3,}", re.I)
+_REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its)\b.*$", re.I)
+# (a name right after a label has its subject there: "ORM: SQLAlchemy Core.")
+_LABELLED = re.compile(r":\s+[A-Z]")

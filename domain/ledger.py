@@ -16,6 +16,7 @@ the ledger and, where the summary still states it, it is marked as superseded.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,8 @@ from .followups import resolve
 from .joining import asked_last, sentences
 from .splitting import clip
 from .marks import mark_superseded, stated_text, unmarked_within
-from .supersession import supersede
+from .valueforms import plain, same_setting
+from .supersession import scoped, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry, insert_lines
 from .budget import Count
@@ -158,7 +160,7 @@ class Ledger:
                 continue
             if item.key is not None:
                 for other_k, other in list(by_key.items()):
-                    if other.key == item.key and other.seq <= item.seq:
+                    if same_setting(other.key, item.key) and other.seq <= item.seq:
                         del by_key[other_k]
                         superseded[other_k] = other
             if item.anchors or item.kind in _REPHRASABLE:
@@ -317,7 +319,7 @@ def facts(text: str, seq: int) -> list[LedgerItem]:
             if kind == "port":
                 value = next(g for g in m.groups() if g)
             elif kind == "setting":
-                value, key = m.group(0), m.group(1)
+                value, key = m.group(0), scoped(m.group(1), text, m.start())
             else:
                 value = m.group(0)
             value = value.strip()
@@ -398,8 +400,8 @@ def present(text: str, item: LedgerItem) -> bool:
     in ``PORT=8080``, ``#12`` in ``#123``, ``1.2.3`` in ``1.2.30``), and an item taken
     as present is neither written back nor reported dropped.
     """
-    if item.kind in HEADING:
-        return _squash(item.value) in _squash(text)
+    if item.kind in HEADING:  # (its formatting aside: "**$500**" states "$500", ADR 0114)
+        return _squash(plain(item.value)) in _plain(text)
     value = item.value
     joins_after = "./-" if item.kind in ("path", "url") else ".-"
     at = text.find(value)
@@ -426,6 +428,11 @@ def _continues(text: str, i: int, step: int, joiners: str) -> bool:
         return True
     j = i + step
     return text[i] in joiners and 0 <= j < len(text) and _is_word(text[j])
+
+
+@functools.lru_cache(maxsize=64)  # (one summary, asked of every item)
+def _plain(text: str) -> str:
+    return _squash(plain(text))
 
 
 def _squash(text: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .subjects import Item, _VALUE_KINDS, _carries_value
 from .budget import Count
+from .valueforms import same_setting
 
 
 def stated_text(summary: str) -> str:
@@ -46,7 +47,8 @@ def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
             text = "".join(parts) + text[last:]
             marked += n
             continue
-        new = current.get(old.key)
+        # (a key names its file, ADR 0114: "MAX_WORKERS" said with no file is the one setting)
+        new = current.get(old.key) or next((i for k, i in current.items() if same_setting(old.key, k)), None)
         if new is None or new.value == old.value or old.value not in text:
             continue
         note = f"{old.value} (superseded by {new.value} at seq {new.seq})"

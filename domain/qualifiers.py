@@ -45,10 +45,14 @@ def _scopes(sentence: str) -> frozenset[str]:
 
 
 _SCOPE = (re.compile(r"^\W*(?:for|in|on)\s+([A-Za-z][\w-]*)\s*,", re.I),
-          re.compile(r"\b(?:for|in|on)\s+(?:the\s+)?([A-Za-z][\w-]*)\s*[.!]?\s*$", re.I))
+          re.compile(r"\b(?:for|in|on)\s+(?:the\s+)?([A-Za-z][\w-]*)\s*[.!]?\s*$", re.I),
+          # (or closing a clause mid-sentence, in lower case: "... is 8 in prod; ..." / "... is 2
+          # in staging; ...", ADR 0114; a capital there is a date or a name, "on Friday, ...")
+          re.compile(r"\b(?:for|in|on)\s+([a-z][\w-]*)\s*[;\u2014\u2013]"))
 # (talk, not a place: "For now, …", "In short, …", "… for the record.")
 _NO_SCOPE = frozenset("""now example instance reference context clarity completeness once sure today tomorrow
-general short practice fact particular theory total summary record time reflection balance top addition""".split())
+general short practice fact particular theory total summary record time reflection balance top addition
+place parallel purpose turn full advance case progress principle""".split())
 
 
 @functools.lru_cache(maxsize=16384)

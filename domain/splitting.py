@@ -20,8 +20,16 @@ import unicodedata
 # after an English one starts anew, ADR 0103)
 # (a list bullet after a stop opens a sentence too: "... in reports/pdf.py? - Team convention:
 # X." is a request and then a fact, ADR 0106)
-_SPLIT = re.compile(r"(?<=[.!?])\s+(?=(?:[-*\u2022]\s+)?[\"'(\[]?[A-Z0-9$\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])|"
+# (a capital of any cased script opens one too: "... made explicit. В качестве ORM ...";
+# so does a task-list box after a bullet, "... tuple. - [x] Measure ...", and a chat emoji
+# code after a stop, "... your change. :gear: config ask: ...", whatever case follows it)
+_UPPER = "A-Z\u00c0-\u00d6\u00d8-\u00de\u0391-\u03a9\u0400-\u042f"
+_EMOJI = r":[a-z0-9_+-]*[a-z][a-z0-9_+-]*:"
+_SPLIT = re.compile(rf"(?<=[.!?])\s+(?=(?:[-*\u2022]\s+)?(?:\[[ xX]\]\s+)?[\"'(\[]?[{_UPPER}0-9$\u0e00-\u0e7f\u3040-\u30ff"
+                    rf"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|{_EMOJI}(?:\s|$))|"
                     r"(?<=[\u3002\uff01\uff1f])|\n+")
+# (an emoji code closes a chat sentence as a stop does: ":tada: I added the test")
+_AFTER_EMOJI = re.compile(rf"(?<!\S){_EMOJI}\s+(?=[{_UPPER}])")
 # ("? it", "! so": a question or exclamation ends its sentence whatever case follows)
 _AFTER_MARK = re.compile(r"(?<=[?!])\s+(?=[a-z])")
 # (". next": a full stop after a word of three letters or more, or after a path, ends a
@@ -33,7 +41,7 @@ _ABBREVIATIONS = frozenset("etc approx incl excl misc resp vs cf al fig ca est".
 _OPENERS = ("The This That These Those There Then We You They It It's Its Please Can Could Would Should "
             "Make Use Run Add Fix Check Look Let's So But Also Anyway Nice Thanks Ok Okay Oh Hmm Btw Fyi "
             "Just Maybe What Why How When Where Which Who Whose If Now Next Great Sure Yes Yeah Otherwise").split()
-_MISSING_STOP = re.compile(r"(?<=[a-z0-9)])\s+(?=(?:%s)\b(?!-))" % "|".join(re.escape(w) for w in _OPENERS))
+_MISSING_STOP = re.compile(r"(?<=[a-z0-9)`])\s+(?=(?:%s)\b(?!-))" % "|".join(re.escape(w) for w in _OPENERS))
 
 
 # (with no stop either: an aside marker opens a new statement — "the limit is 10 MB now
@@ -65,12 +73,23 @@ def split_raw(text: str) -> list[str]:
     for piece in _SPLIT.split(text):
         if not piece:
             continue
-        for part in _AFTER_MARK.split(piece):
+        for part in (p for emoji in _split_after_emoji(piece) for p in _AFTER_MARK.split(emoji)):
             for sub in _split_stops(part):
                 for bit in _MISSING_STOP.split(sub):
                     for aside in _ASIDE.split(bit):
                         out += _split_before_i(aside)
     return out
+
+
+def _split_after_emoji(text: str) -> list[str]:
+    if ":" not in text:
+        return [text]
+    out, last = [], 0
+    for m in _AFTER_EMOJI.finditer(text):
+        if m.start() > last:  # (an emoji opening the piece ends nothing)
+            out.append(text[last:m.end()].rstrip())
+            last = m.end()
+    return [*out, text[last:]]
 
 
 def _split_before_i(text: str) -> list[str]:

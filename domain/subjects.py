@@ -46,7 +46,7 @@ def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
         # value: "ORM は Peewee に決めました", "HTTP client 最后定了 urllib3", ADR 0110)
         for m in _CASELESS_NAME.finditer(sentence):
             out.setdefault("name", set()).add(m.group(0).casefold())
-    for p in (_NAME, _VALUE_ENTITY, _PRODUCT):
+    for p in (_NAME, _VALUE_ENTITY, _PRODUCT, _QUOTED_NAME):
         for m in p.finditer(sentence):
             v = m.group(0).strip().casefold()
             if not any(v in d or d in v for d in dates):  # ("Friday" is a date, not a name)
@@ -55,6 +55,9 @@ def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
     return {k: frozenset(v for v in vs if not any(v != w and v in w for w in vs)) for k, vs in out.items()}
 
 
+_LABEL_OPENER = re.compile(r"(?<=: )[A-Z](?=[a-z]+ (?![a-z]{1,2}\b)[a-z]{3,}\b)")
+# (a capitalised word quoted as a value is a name: `cache = "Valkey"`, ADR 0114)
+_QUOTED_NAME = re.compile(r"(?<=[\"\u201c])[A-Z][\w.-]*\w(?: [A-Z][\w.-]*\w)*(?=[\"\u201d])")
 _CASELESS_NAME = re.compile(r"(?<![\w.-])(?:[A-Z][a-z]+(?:[ -]?[A-Z][A-Za-z]+)*|[a-z]{3,}\d+)(?![\w.-])")
 
 
@@ -69,6 +72,9 @@ def _subject_pairs(sentence: str) -> dict[str, frozenset[str]]:
     s = _REASON_SPAN.sub(" | ", _HEDGE.sub(" | ", sentence))
     acronyms = {w.lower() for w in re.findall(r"\b[A-Z]{2,6}s?\b", s) if not _UNIT_WORD.fullmatch(w)}
     s = _DATE.sub(" | ", _AMOUNT.sub(" | ", _NAME.sub(" | ", _VERSION_ANY.sub(" | ", s))))
+    # (a capital opening the clause after a label is no name: "Invite re-sent: Contract
+    # renewal, August 27" is about the contract renewal, ADR 0114; "Owner: Ana" still is one)
+    s = _LABEL_OPENER.sub(lambda m: m.group(0).lower(), s)
     s = s[:1] + _VALUE_ENTITY.sub(" | ", s[1:])
     # (every token, "I" and a word of a caseless script too: none of them joins two words into a pair)
     words = [w.lower() for w in re.findall(rf"{WORD}|[^\W_]+|[|;:,.!?()\[\]\u2014\u2013]|\s-\s", s)]

@@ -10,21 +10,23 @@ reader asking "why was this fact dropped?" looks here, not among the cue tables.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from .coverage import code_like
 from .checklist import _caseless_fact
 from .cues import (_NAME, _UPDATE, SETTING_TEXT,
-                   STATEMENT, TASK, UPDATE, VERSIONED)
+                   PREFERENCE, STATEMENT, TASK, UPDATE, VERSIONED)
 from .subjects import (
     Item, _CHANGE, _NOW, _PROGRESS, _VALUE_KINDS,
     _carries_value, _did, _key_words, _names_old_value, _new_value, _qualified_apart,
     _rephrased, _restated, _same_subject, _same_values, _says, _sets_value,
     _shared_subject, _subject_pairs, _two_units, _typed_values, _types_apart, _value_types,
 )
-from .qualifiers import _apart
+from .qualifiers import _PATH, _apart, _paths
+from .valueforms import _IN, same_setting
 from .versions import (
-    _another_version, _caseless_version, _one_package, _one_package_named, _packages, _two_packages,
+    _another_version, _caseless_version, _one_package, _one_package_named, _packages, _said, _two_packages,
 )
 
 
@@ -47,10 +49,13 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     unmatched: list[tuple[tuple[str, str], Item]] = []  # (no subject in common: ADR 0099's doubt)
     matched = False
     for other_k, other in list(by_key.items()):
-        if other.kind == "setting" and other.key in mine and other.seq <= item.seq and f"{other.key}=" not in item.value:
-            # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16.")
+        name, _, where = (other.key or "").partition(_IN)
+        if other.kind == "setting" and name in mine and other.seq <= item.seq and f"{name}=" not in item.value \
+                and not (where and _paths(item.value) and where not in _paths(item.value)):
+            # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16."; not by one
+            # said of another file, ADR 0114)
             del by_key[other_k]
-            superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(other.key,))
+            superseded[other_k] = replace(other, key=f"seq {item.seq}", anchors=(name,))
             continue
         if other.seq > item.seq or other.value == item.value or other.kind not in replaceable:
             continue
@@ -80,9 +85,11 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 continue
         elif not carries and _carries_value(other.value):
             continue
-        elif item.kind == other.kind == VERSIONED and not _one_package(item.value, other.value, mine & theirs):
+        elif item.kind == other.kind == VERSIONED and (not _one_package(item.value, other.value, mine & theirs)
+                                                        or _two_pinned(item.value, other.value)):
             # (two packages that share a word: "Python 3.11.9" / "the Python client library is
-            # at 0.27.2" — the word qualifies another package there, ADR 0110)
+            # at 0.27.2" — the word qualifies another package there, ADR 0110; or one template
+            # for two, "ran pip install 'numpy==…'" / "… 'scipy==…'", ADR 0114)
             unmatched.append((other_k, other))
             continue
         elif not _same_subject(mine, theirs, item.anchors, other.anchors) and not (carries and not _two_units(item.anchors, other.anchors)
@@ -130,6 +137,12 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
                 other.kind in _VALUE_KINDS and item.kind in _VALUE_KINDS):
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
+        elif item.kind in _WORDED_KINDS and other.kind in _VALUE_KINDS and other.doubt is None and carries \
+                and _typed_values(item.value).keys() & _typed_values(other.value).keys() \
+                and _shared_beyond_paths(item.value, other.value):
+            # (a new value said inside a report or a wish, "retested; the limit sits at 40",
+            # was matched and changed nothing: the old value read as current, ADR 0114)
+            by_key[other_k] = replace(other, doubt=item.seq)
     if carries:
         # (every earlier item of that subject and type, not only when no anchor matched:
         # a role said three times in three wordings has two older values, ADR 0110)
@@ -138,6 +151,40 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     if not matched and carries and _CHANGE.search(item.value):
         item = _named_otherwise(item, unmatched, by_key, superseded)
     return item
+
+
+def scoped(name: str, text: str, at: int) -> str:
+    """A setting's key: its name, and the file its sentence names nearest to it, if any
+    ("MAX_WORKERS=8 in config/prod.toml"): two files' settings are two settings (ADR 0114).
+    The sentence only: a file the next sentence of the line names is another topic."""
+    start = max(text.rfind("\n", 0, at) + 1, max((m.end() for m in _SENTENCE_END.finditer(text, 0, at)), default=0))
+    stop = _SENTENCE_END.search(text, at)
+    ends = [x for x in (text.find("\n", at), stop.start() + 1 if stop else -1) if x >= 0]
+    line = text[start:min(ends, default=len(text))]
+    files = [(abs(start + m.start() - at), m.group(0)) for m in _PATH.finditer(line)]
+    return f"{name}{_IN}{min(files)[1]}" if files else name
+
+
+_SENTENCE_END = re.compile(r"[.!?]\s+")
+_PINNED = re.compile(r"\b([A-Za-z][\w.-]*[A-Za-z0-9])\s*(?:==|~=|>=|<=|@|=\s*[\"'])\s*v?\d+\.\d+")
+
+
+def _two_pinned(new: str, old: str) -> bool:
+    """Each pins a package by an operator ("'numpy==1.26.4'", `numpy = "1.26.4"`) that the
+    other does not say: one template, two packages, whatever words they share."""
+    a, b = ({m.group(1).casefold() for m in _PINNED.finditer(x)} for x in (new, old))
+    return bool(a and b) and not any(_said(w, old) for w in a) and not any(_said(w, new) for w in b)
+
+
+def _shared_beyond_paths(new: str, old: str) -> set[str]:
+    """The subject phrases two sentences share once their paths are out: "api/routes/users.py"
+    in both is a file each mentions, not their subject (ADR 0114's flags ask this)."""
+    return _shared_subject(_PATH.sub(" | ", new), _PATH.sub(" | ", old))
+
+
+#: Kinds that may state a new value on the way, a report of work or a wish ("Today: retested;
+#: the lifetime sits at forty minutes", "... in favour of Pulsar"): they flag, never replace.
+_WORDED_KINDS = (TASK, PREFERENCE)
 
 
 def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key: dict[tuple[str, str], Item],
@@ -158,7 +205,7 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     with "Owner reassigned: release manager -> Y"). Returns the item (an update takes the
     kind of what it replaces) and whether anything matched."""
     pairs, values = _subject_pairs(item.value), _typed_values(item.value)
-    if item.kind not in _VALUE_KINDS or not (pairs or "version" in values) or (
+    if item.kind not in (*_VALUE_KINDS, *_WORDED_KINDS) or not (pairs or "version" in values) or (
             item.kind == STATEMENT and code_like(item.value)):
         return item, False  # (code and pasted tool lines are no one's statement: "return x * 21")
     found = []
@@ -174,7 +221,8 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
         # (half of the smaller set of phrases at least: one pair of template talk, "takes
         # place", in three is two subjects)
         if types and (shared := _shared_subject(item.value, o.value)) and \
-                len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))):
+                len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))) and \
+                (item.kind not in _WORDED_KINDS or _shared_beyond_paths(item.value, o.value)):
             found.append((len(shared), k, o, types, shared))
         elif "version" in types and (package := _one_package_named(item, o)):
             # (a version's subject is its package, one word: "redis-py comes out as 5.0.8" /
@@ -185,6 +233,8 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
     found = [f for f in found if not _apart(item.value, f[2].value)]
     if not found:
         return item, False
+    # (a value said in a report or a wish flags the old one, never hides it: its kind is a guess)
+    replaces = replaces and item.kind in _VALUE_KINDS
     best = max(f[0] for f in found)
     top = [f for f in found if f[0] == best]
     for _, k, o, types, shared in top:

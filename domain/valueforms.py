@@ -1,0 +1,53 @@
+"""How a value may be written (issue 44, ADR 0114). Pure.
+
+The coverage check (``coverage.py``) and the ledger's ``present`` compare what left with
+what the new context states: formatting is no part of a value ("**$12,000**" states
+"$12000"), and a person may be named in lower case right after the role they hold ("the
+reviewer is marguerite"), which no capital marks as a name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+
+from .cues import _FILLER, _STOP
+
+
+def plain(text: str) -> str:
+    """``text`` as stated, its formatting aside: markdown emphasis and code ticks out, digit
+    groups joined."""
+    return _GROUPED.sub("", _EMPHASIS.sub("", text))
+
+
+_EMPHASIS = re.compile(r"\*\*|__|`")
+_GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def lower_case_holders(sentence: str, openers: Collection[str] = ()) -> Iterator[tuple[int, int, str]]:
+    """(start, end, word) of each lower-case word that names who holds a role: a role noun,
+    its copula, one word closing the clause ("the on-call for billing is bob.", "our release
+    manager is ines, until May"); not a state ("is busy", "is unclear", "is responsible")."""
+    for m in _ROLE_IS.finditer(sentence):
+        word = m.group(1)
+        if word.casefold() not in _STOP and word.casefold() not in _FILLER and word.casefold() not in openers \
+                and not _NOT_A_NAME.search(word):
+            yield m.start(1), m.end(1), word
+
+
+_ROLE_IS = re.compile(r"\b(?:owner|reviewer|manager|contact|lead|admin|maintainer|on-call|approver|assignee)s?"
+                      r"(?:\s+(?:for|of|on)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?)?\s+(?:is|was|will be|stays|becomes|=|:)\s+"
+                      r"([a-z][a-z'-]{2,})(?=\s*(?:[.,;!?)]|$)|\s+(?:this|for|from|until|now|again|today|next)\b)")
+_NOT_A_NAME = re.compile(r"(?:ed|ing|ly|ful|able|ible|ous|ive|al|less|ent|ant|ary)$|^(?:away|out|off|back|busy|free|"
+                         r"new|unknown|unclear|tbd|open|vacant|ready|late|here|there|sick|available|unassigned)$")
+
+
+_IN = " in "  # (a setting's key: its name, " in ", the file its line names)
+
+
+def same_setting(old: str | None, new: str | None) -> bool:
+    """One setting: the same name, in the same file or with no file said for one of them."""
+    if old is None or new is None:
+        return False
+    (a, _, fa), (b, _, fb) = old.partition(_IN), new.partition(_IN)
+    return a == b and (not fa or not fb or fa == fb)
