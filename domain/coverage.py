@@ -45,6 +45,7 @@ from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD, subject_words
 from .joining import sentences
 from .cues import _REQUEST
 from .remarks import _ONE_OFF, whole
+from .codelines import code_like, stated_pin
 from .valueforms import lower_case_holders, plain
 
 #: The kind of a coverage loss in ``dropped_items``: a sentence the new context no
@@ -54,6 +55,8 @@ UNSTATED = "unstated"
 #: Of a sentence's content words, the share a line must hold to state it, and at most
 #: this many: a long sentence clipped around its values still states it.
 SHARED, MOST = 0.5, 3
+#: A user's sentence with no value is looked for by its content words when it has this many.
+BY_WORDS = 3
 #: The previous summary's sections that stand for tools and exact facts, not for what
 #: people said (``summary.HEADINGS``).
 NOT_PROSE = frozenset(("Files and Operations", "Tool Results and Failures", "Exact Facts"))
@@ -77,25 +80,6 @@ _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 _KIND_PREFIX = re.compile(r"^[a-z_]+:\s+")
 _LINE_KIND = re.compile(r"^(\s*[-*]\s+)[a-z_]+:(?=\s)", re.M)
-# (code, not a statement: a block's punctuation, a keyword or a prompt at the start, a call
-# at the end. Narrower than a remark's test: "reviewer -> Priya", "MAX_WORKERS: 12" and
-# "LOG_LEVEL=debug" are what people say in chat)
-_CODE = re.compile(r"[{}]|;\s*$|==|!=|=>|::|^\s*(?:def|class|import|from \S+ import|return|raise|assert|elif|"
-                   r"except|Traceback|#include|SELECT\b.*\bFROM)\b|^\s*(?:\$|>>>|#|%)\s|^\s*File \"|"
-                   r"\w\([^()]*\)[.\w]*\s*$|^\s*(?:if|for|while|with|else|try)\b.*:\s*$", re.I)
-_TOKEN_PLAIN = re.compile(r"[(\"'\u201c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d]*|[$€£]?\d[\d,.:]*\w{0,3}[.,;:!?)]*|[-\u2013\u2014&>]+")
-
-
-def code_like(sentence: str) -> bool:
-    """Code or a pasted tool line: code punctuation, a keyword or a prompt at the start, or
-    (four tokens or more) under a third of them plain words or numbers."""
-    if _CODE.search(sentence):
-        return True
-    tokens = sentence.split()
-    plain = sum(1 for t in tokens if _TOKEN_PLAIN.fullmatch(t))
-    return len(tokens) >= 4 and plain * 3 < len(tokens)
-
-
 def values(sentence: str) -> list[str]:
     """The value-like tokens of ``sentence``, casefolded, in order, once each: what a
     line must hold to state it (a number without its currency sign or unit: "$1,200"
@@ -241,8 +225,8 @@ class Context:
 
     def states(self, said: Said) -> bool:
         """Whether one line holds every value of ``said`` and ``said.need`` of its words."""
-        if not said.keys:
-            return True  # (no value: nothing this check can say left)
+        if not said.keys:  # (a user's sentence with no value: a line with half its words, ADR 0116)
+            return not said.need or any(len(said.own & self._line_words(n)) >= said.need for n in range(len(self.starts)))
         rarest = max(said.keys, key=len)
         others = [_pattern(k) for k in said.keys if k != rarest]
         for n in self._lines_with(rarest):
@@ -313,10 +297,11 @@ def prose(text: str) -> list[str]:
     """The sentences of a person's message that can carry a value: fenced code blocks,
     indented lines and code-like sentences out."""
     text = _INDENTED.sub(" ", _FENCE.sub(" ", text))
-    return [s for s in sentences(text) if not code_like(s)]
+    return [s for s in sentences(text) if not code_like(s) or stated_pin(s)]
 
 
-def _said_among(pieces: Sequence[str], seq: int, requests: bool = True, prior: str = "") -> list[Said]:
+def _said_among(pieces: Sequence[str], seq: int, requests: bool = True, prior: str = "",
+                by_words: bool = False) -> list[Said]:
     shared = tuple(pieces)
     out = []
     for n, s in enumerate(shared):
@@ -329,6 +314,10 @@ def _said_among(pieces: Sequence[str], seq: int, requests: bool = True, prior: s
             # "LOG_LEVEL on staging? Warning until the launch." is stated with LOG_LEVEL)
             own = words(s, ())
             found = Said(s, tuple(asked), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)))
+        elif found is None and by_words and len(own := words(s, ())) >= BY_WORDS and subject_words(s):
+            # (what a user says without a value, a wish or a rule in plain words, is still
+            # theirs: looked for by its words, ADR 0116; the assistant's prose is not)
+            found = Said(s, (), seq, frozenset(own), math.ceil(len(own) * SHARED))
         if found is not None:
             out.append(replace(found, pieces=shared, at=n))
     return out
@@ -341,7 +330,7 @@ def said_in(messages: Iterable[tuple[int, str, str]]) -> list[Said]:
     for seq, role, text in messages:
         if role in ("user", "assistant") and text:
             pieces = prose(text)
-            out += _said_among(pieces, seq, requests=role != "user", prior=prior)
+            out += _said_among(pieces, seq, requests=role != "user", prior=prior, by_words=role == "user")
             prior = pieces[-1] if pieces else prior
     return out
 
@@ -350,7 +339,7 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
     """The value-carrying sentences of a summary's lines that stand for what people said
     (not its tool, file and exact-fact sections), each with the first seq its line cites
     (else ``default_seq``: the last the summary covered)."""
-    out: list[Said] = []
+    groups: dict[int, list[str]] = {}  # (a message's lines, in order: quoted together, ADR 0116)
     section = ""
     for line in (summary or "").splitlines():
         heading = _HEADING.match(line)
@@ -365,8 +354,10 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
         body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())
         if body.lower().startswith("latest request:"):
             body = body[len("latest request:"):].strip()
-        out += _said_among(prose(body), seq, requests=False)
-    return out
+        groups.setdefault(seq, []).extend(prose(body))
+    # (the lines citing one message are its sentences: a line's subject is often the one
+    # before it, "Compared the candidates for the HTTP client." / "Today: wiring in aiohttp.")
+    return [s for seq, pieces in groups.items() for s in _said_among(pieces, seq, requests=False)]
 
 
 def losses(leaving: Iterable[Said], context: Context, listed: Context) -> list[Loss]:
