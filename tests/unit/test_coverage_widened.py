@@ -70,3 +70,11 @@ def test_summary_lines_of_one_message_leave_together() -> None:
     second = compact(first, msg(30, "Done."))
     entries = unstated(second)
     assert any("Queue backend" in x and "nats" in x for x in entries), entries
+
+
+def test_a_nested_bullet_is_prose_an_indented_code_line_is_not() -> None:
+    text = ("Limits for the migration:\n    - budget stays under $4,000 per month\n"
+            "    - Leila Haddad signs off the cutover\n\n    return total(rows, 12)\n    window = 30")
+    read = [s.text for s in said_in([(1, "user", text)])]
+    assert "budget stays under $4,000 per month" in read and "Leila Haddad signs off the cutover" in read
+    assert not [x for x in read if "rows" in x or "window" in x]
