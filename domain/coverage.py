@@ -340,9 +340,9 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
     """The value-carrying sentences of a summary's lines that stand for what people said
     (not its tool, file and exact-fact sections), each with the first seq its line cites
     (else ``default_seq``: the last the summary covered)."""
-    groups: dict[int, list[str]] = {}  # (a message's lines, in order: quoted together, ADR 0116)
+    groups: dict[object, tuple[int, list[str]]] = {}  # (a message's lines, in order: ADR 0116)
     section = ""
-    for line in (summary or "").splitlines():
+    for n, line in enumerate((summary or "").splitlines()):
         heading = _HEADING.match(line)
         if heading:
             section = heading.group(1)
@@ -355,10 +355,13 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
         body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())
         if body.lower().startswith("latest request:"):
             body = body[len("latest request:"):].strip()
-        groups.setdefault(seq, []).extend(prose(body))
-    # (the lines citing one message are its sentences: a line's subject is often the one
-    # before it, "Compared the candidates for the HTTP client." / "Today: wiring in aiohttp.")
-    return [s for seq, pieces in groups.items() for s in _said_among(pieces, seq, requests=False)]
+        # (the lines citing one message are its sentences, quoted together when they leave: a
+        # line's subject is often the one before it, "Compared the candidates for the HTTP
+        # client." / "Today: wiring in aiohttp."; a sentence two sections quote, once)
+        pieces = groups.setdefault(seq if cited else n, (seq, []))[1]
+        pieces += [p for p in prose(body) if p not in pieces]
+    # (a line citing its own message still states a fragment of it, as when it stood alone)
+    return [replace(s, cited=True) for seq, pieces in groups.values() for s in _said_among(pieces, seq, requests=False)]
 
 
 def losses(leaving: Iterable[Said], context: Context, listed: Context) -> list[Loss]:
