@@ -360,8 +360,10 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
         # client." / "Today: wiring in aiohttp."; a sentence two sections quote, once)
         pieces = groups.setdefault(seq if cited else n, (seq, []))[1]
         pieces += [p for p in prose(body) if p not in pieces]
-    # (a line citing its own message still states a fragment of it, as when it stood alone)
-    return [replace(s, cited=True) for seq, pieces in groups.values() for s in _said_among(pieces, seq, requests=False)]
+    # (a line citing its own message still states a fragment of it, as when it stood alone;
+    # an answer still needs a word of its question, ADR 0109)
+    return [s if s.at and s.pieces[s.at - 1].rstrip().endswith(("?", "\uff1f")) else replace(s, cited=True)
+            for seq, pieces in groups.values() for s in _said_among(pieces, seq, requests=False)]
 
 
 def losses(leaving: Iterable[Said], context: Context, listed: Context) -> list[Loss]:

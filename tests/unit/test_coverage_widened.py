@@ -78,3 +78,13 @@ def test_a_nested_bullet_is_prose_an_indented_code_line_is_not() -> None:
     read = [s.text for s in said_in([(1, "user", text)])]
     assert "budget stays under $4,000 per month" in read and "Leila Haddad signs off the cutover" in read
     assert not [x for x in read if "rows" in x or "window" in x]
+
+
+def test_an_answer_quoted_apart_from_its_question_is_not_stated_by_its_own_quote() -> None:
+    # (the summary's lines for one message: the question and its answer; the next summary
+    # keeps the answer's line only, so the answer no longer says what it answers)
+    first = compact(None, msg(40, "x"), summary=(
+        "## Checklist\n- question: And the escalation contact for this quarter? (seq 40)\n"
+        "- statement: Oona Pellinen, per the rota. (seq 40)"))
+    second = compact(first, msg(50, "Done."), summary="## Checklist\n- statement: Oona Pellinen, per the rota. (seq 40)")
+    assert any("escalation contact" in x and "Oona Pellinen" in x for x in unstated(second)), unstated(second)
