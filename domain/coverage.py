@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 
 from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD, subject_words
 from .joining import sentences
+from .lineindex import LineIndex
 from .cues import _REQUEST
 from .remarks import _ONE_OFF, whole
 
@@ -210,6 +211,7 @@ class Context:
         self.starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
         self._words: dict[int, set[str]] = {}
         self._lines: dict[str, list[int]] = {}
+        self._index: LineIndex | None = None  # (built on the first check: ADR 0115)
 
     def _line(self, n: int) -> str:
         end = self.starts[n + 1] - 1 if n + 1 < len(self.starts) else len(self.text)
@@ -235,9 +237,11 @@ class Context:
         """Whether one line holds every value of ``said`` and ``said.need`` of its words."""
         if not said.keys:
             return True  # (no value: nothing this check can say left)
-        rarest = max(said.keys, key=len)
-        others = [_pattern(k) for k in said.keys if k != rarest]
-        for n in self._lines_with(rarest):
+        if self._index is None:
+            self._index = LineIndex(self.text.split("\n"))
+        rarest, found = max(said.keys, key=len), self._index.lines(said.keys)
+        others = [_pattern(k) for k in said.keys if k != rarest or found is not None]
+        for n in self._lines_with(rarest) if found is None else sorted(found):
             line = self._line(n)
             here = self._line_words(n)
             if all(p.search(line) for p in others) and len(said.own & here) >= said.need \
