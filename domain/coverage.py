@@ -348,7 +348,7 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
             continue
         if section in NOT_PROSE or not line.strip():
             continue
-        line = _MARKED.sub(" ", line)
+        line = _MARKED.sub(" ", _LINE_KIND.sub(r"\1", line))  # (no bare "setting_text:" left to read, ADR 0115)
         cited = _SEQ.search(line)
         seq = int(cited.group(1)) if cited else default_seq
         body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())

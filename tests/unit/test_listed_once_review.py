@@ -44,6 +44,34 @@ def counts_hold(v: VerifiedSummary) -> None:
     assert r["items_total"] == r["in_summary"] + r["restored"] + r["dropped"]
 
 
+def test_a_statement_the_kept_tail_says_again_is_listed_once_when_it_leaves() -> None:
+    # Before: checked with the tail's seq, the setting was listed by the compaction that
+    # kept the tail (where it had not left) and again, same seq, by the one covering it.
+    first = compact(None, [msg(1, SETTING)], retained=[msg(2, SETTING)])
+    assert first.record["report"]["dropped_items"] == []
+    counts_hold(first)
+    second = compact(first, [msg(2, SETTING)], retained=[msg(3, "Done.")])
+    assert {(d["kind"], d["value"], d["seq"]) for d in second.record["report"]["dropped_items"]} == {
+        ("setting", "APP_PORT=8080", 2), ("setting_text", SETTING, 2)}
+    counts_hold(second)
+    third = compact(second, [msg(3, "Done.")])
+    assert third.record["report"]["dropped_items"] == [] and third.report.dropped_before == 2
+    assert max(entries(first, second, third).values()) == 1
+
+
+def test_a_marked_line_of_the_previous_summary_leaves_no_bare_kind_to_list() -> None:
+    # Before: the marked sentence taken out, "setting_text:" was read as a sentence with a
+    # value (an identifier) and listed, same seq, by every compaction whose previous
+    # summary carried the marked line.
+    line = ('- setting_text: (superseded at seq 40) In the staging env file, CACHE_BACKEND needs to be '
+            '"memcached". (seq 17)')
+    assert said_in_summary(f"## Fact Checklist\n{line}\n", 30) == []
+    previous = replace(compact(None, [msg(30, "Done.")]), text=f"## Fact Checklist\n{line}")
+    again = compact(previous, [msg(31, "Done.")], summary=f"## Fact Checklist\n{line}")
+    later = compact(again, [msg(32, "Done.")], summary=NONE)
+    assert all(d["value"] != "setting_text:" for v in (again, later) for d in v.record["report"]["dropped_items"])
+
+
 def _scan(context: Context, said: Said) -> bool:
     """ADR 0109's rule read literally: some line holds every value as a token and the words."""
     for line in context.text.split("\n"):
