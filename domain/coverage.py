@@ -212,6 +212,7 @@ class Context:
         self._words: dict[int, set[str]] = {}
         self._lines: dict[str, list[int]] = {}
         self._index: LineIndex | None = None  # (built on the first check: ADR 0115)
+        self._patterns: dict[str, re.Pattern[str]] = {}  # (thousands of values: more than re's own cache)
 
     def _line(self, n: int) -> str:
         end = self.starts[n + 1] - 1 if n + 1 < len(self.starts) else len(self.text)
@@ -240,7 +241,10 @@ class Context:
         if self._index is None:
             self._index = LineIndex(self.text.split("\n"))
         rarest, found = max(said.keys, key=len), self._index.lines(said.keys)
-        others = [_pattern(k) for k in said.keys if k != rarest or found is not None]
+        if found is not None and not found:
+            return False
+        others = [self._patterns.get(k) or self._patterns.setdefault(k, _pattern(k))
+                  for k in said.keys if k != rarest or found is not None]
         for n in self._lines_with(rarest) if found is None else sorted(found):
             line = self._line(n)
             here = self._line_words(n)
