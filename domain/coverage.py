@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 
 from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD, subject_words
 from .joining import sentences
+from .lineindex import LineIndex
 from .cues import _REQUEST
 from .remarks import _ONE_OFF, whole
 from .valueforms import lower_case_holders, plain
@@ -218,6 +219,8 @@ class Context:
         self.cites = cites if len(cites) == len(self.starts) else []
         self._words: dict[int, set[str]] = {}
         self._lines: dict[str, list[int]] = {}
+        self._index: LineIndex | None = None  # (built on the first check: ADR 0115)
+        self._patterns: dict[str, re.Pattern[str]] = {}  # (thousands of values: more than re's own cache)
 
     def _line(self, n: int) -> str:
         end = self.starts[n + 1] - 1 if n + 1 < len(self.starts) else len(self.text)
@@ -243,9 +246,14 @@ class Context:
         """Whether one line holds every value of ``said`` and ``said.need`` of its words."""
         if not said.keys:
             return True  # (no value: nothing this check can say left)
-        rarest = max(said.keys, key=len)
-        others = [_pattern(k) for k in said.keys if k != rarest]
-        for n in self._lines_with(rarest):
+        if self._index is None:
+            self._index = LineIndex(self.text.split("\n"))
+        rarest, found = max(said.keys, key=len), self._index.lines(said.keys)
+        if found is not None and not found:
+            return False
+        others = [self._patterns.get(k) or self._patterns.setdefault(k, _pattern(k))
+                  for k in said.keys if k != rarest or found is not None]
+        for n in self._lines_with(rarest) if found is None else sorted(found):
             line = self._line(n)
             here = self._line_words(n)
             if all(p.search(line) for p in others) and len(said.own & here) >= said.need and (
@@ -359,7 +367,7 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
             continue
         if section in NOT_PROSE or not line.strip():
             continue
-        line = _MARKED.sub(" ", line)
+        line = _MARKED.sub(" ", _LINE_KIND.sub(r"\1", line))  # (no bare "setting_text:" left to read, ADR 0115)
         cited = _SEQ.search(line)
         seq = int(cited.group(1)) if cited else default_seq
         body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())
