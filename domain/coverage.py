@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 
 from .cues import _DATE, _FILLER, _NUM_WORD, _STOP, _UNIT, WORD, subject_words
 from .joining import sentences
+from .lineindex import LineIndex
 from .cues import _REQUEST
 from .remarks import _ONE_OFF, whole
 from .codelines import code_like, stated_pin
@@ -203,6 +204,8 @@ class Context:
         self.cites = cites if len(cites) == len(self.starts) else []
         self._words: dict[int, set[str]] = {}
         self._lines: dict[str, list[int]] = {}
+        self._index: LineIndex | None = None  # (built on the first check: ADR 0115)
+        self._patterns: dict[str, re.Pattern[str]] = {}  # (thousands of values: more than re's own cache)
 
     def _line(self, n: int) -> str:
         end = self.starts[n + 1] - 1 if n + 1 < len(self.starts) else len(self.text)
@@ -228,9 +231,14 @@ class Context:
         """Whether one line holds every value of ``said`` and ``said.need`` of its words."""
         if not said.keys:  # (a user's sentence with no value: a line with half its words, ADR 0116)
             return not said.need or any(len(said.own & self._line_words(n)) >= said.need for n in range(len(self.starts)))
-        rarest = max(said.keys, key=len)
-        others = [_pattern(k) for k in said.keys if k != rarest]
-        for n in self._lines_with(rarest):
+        if self._index is None:
+            self._index = LineIndex(self.text.split("\n"))
+        rarest, found = max(said.keys, key=len), self._index.lines(said.keys)
+        if found is not None and not found:
+            return False
+        others = [self._patterns.get(k) or self._patterns.setdefault(k, _pattern(k))
+                  for k in said.keys if k != rarest or found is not None]
+        for n in self._lines_with(rarest) if found is None else sorted(found):
             line = self._line(n)
             here = self._line_words(n)
             if all(p.search(line) for p in others) and len(said.own & here) >= said.need and (
@@ -316,8 +324,7 @@ def _said_among(pieces: Sequence[str], seq: int, requests: bool = True, prior: s
             own = words(s, ())
             found = Said(s, tuple(asked), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)))
         elif found is None and by_words and len(own := words(s, ())) >= BY_WORDS and subject_words(s):
-            # (what a user says without a value, a wish or a rule in plain words, is still
-            # theirs: looked for by its words, ADR 0116; the assistant's prose is not)
+            # (a user's words without a value are still theirs, ADR 0116; the assistant's are not)
             found = Said(s, (), seq, frozenset(own), math.ceil(len(own) * SHARED))
         if found is not None:
             out.append(replace(found, pieces=shared, at=n))
@@ -349,19 +356,17 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
             continue
         if section in NOT_PROSE or not line.strip():
             continue
-        line = _MARKED.sub(" ", line)
+        line = _MARKED.sub(" ", _LINE_KIND.sub(r"\1", line))  # (no bare "setting_text:" left to read, ADR 0115)
         cited = _SEQ.search(line)
         seq = int(cited.group(1)) if cited else default_seq
         body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())
         if body.lower().startswith("latest request:"):
             body = body[len("latest request:"):].strip()
-        # (the lines citing one message are its sentences, quoted together when they leave: a
-        # line's subject is often the one before it, "Compared the candidates for the HTTP
-        # client." / "Today: wiring in aiohttp."; a sentence two sections quote, once)
+        # (the lines citing one message are its sentences, quoted together when they leave, each
+        # once: a line's subject is often the one before, "Compared the HTTP clients." / "aiohttp.")
         pieces = groups.setdefault(seq if cited else n, (seq, []))[1]
         pieces += [p for p in prose(body) if p not in pieces]
-    # (a line citing its own message still states a fragment of it, as when it stood alone;
-    # an answer still needs a word of its question, ADR 0109)
+    # (a line citing its message still states a fragment of it; an answer needs its question's word)
     return [s if s.at and s.pieces[s.at - 1].rstrip().endswith(("?", "\uff1f")) else replace(s, cited=True)
             for seq, pieces in groups.values() for s in _said_among(pieces, seq, requests=False)]
 

@@ -29,7 +29,8 @@ from .attemptlog import run_recorded
 from ..history.costs import summary_cost
 from ..state.drafts import Draft
 from .ledgers import verify_summary
-from .prepare import Part, Preparation, candidate_checkpoint, draft_with, prepare_compaction, prepare_summary
+from .prepare import (Part, Preparation, candidate_checkpoint, draft_with, fits_a_summary, no_summary_fits,
+                      prepare_compaction, prepare_summary)
 from ..contracts.ports import SummaryRequest
 from ..runtime.services import Services, mutate
 from ..state.session_context import SessionContext
@@ -124,7 +125,10 @@ def _compact_context(
 def summarize_candidate(svc: Services, turn: TurnContext, plan: CutPlan, reason: str) -> Candidate:
     """One summary call for a cut planned by the caller (the background summary plans
     the one ``compact_context`` plans, ``prepare_compaction``: this is for any other)."""
-    return summarize_prepared(svc, prepare_summary(svc, turn, plan, reason))
+    prepared = prepare_summary(svc, turn, plan, reason)
+    if not fits_a_summary(prepared):  # (no call that must fail: say why, as ``compact`` does, ADR 0111)
+        raise no_summary_fits(prepared)
+    return summarize_prepared(svc, prepared)
 
 
 def summarize_prepared(svc: Services, prepared: Preparation) -> Candidate:

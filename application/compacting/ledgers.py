@@ -166,6 +166,11 @@ def verify_summary(
     newer = tail_statements(retained) if tail is None else tail
     check = checked_ledger(ledger, newer)
     verified, report = verify(cleaned, check, budget_tokens, count, remark_tokens=remark_budget(entries))
+    # Said again in the kept tail (checked with its seq there): it has not left. Listed now,
+    # it was listed again, same seq, by the compaction covering the tail (ADR 0115).
+    held = sum(1 for i in report.dropped_items if i.seq > last_seq)
+    report.dropped_items = [i for i in report.dropped_items if i.seq <= last_seq]
+    report.items_total -= held
     # Left the bounded ledger: reported, not lost silently, and counted among the items
     # (items_total = in_summary + restored + dropped holds).
     report.dropped_items.extend(evicted)

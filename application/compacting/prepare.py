@@ -44,9 +44,8 @@ from .ledgers import SummaryInput, checked_ledger, summary_input, tail_statement
 #: Slack for the summary's own count against its count inside the request (token
 #: boundaries at the joins).
 _SUMMARY_MARGIN_TOKENS = 8
-#: Below this the room beside the tail is no summary at all: ``prepare_compaction`` answers
-#: ``no_summary_fits`` before any call (a plan summarized directly asks for the usual size
-#: and the shrink check says why it cannot fit).
+#: Below this the room beside the tail is no summary at all: ``prepare_compaction`` and
+#: ``summarize_candidate`` answer ``no_summary_fits`` before any call (ADR 0111).
 _SMALLEST_SUMMARY = 64
 
 
