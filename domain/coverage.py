@@ -46,6 +46,7 @@ from .joining import sentences
 from .lineindex import LineIndex
 from .cues import _REQUEST
 from .remarks import _ONE_OFF, whole
+from .codelines import code_like, stated_pin
 from .valueforms import lower_case_holders, plain
 
 #: The kind of a coverage loss in ``dropped_items``: a sentence the new context no
@@ -55,6 +56,8 @@ UNSTATED = "unstated"
 #: Of a sentence's content words, the share a line must hold to state it, and at most
 #: this many: a long sentence clipped around its values still states it.
 SHARED, MOST = 0.5, 3
+#: A user's sentence with no value is looked for by its content words when it has this many.
+BY_WORDS = 3
 #: The previous summary's sections that stand for tools and exact facts, not for what
 #: people said (``summary.HEADINGS``).
 NOT_PROSE = frozenset(("Files and Operations", "Tool Results and Failures", "Exact Facts"))
@@ -72,31 +75,13 @@ _CITATION = re.compile(r"\s?\(\s*seqs?\b[^()\n]*\)|\((?:possibly )?superseded[^(
 # would otherwise hide a loss; the line it stands on was listed when it was marked)
 _MARKED = re.compile(r"\(superseded at seq \d+\) [^\n]*?(?:[.!?](?=\s)|$)", re.M)
 _FENCE = re.compile(r"```.*?(?:```|$)", re.S)
-_INDENTED = re.compile(r"^(?: {4}|\t).*$", re.M)
+# (an indented bullet is a nested list item, not code: "    - budget stays under $4,000", ADR 0116)
+_INDENTED = re.compile(r"^(?: {4}|\t)(?![ \t]*(?:[-*\u2022]|\d+[.)])[ \t]+[^\W\d_]).*$", re.M)
 _SEQ = re.compile(r"\(\s*seqs?\s+(\d+)", re.I)
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 _KIND_PREFIX = re.compile(r"^[a-z_]+:\s+")
 _LINE_KIND = re.compile(r"^(\s*[-*]\s+)[a-z_]+:(?=\s)", re.M)
-# (code, not a statement: a block's punctuation, a keyword or a prompt at the start, a call
-# at the end. Narrower than a remark's test: "reviewer -> Priya", "MAX_WORKERS: 12" and
-# "LOG_LEVEL=debug" are what people say in chat)
-_CODE = re.compile(r"[{}]|;\s*$|==|!=|=>|::|^\s*(?:def|class|import|from \S+ import|return|raise|assert|elif|"
-                   r"except|Traceback|#include|SELECT\b.*\bFROM)\b|^\s*(?:\$|>>>|#|%)\s|^\s*File \"|"
-                   r"\w\([^()]*\)[.\w]*\s*$|^\s*(?:if|for|while|with|else|try)\b.*:\s*$", re.I)
-_TOKEN_PLAIN = re.compile(r"[(\"'\u201c]?[^\W\d_][^\W\d_'\u2019-]*[.,;:!?)\"'\u201d]*|[$€£]?\d[\d,.:]*\w{0,3}[.,;:!?)]*|[-\u2013\u2014&>]+")
-
-
-def code_like(sentence: str) -> bool:
-    """Code or a pasted tool line: code punctuation, a keyword or a prompt at the start, or
-    (four tokens or more) under a third of them plain words or numbers."""
-    if _CODE.search(sentence):
-        return True
-    tokens = sentence.split()
-    plain = sum(1 for t in tokens if _TOKEN_PLAIN.fullmatch(t))
-    return len(tokens) >= 4 and plain * 3 < len(tokens)
-
-
 def values(sentence: str) -> list[str]:
     """The value-like tokens of ``sentence``, casefolded, in order, once each: what a
     line must hold to state it (a number without its currency sign or unit: "$1,200"
@@ -244,8 +229,8 @@ class Context:
 
     def states(self, said: Said) -> bool:
         """Whether one line holds every value of ``said`` and ``said.need`` of its words."""
-        if not said.keys:
-            return True  # (no value: nothing this check can say left)
+        if not said.keys:  # (a user's sentence with no value: a line with half its words, ADR 0116)
+            return not said.need or any(len(said.own & self._line_words(n)) >= said.need for n in range(len(self.starts)))
         if self._index is None:
             self._index = LineIndex(self.text.split("\n"))
         rarest, found = max(said.keys, key=len), self._index.lines(said.keys)
@@ -321,10 +306,11 @@ def prose(text: str) -> list[str]:
     """The sentences of a person's message that can carry a value: fenced code blocks,
     indented lines and code-like sentences out."""
     text = _INDENTED.sub(" ", _FENCE.sub(" ", text))
-    return [s for s in sentences(text) if not code_like(s)]
+    return [s for s in sentences(text) if not code_like(s) or stated_pin(s)]
 
 
-def _said_among(pieces: Sequence[str], seq: int, requests: bool = True, prior: str = "") -> list[Said]:
+def _said_among(pieces: Sequence[str], seq: int, requests: bool = True, prior: str = "",
+                by_words: bool = False) -> list[Said]:
     shared = tuple(pieces)
     out = []
     for n, s in enumerate(shared):
@@ -337,6 +323,9 @@ def _said_among(pieces: Sequence[str], seq: int, requests: bool = True, prior: s
             # "LOG_LEVEL on staging? Warning until the launch." is stated with LOG_LEVEL)
             own = words(s, ())
             found = Said(s, tuple(asked), seq, frozenset(own), min(MOST, math.ceil(len(own) * SHARED)))
+        elif found is None and by_words and len(own := words(s, ())) >= BY_WORDS and subject_words(s):
+            # (a user's words without a value are still theirs, ADR 0116; the assistant's are not)
+            found = Said(s, (), seq, frozenset(own), math.ceil(len(own) * SHARED))
         if found is not None:
             out.append(replace(found, pieces=shared, at=n))
     return out
@@ -349,7 +338,7 @@ def said_in(messages: Iterable[tuple[int, str, str]]) -> list[Said]:
     for seq, role, text in messages:
         if role in ("user", "assistant") and text:
             pieces = prose(text)
-            out += _said_among(pieces, seq, requests=role != "user", prior=prior)
+            out += _said_among(pieces, seq, requests=role != "user", prior=prior, by_words=role == "user")
             prior = pieces[-1] if pieces else prior
     return out
 
@@ -358,9 +347,9 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
     """The value-carrying sentences of a summary's lines that stand for what people said
     (not its tool, file and exact-fact sections), each with the first seq its line cites
     (else ``default_seq``: the last the summary covered)."""
-    out: list[Said] = []
+    groups: dict[object, tuple[int, list[str]]] = {}  # (a message's lines, in order: ADR 0116)
     section = ""
-    for line in (summary or "").splitlines():
+    for n, line in enumerate((summary or "").splitlines()):
         heading = _HEADING.match(line)
         if heading:
             section = heading.group(1)
@@ -373,8 +362,13 @@ def said_in_summary(summary: str | None, default_seq: int) -> list[Said]:
         body = _KIND_PREFIX.sub("", _BULLET.sub("", _CITATION.sub(" ", line)).strip())
         if body.lower().startswith("latest request:"):
             body = body[len("latest request:"):].strip()
-        out += _said_among(prose(body), seq, requests=False)
-    return out
+        # (the lines citing one message are its sentences, quoted together when they leave, each
+        # once: a line's subject is often the one before, "Compared the HTTP clients." / "aiohttp.")
+        pieces = groups.setdefault(seq if cited else n, (seq, []))[1]
+        pieces += [p for p in prose(body) if p not in pieces]
+    # (a line citing its message still states a fragment of it; an answer needs its question's word)
+    return [s if s.at and s.pieces[s.at - 1].rstrip().endswith(("?", "\uff1f")) else replace(s, cited=True)
+            for seq, pieces in groups.values() for s in _said_among(pieces, seq, requests=False)]
 
 
 def losses(leaving: Iterable[Said], context: Context, listed: Context) -> list[Loss]:

@@ -102,8 +102,8 @@ def test_a_person_named_in_lower_case_after_a_role_is_a_value() -> None:
 
 
 def test_a_lone_fragment_is_stated_by_its_own_quote_not_by_a_like_sentence_of_another_message() -> None:
-    (fragment,) = coverage.said_in([(4, "user", "When did the login redirect bug get fixed?"),
-                                    (5, "assistant", "Fixed on March 1.")])
+    (fragment,) = [s for s in coverage.said_in([(4, "user", "When did the login redirect bug get fixed?"),
+                                                (5, "assistant", "Fixed on March 1.")]) if s.seq == 5]
     assert not coverage.Context(["- The export crash? Fixed on March 1."]).states(fragment)
     assert coverage.Context(["- task: Fixed on March 1. (seq 5)"]).states(fragment)
     assert coverage.Context(["- The login redirect bug: fixed on March 1."]).states(fragment)
