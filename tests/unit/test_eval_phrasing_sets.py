@@ -51,6 +51,17 @@ def _unreadable(p: Phrasings, draws: int = 8) -> list[str]:
     return bad
 
 
+#: The update words of ``fresh`` and ``blind`` to ``blind3`` and the usual ones: a later
+#: never-tuned set's updates use none of them (ADR 0108, ADR 0113).
+_USUAL_UPDATES = (
+    r"update[ds]?|now|changed?|actually|scratch|bumped|swapped|reset|slipped|walked back|per the new|"
+    r"correct(ed|ing|ion)?|ignore|disregard|never mind|take back|strike|aiming for|instead|pushed|contrary|"
+    r"forget|reassigned|moved|wrong|new|revised|replace[sd]?|switched|going forward|from here on|rescheduled|"
+    r"effective|ditched|re-?measured|re-?ran|re-?run|re-?pinned|typo|flip|brought forward|take[sn]? over|"
+    r"took over|reshuffled?|earlier|old|goes to|becomes?|set to|as of|heads[- ]up|from (this|monday)"
+)
+
+
 @pytest.mark.parametrize("name", sorted(report.SETS))
 def test_every_template_of_every_phrasing_set_is_readable_by_the_scorer(name: str) -> None:
     assert _unreadable(report.SETS[name]) == []
@@ -167,13 +178,7 @@ def test_blind4_updates_are_errata_edits_and_u_turns_not_any_earlier_sets_words(
     assert [t for t in updates if re.search(r"^\+", t, re.M)]  # a diff line
     assert [t for t in updates if re.search(r"\b(u-turn|second thoughts|plot twist|overruled)\b", t, re.I)]
     assert [t for t in updates if re.search(r"\b(slides|pulled .* forward|inherits|passes to)\b", t)]
-    said = [t for t in updates if re.search(
-        r"\b(update[ds]?|now|changed?|actually|scratch|bumped|swapped|reset|slipped|walked back|per the new|"
-        r"correct(ed|ing|ion)?|ignore|disregard|never mind|take back|strike|aiming for|instead|pushed|contrary|"
-        r"forget|reassigned|moved|wrong|new|revised|replace[sd]?|switched|going forward|from here on|rescheduled|"
-        r"effective|ditched|re-?measured|re-?ran|re-?run|re-?pinned|typo|flip|brought forward|take[sn]? over|"
-        r"took over|reshuffled?|earlier|old|goes to|becomes?|set to|as of|heads[- ]up|from (this|monday))\b",
-        t, re.I)]
+    said = [t for t in updates if re.search(rf"\b({_USUAL_UPDATES})\b", t, re.I)]
     assert said == []
 
 
@@ -190,11 +195,7 @@ def test_blind5_updates_are_self_repairs_forwards_and_second_editions_not_any_ea
     assert [t for t in updates if re.search(r"\b(Second poll|Poll closed)\b", t)]
     assert [t for t in updates if re.search(r"\bmore time\b|\bwent to .* at \d\d:\d\d", t)]
     said = [t for t in updates if re.search(
-        r"\b(update[ds]?|now|changed?|actually|scratch|bumped|swapped|reset|slipped|walked back|per the new|"
-        r"correct(ed|ing|ion)?|ignore|disregard|never mind|take back|strike|aiming for|instead|pushed|contrary|"
-        r"forget|reassigned|moved|wrong|new|revised|replace[sd]?|switched|going forward|from here on|rescheduled|"
-        r"effective|ditched|re-?measured|re-?ran|re-?run|re-?pinned|typo|flip|brought forward|take[sn]? over|"
-        r"took over|reshuffled?|earlier|old|goes to|becomes?|set to|as of|heads[- ]up|from (this|monday)|"
+        rf"\b({_USUAL_UPDATES}|"
         # (and blind4's own: errata, edits, struck values, U-turns, dates that slide, batons; a deck's
         # "Slide 6" is not its verb)
         r"errat(um|a)|amend(ed|ment)?|edited|plot twist|overruled|u-turn|second thoughts|after all|in favou?r of|"

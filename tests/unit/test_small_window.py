@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 from context_compaction import Settings, bootstrap, commands
+from filling_summarizer import Filler
 
 _USER = [
     "The deploy window is Tuesdays 14:00-16:00 UTC, never on Fridays.",
@@ -101,25 +102,11 @@ def test_a_turn_under_way_bigger_than_the_threshold_fails_naming_the_messages_ke
     assert "kept verbatim from seq 7" in got["error"]["message"], got["error"]
 
 
-class _Filler:
-    """A summarizer that fills the output it is asked for, and records each request."""
-
-    def __init__(self) -> None:
-        self.asked: list[int] = []
-
-    def summarize(self, request):  # type: ignore[no-untyped-def]
-        from context_compaction.application.contracts.ports import SummaryResult
-
-        self.asked.append(request.max_output_tokens)
-        words = " ".join(f"w{i}" for i in range(int(request.max_output_tokens * 0.45)))
-        return SummaryResult(text="## Objective\n- " + words, provider_kind="fake", model="fake")
-
-
 def test_no_summary_is_asked_for_when_none_fits_beside_the_pin_and_the_turn_under_way(tmp_path: Path) -> None:
     # Before: with fewer than 64 tokens left beside the summary, the summarizer was asked
     # for the whole output reserve (250 tokens), a paid call that could only fail the
     # shrink check ("would still need 658 tokens, over the 500-token threshold").
-    filler = _Filler()
+    filler = Filler()
     bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}"), summarizer=filler)
     _start_pinned(bus, "gpt-4o", "Pinned rule: " + "never deploy on fridays " * 35)
     for k in range(4):

@@ -11,22 +11,10 @@ import pytest
 from context_compaction import Settings, bootstrap, commands
 from context_compaction.application.compacting.compaction import summarize_candidate
 from context_compaction.application.compacting.prepare import keep_beside_pins, record_counts
-from context_compaction.application.contracts.ports import SummaryResult
 from context_compaction.application.runtime.turncontext import prepare_context
 from context_compaction.domain.cutpoint import CutPlan, plan_cut
 from context_compaction.domain.errors import SummaryFailed
-
-
-class _Filler:
-    """A summarizer that fills the output it is asked for, and records each request."""
-
-    def __init__(self) -> None:
-        self.asked: list[int] = []
-
-    def summarize(self, request):  # type: ignore[no-untyped-def]
-        self.asked.append(request.max_output_tokens)
-        words = " ".join(f"w{i}" for i in range(int(request.max_output_tokens * 0.45)))
-        return SummaryResult(text="## Objective\n- " + words, provider_kind="fake", model="fake")
+from filling_summarizer import Filler
 
 
 def _say(bus, role: str, text: str) -> None:  # type: ignore[no-untyped-def]
@@ -37,7 +25,7 @@ def test_a_planned_cut_with_no_room_for_a_summary_asks_for_none_and_names_the_sm
     # Before: the summarizer was asked for the whole output reserve (250 tokens) beside a
     # pinned rule and a turn that left it under 64, and the candidate then failed the
     # shrink check with no window named (a paid call that could not succeed).
-    filler = _Filler()
+    filler = Filler()
     bus = bootstrap(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}"), summarizer=filler)
     bus.dispatch(commands.StartSession(session_id="s", model="gpt-4o", agent_token_limit=1_000))
     got = bus.dispatch_json({"type": "append_messages", "session_id": "s",
