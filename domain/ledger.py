@@ -29,7 +29,7 @@ from .followups import resolve
 from .joining import asked_last, sentences
 from .splitting import clip
 from .marks import mark_superseded, stated_text, unmarked_within
-from .valueforms import plain, same_setting
+from .valueforms import _IN, plain, same_setting
 from .supersession import scoped, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry, insert_lines
@@ -440,5 +440,7 @@ def _squash(text: str) -> str:
 
 
 def _norm(item: LedgerItem) -> str:
+    if item.kind == "setting" and item.key and _IN in item.key:
+        return f"{item.value}{_IN}{item.key.partition(_IN)[2]}"  # (one value in two files: two items)
     return _squash(item.value) if item.kind in HEADING else item.value
 

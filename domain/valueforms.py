@@ -17,11 +17,23 @@ from .cues import _FILLER, _STOP
 def plain(text: str) -> str:
     """``text`` as stated, its formatting aside: markdown emphasis and code ticks out, digit
     groups joined."""
-    return _GROUPED.sub("", _EMPHASIS.sub("", text))
+    return _GROUPED.sub(_joined, _EMPHASIS.sub(r"\1", text.replace("`", "")))
 
 
-_EMPHASIS = re.compile(r"\*\*|__|`")
-_GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+# (emphasis as a pair around words, never inside a name or a path: "app/__main__.py" is
+# no "app/main.py", ADR 0114 amended)
+_EMPHASIS = re.compile(r"(?<![\w./\\-])(?:\*\*|__)(?=[^\s*_])([^\n]{0,200}?[^\s*_])(?:\*\*|__)(?![\w./\\-])")
+_GROUPED = re.compile(r"(?<![\d,.])([$\u20ac\u00a3\u00a5]?)(\d{1,3})((?:,\d{3})+)(?!\d|,\d)")
+
+
+def _joined(m: re.Match[str]) -> str:
+    """A grouped number written plain, only where grouping is sure: after a currency sign,
+    two groups or more ("1,200,000"), or round ("12,000", "2,500"); "80,443" may be two
+    ports, so it stays as said (unequal to "80443": a loss reported, never a silent one)."""
+    sign, head, groups = m.groups()
+    if sign or groups.count(",") > 1 or groups.endswith("00"):
+        return sign + head + groups.replace(",", "")
+    return m.group(0)
 
 
 def lower_case_holders(sentence: str, openers: Collection[str] = ()) -> Iterator[tuple[int, int, str]]:
