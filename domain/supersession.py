@@ -163,10 +163,12 @@ def scoped(name: str, text: str, at: int) -> str:
     # (only a file the sentence says the setting is in or for, or a label before it: "see
     # docs/tuning.md for why" or "the traceback pointed at lib/retry.py" is another topic)
     files = [(abs(start + m.start() - at), m.group(0).removeprefix("./")) for m in _PATH.finditer(line)
-             if _OF_FILE.search(line, 0, m.start()) or line[m.end():m.end() + 1] == ":" and start + m.end() < at]
+             if (_OF_FILE.search(line, 0, m.start()) or line[m.end():m.end() + 1] == ":" and start + m.end() < at)
+             and not _CLAUSE_BREAK.search(line, *sorted((at - start, m.start())))]
     return f"{name}{_IN}{min(files)[1]}" if files else name
 
 
+_CLAUSE_BREAK = re.compile(r";|\s[\u2014\u2013-]\s")  # (a file of another clause: "=9 now; the why is in x.md")
 _OF_FILE = re.compile(r"\b(?:in|for|of|inside)\s+(?:the\s+)?(?:file\s+)?[`'\"]?(?:\./)?$")
 
 
