@@ -128,3 +128,29 @@ def test_amounts_read_as_before_on_everyday_text() -> None:
     assert [m.group(0) for m in _AMOUNT.finditer(text)] == [
         "1,250 ms", "3.5 GB", "$4,000", "12 requests", "40 users", "10,000 rows"]
     assert re.search(r"12 requests per second", _RATE.search(text).group(0))
+
+
+# ------------------------------------------------------------------ quotes, abbreviations, roles
+def test_a_quoted_word_that_is_printed_not_chosen_is_no_name() -> None:
+    old = "The deploy bot is Jenkins."
+    ledger = merged(old, 'The deploy bot posted "Finished" after six minutes.')
+    assert current(ledger, old) is not None and current(ledger, old).doubt is None
+
+
+def test_an_abbreviation_before_a_capital_of_another_script_ends_no_sentence() -> None:
+    for said in ("Die Leitung hat Dr. Ümit Aksoy.", "Куратор проекта — г. Соколов.", "Zuständig ist d. h. Ömer."):
+        assert sentences(said) == [said]
+
+
+def test_an_emoji_code_mid_sentence_before_a_capital_ends_no_sentence() -> None:
+    said = "Fill in the :clipboard: Standup form and mark :white_check_mark: Shipped when done."
+    assert sentences(said) == [said]
+    assert len(sentences("Numbers are in :tada: I added the chart too.")) == 2
+
+
+def test_a_word_of_talk_after_a_role_is_no_person() -> None:
+    for said in ("The lead is vague.", "The manager is strict.", "The admin is slow today.", "The contact is slack.",
+                 "The assignee is blank."):
+        assert coverage.values(said) == [], said
+    assert coverage.values("The approver is wiebke.") == ["wiebke"]
+    assert coverage.values("The lead for payments is joaquim.") == ["joaquim"]
