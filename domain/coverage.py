@@ -77,7 +77,7 @@ _SEQ = re.compile(r"\(\s*seqs?\s+(\d+)", re.I)
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 _KIND_PREFIX = re.compile(r"^[a-z_]+:\s+")
-_LINE_KIND = re.compile(r"^(\s*[-*]\s+)[a-z_]+:(?=\s)", re.M)
+_LINE_KIND = re.compile(r"^([ \t]*[-*][ \t]+)[a-z_]+:(?=\s)", re.M)  # (within its line: the lines stay aligned)
 # (code, not a statement: a block's punctuation, a keyword or a prompt at the start, a call
 # at the end. Narrower than a remark's test: "reviewer -> Priya", "MAX_WORKERS: 12" and
 # "LOG_LEVEL=debug" are what people say in chat)

@@ -72,7 +72,7 @@ _CUES = (
         re.I)),
     (PREFERENCE, re.compile(
         r"\b(i(?: \w+ly)? prefer|i'd prefer|i would prefer|i'd like|i would like|my preference|i like|i don't want|"
-        r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r|how i like|can't stand|"
+        r"i do not want|please don't|please do not|i'd rather|i would rather|favou?r(?:ite|ed|s)?|how i like|can't stand|"
         r"whenever you can|ever\b|stick (?:to|with)|(?:big )?fan of|personally|can we not|let's not|please no|"
         # (a whole word at the end too: "please no" is no cue in "please note")
         r"keep (?:\w+ ){1,3}out of)\b", re.I)),

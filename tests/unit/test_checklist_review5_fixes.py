@@ -154,3 +154,16 @@ def test_a_word_of_talk_after_a_role_is_no_person() -> None:
         assert coverage.values(said) == [], said
     assert coverage.values("The approver is wiebke.") == ["wiebke"]
     assert coverage.values("The lead for payments is joaquim.") == ["joaquim"]
+
+
+# ------------------------------------------------------------------ low
+def test_a_blank_line_before_a_kind_labelled_line_keeps_the_citations_aligned() -> None:
+    said = coverage.said_in([(3, "user", "Is the nightly export green?"), (5, "assistant", "Green since June 2.")])
+    ctx = coverage.Context(["## Fact Checklist\n- task: Green since June 2. (seq 5)", "Later:\n\n- todo: tidy the export"])
+    assert not coverage.losses(said, ctx, coverage.Context([]))
+
+
+def test_favourite_and_favored_are_preference_cues() -> None:
+    from context_compaction.domain.checklist import classify
+    assert classify("My favourite formatter is black, keep it.") == "preference"
+    assert classify("The favored layout is one module per feature.") == "preference"
