@@ -235,7 +235,7 @@ _NAMED = re.compile(r"(?<=[a-z,] )(?!I\b)[A-Z][a-z]{2,}\b|\b[A-Z][a-z]+[A-Z]\w*\
 # nothing: "Lunch with Omar went long.", "Pinged Lena about it.", ADR 0114 amended)
 _CHOOSES = re.compile(r"\b(?:go(?:ing)? with|went with|wir(?:e|ing) in|wired in|settl(?:e|ed|ing) on|switch(?:ed|ing)? "
                       r"to|mov(?:e|ed|ing) to|migrat(?:e|ed|ing) to|pick(?:ed|ing)?|cho(?:ose|se|osing)|opt(?:ed|ing)? "
-                      r"for|us(?:e|ed|ing)|adopt(?:ed|ing)?|land(?:ed|ing)? on|stick(?:ing)? with|stay(?:ed|ing)? "
+                      r"for|us(?:e|ed|ing)|adopt(?:ed|ing)?|select(?:ed|ing)?|land(?:ed|ing)? on|stick(?:ing)? with|stay(?:ed|ing)? "
                       r"with|decided on|replac(?:e|ed|ing) \w+ with|winner is|prefer(?:red)?|keep(?:ing)?|"
                       r"roll(?:ed|ing)? out|standardi[sz](?:e|ed|ing) on)\b", re.I)
 # (a noun after an article is a subject of its own: "The importer now reads Parquet.")

@@ -152,6 +152,22 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     return item
 
 
+def retire_sentences(old: Item, new: Item, by_key: dict[tuple[str, str], Item],
+                     superseded: dict[tuple[str, str], Item]) -> None:
+    """The sentences that set ``old`` (a setting ``new`` replaced), replaced with it: their
+    reason clauses differ ("… the ingest jobs pile up" / "… the billing jobs pile up"), so
+    no subject rule matched and the old sentence stayed on the checklist unmarked (ADR 0114
+    amended). Only a sentence of ``old``'s own message that names ``old``'s file or none."""
+    if old.value == new.value:
+        return
+    where = (old.key or "").partition(_IN)[2]
+    for k, o in list(by_key.items()):
+        if o.kind == SETTING_TEXT and o.seq == old.seq and re.search(rf"(?<![\w.-]){re.escape(old.value)}(?![\w.])", o.value) \
+                and scoped(old.key.partition(_IN)[0], o.value, o.value.find(old.value)).partition(_IN)[2] == where:
+            del by_key[k]
+            superseded[k] = replace(o, key=f"seq {new.seq}")
+
+
 def scoped(name: str, text: str, at: int) -> str:
     """A setting's key: its name, and the file its sentence names nearest to it, if any
     ("MAX_WORKERS=8 in config/prod.toml"): two files' settings are two settings (ADR 0114).

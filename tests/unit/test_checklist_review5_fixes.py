@@ -167,3 +167,11 @@ def test_favourite_and_favored_are_preference_cues() -> None:
     from context_compaction.domain.checklist import classify
     assert classify("My favourite formatter is black, keep it.") == "preference"
     assert classify("The favored layout is one module per feature.") == "preference"
+
+
+def test_the_sentence_that_set_a_replaced_value_is_replaced_with_it() -> None:
+    ledger = merged("Set POOL_CAP=5 in deploy/api.toml; the ingest jobs pile up.",
+                    "Set POOL_CAP=5 in deploy/cron.toml; the cache jobs pile up.",
+                    "Set POOL_CAP=3 in deploy/api.toml; the billing jobs pile up.")
+    assert replaced(ledger, "Set POOL_CAP=5 in deploy/api.toml; the ingest jobs pile up.")
+    assert current(ledger, "Set POOL_CAP=5 in deploy/cron.toml; the cache jobs pile up.") is not None
