@@ -207,7 +207,8 @@ def _belongs_to(before: str, s: str) -> bool:
         return bool(subject_words(before)) and _fits(before, s)  # ("Log retention? Roughly 90 days.")
     if not value_before and _NAMED.search(s) and not re.search(r"\d", s) and not before.rstrip().endswith("?") \
             and not _REQUEST.match(before) and not _CASELESS.search(s) and _phrase(before) and not _phrase(s) \
-            and not _ARTICLE_NOUN.search(_REASON.sub(" ", s)) and not _LABELLED.search(s):
+            and not _ARTICLE_NOUN.search(_REASON.sub(" ", s)) and not _LABELLED.search(s) \
+            and _CHOOSES.search(s):
         # (a name said with no subject phrase belongs to the topic just named without a value:
         # "We benchmarked the options for the message broker. Going with Kafka, since ...",
         # ADR 0114; kept apart, the choice was on one checklist line and its subject on another)
@@ -230,6 +231,13 @@ def _phrase(s: str) -> bool:
 
 # (a name within the sentence, not its opener: "wiring in Kafka", "going with RabbitMQ")
 _NAMED = re.compile(r"(?<=[a-z,] )(?!I\b)[A-Z][a-z]{2,}\b|\b[A-Z][a-z]+[A-Z]\w*\b")
+# (a choice said before the name; a thank-you or a meeting note names someone and chooses
+# nothing: "Lunch with Omar went long.", "Pinged Lena about it.", ADR 0114 amended)
+_CHOOSES = re.compile(r"\b(?:go(?:ing)? with|went with|wir(?:e|ing) in|wired in|settl(?:e|ed|ing) on|switch(?:ed|ing)? "
+                      r"to|mov(?:e|ed|ing) to|migrat(?:e|ed|ing) to|pick(?:ed|ing)?|cho(?:ose|se|osing)|opt(?:ed|ing)? "
+                      r"for|us(?:e|ed|ing)|adopt(?:ed|ing)?|select(?:ed|ing)?|land(?:ed|ing)? on|stick(?:ing)? with|stay(?:ed|ing)? "
+                      r"with|decided on|replac(?:e|ed|ing) \w+ with|winner is|prefer(?:red)?|keep(?:ing)?|"
+                      r"roll(?:ed|ing)? out|standardi[sz](?:e|ed|ing) on)\b", re.I)
 # (a noun after an article is a subject of its own: "The importer now reads Parquet.")
 _ARTICLE_NOUN = re.compile(r"\b(?:the|a|an|our|my|your|this|that|its|their)\s+[a-z]{3,}", re.I)
 _REASON = re.compile(r"\b(?:because|since|given that|due to|so that|as it|as its)\b.*$", re.I)

@@ -29,8 +29,8 @@ from .followups import resolve
 from .joining import asked_last, sentences
 from .splitting import clip
 from .marks import mark_superseded, stated_text, unmarked_within
-from .valueforms import plain, same_setting
-from .supersession import scoped, supersede
+from .valueforms import _IN, plain, same_setting
+from .supersession import retire_sentences, scoped, supersede
 from .checklist import HEADING as CHECKLIST_HEADING
 from .summary import SourceEntry, insert_lines
 from .budget import Count
@@ -163,6 +163,7 @@ class Ledger:
                     if same_setting(other.key, item.key) and other.seq <= item.seq:
                         del by_key[other_k]
                         superseded[other_k] = other
+                        retire_sentences(other, item, by_key, superseded)
             if item.anchors or item.kind in _REPHRASABLE:
                 # (an update is a value too: a change that found no typed item to replace
                 # stays an update, and the next change of that subject replaces it)
@@ -440,5 +441,7 @@ def _squash(text: str) -> str:
 
 
 def _norm(item: LedgerItem) -> str:
+    if item.kind == "setting" and item.key and _IN in item.key:
+        return f"{item.value}{_IN}{item.key.partition(_IN)[2]}"  # (one value in two files: two items)
     return _squash(item.value) if item.kind in HEADING else item.value
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from .subjects import Item, _VALUE_KINDS, _carries_value
 from .budget import Count
-from .valueforms import same_setting
+from .valueforms import _IN, same_setting
+from .qualifiers import _paths
 
 
 def stated_text(summary: str) -> str:
@@ -55,8 +56,10 @@ def mark_superseded(text: str, ledger: Any) -> tuple[str, int]:
         if note in text:
             continue
         pattern = re.compile(re.escape(old.value) + r"(?![^\s,;'\"`)])(?! \(superseded)")
-        text, n = pattern.subn(lambda _m: note, text)
-        marked += n
+        where = str(old.key).partition(_IN)[2]
+        hits = [m.start() for m in pattern.finditer(text) if not _of_another_file(text, m.start(), where)]
+        text = pattern.sub(lambda m: note if m.start() in hits else m.group(0), text)
+        marked += len(hits)
     text, n = _mark_doubted(text, ledger.items)
     return text, marked + n
 
@@ -118,3 +121,13 @@ def unmarked_within(text: str, summary: str, budget_tokens: int, count: Count) -
     kept = [n for n in marked if n not in out]
     marks = sum(lines[n].count("(superseded ") - before[n].count("(superseded ") for n in kept)
     return "\n".join(ln for k, ln in enumerate(lines) if k not in out), marks
+
+
+def _of_another_file(text: str, at: int, where: str) -> bool:
+    """The value at ``at`` sits on a line naming files, not ``where``: the same value of the
+    setting in another file ("MAX_WORKERS=20 … config/staging.toml"), still current (ADR 0114 amended)."""
+    if not where:
+        return False
+    line = text[text.rfind("\n", 0, at) + 1:(text.find("\n", at) + 1 or len(text) + 1) - 1]
+    files = {p.removeprefix("./") for p in _paths(line)}
+    return bool(files) and where not in files

@@ -25,11 +25,13 @@ import unicodedata
 # code after a stop, "... your change. :gear: config ask: ...", whatever case follows it)
 _UPPER = "A-Z\u00c0-\u00d6\u00d8-\u00de\u0391-\u03a9\u0400-\u042f"
 _EMOJI = r":[a-z0-9_+-]*[a-z][a-z0-9_+-]*:"
-_SPLIT = re.compile(rf"(?<=[.!?])\s+(?=(?:[-*\u2022]\s+)?(?:\[[ xX]\]\s+)?[\"'(\[]?[{_UPPER}0-9$\u0e00-\u0e7f\u3040-\u30ff"
+# (an abbreviation ends no sentence, whatever capital follows: "Dr. Özdemir", "г. Петров",
+# "v. Ääkkönen", "d. h. Öl", "e.g. :tada:"; ADR 0114 amended)
+_NOT_AFTER = "".join(rf"(?<!\b{re.escape(a)}\.)" for a in (
+    "Dr Mr Mrs Ms Prof St Jr Sr Hr Fr Nr vs ca approx ul ул пр г e.g i.e z.B u.a d.h".split())) + r"(?<!\b[a-zа-я]\.)"
+_SPLIT = re.compile(rf"(?<=[.!?]){_NOT_AFTER}\s+(?=(?:[-*\u2022]\s+)?(?:\[[ xX]\]\s+)?[\"'(\[]?[{_UPPER}0-9$\u0e00-\u0e7f\u3040-\u30ff"
                     rf"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|{_EMOJI}(?:\s|$))|"
                     r"(?<=[\u3002\uff01\uff1f])|\n+")
-# (an emoji code closes a chat sentence as a stop does: ":tada: I added the test")
-_AFTER_EMOJI = re.compile(rf"(?<!\S){_EMOJI}\s+(?=[{_UPPER}])")
 # ("? it", "! so": a question or exclamation ends its sentence whatever case follows)
 _AFTER_MARK = re.compile(r"(?<=[?!])\s+(?=[a-z])")
 # (". next": a full stop after a word of three letters or more, or after a path, ends a
@@ -42,6 +44,10 @@ _OPENERS = ("The This That These Those There Then We You They It It's Its Please
             "Make Use Run Add Fix Check Look Let's So But Also Anyway Nice Thanks Ok Okay Oh Hmm Btw Fyi "
             "Just Maybe What Why How When Where Which Who Whose If Now Next Great Sure Yes Yeah Otherwise").split()
 _MISSING_STOP = re.compile(r"(?<=[a-z0-9)`])\s+(?=(?:%s)\b(?!-))" % "|".join(re.escape(w) for w in _OPENERS))
+# (an emoji code closes a chat sentence as a stop does: ":tada: I added the test")
+# (only before a word that opens sentences: "Use the :memo: Notes template", "status
+# :white_check_mark: Done on staging" go on; ADR 0114 amended)
+_AFTER_EMOJI = re.compile(rf"(?<!\S){_EMOJI}\s+(?=(?:I|{'|'.join(map(re.escape, _OPENERS))})\b)")
 
 
 # (with no stop either: an aside marker opens a new statement — "the limit is 10 MB now

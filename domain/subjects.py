@@ -46,9 +46,12 @@ def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
         # value: "ORM は Peewee に決めました", "HTTP client 最后定了 urllib3", ADR 0110)
         for m in _CASELESS_NAME.finditer(sentence):
             out.setdefault("name", set()).add(m.group(0).casefold())
+    # (a quoted message or status names no one: 'shows "Service Unavailable"'; a chosen one does)
+    named = _QUOTED_TEXT.sub(lambda q: q.group(0) if _QUOTED_NAME.search(sentence, q.start() - 12, q.end()) else
+                             " " * len(q.group(0)), sentence) if '"' in sentence or "\u201c" in sentence else sentence
     for p in (_NAME, _VALUE_ENTITY, _PRODUCT, _QUOTED_NAME):
-        for m in p.finditer(sentence):
-            v = m.group(0).strip().casefold()
+        for m in p.finditer(named):
+            v = m.group(1 if p is _QUOTED_NAME else 0).strip().casefold()
             if not any(v in d or d in v for d in dates):  # ("Friday" is a date, not a name)
                 out.setdefault("name", set()).add(v)
     # (one value said once: "Fatima Okafor", not also "fatima")
@@ -57,7 +60,11 @@ def _typed_values(sentence: str) -> dict[str, frozenset[str]]:
 
 _LABEL_OPENER = re.compile(r"(?<=: )[A-Z](?=[a-z]+ (?![a-z]{1,2}\b)[a-z]{3,}\b)")
 # (a capitalised word quoted as a value is a name: `cache = "Valkey"`, ADR 0114)
-_QUOTED_NAME = re.compile(r"(?<=[\"\u201c])[A-Z][\w.-]*\w(?: [A-Z][\w.-]*\w)*(?=[\"\u201d])")
+# (only a quote that is chosen or assigned: a quoted log line or status, 'printed "Done"',
+# 'shows "Service Unavailable"', is no choice; ADR 0114 amended)
+_QUOTED_TEXT = re.compile(r"[\"\u201c][^\"\u201c\u201d\n]{1,80}[\"\u201d]")
+_QUOTED_NAME = re.compile(r"(?:[=:]|\b(?:is|to|with|use|using|as|be|becomes|pick|picked|chose|choose|on|for)) ?"
+                          r"[\"\u201c]([A-Z][\w.-]*\w(?: [A-Z][\w.-]*\w)*)(?=[\"\u201d])")
 _CASELESS_NAME = re.compile(r"(?<![\w.-])(?:[A-Z][a-z]+(?:[ -]?[A-Z][A-Za-z]+)*|[a-z]{3,}\d+)(?![\w.-])")
 
 

@@ -51,7 +51,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     for other_k, other in list(by_key.items()):
         name, _, where = (other.key or "").partition(_IN)
         if other.kind == "setting" and name in mine and other.seq <= item.seq and f"{name}=" not in item.value \
-                and not (where and _paths(item.value) and where not in _paths(item.value)):
+                and not (where and where != scoped(name, item.value, item.value.find(name)).partition(_IN)[2] != ""):
             # (``MAX_WORKERS=12`` is superseded by "Change MAX_WORKERS to 16."; not by one
             # said of another file, ADR 0114)
             del by_key[other_k]
@@ -138,8 +138,7 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
             del by_key[other_k]
             superseded[other_k] = replace(other, key=f"seq {item.seq}")
         elif item.kind in _WORDED_KINDS and other.kind in _VALUE_KINDS and other.doubt is None and carries \
-                and _typed_values(item.value).keys() & _typed_values(other.value).keys() \
-                and _shared_beyond_paths(item.value, other.value):
+                and _another_value(item.value, other.value) and _one_subject(item.value, other):
             # (a new value said inside a report or a wish, "retested; the limit sits at 40",
             # was matched and changed nothing: the old value read as current, ADR 0114)
             by_key[other_k] = replace(other, doubt=item.seq)
@@ -153,6 +152,22 @@ def supersede(item: Item, by_key: dict[tuple[str, str], Item], superseded: dict[
     return item
 
 
+def retire_sentences(old: Item, new: Item, by_key: dict[tuple[str, str], Item],
+                     superseded: dict[tuple[str, str], Item]) -> None:
+    """The sentences that set ``old`` (a setting ``new`` replaced), replaced with it: their
+    reason clauses differ ("… the ingest jobs pile up" / "… the billing jobs pile up"), so
+    no subject rule matched and the old sentence stayed on the checklist unmarked (ADR 0114
+    amended). Only a sentence of ``old``'s own message that names ``old``'s file or none."""
+    if old.value == new.value:
+        return
+    where = (old.key or "").partition(_IN)[2]
+    for k, o in list(by_key.items()):
+        if o.kind == SETTING_TEXT and o.seq == old.seq and re.search(rf"(?<![\w.-]){re.escape(old.value)}(?![\w.])", o.value) \
+                and scoped(old.key.partition(_IN)[0], o.value, o.value.find(old.value)).partition(_IN)[2] == where:
+            del by_key[k]
+            superseded[k] = replace(o, key=f"seq {new.seq}")
+
+
 def scoped(name: str, text: str, at: int) -> str:
     """A setting's key: its name, and the file its sentence names nearest to it, if any
     ("MAX_WORKERS=8 in config/prod.toml"): two files' settings are two settings (ADR 0114).
@@ -161,8 +176,16 @@ def scoped(name: str, text: str, at: int) -> str:
     stop = _SENTENCE_END.search(text, at)
     ends = [x for x in (text.find("\n", at), stop.start() + 1 if stop else -1) if x >= 0]
     line = text[start:min(ends, default=len(text))]
-    files = [(abs(start + m.start() - at), m.group(0)) for m in _PATH.finditer(line)]
+    # (only a file the sentence says the setting is in or for, or a label before it: "see
+    # docs/tuning.md for why" or "the traceback pointed at lib/retry.py" is another topic)
+    files = [(abs(start + m.start() - at), m.group(0).removeprefix("./")) for m in _PATH.finditer(line)
+             if (_OF_FILE.search(line, 0, m.start()) or line[m.end():m.end() + 1] == ":" and start + m.end() < at)
+             and not _CLAUSE_BREAK.search(line, *sorted((at - start, m.start())))]
     return f"{name}{_IN}{min(files)[1]}" if files else name
+
+
+_CLAUSE_BREAK = re.compile(r";|\s[\u2014\u2013-]\s")  # (a file of another clause: "=9 now; the why is in x.md")
+_OF_FILE = re.compile(r"\b(?:in|for|of|inside)\s+(?:the\s+)?(?:file\s+)?[`'\"]?(?:\./)?$")
 
 
 _SENTENCE_END = re.compile(r"[.!?]\s+")
@@ -180,6 +203,20 @@ def _shared_beyond_paths(new: str, old: str) -> set[str]:
     """The subject phrases two sentences share once their paths are out: "api/routes/users.py"
     in both is a file each mentions, not their subject (ADR 0114's flags ask this)."""
     return _shared_subject(_PATH.sub(" | ", new), _PATH.sub(" | ", old))
+
+
+def _another_value(new: str, old: str) -> bool:
+    """``new`` states a value of a type ``old`` states and not ``old``'s own: a report that
+    repeats the value ("documented the TTL of 300 seconds") changes nothing (ADR 0114 amended)."""
+    a, b = _typed_values(new), _typed_values(old)
+    return any(not a[t] & b[t] for t in a.keys() & b.keys())
+
+
+def _one_subject(new: str, old: Item) -> bool:
+    """A subject phrase of ``old``'s, not one word in common ("the API docs" / "the API timeout")."""
+    shared = _shared_beyond_paths(new, old.value)
+    return any(" " in p or p in old.anchors and not any(p in q.split() for q in old.anchors if q != p)
+               for p in shared)
 
 
 #: Kinds that may state a new value on the way, a report of work or a wish ("Today: retested;
@@ -222,7 +259,7 @@ def _same_slot(item: Item, unmatched: list[tuple[tuple[str, str], Item]], by_key
         # place", in three is two subjects)
         if types and (shared := _shared_subject(item.value, o.value)) and \
                 len(shared) * 2 >= min(len(pairs), len(_subject_pairs(o.value))) and \
-                (item.kind not in _WORDED_KINDS or _shared_beyond_paths(item.value, o.value)):
+                (item.kind not in _WORDED_KINDS or _one_subject(item.value, o)):
             found.append((len(shared), k, o, types, shared))
         elif "version" in types and (package := _one_package_named(item, o)):
             # (a version's subject is its package, one word: "redis-py comes out as 5.0.8" /

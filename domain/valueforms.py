@@ -17,11 +17,23 @@ from .cues import _FILLER, _STOP
 def plain(text: str) -> str:
     """``text`` as stated, its formatting aside: markdown emphasis and code ticks out, digit
     groups joined."""
-    return _GROUPED.sub("", _EMPHASIS.sub("", text))
+    return _GROUPED.sub(_joined, _EMPHASIS.sub(r"\1", text.replace("`", "")))
 
 
-_EMPHASIS = re.compile(r"\*\*|__|`")
-_GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+# (emphasis as a pair around words, never inside a name or a path: "app/__main__.py" is
+# no "app/main.py", ADR 0114 amended)
+_EMPHASIS = re.compile(r"(?<![\w./\\-])(?:\*\*|__)(?=[^\s*_])([^\n]{0,200}?[^\s*_])(?:\*\*|__)(?![\w./\\-])")
+_GROUPED = re.compile(r"(?<![\d,.])([$\u20ac\u00a3\u00a5]?)(\d{1,3})((?:,\d{3})+)(?!\d|,\d)")
+
+
+def _joined(m: re.Match[str]) -> str:
+    """A grouped number written plain, only where grouping is sure: after a currency sign,
+    two groups or more ("1,200,000"), or round ("12,000", "2,500"); "80,443" may be two
+    ports, so it stays as said (unequal to "80443": a loss reported, never a silent one)."""
+    sign, head, groups = m.groups()
+    if sign or groups.count(",") > 1 or groups.endswith("00"):
+        return sign + head + groups.replace(",", "")
+    return m.group(0)
 
 
 def lower_case_holders(sentence: str, openers: Collection[str] = ()) -> Iterator[tuple[int, int, str]]:
@@ -29,15 +41,24 @@ def lower_case_holders(sentence: str, openers: Collection[str] = ()) -> Iterator
     its copula, one word closing the clause ("the on-call for billing is bob.", "our release
     manager is ines, until May"); not a state ("is busy", "is unclear", "is responsible")."""
     for m in _ROLE_IS.finditer(sentence):
-        word = m.group(1)
+        word = m.group("word")
         if word.casefold() not in _STOP and word.casefold() not in _FILLER and word.casefold() not in openers \
-                and not _NOT_A_NAME.search(word):
-            yield m.start(1), m.end(1), word
+                and not _NOT_A_NAME.search(word) and word not in _COMMON \
+                and not (m.group("bare") and not m.group("of") and _BARE_ROLE.search(sentence[:m.start()])):
+            yield m.start("word"), m.end("word"), word
 
 
-_ROLE_IS = re.compile(r"\b(?:owner|reviewer|manager|contact|lead|admin|maintainer|on-call|approver|assignee)s?"
-                      r"(?:\s+(?:for|of|on)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?)?\s+(?:is|was|will be|stays|becomes|=|:)\s+"
-                      r"([a-z][a-z'-]{2,})(?=\s*(?:[.,;!?)]|$)|\s+(?:this|for|from|until|now|again|today|next)\b)")
+_ROLE_IS = re.compile(r"\b(?:owner|reviewer|(?P<bare>manager|lead|admin)|contact|maintainer|on-call|approver|assignee)s?"
+                      r"(?P<of>\s+(?:for|of|on)\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?)?\s+(?:is|was|will be|stays|becomes|=|:)\s+"
+                      r"(?P<word>[a-z][a-z'-]{2,})(?=\s*(?:[.,;!?)]|$)|\s+(?:this|for|from|until|now|again|today|next)\b)")
+# (ADR 0114 amended: "the lead is clear", "the admin is broken", "the contact is slack" —
+# a word of talk after the role; "lead", "manager", "admin" name a role only qualified,
+# "the release manager is ines", "the lead for billing is omar", not "The lead is huge")
+_COMMON = frozenset("""clear low high huge tiny big small strict gone broken fast slow slack team blank empty
+none null full good bad fine great hard easy done safe fixed stale live down up right wrong fair firm solid weak
+strong quiet loud calm happy sure short long cheap dear clean dirty hot cold warm cool nice okay ok me you us them
+him her someone somebody nobody everyone anyone unassigned pending offline online idle stuck""".split())
+_BARE_ROLE = re.compile(r"(?:^\W*|[.!?;:]\s*|\b(?:the|a|an|our|my|your|their|this|that|its)\s+)$", re.I)
 _NOT_A_NAME = re.compile(r"(?:ed|ing|ly|ful|able|ible|ous|ive|al|less|ent|ant|ary)$|^(?:away|out|off|back|busy|free|"
                          r"new|unknown|unclear|tbd|open|vacant|ready|late|here|there|sick|available|unassigned)$")
 
