@@ -74,6 +74,7 @@ _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 _KIND_PREFIX = re.compile(r"^[a-z_]+:\s+")
 _LINE_KIND = re.compile(r"^([ \t]*[-*][ \t]+)[a-z_]+:(?=\s)", re.M)  # (within its line: the lines stay aligned)
+_NEGATION = re.compile(r"\b(?:never|not|no|nothing|nobody|cannot|without|avoid|stop)\b|n['\u2019]t\b", re.I)
 
 
 def words(sentence: str, keys: Sequence[str]) -> set[str]:
@@ -134,8 +135,12 @@ class Context:
 
     def states(self, said: Said) -> bool:
         """Whether one line holds every value of ``said`` and ``said.need`` of its words."""
-        if not said.keys:  # (a user's sentence with no value: a line with half its words, ADR 0116)
-            return not said.need or any(len(said.own & self._line_words(n)) >= said.need for n in range(len(self.starts)))
+        if not said.keys:  # (a user's sentence with no value: a line with half its words, ADR 0116,
+            # and its polarity: "never force-push" is not stated by "I force-pushed")
+            negated = bool(_NEGATION.search(said.text))
+            return not said.need or any(len(said.own & self._line_words(n)) >= said.need
+                                        and bool(_NEGATION.search(self._line(n))) == negated
+                                        for n in range(len(self.starts)))
         if self._index is None:
             self._index = LineIndex(self.text.split("\n"))
         rarest, found = max(said.keys, key=len), self._index.lines(said.keys)
