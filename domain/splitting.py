@@ -28,7 +28,10 @@ _EMOJI = r":[a-z0-9_+-]*[a-z][a-z0-9_+-]*:"
 # (an abbreviation ends no sentence, whatever capital follows: "Dr. Özdemir", "г. Петров",
 # "v. Ääkkönen", "d. h. Öl", "e.g. :tada:"; ADR 0114 amended)
 _NOT_AFTER = "".join(rf"(?<!\b{re.escape(a)}\.)" for a in (
-    "Dr Mr Mrs Ms Prof St Jr Sr Hr Fr Nr vs ca approx ul ул пр г e.g i.e z.B u.a d.h".split())) + r"(?<!\b[a-zа-я]\.)"
+    "Dr Mr Mrs Ms Prof St Jr Sr Hr Fr Nr vs ca approx ul ул пр г e.g i.e z.B u.a d.h".split())) + (
+    # (a lone lower-case letter is an abbreviation only before a capital with a diacritic,
+    # "v. Ääkkönen", "d. h. Öl": "in module a. Then …" and "at 5 p.m. Then …" end there)
+    r"(?!(?<=\b[a-z]\.)\s+[\u00c0-\u00d6\u00d8-\u00de])")
 _SPLIT = re.compile(rf"(?<=[.!?]){_NOT_AFTER}\s+(?=(?:[-*\u2022]\s+)?(?:\[[ xX]\]\s+)?[\"'(\[]?[{_UPPER}0-9$\u0e00-\u0e7f\u3040-\u30ff"
                     rf"\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|{_EMOJI}(?:\s|$))|"
                     r"(?<=[\u3002\uff01\uff1f])|\n+")

@@ -113,4 +113,5 @@ Other Others Such Same Whatever Whenever Wherever Instead Perhaps Probably Possi
 Everything Good Fine Cool Perfect Right Wrong True False Yep Nope Well Welcome Thank Hope Glad Happy
 Followup Heads Quick Small Big Last Both Every All Any No Not None One Ones Our My Your Their His Her
 Noted Understood Acknowledged Ack Roger Gotcha Got Indeed Certainly Absolutely Exactly Definitely
+Sound Sounds Seem Seems Work Works Feel Feels Mean Means Depend Depends Happen Happens
 """.split())

@@ -72,3 +72,17 @@ def test_a_rule_is_not_stated_by_a_line_that_says_the_opposite() -> None:
     assert coverage.losses(rule, opposite, coverage.Context([]))
     kept = coverage.Context(["## Constraints\n- rule: Never force-push to the release branch. (seq 5)"])
     assert not coverage.losses(rule, kept, coverage.Context([]))
+
+
+def test_a_lone_letter_before_a_plain_capital_ends_its_sentence() -> None:
+    from context_compaction.domain.joining import sentences
+
+    assert len(sentences("Fix the bug in module a. Then deploy.")) == 2
+    assert len(sentences("I met the team at 5 p.m. Then we left.")) == 2
+    assert len(sentences("Встреча в 10 ч. Потом деплой.")) == 2
+    assert len(sentences("Kontakt: v. Ääkkönen.")) == 1  # (a particle before a name with a diacritic)
+
+
+def test_a_chat_verb_opening_a_sentence_is_no_name() -> None:
+    assert values("Sounds good, thanks for checking that so quickly.") == []
+    assert values("Works for me.") == []
