@@ -55,3 +55,10 @@ def test_a_file_of_a_later_clause_after_a_comma_and_is_another_topic() -> None:
     assert replaced(ledger, "RETRY_MAX=3")
     ledger = merged("RETRY_MAX=3 in svc/gateway.toml.", "RETRY_MAX=8, but the log is in var/log/app.log.")
     assert replaced(ledger, "RETRY_MAX=3")
+
+
+def test_a_value_replaced_in_one_environment_is_marked_on_a_line_that_names_a_file() -> None:
+    from context_compaction.domain.marks import mark_superseded
+    ledger = merged("CACHE_TTL=60 in staging.", "CACHE_TTL=90 for stage.")
+    text, n = mark_superseded("- CACHE_TTL=60 in staging (deploy/cache.toml)\n", ledger)
+    assert n == 1 and "CACHE_TTL=60 (superseded by CACHE_TTL=90" in text
