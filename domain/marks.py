@@ -126,8 +126,8 @@ def unmarked_within(text: str, summary: str, budget_tokens: int, count: Count) -
 def _of_another_file(text: str, at: int, where: str) -> bool:
     """The value at ``at`` sits on a line naming files, not ``where``: the same value of the
     setting in another file ("MAX_WORKERS=20 … config/staging.toml"), still current (ADR 0114 amended)."""
-    if not where:
-        return False
+    if not where or where not in _paths(where):
+        return False  # (an environment's key, "LOG_LEVEL in prod", names no file)
     line = text[text.rfind("\n", 0, at) + 1:(text.find("\n", at) + 1 or len(text) + 1) - 1]
     files = {p.removeprefix("./") for p in _paths(line)}
     return bool(files) and where not in files

@@ -44,12 +44,13 @@ def _scopes(sentence: str) -> frozenset[str]:
                      if m.group(1).lower() not in _STOP and m.group(1).lower() not in _NO_SCOPE)
 
 
+#: An environment's name (ADR 0114): a place mid-sentence, and part of a setting's key.
+ENVIRONMENTS = "prod|production|staging|stage|dev|development|test|testing|qa|uat|local|ci|preview|sandbox|beta"
 _SCOPE = (re.compile(r"^\W*(?:for|in|on)\s+([A-Za-z][\w-]*)\s*,", re.I),
           re.compile(r"\b(?:for|in|on)\s+(?:the\s+)?([A-Za-z][\w-]*)\s*[.!]?\s*$", re.I),
           # (or closing a clause mid-sentence: "... is 8 in prod; ..." / "... is 2 in staging; ...",
           # ADR 0114; only an environment's name: "on paper;", "for users;", "in reality;" are talk)
-          re.compile(r"\b(?:for|in|on)\s+(prod|production|staging|stage|dev|development|test|testing|qa|"
-                     r"uat|local|ci|preview|sandbox|beta)\s*[;\u2014\u2013]"))
+          re.compile(rf"\b(?:for|in|on)\s+({ENVIRONMENTS})\s*[;\u2014\u2013]"))
 # (talk, not a place: "For now, …", "In short, …", "… for the record.")
 _NO_SCOPE = frozenset("""now example instance reference context clarity completeness once sure today tomorrow
 general short practice fact particular theory total summary record time reflection balance top addition

@@ -23,7 +23,7 @@ from .subjects import (
     _rephrased, _restated, _same_subject, _same_values, _says, _sets_value,
     _shared_subject, _subject_pairs, _two_units, _typed_values, _types_apart, _value_types,
 )
-from .qualifiers import _PATH, _apart, _paths
+from .qualifiers import ENVIRONMENTS, _PATH, _apart, _paths
 from .valueforms import _IN, same_setting
 from .versions import (
     _another_version, _caseless_version, _one_package, _one_package_named, _packages, _said, _two_packages,
@@ -175,17 +175,23 @@ def scoped(name: str, text: str, at: int) -> str:
     start = max(text.rfind("\n", 0, at) + 1, max((m.end() for m in _SENTENCE_END.finditer(text, 0, at)), default=0))
     stop = _SENTENCE_END.search(text, at)
     ends = [x for x in (text.find("\n", at), stop.start() + 1 if stop else -1) if x >= 0]
-    line = text[start:min(ends, default=len(text))]
+    line = text[start:min(ends, default=len(text))].replace("\\", "/")  # (a Windows path: "deploy\\api.toml")
     # (only a file the sentence says the setting is in or for, or a label before it: "see
     # docs/tuning.md for why" or "the traceback pointed at lib/retry.py" is another topic)
     files = [(abs(start + m.start() - at), m.group(0).removeprefix("./")) for m in _PATH.finditer(line)
              if (_OF_FILE.search(line, 0, m.start()) or line[m.end():m.end() + 1] == ":" and start + m.end() < at)
              and not _CLAUSE_BREAK.search(line, *sorted((at - start, m.start())))]
-    return f"{name}{_IN}{min(files)[1]}" if files else name
+    # (an environment is a place like a file: "LOG_LEVEL=debug in staging" / "… in prod" are two settings)
+    envs = [(abs(start + m.start() - at), _ENV_ALIAS.get(m.group(1).lower(), m.group(1).lower()))
+            for m in _OF_ENV.finditer(line) if not _CLAUSE_BREAK.search(line, *sorted((at - start, m.start())))]
+    return f"{name}{_IN}{min(files or envs)[1]}" if files or envs else name
 
 
-_CLAUSE_BREAK = re.compile(r";|\s[\u2014\u2013-]\s")  # (a file of another clause: "=9 now; the why is in x.md")
-_OF_FILE = re.compile(r"\b(?:in|for|of|inside)\s+(?:the\s+)?(?:file\s+)?[`'\"]?(?:\./)?$")
+# (a file of another clause: "=9 now; the why is in x.md", "=9, and the notes are in x.md")
+_CLAUSE_BREAK = re.compile(r";|\s[\u2014\u2013-]\s|,\s+(?:and|but|so|then|while)\b")
+_OF_FILE = re.compile(r"\b(?:in|for|of|inside|from|per)\s+(?:the\s+)?(?:file\s+)?[`'\"]?(?:\./)?$")
+_OF_ENV = re.compile(rf"\b(?:in|for|on)\s+(?:the\s+)?({ENVIRONMENTS})\b(?![\w/-]|\.\w)", re.I)
+_ENV_ALIAS = {"production": "prod", "stage": "staging", "development": "dev", "testing": "test"}
 
 
 _SENTENCE_END = re.compile(r"[.!?]\s+")
