@@ -7,27 +7,8 @@ from __future__ import annotations
 from context_compaction.domain import coverage
 from context_compaction.domain.checklist import classify
 from context_compaction.domain.joining import sentences
-from context_compaction.domain.ledger import Ledger, LedgerItem, extract, present
-from context_compaction.domain.summary import SourceEntry
-
-
-def merged(*said: str) -> Ledger:
-    entries = [SourceEntry(seq=2 * n + 1, role="user", text=t) for n, t in enumerate(said)]
-    ledger, _ = Ledger().merge(extract(entries))
-    return ledger
-
-
-def current(ledger: Ledger, value: str) -> LedgerItem | None:
-    return next((i for i in ledger.items if i.value == value), None)
-
-
-def replaced(ledger: Ledger, value: str) -> bool:
-    return any(i.value == value for i in ledger.superseded)
-
-
-def doubted(ledger: Ledger, value: str) -> bool:
-    item = current(ledger, value)
-    return item is not None and item.doubt is not None
+from context_compaction.domain.ledger import LedgerItem, present
+from ledger_builders import doubted, merged, replaced
 
 
 # ------------------------------------------------------------------ where a sentence ends

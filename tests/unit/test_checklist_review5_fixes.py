@@ -9,23 +9,8 @@ import signal
 from context_compaction.domain import coverage
 from context_compaction.domain.cues import _AMOUNT, _RATE
 from context_compaction.domain.joining import sentences
-from context_compaction.domain.ledger import Ledger, LedgerItem, extract
 from context_compaction.domain.marks import mark_superseded
-from context_compaction.domain.summary import SourceEntry
-
-
-def merged(*said: str) -> Ledger:
-    entries = [SourceEntry(seq=2 * n + 1, role="user", text=t) for n, t in enumerate(said)]
-    ledger, _ = Ledger().merge(extract(entries))
-    return ledger
-
-
-def current(ledger: Ledger, value: str) -> LedgerItem | None:
-    return next((i for i in ledger.items if i.value == value), None)
-
-
-def replaced(ledger: Ledger, value: str) -> bool:
-    return any(i.value == value for i in ledger.superseded)
+from ledger_builders import current, merged, replaced
 
 
 # ------------------------------------------------------------------ a setting's file
