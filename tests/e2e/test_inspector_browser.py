@@ -136,7 +136,20 @@ def _click(d: Any, element: Any) -> None:
 
     page = d.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(d, 30).until(expected_conditions.staleness_of(page))
+    # (Chrome may answer the staleness probe of a page being replaced with "Node with given
+    # id does not belong to the document" instead of a stale-element error: that is stale too)
+    WebDriverWait(d, 30).until(lambda _: _gone(expected_conditions.staleness_of(page)))
+
+
+def _gone(stale: Any) -> bool:
+    from selenium.common.exceptions import WebDriverException
+
+    try:
+        return bool(stale(None))
+    except WebDriverException as error:
+        if "does not belong to the document" in str(error):
+            return True
+        raise
 
 
 def _visit(d: Any, inspector: Inspector, path: str) -> None:
